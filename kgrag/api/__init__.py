@@ -1,0 +1,1 @@
+"""FastAPI app and routers."""

@@ -1,0 +1,61 @@
+"""The FastAPI app: every HTTP route of the project. ``GET /healthz`` is 200 once the stores are open."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import JSONResponse
+
+from kgrag import __version__
+from kgrag.config import Settings, get_settings
+from kgrag.errors import KgragError
+from kgrag.graph import GraphStore, open_store
+from kgrag.prep.steps import DATASETS
+
+
+def open_prepared_stores(settings: Settings) -> dict[str, GraphStore]:
+    """The stores of every prepared dataset (or the remote endpoint for each, when one is configured)."""
+    stores: dict[str, GraphStore] = {}
+    for name in DATASETS:
+        if settings.sparql_endpoint or (settings.dataset_dir(name) / "oxigraph").is_dir():
+            stores[name] = open_store(name, settings)
+    return stores
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.stores = open_prepared_stores(settings)
+        app.state.ready = True
+        try:
+            yield
+        finally:
+            app.state.ready = False
+            for store in app.state.stores.values():
+                store.close()
+
+    app = FastAPI(title="kgrag", version=__version__, lifespan=lifespan)
+    app.state.ready = False
+    app.state.stores = {}
+
+    @app.exception_handler(KgragError)
+    async def kgrag_error(_: Request, exc: KgragError) -> JSONResponse:
+        return JSONResponse(status_code=502, content={"detail": str(exc)})
+
+    @app.get("/healthz", tags=["ops"])
+    def healthz(request: Request) -> dict:
+        """200 once the stores are open (503 before), with the datasets served."""
+        if not request.app.state.ready:
+            raise HTTPException(status_code=503, detail="stores are not open yet")
+        return {"status": "ok", "version": __version__, "datasets": sorted(request.app.state.stores)}
+
+    @app.get("/api/datasets", tags=["graph"])
+    def datasets(request: Request) -> dict:
+        """The datasets whose stores are open, with their triple counts."""
+        return {name: {"location": s.location, "triples": s.count_triples()} for name, s in request.app.state.stores.items()}
+
+    return app

@@ -1,0 +1,183 @@
+"""The ``kgrag`` command line (typer). Every command has ``--help``; errors print one line, no traceback."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from kgrag.config import get_settings
+from kgrag.errors import KgragError
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+app = typer.Typer(
+    name="kgrag",
+    help="kgrag: turn a knowledge graph into agent-ready context and answers.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+data_app = typer.Typer(help="Datasets: where they come from, downloading them.", no_args_is_help=True)
+app.add_typer(data_app, name="data")
+console = Console()
+err_console = Console(stderr=True)
+F = TypeVar("F", bound=Callable)
+
+
+class Dataset(str, Enum):
+    demo = "demo"
+    metaqa = "metaqa"
+    medical = "medical"
+
+
+def friendly_errors(fn: F) -> F:
+    """Turn a :class:`KgragError` (and a failed SPARQL/LLM call) into one clear line and exit code 1."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except KgragError as exc:
+            err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+            raise typer.Exit(1) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _print_markdown_table(markdown: str) -> None:
+    rows = [line.strip("|").split("|") for line in markdown.splitlines() if line.startswith("| ") and "---" not in line]
+    table = Table(show_header=True, header_style="bold")
+    header, *body = rows
+    for col in header:
+        table.add_column(col.strip())
+    for row in body:
+        table.add_row(*(c.strip() for c in row))
+    console.print(table)
+
+
+@app.command()
+@friendly_errors
+def prepare(
+    dataset: Annotated[Dataset, typer.Option(help="Dataset to prepare.")] = Dataset.metaqa,
+    data_dir: Annotated[Path | None, typer.Option(help="Override KGRAG_DATA_DIR.")] = None,
+) -> None:
+    """Run the data-prep flow for one dataset (idempotent): CSR graph, Oxigraph store, resolved questions, summary.
+
+    Outputs go to <KGRAG_WORK_DIR>/<dataset>/ and the summary is printed as a table.
+    """
+    from flows.prepare_data import prepare_data
+
+    result = prepare_data(dataset=dataset.value, data_dir=str(data_dir) if data_dir else None)
+    _print_markdown_table(result["markdown"])
+
+
+@app.command()
+@friendly_errors
+def run() -> None:
+    """The main job (what `make run` runs): prepare MetaQA when ../shared/data has it (else the demo KG),
+    print the summary table, then answer one dev question with SPARQL on the store."""
+    from flows.prepare_data import prepare_data
+    from kgrag.run import default_dataset, sparql_example
+
+    settings = get_settings()
+    dataset = default_dataset(settings)
+    console.print(f"[bold]kgrag run[/]: dataset [cyan]{dataset}[/] (data dir {settings.data_dir}, work dir {settings.work_dir})")
+    result = prepare_data(dataset=dataset)
+    _print_markdown_table(result["markdown"])
+    example = sparql_example(dataset, settings)
+    if example is None:
+        console.print("no 1-hop question with a linking relation to show")
+        return
+    console.print(f"\n[bold]Question[/] ({'validation' if dataset == 'metaqa' else 'demo'}): {example.question}")
+    console.print(f"[bold]SPARQL[/]: {example.query}", highlight=False)
+    console.print(f"[bold]Store answers[/] ({len(example.answers)}): {', '.join(example.answers)}")
+    console.print(f"[bold]Gold answers[/] ({len(example.gold)}): {', '.join(example.gold)}")
+    console.print(f"[bold]Match[/]: {'yes' if example.matches else 'no'}")
+
+
+@app.command()
+@friendly_errors
+def sparql(
+    query: Annotated[str, typer.Argument(help="A SPARQL 1.1 SELECT query ('-' reads it from stdin).")],
+    dataset: Annotated[Dataset, typer.Option(help="Prepared dataset whose store to query.")] = Dataset.metaqa,
+    limit: Annotated[int, typer.Option(help="Rows to print at most.")] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="Print rows as JSON lines.")] = False,
+) -> None:
+    """Run a SELECT query on the dataset's store (KGRAG_SPARQL_ENDPOINT when set, else the embedded store)."""
+    from kgrag.graph import open_store
+
+    text = sys.stdin.read() if query == "-" else query
+    with open_store(dataset.value) as store:
+        rows = store.select(text)
+    for row in rows[:limit]:
+        if as_json:
+            console.print_json(json.dumps({k: v.value for k, v in row.items()}, ensure_ascii=False))
+        else:
+            console.print("\t".join(f"{k}={v.value}" for k, v in row.items()), highlight=False)
+    console.print(f"{len(rows)} row(s)", style="dim")
+
+
+@app.command()
+@friendly_errors
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+) -> None:
+    """Serve every HTTP route of the project (FastAPI + uvicorn); GET /healthz answers 200 once stores are open."""
+    import uvicorn
+
+    from kgrag.api.app import create_app
+
+    uvicorn.run(create_app(), host=host, port=port, log_level="info")
+
+
+@app.command("config")
+def show_config() -> None:
+    """Print the effective settings (KGRAG_* environment, .env, defaults); the API key is masked."""
+    settings = get_settings()
+    for key, value in settings.model_dump().items():
+        if key == "llm_api_key" and value:
+            value = "***"
+        console.print(f"KGRAG_{key.upper()}={value}", highlight=False)
+
+
+@data_app.command("list")
+def data_list() -> None:
+    """List the datasets kgrag knows, their public source and whether they are in the data dir."""
+    from kgrag.data.download import DATASETS
+
+    settings = get_settings()
+    table = Table("name", "present", "source")
+    for name, info in DATASETS.items():
+        present = (settings.data_dir / info.subdir).exists()
+        table.add_row(name, "yes" if present else "no", info.source)
+    console.print(table)
+
+
+@data_app.command("download")
+@friendly_errors
+def data_download(
+    name: Annotated[str, typer.Argument(help="Dataset name (see `kgrag data list`).")],
+    dest: Annotated[Path | None, typer.Option(help="Target data dir (default KGRAG_DATA_DIR).")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds per HTTP request.")] = 30.0,
+) -> None:
+    """Download a dataset from its public source into the data dir (needs network access)."""
+    from kgrag.data.download import download
+
+    path = download(name, dest or get_settings().data_dir, timeout=timeout)
+    console.print(f"downloaded {name} to {path}")
+
+
+if __name__ == "__main__":
+    app()

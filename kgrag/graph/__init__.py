@@ -1,0 +1,26 @@
+"""Triple graph: SPARQL stores (embedded / remote), IRI conventions, the CSR graph."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kgrag.config import Settings, get_settings
+from kgrag.graph.csr import CSRGraph
+from kgrag.graph.oxigraph_store import OxigraphStore
+from kgrag.graph.remote_store import RemoteStore
+from kgrag.graph.store import GraphStore, Row, Term
+
+__all__ = ["CSRGraph", "GraphStore", "OxigraphStore", "RemoteStore", "Row", "Term", "open_store", "store_path"]
+
+
+def store_path(dataset: str, settings: Settings | None = None) -> Path:
+    """Directory of the embedded store built by ``kgrag prepare --dataset <dataset>``."""
+    return (settings or get_settings()).dataset_dir(dataset) / "oxigraph"
+
+
+def open_store(dataset: str, settings: Settings | None = None) -> GraphStore:
+    """The configured store: the SPARQL endpoint when ``KGRAG_SPARQL_ENDPOINT`` is set, else the embedded one."""
+    settings = settings or get_settings()
+    if settings.sparql_endpoint:
+        return RemoteStore(settings.sparql_endpoint, timeout=settings.sparql_timeout, retries=settings.sparql_retries)
+    return OxigraphStore(store_path(dataset, settings), read_only=True)

@@ -1,0 +1,101 @@
+"""Remote SPARQL 1.1 endpoint over HTTP via SPARQLWrapper (``oxigraph serve``, Virtuoso, QLever, Fuseki)."""
+
+from __future__ import annotations
+
+import http.client
+import logging
+import random
+import socket
+import time
+import urllib.error
+
+from SPARQLWrapper import JSON, POST, SPARQLWrapper
+from SPARQLWrapper.SPARQLExceptions import SPARQLWrapperException
+
+from kgrag.errors import SparqlError
+from kgrag.graph.store import GraphStore, Row, Term
+
+log = logging.getLogger(__name__)
+
+_CONNECTION_ERRORS = (ConnectionError, http.client.RemoteDisconnected, http.client.IncompleteRead)
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    reason = getattr(exc, "reason", exc)
+    return isinstance(reason, TimeoutError | socket.timeout)
+
+
+def _parse_term(binding: dict) -> Term:
+    kind = binding.get("type")
+    if kind == "uri":
+        return Term("uri", binding["value"])
+    if kind == "bnode":
+        return Term("bnode", binding["value"])
+    # "literal" or the SPARQL 1.0 "typed-literal"
+    return Term("literal", binding["value"], binding.get("xml:lang"), binding.get("datatype"))
+
+
+class RemoteStore(GraphStore):
+    """A SPARQL endpoint. Connection errors are retried with exponential backoff (``retries`` times);
+    timeouts and HTTP errors raise :class:`SparqlError` at once with the status and the server's message."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        timeout: float = 120.0,
+        retries: int = 3,
+        backoff: float = 0.5,
+        max_backoff: float = 8.0,
+    ) -> None:
+        if not endpoint.startswith(("http://", "https://")):
+            raise SparqlError(f"SPARQL endpoint must be an http(s) URL, got {endpoint!r} (setting KGRAG_SPARQL_ENDPOINT)")
+        self.location = self.endpoint = endpoint
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+
+    def _request(self, query: str, timeout: float | None) -> dict:
+        client = SPARQLWrapper(self.endpoint, agent="kgrag")
+        client.setQuery(query)
+        client.setReturnFormat(JSON)
+        client.setMethod(POST)
+        client.timeout = timeout or self.timeout  # float seconds (setTimeout would truncate to int)
+        attempt = 0
+        while True:
+            try:
+                return client.query().convert()
+            except SPARQLWrapperException as exc:
+                raise SparqlError(f"SPARQL endpoint {self.endpoint} rejected the query: {exc}") from exc
+            except urllib.error.HTTPError as exc:
+                body = exc.read()[:500].decode("utf-8", "replace")
+                raise SparqlError(f"SPARQL endpoint {self.endpoint} answered HTTP {exc.code}: {body}") from exc
+            except (urllib.error.URLError, *_CONNECTION_ERRORS, TimeoutError, socket.timeout) as exc:
+                if _is_timeout(exc):
+                    raise SparqlError(
+                        f"SPARQL query to {self.endpoint} timed out after {client.timeout:g}s"
+                    ) from exc
+                if attempt >= self.retries:
+                    raise SparqlError(
+                        f"cannot reach SPARQL endpoint {self.endpoint} after {attempt + 1} attempts: {exc}"
+                    ) from exc
+                delay = min(self.max_backoff, self.backoff * 2**attempt) * (1 + 0.1 * random.random())
+                log.warning("SPARQL endpoint %s unreachable (%s); retry %d in %.2fs", self.endpoint, exc, attempt + 1, delay)
+                time.sleep(delay)
+                attempt += 1
+
+    def select(self, query: str, timeout: float | None = None) -> list[Row]:
+        result = self._request(query, timeout)
+        if not isinstance(result, dict) or "results" not in result:
+            raise SparqlError(f"SPARQL endpoint {self.endpoint} returned no SELECT results")
+        return [{k: _parse_term(v) for k, v in b.items()} for b in result["results"]["bindings"]]
+
+    def ask(self, query: str, timeout: float | None = None) -> bool:
+        result = self._request(query, timeout)
+        if not isinstance(result, dict) or "boolean" not in result:
+            raise SparqlError(f"SPARQL endpoint {self.endpoint} returned no ASK result")
+        return bool(result["boolean"])
+
+    def count_triples(self) -> int:
+        rows = self.select("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")
+        return int(rows[0]["n"].value) if rows else 0

@@ -1,0 +1,1 @@
+"""Data preparation: steps, manifest, reachability, summary."""

@@ -1,0 +1,49 @@
+"""The data-prep summary: one table of counts, as markdown (Prefect artifact, file) and JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def summary_rows(dataset: str, graph: dict, store: dict, questions: dict) -> list[tuple[str, str]]:
+    rows = [
+        ("dataset", dataset),
+        ("entities", f"{graph['entities']:,}"),
+        ("named entities", f"{graph['named_entities']:,}"),
+        ("relations", f"{graph['relations']:,}"),
+        ("triples (unique edges)", f"{graph['triples']:,}"),
+        ("duplicate edges dropped", f"{graph['duplicates_dropped']:,}"),
+        ("malformed KB lines", f"{graph['malformed_lines']:,}"),
+        ("RDF triples written (edges + names + values)", f"{graph['rdf_triples']:,}"),
+        ("RDF triples in Oxigraph store", f"{store['store_triples']:,}"),
+        ("questions", f"{questions['questions']:,}"),
+    ]
+    for split, hops in sorted(questions["per_split_hop"].items()):
+        for hop, n in sorted(hops.items()):
+            rows.append((f"questions {split} {hop}", f"{n:,}"))
+    total = questions["questions"]
+    unreachable = questions["unreachable_within_3"]
+    rows += [
+        ("questions with unresolved topic entity", f"{questions['unresolved_topic']:,}"),
+        ("answer names not found in the graph", f"{questions['unresolved_answers']:,}"),
+        ("questions whose answers are unreachable within 3 hops", f"{unreachable:,} / {total:,}"),
+        ("malformed question lines", f"{questions['malformed_lines']:,}"),
+    ]
+    return rows
+
+
+def summary_markdown(rows: list[tuple[str, str]]) -> str:
+    lines = ["| item | value |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in rows]
+    return "\n".join(lines) + "\n"
+
+
+def write_summary(out_dir: Path, dataset: str, graph: dict, store: dict, questions: dict) -> str:
+    """Write ``summary.md`` and ``summary.json``; return the markdown."""
+    rows = summary_rows(dataset, graph, store, questions)
+    markdown = f"# Data prep: {dataset}\n\n" + summary_markdown(rows)
+    (out_dir / "summary.md").write_text(markdown, encoding="utf-8")
+    payload = {"dataset": dataset, "graph": graph, "store": store, "questions": questions}
+    (out_dir / "summary.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False), encoding="utf-8")
+    return markdown

@@ -1,0 +1,64 @@
+"""The main job behind ``make run``: prepare the data it finds and show what the stores can answer."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from kgrag.config import Settings, get_settings
+from kgrag.graph import open_store
+from kgrag.graph.csr import CSRGraph
+from kgrag.graph.queries import one_hop_names, one_hop_query
+from kgrag.prep.steps import read_prepared_questions
+
+
+def default_dataset(settings: Settings) -> str:
+    """MetaQA when its KB is in the data dir, else the generated demo KG."""
+    return "metaqa" if (settings.data_dir / "metaqa" / "kb.txt").is_file() else "demo"
+
+
+@dataclass
+class SparqlExample:
+    question: str
+    gold: list[str]
+    query: str
+    answers: list[str]
+
+    @property
+    def matches(self) -> bool:
+        return sorted(set(self.gold)) == sorted(set(self.answers))
+
+
+def _linking_relation(graph: CSRGraph, topic: int, answers: set[int]) -> tuple[str, str] | None:
+    """The relation (and direction) most often linking ``topic`` to its answers in the graph."""
+    votes: Counter[tuple[str, str]] = Counter()
+    for e in graph.out_edges(topic).tolist():
+        if int(graph.tail[e]) in answers:
+            votes[(graph.relations[graph.rel[e]], "out")] += 1
+    for e in graph.in_edges(topic).tolist():
+        if int(graph.head[e]) in answers:
+            votes[(graph.relations[graph.rel[e]], "in")] += 1
+    return votes.most_common(1)[0][0] if votes else None
+
+
+def sparql_example(dataset: str, settings: Settings | None = None, prefer_qtype: str = "director_to_movie") -> SparqlExample | None:
+    """Answer one 1-hop validation question (a director's films on MetaQA) with SPARQL on the configured store."""
+    settings = settings or get_settings()
+    out_dir: Path = settings.dataset_dir(dataset)
+    graph = CSRGraph.load(out_dir / "graph.npz")
+    questions = [q for q in read_prepared_questions(out_dir) if q.get("hop") in (1, None) and q["topic_ids"] and q["answer_ids"]]
+    questions.sort(key=lambda q: (q.get("qtype") != prefer_qtype, q["split"] != "validation", q["qid"]))
+    with open_store(dataset, settings) as store:
+        for q in questions[:50]:
+            topic = graph.key_index[q["topic_ids"][0]]
+            link = _linking_relation(graph, topic, {graph.key_index[a] for a in q["answer_ids"]})
+            if link is None:
+                continue
+            relation, direction = link
+            entity_id = graph.entity_ids[topic]
+            query = one_hop_query(graph.iri_base, entity_id, relation, direction)
+            answers = one_hop_names(store, graph.iri_base, entity_id, relation, direction)
+            gold = [graph.entity_names[graph.key_index[a]] or a for a in q["answer_ids"]]
+            return SparqlExample(question=q["text"], gold=gold, query=query, answers=answers)
+    return None

@@ -1,0 +1,14 @@
+"""Shared pytest setup: fixtures live in tests/fixtures/ and are registered here."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+pytest_plugins = [
+    "fixtures.llm_server",
+    "fixtures.oxigraph_server",
+    "fixtures.settings",
+]
