@@ -7,7 +7,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, TypeVar
 
@@ -35,7 +35,7 @@ err_console = Console(stderr=True)
 F = TypeVar("F", bound=Callable)
 
 
-class Dataset(str, Enum):
+class Dataset(StrEnum):
     demo = "demo"
     metaqa = "metaqa"
     medical = "medical"

@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+from fixtures.oxigraph_server import free_port
 
 from kgrag.errors import SparqlError
 from kgrag.graph.iri import NAME_PREDICATE
@@ -14,8 +15,6 @@ from kgrag.graph.oxigraph_store import OxigraphStore, build_store
 from kgrag.graph.queries import neighbourhood_query, one_hop_names
 from kgrag.graph.remote_store import RemoteStore
 from kgrag.graph.sparql import relation_term
-
-from fixtures.oxigraph_server import free_port
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +34,7 @@ def _edge_set(rows, base):
 def test_embedded_store_holds_every_triple(embedded, demo_ntriples):
     store, graph, count = embedded
     path, _ = demo_ntriples
-    lines = sum(1 for _ in open(path, encoding="utf-8"))
+    lines = len(path.read_text(encoding="utf-8").splitlines())
     assert count == lines == store.count_triples()
     assert count >= graph.num_triples
 

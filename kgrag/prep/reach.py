@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
 
 import numpy as np
 import scipy.sparse as sp
@@ -11,41 +10,24 @@ import scipy.sparse as sp
 UNREACHABLE = -1
 
 
-def hop_distance_batches(
-    adjacency: sp.csr_matrix, sources: np.ndarray, max_hops: int = 3, batch: int = 256
-) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Yield ``(source batch, distances)`` with breadth-first distances ≤ ``max_hops`` from each source to every
-    node (``UNREACHABLE`` beyond), as an int8 array (batch × N).
-
-    Vectorised: a batch of sources is a dense frontier expanded by one sparse × dense product per hop.
-    """
-    n = adjacency.shape[0]
-    binary = adjacency.tocsr(copy=True)
-    binary.data = np.ones_like(binary.data, dtype=np.float32)
-    transposed = binary.T.tocsr()
-    for start in range(0, len(sources), batch):
-        idx = sources[start : start + batch]
-        rows = np.arange(len(idx))
-        dist = np.full((len(idx), n), UNREACHABLE, dtype=np.int8)
-        dist[rows, idx] = 0
-        frontier = np.zeros((n, len(idx)), dtype=np.float32)  # column per source
-        frontier[idx, rows] = 1.0
-        visited = frontier > 0
-        for hop in range(1, max_hops + 1):
-            new = (transposed @ frontier > 0) & ~visited
-            if not new.any():
-                break
-            dist[new.T] = hop
-            visited |= new
-            frontier = new.astype(np.float32)
-        yield idx, dist
+def _binary(adjacency: sp.csr_matrix) -> sp.csr_matrix:
+    a = adjacency.tocsr(copy=True)
+    a.data = np.ones_like(a.data, dtype=np.float32)
+    return a
 
 
 def min_answer_hops(
-    adjacency: sp.csr_matrix, topics: list[list[int]], answers: list[list[int]], max_hops: int = 3
+    adjacency: sp.csr_matrix, topics: list[list[int]], answers: list[list[int]], batch: int = 1024
 ) -> np.ndarray:
-    """Per question, the fewest hops (undirected) from any topic entity to any answer; ``UNREACHABLE`` when
-    none is within ``max_hops`` or the question has no resolved topic/answer."""
+    """Per question, the fewest hops (0–3, undirected) from any topic entity to any answer; ``UNREACHABLE``
+    when none is within 3 hops or the question has no resolved topic/answer.
+
+    Vectorised by topic batches: reach ≤ 1 and ≤ 2 from a batch of topics are two sparse × dense products;
+    distance 3 is then "some neighbour of an answer is within 2 hops" (a gather, no third product, which is
+    the densest one).
+    """
+    a = _binary(adjacency)
+    n = a.shape[0]
     by_topic: dict[int, list[int]] = defaultdict(list)
     for q, ts in enumerate(topics):
         if answers[q]:
@@ -53,11 +35,27 @@ def min_answer_hops(
                 by_topic[t].append(q)
     result = np.full(len(topics), UNREACHABLE, dtype=np.int8)
     sources = np.array(sorted(by_topic), dtype=np.int64)
-    for idx, dist in hop_distance_batches(adjacency, sources, max_hops=max_hops):
-        for row, topic in enumerate(idx.tolist()):
+    indptr, indices = a.indptr, a.indices
+    for start in range(0, len(sources), batch):
+        idx = sources[start : start + batch]
+        cols = np.arange(len(idx))
+        frontier = np.zeros((n, len(idx)), dtype=np.float32)
+        frontier[idx, cols] = 1.0
+        reach1 = (a @ frontier) > 0
+        reach2 = ((a @ reach1.astype(np.float32)) > 0) | reach1
+        for col, topic in enumerate(idx.tolist()):
+            r1, r2 = reach1[:, col], reach2[:, col]  # strided views: only gathered at answer rows
             for q in by_topic[topic]:
-                d = dist[row, answers[q]]
-                d = d[d >= 0]
-                if d.size and (result[q] == UNREACHABLE or d.min() < result[q]):
-                    result[q] = d.min()
+                ans = np.asarray(answers[q])
+                if (ans == topic).any():
+                    d = 0
+                elif r1[ans].any():
+                    d = 1
+                elif r2[ans].any():
+                    d = 2
+                else:
+                    nbrs = np.concatenate([indices[indptr[x] : indptr[x + 1]] for x in ans])
+                    d = 3 if r2[nbrs].any() else UNREACHABLE
+                if d != UNREACHABLE and (result[q] == UNREACHABLE or d < result[q]):
+                    result[q] = d
     return result

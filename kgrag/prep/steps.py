@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from kgrag.data import load_kg, load_questions
-from kgrag.data.records import KGDataset, KGQuestion
+from kgrag.data.records import KGDataset, KGQuestion, ReadResult
 from kgrag.graph.csr import CSRGraph
 from kgrag.graph.oxigraph_store import build_store
 from kgrag.graph.rdf import write_ntriples
@@ -80,7 +80,8 @@ def prepare_questions(dataset: str, data_dir: Path, out_dir: Path, fingerprint: 
     if step_is_current(out_dir, "questions", fingerprint):
         return step_result(out_dir, "questions")
     graph = CSRGraph.load(out_dir / "graph.npz")
-    read = load_questions(dataset, data_dir)
+    # medical questions are Cypher-paired (no gold entities): they belong to the knowledge-network side
+    read = ReadResult(records=[]) if dataset == "medical" else load_questions(dataset, data_dir)
     questions = _split(dataset, read.records, seed)
     index = graph.key_index
     topics, answers = [], []
@@ -94,7 +95,7 @@ def prepare_questions(dataset: str, data_dir: Path, out_dir: Path, fingerprint: 
         unresolved_answers += len(keys_a) - len(q.answer_ids)
         topics.append([index[k] for k in q.topic_ids])
         answers.append([index[k] for k in q.answer_ids])
-    hops = min_answer_hops(graph.adjacency(undirected=True), topics, answers, max_hops=3)
+    hops = min_answer_hops(graph.adjacency(undirected=True), topics, answers)
     path = out_dir / "questions.jsonl"
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
     with open(tmp, "w", encoding="utf-8") as fh:

@@ -1,0 +1,9 @@
+"""Run every benchmark: ``python -m bench`` (``make bench``)."""
+
+from __future__ import annotations
+
+from bench import load_graph, neighbourhood
+
+if __name__ == "__main__":
+    load_graph.main()
+    neighbourhood.main([])
