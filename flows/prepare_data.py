@@ -16,6 +16,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from kgrag.config import get_settings
+from kgrag.errors import KgragError
 from kgrag.prep import steps
 from kgrag.prep.manifest import state_token
 from kgrag.prep.summary import summary_rows, write_summary
@@ -87,6 +88,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--work-dir", default=None)
     args = parser.parse_args(argv)
+    try:  # fail fast, with one clear line, before any Prefect machinery starts
+        steps.check_inputs(args.dataset, Path(args.data_dir) if args.data_dir else get_settings().data_dir)
+    except KgragError as exc:
+        raise SystemExit(f"error: {exc}") from None
     result = prepare_data(dataset=args.dataset, data_dir=args.data_dir, work_dir=args.work_dir)
     print(result["markdown"])
 

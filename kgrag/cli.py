@@ -77,7 +77,9 @@ def prepare(
     Outputs go to <KGRAG_WORK_DIR>/<dataset>/ and the summary is printed as a table.
     """
     from flows.prepare_data import prepare_data
+    from kgrag.prep.steps import check_inputs
 
+    check_inputs(dataset.value, data_dir or get_settings().data_dir)
     result = prepare_data(dataset=dataset.value, data_dir=str(data_dir) if data_dir else None)
     _print_markdown_table(result["markdown"])
 

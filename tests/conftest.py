@@ -11,4 +11,5 @@ pytest_plugins = [
     "fixtures.llm_server",
     "fixtures.oxigraph_server",
     "fixtures.settings",
+    "fixtures.prefect_harness",
 ]

@@ -146,4 +146,4 @@ def test_missing_data_error_message(tmp_path: Path) -> None:
     assert isinstance(err, DataNotFoundError)
     text = str(err)
     assert str(tmp_path / "metaqa" / "kb.txt") in text and "KGRAG_DATA_DIR" in text
-    assert "download('metaqa'" in text and "qa_dev_qtype.txt" in text
+    assert "kgrag data download metaqa" in text and "qa_dev_qtype.txt" in text

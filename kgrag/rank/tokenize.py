@@ -1,0 +1,131 @@
+"""Tokenisation for mixed Chinese/English text (BM25, keyword extraction).
+
+Rules, in order:
+
+1. NFKC-normalise (full-width letters, digits and punctuation become ASCII) and lowercase.
+2. Text without any Chinese character never touches jieba: it is split into ASCII word tokens
+   (``[a-z0-9]+``, decimals such as ``3.5`` kept whole). Everything else — dots, underscores, hyphens,
+   spaces, punctuation — separates tokens, so the Freebase relation ``people.person.place_of_birth`` gives
+   ``people, person, place, of, birth`` (``of`` then goes as a stop word).
+3. Text with Chinese is segmented by jieba (precise mode, HMM on). A jieba token containing a Chinese
+   character is kept whole (so a dictionary word such as ``维生素b12`` added with :func:`add_words` survives);
+   an ASCII jieba token is split by the rule of step 2, so ASCII runs tokenise the same either way.
+4. Stop words (a small built-in English and Chinese list) and punctuation are dropped unless
+   ``stopwords=False``. Numbers are kept.
+
+jieba is initialised once, lazily, on the first Chinese text, with its logging quietened. The segmenter is
+a private ``jieba.Tokenizer`` so that :func:`add_words` does not leak into other users of jieba's global one.
+Note that :func:`add_words` changes how later texts segment: build indexes after adding the words.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import unicodedata
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    import jieba
+
+__all__ = ["ENGLISH_STOPWORDS", "CHINESE_STOPWORDS", "add_words", "tokenize"]
+
+
+def _wordset(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+ENGLISH_STOPWORDS: frozenset[str] = _wordset(
+    """
+    a an the of in on at to for by with from into onto about as and or but nor not no
+    is are was were be been being am do does did done has have had having
+    it its this that these those there here what which who whom whose where when why how
+    i me my we our you your he him his she her they them their
+    can could should would will shall may might must also than then so such very just only
+    """
+)
+
+CHINESE_STOPWORDS: frozenset[str] = _wordset(
+    """
+    的 地 得 了 着 过 是 在 和 与 及 以及 或 或者 并 并且 而 而且 也 都 就 还 又 把 被 给 对 对于 于 从 向 往
+    为 为了 以 之 其 这 那 这个 那个 这些 那些 这里 那里 哪 哪个 哪些 哪里 哪儿 什么 怎么 怎样 怎么样 如何
+    为什么 多少 几 谁 吗 呢 吧 啊 呀 哦 嘛 么 我 你 您 他 她 它 我们 你们 他们 她们 它们 自己 有 有没有 没有
+    是否 一个 一些 一下 请 请问 可以 能 能够 会 要 想 应该 需要 关于 等 等等
+    """
+)
+
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
+_ASCII_WORD = re.compile(r"\d+(?:\.\d+)+|[a-z0-9]+")
+
+_segmenter: jieba.Tokenizer | None = None
+_pending_words: list[str] = []
+_lock = threading.Lock()
+
+
+def _normalise(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).lower()
+
+
+def _get_segmenter() -> jieba.Tokenizer:
+    """The process-wide jieba tokenizer, initialised on first use."""
+    global _segmenter
+    if _segmenter is None:
+        with _lock:
+            if _segmenter is None:
+                import jieba
+
+                jieba.setLogLevel(logging.WARNING)
+                segmenter = jieba.Tokenizer()
+                segmenter.initialize()
+                for word in _pending_words:
+                    segmenter.add_word(word)
+                _pending_words.clear()
+                _segmenter = segmenter
+    return _segmenter
+
+
+def add_words(words: Iterable[str]) -> int:
+    """Add words (e.g. instance names) to the jieba dictionary so segmentation keeps them whole.
+
+    Words are normalised like the text (NFKC + lowercase); blank words are skipped. A word only matches as a
+    whole when it consists of Chinese characters, ASCII letters/digits and ``+#&._%-`` (jieba's own rule).
+    Returns how many words were added. Cheap before the first Chinese text: the words are queued and added
+    when jieba initialises.
+    """
+    cleaned = [w for w in (_normalise(word).strip() for word in words) if w]
+    with _lock:
+        if _segmenter is None:
+            _pending_words.extend(cleaned)
+            return len(cleaned)
+    for word in cleaned:
+        _segmenter.add_word(word)
+    return len(cleaned)
+
+
+def _keep(token: str, stopwords: bool) -> bool:
+    return not stopwords or (token not in ENGLISH_STOPWORDS and token not in CHINESE_STOPWORDS)
+
+
+def tokenize(text: str, *, stopwords: bool = True) -> list[str]:
+    """Split ``text`` into lowercase tokens (see the module docstring for the rules).
+
+    >>> tokenize("people.person.place_of_birth")
+    ['people', 'person', 'place', 'birth']
+    >>> tokenize("people.person.place_of_birth", stopwords=False)
+    ['people', 'person', 'place', 'of', 'birth']
+    """
+    if not text:
+        return []
+    text = _normalise(text)
+    if not _CJK.search(text):
+        return [t for t in _ASCII_WORD.findall(text) if _keep(t, stopwords)]
+    tokens: list[str] = []
+    for piece in _get_segmenter().cut(text, HMM=True):
+        if _CJK.search(piece):
+            if _keep(piece, stopwords):
+                tokens.append(piece)
+        else:
+            tokens.extend(t for t in _ASCII_WORD.findall(piece) if _keep(t, stopwords))
+    return tokens

