@@ -15,6 +15,7 @@ import time
 from bench.common import percentiles, write_result
 from kgrag.config import get_settings
 from kgrag.graph.csr import CSRGraph
+from kgrag.graph.oxigraph_server import serve_read_only
 from kgrag.graph.oxigraph_store import OxigraphStore
 from kgrag.graph.queries import neighbourhood_query
 from kgrag.graph.remote_store import RemoteStore
@@ -45,10 +46,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
 
-    from fixtures.oxigraph_server import (  # the test fixture's real server launcher
-        start_oxigraph,
-        stop_oxigraph,
-    )
 
     ensure_prepared()
     settings = get_settings()
@@ -59,10 +56,7 @@ def main(argv: list[str] | None = None) -> None:
     base = graph.iri_base
 
     embedded = OxigraphStore(out / "oxigraph", read_only=True)
-    import tempfile
-    from pathlib import Path
-
-    served = start_oxigraph(out / "triples.nt", Path(tempfile.mkdtemp(prefix="kgrag-bench-serve-")) / "store")
+    served = serve_read_only(out / "oxigraph")  # the same store directory, opened read-only by a second process
     try:
         remote = RemoteStore(served.url, timeout=30)
         for warm in sample[:10]:  # warm caches / connections equally
@@ -72,7 +66,7 @@ def main(argv: list[str] | None = None) -> None:
         emb_s, emb_n = time_calls(lambda i: len(embedded.select(neighbourhood_query(base, graph.entity_ids[i]))), sample)
         http_s, http_n = time_calls(lambda i: len(remote.select(neighbourhood_query(base, graph.entity_ids[i]))), sample)
     finally:
-        stop_oxigraph(served)
+        served.stop()
     assert csr_n == emb_n == http_n, "the three backends disagree on neighbourhood sizes"
     figures = {
         "csr": percentiles(csr_s),

@@ -9,9 +9,9 @@ import time
 
 import httpx
 from fastapi.testclient import TestClient
-from fixtures.oxigraph_server import free_port
 
 from kgrag.api.app import create_app
+from kgrag.graph.oxigraph_server import free_port
 from kgrag.prep import steps
 
 

@@ -7,10 +7,10 @@ import threading
 import time
 
 import pytest
-from fixtures.oxigraph_server import free_port
 
 from kgrag.errors import SparqlError
 from kgrag.graph.iri import NAME_PREDICATE
+from kgrag.graph.oxigraph_server import free_port
 from kgrag.graph.oxigraph_store import OxigraphStore, build_store
 from kgrag.graph.queries import neighbourhood_query, one_hop_names
 from kgrag.graph.remote_store import RemoteStore

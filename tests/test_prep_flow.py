@@ -50,3 +50,17 @@ def test_cli_prepare_and_run_on_demo(prefect_harness, work_settings, monkeypatch
     assert res.exit_code == 0 and "5 row(s)" in res.output
     res = runner.invoke(app, ["sparql", "--dataset", "demo", "SELECT nonsense {"])
     assert res.exit_code == 1 and "invalid SPARQL query" in res.output and "Traceback" not in res.output
+
+
+def test_flow_rebuilds_outputs_deleted_after_a_cached_run(prefect_harness, work_settings):
+    import shutil
+
+    first = prepare_data(dataset="demo")
+    prepare_data(dataset="demo")
+    prepare_data(dataset="demo")  # by now every task result is in Prefect's cache
+    out = work_settings.work_dir / "demo"
+    shutil.rmtree(out / "oxigraph")
+    (out / "graph.npz").unlink()
+    again = prepare_data(dataset="demo")
+    assert (out / "graph.npz").exists() and (out / "oxigraph").is_dir()
+    assert again["store"]["store_triples"] == first["store"]["store_triples"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import uuid
 from pathlib import Path
 
 MANIFEST = "manifest.json"
@@ -53,8 +54,9 @@ def record_step(dataset_dir: Path, step: str, fingerprint: str, outputs: list[st
 
 
 def state_token(dataset_dir: Path, step: str) -> str:
-    """A short token of a step's recorded state (used in Prefect cache keys so deleted outputs invalidate)."""
+    """A short token of a step's recorded state, for Prefect cache keys: when the step's outputs are missing it
+    is unique (``absent-<uuid>``), so a cache can never claim outputs that are not on disk."""
     entry = _read(dataset_dir).get(step)
     if not entry or not all((dataset_dir / out).exists() for out in entry.get("outputs", [])):
-        return "absent"
+        return f"absent-{uuid.uuid4().hex}"
     return hashlib.sha256(json.dumps(entry, sort_keys=True).encode()).hexdigest()[:16]
