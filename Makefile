@@ -25,14 +25,17 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 run: $(STAMP)
+	@mkdir -p $(PREFECT_HOME)
 	$(VENV)/bin/kgrag run
 
 # pytest exits 5 when it collects nothing: that is a failure too, with a message saying so.
 test: $(STAMP)
+	@mkdir -p $(PREFECT_HOME)
 	@$(PY) -m pytest -q; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
 bench: $(STAMP)
+	@mkdir -p $(PREFECT_HOME)
 	$(PY) -m bench
 
 lint: $(STAMP)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from bench import load_graph, neighbourhood
+from bench import embedder, load_graph, neighbourhood
 
 if __name__ == "__main__":
     load_graph.main()
     neighbourhood.main([])
+    embedder.main([])
