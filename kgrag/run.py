@@ -48,7 +48,9 @@ def sparql_example(dataset: str, settings: Settings | None = None, prefer_qtype:
     out_dir: Path = settings.dataset_dir(dataset)
     graph = CSRGraph.load(out_dir / "graph.npz")
     questions = [q for q in read_prepared_questions(out_dir) if q.get("hop") in (1, None) and q["topic_ids"] and q["answer_ids"]]
-    questions.sort(key=lambda q: (q.get("qtype") != prefer_qtype, q["split"] != "validation", q["qid"]))
+    # a validation question of the preferred type with a few answers makes the clearest example
+    questions.sort(key=lambda q: (q.get("qtype") != prefer_qtype, q["split"] != "validation",
+                                  not 3 <= len(q["answer_ids"]) <= 8, q["qid"]))
     with open_store(dataset, settings) as store:
         for q in questions[:50]:
             topic = graph.key_index[q["topic_ids"][0]]

@@ -16,10 +16,12 @@ from kgrag.prep.steps import DATASETS
 
 
 def open_prepared_stores(settings: Settings) -> dict[str, GraphStore]:
-    """The stores of every prepared dataset (or the remote endpoint for each, when one is configured)."""
+    """A store for every prepared dataset: its embedded store, or the SPARQL endpoint when one is configured
+    (the endpoint then holds that dataset's triples; the work dir keeps its vocabularies)."""
     stores: dict[str, GraphStore] = {}
     for name in DATASETS:
-        if settings.sparql_endpoint or (settings.dataset_dir(name) / "oxigraph").is_dir():
+        prepared = (settings.dataset_dir(name) / "oxigraph").is_dir()
+        if prepared or (settings.sparql_endpoint and (settings.dataset_dir(name) / "graph.npz").is_file()):
             stores[name] = open_store(name, settings)
     return stores
 

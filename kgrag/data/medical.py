@@ -8,18 +8,17 @@ different details); in the graph they are one node carrying the union of their e
 
 from __future__ import annotations
 
-import gc
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kgrag.data.download import missing_data_error
+from kgrag.data.gc_pause import gc_paused
 from kgrag.data.records import KGDataset, LineIssue, ReadResult, Triple
 
 __all__ = [
@@ -42,16 +41,6 @@ MEDICAL_NS = "http://example.org/kgrag/medical/ns/"
 NODE_TYPES = ("Disease", "Symptom", "Check", "Drug", "Department", "Food", "Recipe")
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC while building many small objects (it would rescan them repeatedly)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _clean_str(value: Any) -> Any:
@@ -206,7 +195,7 @@ def read_diseases(path: str | Path) -> ReadResult[Disease]:
         raise missing_data_error(path, "medical", "medical disease folder")
     records: list[Disease] = []
     issues: list[LineIssue] = []
-    with _gc_paused():
+    with gc_paused():
         for file in files:
             with file.open(encoding="utf-8") as fh:
                 data = json.load(fh)
@@ -251,7 +240,7 @@ def medical_kg(diseases: Iterable[Disease]) -> KGDataset:
     """
     names: dict[str, str] = {}
     seen: dict[tuple[str, str, str], None] = {}
-    with _gc_paused():
+    with gc_paused():
         for d in diseases:
             head = f"Disease:{d.name}"
             names[head] = d.name

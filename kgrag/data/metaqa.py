@@ -7,15 +7,14 @@ the same node as the year and carry the ``gYear`` literal type like every other 
 
 from __future__ import annotations
 
-import gc
 import random
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from kgrag.data.download import missing_data_error
+from kgrag.data.gc_pause import gc_paused
 from kgrag.data.records import KGDataset, KGQuestion, LineIssue, ReadResult, Triple
 from kgrag.errors import KgragError
 
@@ -42,16 +41,6 @@ _LITERAL_RELATIONS: dict[str, tuple[re.Pattern[str], str]] = {
 }
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC while building many small objects (it would rescan them repeatedly)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def literal_type(relation: str, value: str) -> str | None:
@@ -80,7 +69,7 @@ def read_kb(path: str | Path) -> KGDataset:
         raise missing_data_error(path, "metaqa", "MetaQA KB file")
     spath = str(path)
     lines = path.read_text(encoding="utf-8").splitlines()
-    with _gc_paused():
+    with gc_paused():
         first_seen: dict[tuple[str, str, str], int] = {}
         issues: list[LineIssue] = []
         for lineno, line in enumerate(lines, 1):

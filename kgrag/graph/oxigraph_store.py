@@ -53,11 +53,14 @@ class OxigraphStore(GraphStore):
         self._store.bulk_load(path=str(path), format=ox.RdfFormat.N_TRIPLES)
         self._store.flush()
 
-    def select(self, query: str, timeout: float | None = None) -> list[Row]:
+    def _query(self, query: str) -> object:
         try:
-            result = self._store.query(query)
+            return self._store.query(query)
         except SyntaxError as exc:
             raise SparqlError(f"invalid SPARQL query: {exc}") from exc
+
+    def select(self, query: str, timeout: float | None = None) -> list[Row]:
+        result = self._query(query)
         if not isinstance(result, ox.QuerySolutions):
             raise SparqlError("select() needs a SELECT query")
         names = [v.value for v in result.variables]
@@ -72,10 +75,7 @@ class OxigraphStore(GraphStore):
         return rows
 
     def ask(self, query: str, timeout: float | None = None) -> bool:
-        try:
-            result = self._store.query(query)
-        except SyntaxError as exc:
-            raise SparqlError(f"invalid SPARQL query: {exc}") from exc
+        result = self._query(query)
         if not isinstance(result, ox.QueryBoolean):
             raise SparqlError("ask() needs an ASK query")
         return bool(result)
