@@ -42,6 +42,12 @@ def test_questions_file_has_resolved_ids(tmp_path):
     records = steps.read_prepared_questions(out)
     assert records and all(r["topic_ids"] and r["answer_ids"] for r in records)
     assert all(0 <= r["answer_hops"] <= 3 for r in records)
+    from kgrag.graph.csr import CSRGraph
+
+    graph = CSRGraph.load(out / "graph.npz")
+    for r in records:
+        assert [graph.entity_keys[i] for i in r["answer_index"]] == r["answer_ids"]
+        assert [graph.entity_ids[i] for i in r["topic_index"]] == r["topic_local_ids"]
 
 
 def test_malformed_kb_lines_are_counted(tmp_path):
