@@ -7,8 +7,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
+from fixtures.settings import require_shared
 
-from kgrag.config import get_settings
 from kgrag.data import load_kg, load_questions
 from kgrag.data.demo import MID_PATTERN, REVERSE_RELATIONS, cvt_nodes, demo_kg, demo_questions
 from kgrag.data.download import MEANINGLESS_RELATIONS_DEFAULT
@@ -64,9 +64,7 @@ def test_cvt_nodes_are_unnamed_and_use_real_relations(kg: KGDataset) -> None:
 
 
 def test_relations_are_real_freebase_relations() -> None:
-    path = get_settings().data_dir / "freebase" / "filtered_cwq_white_list.json"
-    if not path.is_file():
-        pytest.skip(f"CWQ whitelist not found at {path} (set KGRAG_DATA_DIR)")
+    path = require_shared("freebase/filtered_cwq_white_list.json")
     whitelist = set(read_relation_whitelist(path))
     outside = [r for r in demo_kg().relations if r not in whitelist]
     assert outside == ["common.topic.article", "type.object.type"]  # metadata, filtered as meaningless

@@ -8,8 +8,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from fixtures.settings import require_shared
 
-from kgrag.config import get_settings
 from kgrag.data import load_questions
 from kgrag.data.freebase import (
     cwq_to_kgquestions,
@@ -27,9 +27,7 @@ MID = re.compile(r"^[mg]\.[0-9a-z_]+$")
 
 
 def freebase_dir() -> Path:
-    path = get_settings().data_dir / "freebase"
-    if not path.is_dir():
-        pytest.skip(f"Freebase samples not found under {path} (set KGRAG_DATA_DIR)")
+    path = require_shared("freebase")
     return path
 
 

@@ -7,8 +7,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from fixtures.settings import require_shared
 
-from kgrag.config import get_settings
 from kgrag.data import load_kg, load_questions
 from kgrag.data.medical import (
     MEDICAL_NS,
@@ -56,9 +56,7 @@ UNIQUE_TRIPLES = {
 
 
 def medical_dir() -> Path:
-    path = get_settings().data_dir / "medical"
-    if not (path / "diseases").is_dir():
-        pytest.skip(f"medical data not found under {path} (set KGRAG_DATA_DIR)")
+    path = require_shared("medical/diseases").parent
     return path
 
 

@@ -6,8 +6,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from fixtures.settings import require_shared
 
-from kgrag.config import get_settings
 from kgrag.data import load_kg, load_questions
 from kgrag.data.metaqa import METAQA_NS, literal_type, read_kb, read_questions, split_train_validation
 from kgrag.data.records import KGDataset, KGQuestion
@@ -29,9 +29,7 @@ README_QUESTION_COUNTS = {1: 9_992, 2: 14_872, 3: 14_274}
 
 def metaqa_dir() -> Path:
     """The shared MetaQA folder, or skip (with the path looked at) when the data dir lacks it."""
-    path = get_settings().data_dir / "metaqa"
-    if not (path / "kb.txt").is_file():
-        pytest.skip(f"MetaQA data not found under {path} (set KGRAG_DATA_DIR)")
+    path = require_shared("metaqa/kb.txt").parent
     return path
 
 
