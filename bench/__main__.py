@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from bench import embedder, load_graph, neighbourhood
+from bench import embedder, load_graph, neighbourhood, prepare
 
 if __name__ == "__main__":
     load_graph.main()
     neighbourhood.main([])
     embedder.main([])
+    prepare.main()
