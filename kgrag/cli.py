@@ -144,6 +144,34 @@ def serve(
     uvicorn.run(create_app(), host=host, port=port, log_level="info")
 
 
+@app.command()
+@friendly_errors
+def tools(
+    kg: Annotated[Dataset, typer.Option(help="Prepared KG to query (demo, metaqa, medical).")] = Dataset.metaqa,
+    question: Annotated[str, typer.Option(help="The question (used to rank relations).")] = "",
+    topic: Annotated[list[str] | None, typer.Option(help="Topic entity name or id; repeatable.")] = None,
+    trace: Annotated[Path | None, typer.Option(help="Write the session trace here as JSON.")] = None,
+) -> None:
+    """Run KG tool queries from stdin in ONE session, printing each result as the model sees it.
+
+    One query per line: get_relations("…") or get_triples("…", ["rel", …]), bare or inside <kg-query>…</kg-query>.
+    Results are separated by a line `---`. Uses KGRAG_SPARQL_ENDPOINT when set, else the embedded store.
+    """
+    from kgrag.tools.factory import open_session
+
+    session = open_session(kg.value, question=question, topics=topic or [])
+    first = True
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        if not first:
+            typer.echo("---")
+        typer.echo(session.run(line.rstrip("\n")))
+        first = False
+    if trace is not None:
+        trace.write_text(json.dumps(session.trace, ensure_ascii=False, indent=2), encoding="utf-8")
+
+
 @app.command("config")
 def show_config() -> None:
     """Print the effective settings (KGRAG_* environment, .env, defaults); the API key is masked."""

@@ -9,10 +9,12 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
 
 from kgrag import __version__
+from kgrag.api import kg_tools
 from kgrag.config import Settings, get_settings
 from kgrag.errors import KgragError
 from kgrag.graph import GraphStore, open_store
 from kgrag.prep.steps import DATASETS
+from kgrag.tools.sessions import SessionStore
 
 
 def open_prepared_stores(settings: Settings) -> dict[str, GraphStore]:
@@ -43,6 +45,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="kgrag", version=__version__, lifespan=lifespan)
     app.state.ready = False
     app.state.stores = {}
+    app.state.kg_sessions = SessionStore()
+    app.include_router(kg_tools.router)
 
     @app.exception_handler(KgragError)
     async def kgrag_error(_: Request, exc: KgragError) -> JSONResponse:

@@ -1,0 +1,79 @@
+"""HTTP surface of the KG tools: ``POST /api/kg/query`` runs one ``<kg-query>`` in a server-side session."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Request
+from pydantic import BaseModel, Field
+
+from kgrag.tools.factory import NAMESPACES, open_session
+from kgrag.tools.sessions import SessionConflict, SessionStore
+
+router = APIRouter(prefix="/api/kg", tags=["kg-tools"])
+
+SessionId = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:-]{1,128}$", description="client-chosen session id")]
+
+
+class KGQueryRequest(BaseModel):
+    session_id: SessionId
+    query: str = Field(max_length=20_000, description='raw model output: <kg-query>get_relations("…")</kg-query>')
+    kg: str = Field("metaqa", description="prepared dataset whose store to query (demo, metaqa, …)")
+    question: str = Field("", max_length=5_000, description="the question (first call of a session only)")
+    topics: list[Annotated[str, Field(max_length=500)]] = Field(default_factory=list, max_length=20,
+                                                                description="topic entities (names or ids)")
+
+
+class KGQueryResponse(BaseModel):
+    session_id: str
+    created: bool
+    call_number: int
+    text: str = Field(description="what the model sees next")
+    trace: list[dict[str, Any]] = Field(description="trace records of this call")
+
+
+def _sessions(request: Request) -> SessionStore:
+    store = getattr(request.app.state, "kg_sessions", None)
+    if store is None:
+        store = request.app.state.kg_sessions = SessionStore()
+    return store
+
+
+@router.post("/query", response_model=KGQueryResponse)
+def kg_query(body: KGQueryRequest, request: Request) -> KGQueryResponse:
+    """Run one query in the session ``session_id`` (created on first use, expires when idle)."""
+    if body.kg not in NAMESPACES:
+        raise HTTPException(422, f"unknown kg {body.kg!r}; choose one of {', '.join(NAMESPACES)}")
+    graph_store = request.app.state.stores.get(body.kg)
+    if graph_store is None:
+        raise HTTPException(404, f"kg {body.kg!r} is not prepared here; run `kgrag prepare --dataset {body.kg}`")
+    try:
+        entry, created = _sessions(request).get_or_create(
+            body.session_id, body.kg,
+            lambda: open_session(body.kg, question=body.question, topics=body.topics, store=graph_store))
+    except SessionConflict as exc:
+        raise HTTPException(409, str(exc)) from None
+    with entry.lock:
+        start = len(entry.session.trace)
+        text = entry.session.run(body.query)
+        records = entry.session.trace[start:]
+        calls = entry.session.calls
+    return KGQueryResponse(session_id=body.session_id, created=created, call_number=calls, text=text, trace=records)
+
+
+@router.get("/sessions/{session_id}/trace")
+def session_trace(session_id: SessionId, request: Request) -> dict[str, Any]:
+    """The whole trace of a live session."""
+    entry = _sessions(request).get(session_id)
+    if entry is None:
+        raise HTTPException(404, f"no live session {session_id!r}")
+    with entry.lock:
+        return {"session_id": session_id, "kg": entry.kg, "calls": entry.session.calls, "trace": list(entry.session.trace)}
+
+
+@router.delete("/sessions/{session_id}")
+def drop_session(session_id: SessionId, request: Request) -> dict[str, Any]:
+    """End a session now."""
+    if not _sessions(request).drop(session_id):
+        raise HTTPException(404, f"no live session {session_id!r}")
+    return {"session_id": session_id, "dropped": True}

@@ -1,0 +1,7 @@
+"""KG tools for agents (spec kg-tools.md): ``get_relations`` / ``get_triples`` over SPARQL with CVT flattening."""
+
+from kgrag.tools.client import KGClient
+from kgrag.tools.config import KGToolsConfig
+from kgrag.tools.session import KGSession
+
+__all__ = ["KGClient", "KGSession", "KGToolsConfig"]

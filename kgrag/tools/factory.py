@@ -1,0 +1,69 @@
+"""Build a :class:`KGSession` for a prepared dataset from the settings (store, namespace, filter)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kgrag.config import Settings, get_settings
+from kgrag.data.freebase import FREEBASE_NS
+from kgrag.data.medical import MEDICAL_NS
+from kgrag.data.metaqa import METAQA_NS
+from kgrag.graph import GraphStore, open_store
+from kgrag.llm.accounting import UsageLedger
+from kgrag.llm.client import ChatClient
+from kgrag.tools.client import KGClient, looks_like_id
+from kgrag.tools.config import KGToolsConfig
+from kgrag.tools.filter import LLMRelationFilter, OfflineRelationFilter, RelationFilter
+from kgrag.tools.relations import RelationFilters
+from kgrag.tools.session import KGSession
+
+#: namespace and name language of each dataset kgrag prepares
+NAMESPACES: dict[str, tuple[str, str]] = {
+    "demo": (FREEBASE_NS, "en"),
+    "freebase": (FREEBASE_NS, "en"),
+    "metaqa": (METAQA_NS, "en"),
+    "medical": (MEDICAL_NS, "zh"),
+}
+
+
+def make_relation_filter(settings: Settings, config: KGToolsConfig, ledger: UsageLedger | None = None) -> RelationFilter:
+    """The LLM filter when ``KGRAG_LLM_BASE_URL`` is set (its own retry loop: the client does not retry),
+    else the LLM-free BM25 + embedding filter."""
+    if settings.llm_enabled:
+        client = ChatClient.from_settings(settings, ledger=ledger, max_retries=0)
+        return LLMRelationFilter(client, model=config.filter_model, attempts=config.filter_attempts,
+                                 backoff=config.filter_backoff)
+    return OfflineRelationFilter()
+
+
+def make_client(store: GraphStore, dataset: str, config: KGToolsConfig) -> KGClient:
+    if dataset not in NAMESPACES:
+        raise ValueError(f"unknown KG {dataset!r}; choose one of {', '.join(NAMESPACES)}")
+    base, lang = NAMESPACES[dataset]
+    return KGClient(store, base=base, timeout=config.timeout, lang=lang,
+                    case_insensitive_names=config.case_insensitive_names)
+
+
+def topic_mapping(client: KGClient, topics: Sequence[str]) -> dict[str, str]:
+    """``{id: name}`` for topic entities given as names or ids (names resolved by SPARQL when possible)."""
+    mapping: dict[str, str] = {}
+    for topic in topics:
+        if looks_like_id(topic):
+            mapping[topic] = client.entity_name(topic) or topic
+        else:
+            entity_id = client.resolve_entity(topic)
+            if entity_id:
+                mapping[entity_id] = topic
+    return mapping
+
+
+def open_session(dataset: str, question: str = "", topics: Sequence[str] = (), settings: Settings | None = None,
+                 config: KGToolsConfig | None = None, store: GraphStore | None = None,
+                 ledger: UsageLedger | None = None) -> KGSession:
+    """A session on the dataset's store (``KGRAG_SPARQL_ENDPOINT`` when set, else the embedded store)."""
+    settings = settings or get_settings()
+    config = config or KGToolsConfig(timeout=settings.sparql_timeout, seed=settings.seed)
+    client = make_client(store or open_store(dataset, settings), dataset, config)
+    return KGSession(client, question=question, topic_entities=topic_mapping(client, topics), config=config,
+                     filters=RelationFilters.from_data_dir(settings.data_dir),
+                     relation_filter=make_relation_filter(settings, config, ledger))
