@@ -12,4 +12,5 @@ pytest_plugins = [
     "fixtures.oxigraph_server",
     "fixtures.settings",
     "fixtures.prefect_harness",
+    "fixtures.kg_tools",
 ]

@@ -271,7 +271,8 @@ class KGSession:
         for rel in dict.fromkeys(relations):
             if rel in self._cvt_mapping:
                 original, cvt_id, cvt_rel, direction = self._cvt_mapping[rel]
-                result.triples += self._flatten_triples(me, FlattenCandidate(rel, original, cvt_id, cvt_rel, direction))
+                # a flatten relation is its two-hop query; self-loops are dropped as in verification (§3.5.5)
+                result.triples += self._meaningful(me, FlattenCandidate(rel, original, cvt_id, cvt_rel, direction))
                 continue
             regular: list[dict[str, str]] = []
             cvts: list[tuple[str, str]] = []
