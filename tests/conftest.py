@@ -13,4 +13,5 @@ pytest_plugins = [
     "fixtures.settings",
     "fixtures.prefect_harness",
     "fixtures.kg_tools",
+    "fixtures.freebase_kg",
 ]
