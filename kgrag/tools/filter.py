@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -102,5 +103,19 @@ class OfflineRelationFilter:
     def select(self, candidates: Sequence[str], fallback: Sequence[str], question: str, entity_name: str,
                top_k: int, flatten: bool = False) -> FilterOutcome:
         query = f"{question} {entity_name}".strip()
-        order = self.reranker.rerank(query, [c.replace(".", " ").replace("_", " ") for c in candidates], top_k)
+        order = self.reranker.rerank(query, distinguishing_texts(candidates, flatten), top_k)
         return FilterOutcome([candidates[i] for i, _ in order], "offline")
+
+
+_SUFFIX = re.compile(r"_\d+$")
+
+
+def distinguishing_texts(candidates: Sequence[str], flatten: bool = False) -> list[str]:
+    """Readable texts that tell candidates apart: the dotted prefix they all share is dropped, and for flatten
+    relations their numeric clash suffix (``…government_position_held.office_holder_3`` → ``office holder``),
+    so similarity is decided by what differs, not by the common path."""
+    parts = [(_SUFFIX.sub("", c) if flatten else c).split(".") for c in candidates]
+    shared = 0
+    while parts and all(len(p) > shared + 1 for p in parts) and len({p[shared] for p in parts}) == 1:
+        shared += 1
+    return [" ".join(p[shared:]).replace("_", " ") for p in parts]
