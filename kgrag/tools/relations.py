@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from kgrag.data.download import MEANINGLESS_RELATIONS_DEFAULT
-from kgrag.data.freebase import FREEBASE_NS, is_meaningless_relation, read_meaningless_relations
+from kgrag.data.freebase import FREEBASE_NS, read_meaningless_relations
 from kgrag.graph.iri import NAME_PREDICATE, VALUE_PREDICATE
 
 #: predicates that label or value a node rather than link two nodes: never offered as a path
@@ -72,8 +73,17 @@ class RelationFilters:
         kept = [r for r in relations if r in self.whitelist]
         return kept or list(relations)
 
+    @cached_property
+    def _exact(self) -> frozenset[str]:
+        return frozenset(self.meaningless) | frozenset(LABEL_PREDICATES)
+
+    @cached_property
+    def _prefixes(self) -> tuple[str, ...]:
+        return tuple(p + "." for p in self.meaningless)
+
     def is_meaningless(self, relation: str) -> bool:
-        return relation in LABEL_PREDICATES or is_meaningless_relation(relation, self.meaningless)
+        """A label predicate, or a meaningless pattern matched exactly or as ``pattern + '.'`` prefix."""
+        return relation in self._exact or relation.startswith(self._prefixes)
 
     def drop_meaningless(self, relations: Iterable[str]) -> list[str]:
         return [r for r in relations if not self.is_meaningless(r)]

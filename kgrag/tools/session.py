@@ -89,6 +89,7 @@ class KGSession:
         self._last_relations_text = ""
         self._last_entities_text = ""
         self._rel_cache: dict[str, list[str]] = {}
+        self._ranked_cache: dict[tuple[str, tuple[str, ...], int], list[str]] = {}
         self._cvt_mapping: dict[str, tuple[str, str, str, str]] = {}
         self._pending_flatten_relations: dict[str, list[str]] = {}
         self._name_cache: dict[str, str] = {}
@@ -178,12 +179,16 @@ class KGSession:
     def candidate_relations(self, entity_id: str, top_k: int) -> list[str]:
         """Spec §2.3: cached out+in relations, pending flatten relations, whitelist (with fallback),
         meaningless filter, BM25 ranking on the augmented question; at most ``top_k``."""
-        if entity_id not in self._rel_cache:
-            self._rel_cache[entity_id] = self.client.relations(entity_id, self.config.relation_query_limit)
-        relations = list(self._rel_cache[entity_id])
-        relations += [r for r in self._pending_flatten_relations.get(entity_id, []) if r not in relations]
-        relations = self.filters.drop_meaningless(self.filters.apply_whitelist(relations))
-        return rank_bm25(relations, self.augmented_question)[:top_k]
+        pending = tuple(self._pending_flatten_relations.get(entity_id, ()))
+        key = (entity_id, pending, top_k)  # the question is fixed per session: rank once per relation set
+        if key not in self._ranked_cache:
+            if entity_id not in self._rel_cache:
+                self._rel_cache[entity_id] = self.client.relations(entity_id, self.config.relation_query_limit)
+            relations = list(self._rel_cache[entity_id])
+            relations += [r for r in pending if r not in relations]
+            relations = self.filters.drop_meaningless(self.filters.apply_whitelist(relations))
+            self._ranked_cache[key] = rank_bm25(relations, self.augmented_question)[:top_k]
+        return list(self._ranked_cache[key])
 
     def _filter(self, candidates: list[str], entity_name: str, top_k: int, flatten: bool) -> list[str]:
         """Spec §2.4: shuffle, then the relation filter; its fallback is the first ``top_k`` in the given order."""
