@@ -46,7 +46,7 @@ def test_id_like_but_invalid_is_an_entity_error(demo_store):
 def test_name_resolved_by_sparql_and_registered_both_ways(demo_store):
     s, rec = session(demo_store)
     assert s.get_relations("Dmitri Kamau") != NO_RELATIONS
-    assert s._entity_registry["dmitri kamau"] == DMITRI and s._entity_registry[DMITRI] == "Dmitri Kamau"
+    assert s._entity_registry["dmitri kamau"] == DMITRI and s._entity_names[DMITRI] == "Dmitri Kamau"
     before = len(rec.queries)
     s.get_relations("DMITRI KAMAU")  # lowercase registry key: no second resolution, relation cache: no query
     assert len(rec.queries) == before

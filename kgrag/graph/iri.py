@@ -13,7 +13,8 @@ predicate are all local names under it, as in Freebase:
 - Medical: ``http://example.org/kgrag/medical/ns/e.<slug>_<hash8>`` (slug empty for Chinese names, so
   ``e._<hash8>``), names ``@zh``.
 
-Identifiers reaching a SPARQL query must match :data:`ENTITY_ID_RE` / :data:`RELATION_RE`; literals go through
+Identifiers reaching a SPARQL query must match :data:`ENTITY_ID_RE` / :data:`RELATION_RE` as a whole string
+(no trailing newline); literals go through
 :func:`kgrag.graph.sparql.literal`.
 """
 
@@ -29,9 +30,9 @@ NAME_PREDICATE = "type.object.name"
 VALUE_PREDICATE = "kgrag.value"
 
 #: Local entity ids: Freebase MIDs/GUIDs (``m.0abc``, ``g.11b6…``), Freebase keys (``en.foo``) and slug ids (``e.x_1a2b3c4d``).
-ENTITY_ID_RE = re.compile(r"^(?:[mg]\.[0-9a-z_]{1,64}|en\.[0-9a-z_]{1,128}|e\.[0-9a-z_]{0,48}_[0-9a-f]{8})$")
+ENTITY_ID_RE = re.compile(r"^(?:[mg]\.[0-9a-z_]{1,64}|en\.[0-9a-z_]{1,128}|e\.[0-9a-z_]{0,48}_[0-9a-f]{8})\Z")
 #: Relation local names: dotted/underscored identifiers (``people.person.spouse_s``, ``directed_by``).
-RELATION_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+){0,8}$")
+RELATION_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+){0,8}\Z")
 
 _SLUG_STRIP = re.compile(r"[^a-z0-9]+")
 

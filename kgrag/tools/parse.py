@@ -48,14 +48,20 @@ def extract_query(text: str) -> str:
     return (match.group(1) if match else text).strip()
 
 
-def _relation_list(body: str) -> tuple[str, ...]:
+_QUOTED = r"\s*(?:\"[^\"]*\"|'[^']*')\s*"
+_LIST = re.compile(rf"(?:{_QUOTED}(?:,{_QUOTED})*,?)?\s*")
+_ITEM = re.compile(r"\"([^\"]*)\"|'([^']*)'")
+
+
+def _relation_list(body: str) -> tuple[str, ...] | None:
+    """The quoted strings of a list body, de-duplicated in order; None when the body is not such a list."""
+    if not _LIST.fullmatch(body):
+        return None
     out: list[str] = []
-    for item in body.split(","):
-        item = item.strip()
-        if len(item) >= 2 and item[0] == item[-1] and item[0] in "\"'":
-            rel = item[1:-1]
-            if rel not in out:
-                out.append(rel)
+    for double, single in _ITEM.findall(body):
+        rel = double or single
+        if rel not in out:
+            out.append(rel)
     return tuple(out)
 
 
@@ -67,5 +73,7 @@ def parse_query(text: str) -> Query:
         return GetRelations(entity=match.group(2).strip())
     match = _GET_TRIPLES.fullmatch(query)
     if match:
-        return GetTriples(entity=match.group(2).strip(), relations=_relation_list(match.group(3)))
+        relations = _relation_list(match.group(3))
+        if relations is not None:
+            return GetTriples(entity=match.group(2).strip(), relations=relations)
     return ParseError(query=query)

@@ -84,7 +84,8 @@ class KGSession:
         self.rng = random.Random(self.config.seed)
         self.calls = 0
         self.trace: list[dict[str, Any]] = []
-        self._entity_registry: dict[str, str] = {}
+        self._entity_registry: dict[str, str] = {}  # lower-cased name -> id
+        self._entity_names: dict[str, str] = {}  # id -> name (the other direction of the registry)
         self._seen_relations_set: set[str] = set()
         self._last_relations_text = ""
         self._last_entities_text = ""
@@ -134,24 +135,27 @@ class KGSession:
 
     # ------------------------------------------------------------------ entities
     def _register(self, name: str, entity_id: str) -> None:
+        """Remember ``name ↔ id`` both ways (names by lower-case key)."""
         if name:
             self._entity_registry[name.lower()] = entity_id
-            self._entity_registry[entity_id] = name
+            self._entity_names[entity_id] = name
         else:
-            self._entity_registry.setdefault(entity_id, entity_id)
+            self._entity_names.setdefault(entity_id, entity_id)
 
     def resolve(self, entity: str) -> str | None:
         """Entity id for what the model wrote: ids used directly, then the registry, then SPARQL (spec §2.1)."""
         entity = entity.strip()
-        if not entity:
+        if not entity or not entity.isprintable() or len(entity) > 500:
+            return None
+        try:
+            entity.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates (e.g. from JSON-decoded model text)
             return None
         if looks_like_id(entity):
             return entity if ENTITY_ID_RE.match(entity) else None
         hit = self._entity_registry.get(entity.lower())
         if hit:
             return hit
-        if len(entity) > 500 or any(ord(c) < 0x20 for c in entity):
-            return None
         resolved = self.client.resolve_entity(entity)
         if resolved:
             self._register(entity, resolved)
