@@ -121,3 +121,12 @@ def test_names_fallback_escaping_and_ambiguity(store):
     chosen = s.resolve(FACTS["ambiguous_name"]["name"])
     assert chosen in FACTS["ambiguous_name"]["ids"]
     assert new_session(store).resolve(FACTS["ambiguous_name"]["name"]) == chosen  # deterministic
+
+
+def test_only_unnamed_m_nodes_are_cvts(store):
+    usa, g_node = "m.09c7w0", FACTS["unnamed_g_node"]
+    s = new_session(store)
+    result = s.triples(usa, ["location.statistical_region.population"], "United States of America")
+    tails = {t["tail_id"]: t["tail"] for t in result.triples}
+    assert tails.get(g_node) == g_node  # unnamed g. node: a regular triple labelled with its id (spec: m. only)
+    assert all(c["cvt_node_id"].startswith("m.") for c in result.cvt_info)

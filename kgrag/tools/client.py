@@ -37,8 +37,8 @@ class Node:
 
     @property
     def is_cvt(self) -> bool:
-        """An unnamed ``m.``/``g.`` node (spec §3.5.4: ID starts with m. and the name is empty or the ID)."""
-        return not self.is_literal and self.id.startswith(("m.", "g.")) and (not self.name or self.name == self.id)
+        """An unnamed ``m.`` node (spec §3.5.4: the ID starts with ``m.`` and the name is empty or the ID)."""
+        return not self.is_literal and self.id.startswith("m.") and (not self.name or self.name == self.id)
 
 
 class KGClient:
