@@ -17,6 +17,7 @@ from rich.table import Table
 
 from kgrag.config import get_settings
 from kgrag.errors import KgragError
+from kgrag.network.cli import kn_app
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -30,6 +31,7 @@ app = typer.Typer(
 )
 data_app = typer.Typer(help="Datasets: where they come from, downloading them.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
+app.add_typer(kn_app, name="kn")
 console = Console()
 err_console = Console(stderr=True)
 F = TypeVar("F", bound=Callable)

@@ -6,10 +6,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, HTTPException, Request
+from fastapi.exception_handlers import request_validation_exception_handler
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from kgrag import __version__
-from kgrag.api import kg_tools
+from kgrag.api import kg_tools, kn_search
 from kgrag.config import Settings, get_settings
 from kgrag.errors import KgragError
 from kgrag.graph import GraphStore, open_store
@@ -41,12 +43,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.ready = False
             for store in app.state.stores.values():
                 store.close()
+            network_store = getattr(app.state, "network_store", None)
+            if network_store is not None:
+                network_store.close()
 
     app = FastAPI(title="kgrag", version=__version__, lifespan=lifespan)
     app.state.ready = False
     app.state.stores = {}
     app.state.kg_sessions = SessionStore()
     app.include_router(kg_tools.router)
+    app.include_router(kn_search.router)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        if request.url.path.startswith("/api/agent-retrieval/"):
+            return await kn_search.validation_error_as_400(request, exc)
+        return await request_validation_exception_handler(request, exc)
 
     @app.exception_handler(KgragError)
     async def kgrag_error(_: Request, exc: KgragError) -> JSONResponse:

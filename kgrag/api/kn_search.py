@@ -1,0 +1,105 @@
+"""kn_search over HTTP (spec kn-search.md): ``POST /api/agent-retrieval/in/v1/kn/kn_search``, plus admin routes
+to list networks and their types.
+
+Bad input is a 400 with ``{"error": …, "field": …}`` (missing/blank ``query`` or ``kn_id``, malformed JSON, an
+invalid ``x-account-type``); an unknown ``kn_id`` is a 404; a backend failure is a 500 with a message, never a
+stack trace. Instance-recall failures are not errors: the concepts come back with a ``message`` (spec rule 4).
+"""
+
+from __future__ import annotations
+
+import logging
+from enum import StrEnum
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from kgrag.network.service import NetworkNotFound, OntologyService
+from kgrag.search.config import KnSearchRequest, KnSearchResponse
+from kgrag.search.kn_search import kn_search
+
+log = logging.getLogger(__name__)
+router = APIRouter(tags=["kn_search"])
+
+ERRORS = {
+    400: {"description": "invalid request (the field is named)"},
+    404: {"description": "unknown kn_id"},
+    500: {"description": "backend failure"},
+}
+
+
+class AccountType(StrEnum):
+    user = "user"
+    app = "app"
+    anonymous = "anonymous"
+
+
+def _bad_request(message: str, field: str | None = None) -> JSONResponse:
+    return JSONResponse(status_code=400, content={"error": message, "field": field})
+
+
+def network_service(request: Request) -> OntologyService:
+    """The app's knowledge-network store (opened lazily on first use)."""
+    service = getattr(request.app.state, "network_store", None)
+    if service is None:
+        from kgrag.config import get_settings
+        from kgrag.network.store import NetworkStore
+
+        service = request.app.state.network_store = NetworkStore(get_settings().db_url)
+    return service
+
+
+@router.post("/api/agent-retrieval/in/v1/kn/kn_search", response_model=KnSearchResponse, responses=ERRORS,
+             response_model_exclude_none=True)
+def kn_search_route(
+    search: KnSearchRequest,
+    request: Request,
+    x_account_id: Annotated[str | None, Header(max_length=256)] = None,
+    x_account_type: Annotated[AccountType | None, Header()] = None,
+) -> Any:
+    """Concept recall (object, relation and action types) and semantic instance recall for ``query`` on ``kn_id``."""
+    service = network_service(request)
+    try:
+        return kn_search(search, service)
+    except NetworkNotFound as exc:
+        raise HTTPException(404, f"knowledge network {search.kn_id!r} not found") from exc
+    except ValueError as exc:  # e.g. a condition naming an unknown field or operation
+        return _bad_request(str(exc))
+    except Exception as exc:  # noqa: BLE001 - a backend failure: a message, never a stack trace
+        log.exception("kn_search failed")
+        return JSONResponse(status_code=500, content={"error": f"kn_search failed: {type(exc).__name__}: {exc}"})
+
+
+async def validation_error_as_400(request: Request, exc: RequestValidationError) -> JSONResponse:
+    """Under ``/api/agent-retrieval/`` invalid input is a 400 naming the field (malformed JSON included)."""
+    errors = exc.errors()
+    first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
+    loc = [str(p) for p in first.get("loc", ()) if p not in ("body",)]
+    field = ".".join(loc) or None
+    if first.get("type") == "json_invalid":
+        return _bad_request(f"malformed JSON body: {first.get('msg')}", None)
+    return _bad_request(f"{field}: {first.get('msg')}" if field else str(first.get("msg")), field)
+
+
+@router.get("/api/kn/networks", tags=["kn-admin"])
+def list_networks(request: Request) -> list[dict[str, str]]:
+    """Every loaded knowledge network."""
+    return [{"kn_id": kn_id, "name": name} for kn_id, name in network_service(request).list_networks()]
+
+
+@router.get("/api/kn/networks/{kn_id}", tags=["kn-admin"], responses={404: ERRORS[404]})
+def show_network(kn_id: str, request: Request) -> dict[str, Any]:
+    """A network's object, relation and action types (ids, names, counts)."""
+    try:
+        network = network_service(request).get_network(kn_id)
+    except NetworkNotFound as exc:
+        raise HTTPException(404, f"knowledge network {kn_id!r} not found") from exc
+    return {
+        "kn_id": network.kn_id,
+        "name": network.name,
+        "object_types": [{"id": t.id, "name": t.name, "properties": len(t.data_properties)} for t in network.object_types],
+        "relation_types": len(network.relation_types),
+        "action_types": len(network.action_types),
+    }

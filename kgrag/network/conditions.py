@@ -1,0 +1,309 @@
+"""Compile a :class:`~kgrag.network.model.Condition` tree into SQL (bound parameters only) plus scored candidates.
+
+A leaf ``field op value`` over an instance's JSON ``properties`` becomes a SQLAlchemy expression (``json_extract``
+on SQLite, ``->>`` on PostgreSQL, via SQLAlchemy's portable JSON accessors); values are always bound parameters,
+so a value such as ``'; DROP TABLE kn_instances; --`` is just a string that matches nothing.
+
+Operations (the value is coerced to the property's declared type: integer/float types compare as numbers,
+boolean as booleans, everything else as strings):
+
+==========  ==========================================================================================
+``==``      equal; ``!=`` not equal (an instance without the property counts as not equal)
+``in``      value is a list; equal to one of them (an empty list matches nothing)
+``contain`` substring of a string property; membership in a list property (type ``list``/``array``/``…[]``);
+            a list value means "contains every item"
+``like``    SQL ``LIKE`` pattern (``%`` and ``_``); ``prefix`` starts with (``%``/``_`` in the value are literal)
+``regex``   Python ``re.search`` (SQLite: a ``REGEXP`` function registered on every connection)
+``exist``   the property is present and not null (``value: false`` inverts)
+``range``   ``value=[low, high]``, both inclusive, ``null`` for an open end
+``> >= < <=`` comparisons
+``match``   full-text over the jieba/ASCII tokens of the field(s) (FTS5 ``bm25``), scored in (0, 1]
+``knn``     cosine nearest neighbours of the query's embedding, top ``limit`` per condition, scored in [0, 1]
+``and/or``  nesting; ``field="*"`` with match/knn means every field of the type that declares that operation
+==========  ==========================================================================================
+
+Fields: the data properties of the object type, plus ``id`` (the instance id) when no property is called so.
+``match``/``knn`` need an index, so the field must declare that operation in ``condition_operations``; other
+operations work on every data property. An unknown field or operation raises ``ValueError`` naming it.
+
+Scores: a ``match``/``knn`` leaf yields candidate ids with scores; the SQL clause restricts rows to those ids.
+``or`` unions candidates (max score), ``and`` intersects them (score = max of the children's scores). Rows that
+satisfy the tree only through unscored branches carry ``score=None`` (sorted after scored rows).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import and_, exists, false, func, literal, or_, select, true
+from sqlalchemy.sql.elements import ColumnElement
+
+from kgrag.network.model import Condition, DataProperty, ObjectType
+from kgrag.network.tables import instances
+
+__all__ = [
+    "LEAF_OPERATIONS",
+    "SCORED_OPERATIONS",
+    "Plan",
+    "compile_condition",
+    "is_list_type",
+    "scored_leaves",
+    "validate_condition",
+]
+
+SCORED_OPERATIONS = frozenset({"match", "knn"})
+LEAF_OPERATIONS = (
+    frozenset(
+        {"==", "!=", "in", "contain", "like", "prefix", "regex", "exist", "range", ">", ">=", "<", "<="}
+    )
+    | SCORED_OPERATIONS
+)
+_NUMERIC_TYPES = frozenset(
+    {"integer", "int", "long", "short", "float", "double", "decimal", "number", "numeric"}
+)
+_BOOL_TYPES = frozenset({"boolean", "bool"})
+_LIST_ONLY_OPS = frozenset({"contain", "exist"})
+
+#: (object_type_id, fields, query, limit) -> {instance id: score}
+Scorer = Callable[[str, list[str], str, int], dict[str, float]]
+
+
+def is_list_type(prop_type: str) -> bool:
+    t = prop_type.lower()
+    return t in {"list", "array"} or t.endswith("[]") or t.startswith(("list<", "array<"))
+
+
+@dataclass
+class Plan:
+    """A compiled condition: rows must satisfy ``clause``; ``scores`` holds the scored candidates' scores."""
+
+    clause: ColumnElement[bool]
+    scores: dict[str, float] = field(default_factory=dict)
+    scored: bool = False  # the tree has a match/knn leaf (even one that found nothing)
+
+
+def _properties(object_type: ObjectType) -> dict[str, DataProperty]:
+    return {p.name: p for p in object_type.data_properties}
+
+
+def _fields_for(cond: Condition, object_type: ObjectType) -> list[str]:
+    """The fields a match/knn leaf searches (validated)."""
+    props = _properties(object_type)
+    op = cond.operation
+    if cond.field == "*":
+        return [p.name for p in object_type.data_properties if op in p.condition_operations]
+    prop = props.get(cond.field or "")
+    if prop is None:
+        raise ValueError(
+            f"unknown field {cond.field!r} for object type {object_type.id!r} "
+            f"(data properties: {', '.join(sorted(props)) or 'none'})"
+        )
+    if op not in prop.condition_operations:
+        raise ValueError(
+            f"field {prop.name!r} of object type {object_type.id!r} does not support {op!r} "
+            f"(it declares {prop.condition_operations or 'no operations'})"
+        )
+    return [prop.name]
+
+
+def validate_condition(cond: Condition, object_type: ObjectType) -> None:
+    """Raise ``ValueError`` naming the first unknown field, unsupported operation or malformed value."""
+    op = cond.operation
+    if op in ("and", "or"):
+        for sub in cond.sub_conditions:
+            validate_condition(sub, object_type)
+        return
+    if op not in LEAF_OPERATIONS:
+        raise ValueError(f"unknown operation {op!r}")
+    if cond.field is None or cond.field == "":
+        raise ValueError(f"operation {op!r} needs a field")
+    if op in SCORED_OPERATIONS:
+        _fields_for(cond, object_type)
+        if not isinstance(cond.value, str) or not cond.value.strip():
+            raise ValueError(f"{op!r} on {cond.field!r} needs a non-empty string value")
+        return
+    if cond.field == "*":
+        raise ValueError(f"field '*' only works with match or knn, not {op!r}")
+    props = _properties(object_type)
+    prop = props.get(cond.field)
+    if prop is None and cond.field != "id":
+        raise ValueError(
+            f"unknown field {cond.field!r} for object type {object_type.id!r} "
+            f"(data properties: {', '.join(sorted(props)) or 'none'})"
+        )
+    prop_type = prop.type if prop is not None else "string"
+    if is_list_type(prop_type) and op not in _LIST_ONLY_OPS:
+        raise ValueError(
+            f"operation {op!r} is not supported on list field {cond.field!r} (use contain or exist)"
+        )
+    if op == "in" and not isinstance(cond.value, list | tuple):
+        raise ValueError(f"'in' on {cond.field!r} needs a list value")
+    if op == "range" and not (isinstance(cond.value, list | tuple) and len(cond.value) == 2):
+        raise ValueError(f"'range' on {cond.field!r} needs value [low, high]")
+    if op == "regex":
+        if not isinstance(cond.value, str):
+            raise ValueError(f"'regex' on {cond.field!r} needs a string pattern")
+        try:
+            re.compile(cond.value)
+        except re.error as exc:
+            raise ValueError(f"invalid regex for {cond.field!r}: {exc}") from None
+    if op in ("like", "prefix") and not isinstance(cond.value, str):
+        raise ValueError(f"{op!r} on {cond.field!r} needs a string value")
+    if op not in ("exist", "in", "range") and cond.value is None:
+        raise ValueError(f"{op!r} on {cond.field!r} needs a value")
+    # type coercion errors surface here, before any SQL runs
+    if op not in ("exist", "like", "regex"):
+        values = cond.value if isinstance(cond.value, list | tuple) else [cond.value]
+        for v in values:
+            if v is not None:
+                _coerce(v, prop_type, cond.field)
+
+
+def _coerce(value: Any, prop_type: str, field_name: str) -> Any:
+    t = prop_type.lower()
+    if is_list_type(t):
+        return value if isinstance(value, str | int | float | bool) else str(value)
+    if t in _NUMERIC_TYPES:
+        if isinstance(value, bool):
+            raise ValueError(f"field {field_name!r} is numeric; got boolean {value!r}")
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"field {field_name!r} is numeric; cannot compare it with {value!r}") from None
+        if math.isnan(number):
+            raise ValueError(f"field {field_name!r}: NaN is not a comparable value")
+        return number
+    if t in _BOOL_TYPES:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        raise ValueError(f"field {field_name!r} is boolean; got {value!r}")
+    if isinstance(value, list | dict):
+        raise ValueError(f"field {field_name!r} is a string; got {type(value).__name__} {value!r}")
+    return str(value) if not isinstance(value, str) else value
+
+
+def _accessor(field_name: str, prop: DataProperty | None) -> ColumnElement[Any]:
+    if prop is None:  # the pseudo-field "id"
+        return instances.c.id
+    t = prop.type.lower()
+    element = instances.c.properties[field_name]
+    if t in _NUMERIC_TYPES:
+        return element.as_float()
+    if t in _BOOL_TYPES:
+        return element.as_boolean()
+    return element.as_string()
+
+
+def _list_contains(field_name: str, value: Any, dialect: str) -> ColumnElement[bool]:
+    if dialect == "sqlite":
+        each = func.json_each(instances.c.properties, f'$."{field_name}"').table_valued("value")
+        return exists(select(literal(1)).select_from(each).where(each.c.value == value))
+    from sqlalchemy import cast  # pragma: no cover - PostgreSQL path
+    from sqlalchemy.dialects.postgresql import JSONB  # pragma: no cover
+
+    return cast(instances.c.properties, JSONB)[field_name].contains(
+        func.jsonb_build_array(value)
+    )  # pragma: no cover
+
+
+def _leaf_sql(cond: Condition, object_type: ObjectType, dialect: str) -> ColumnElement[bool]:
+    props = _properties(object_type)
+    prop = props.get(cond.field or "")
+    field_name = cond.field or ""
+    prop_type = prop.type if prop is not None else "string"
+    op, value = cond.operation, cond.value
+    if op == "exist":
+        col = instances.c.properties[field_name].as_string() if prop is not None else instances.c.id
+        return col.is_(None) if value is False else col.is_not(None)
+    if is_list_type(prop_type):  # contain (validated)
+        items = value if isinstance(value, list | tuple) else [value]
+        return and_(*(_list_contains(field_name, _coerce(v, prop_type, field_name), dialect) for v in items))
+    col = _accessor(field_name, prop)
+    if op == "==":
+        return col == _coerce(value, prop_type, field_name)
+    if op == "!=":
+        return or_(col != _coerce(value, prop_type, field_name), col.is_(None))
+    if op == "in":
+        values = [_coerce(v, prop_type, field_name) for v in value]
+        return col.in_(values) if values else false()
+    if op == "contain":
+        items = value if isinstance(value, list | tuple) else [value]
+        return and_(*(col.contains(str(v), autoescape=True) for v in items))
+    if op == "like":
+        return col.like(value)
+    if op == "prefix":
+        return col.startswith(value, autoescape=True)
+    if op == "regex":
+        return col.regexp_match(value)
+    if op == "range":
+        low, high = value
+        parts = []
+        if low is not None:
+            parts.append(col >= _coerce(low, prop_type, field_name))
+        if high is not None:
+            parts.append(col <= _coerce(high, prop_type, field_name))
+        return and_(true(), *parts)
+    v = _coerce(value, prop_type, field_name)
+    return {">": col > v, ">=": col >= v, "<": col < v, "<=": col <= v}[op]
+
+
+def scored_leaves(cond: Condition) -> list[Condition]:
+    """Every match/knn leaf of the tree (pre-order)."""
+    if cond.operation in ("and", "or"):
+        return [leaf for sub in cond.sub_conditions for leaf in scored_leaves(sub)]
+    return [cond] if cond.operation in SCORED_OPERATIONS else []
+
+
+def compile_condition(
+    cond: Condition,
+    object_type: ObjectType,
+    *,
+    match: Scorer,
+    knn: Scorer,
+    default_limit: int,
+    dialect: str = "sqlite",
+    match_limit: int = 2000,
+) -> Plan:
+    """Validate and compile ``cond`` for instances of ``object_type``.
+
+    ``match``/``knn`` are called as ``scorer(object_type_id, fields, query, limit)`` for each scored leaf; a knn
+    leaf asks for ``cond.limit or default_limit`` neighbours, a match leaf for ``cond.limit or match_limit``.
+    """
+    validate_condition(cond, object_type)
+    return _compile(cond, object_type, match, knn, default_limit, dialect, match_limit)
+
+
+def _compile(cond, object_type, match, knn, default_limit, dialect, match_limit) -> Plan:  # noqa: ANN001
+    op = cond.operation
+    if op in ("and", "or"):
+        plans = [
+            _compile(s, object_type, match, knn, default_limit, dialect, match_limit)
+            for s in cond.sub_conditions
+        ]
+        if not plans:
+            return Plan(true() if op == "and" else false())
+        scores: dict[str, float] = {}
+        for plan in plans:
+            for key, score in plan.scores.items():
+                if score > scores.get(key, -1.0):
+                    scores[key] = score
+        clause = and_(*(p.clause for p in plans)) if op == "and" else or_(*(p.clause for p in plans))
+        if op == "and":  # intersect the scored candidate sets
+            for plan in plans:
+                if plan.scored:
+                    scores = {k: s for k, s in scores.items() if k in plan.scores}
+        return Plan(clause, scores, any(p.scored for p in plans))
+    if op in SCORED_OPERATIONS:
+        fields = _fields_for(cond, object_type)
+        scorer = knn if op == "knn" else match
+        limit = cond.limit or (default_limit if op == "knn" else match_limit)
+        found = scorer(object_type.id, fields, cond.value, limit) if fields else {}
+        clause = instances.c.id.in_(sorted(found)) if found else false()
+        return Plan(clause, dict(found), True)
+    return Plan(_leaf_sql(cond, object_type, dialect))

@@ -1,0 +1,154 @@
+"""Load a network from a schema file (YAML or JSON) plus instance and link files (CSV, JSON or JSONL).
+
+Schema file (YAML shown; JSON has the same shape) — the fields of :class:`kgrag.network.model.KnowledgeNetwork`
+plus a ``data`` section naming the data files (paths relative to the schema file)::
+
+    kn_id: clinic                       # optional: the kn_id argument / file stem otherwise
+    name: Tiny clinic
+    comment: Two diseases and their symptoms
+    object_types:
+      - id: Disease
+        name: 疾病
+        comment: 疾病
+        display_key: name
+        data_properties:
+          - {name: name, type: string, condition_operations: [knn, match, "==", prefix]}
+          - {name: cost, type: integer, condition_operations: [">", "<", range]}
+          - {name: cure_way, type: "string[]", condition_operations: [contain]}
+    relation_types:
+      - {id: has_symptom, name: 症状, source_object_type_id: Disease, target_object_type_id: Symptom}
+    action_types: []
+    data:
+      instances:
+        - {object_type: Disease, file: diseases.csv, id_column: id}   # id_column defaults to "id"
+        - {object_type: Symptom, file: symptoms.json}
+      links:
+        - {relation_type: has_symptom, file: has_symptom.csv}         # columns source_id, target_id
+
+Instance files: CSV with a header row (one column per property; the id column is not a property unless it is
+also declared as one; empty cells are omitted), or JSON (a list of objects) / JSONL (one object per line). Each
+CSV cell is converted by the declared property type: integer/float → number, boolean → true/false, list types
+(``string[]``, ``list``, ``array``) → JSON array text or ``|``-separated items. Link files: CSV/JSON/JSONL with
+``source_id`` and ``target_id`` (a ``relation_type_id`` column/field may replace the entry's ``relation_type``).
+When a file has no id column, ids are ``<object type>:<display key value>``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kgrag.errors import KgragError
+from kgrag.network.conditions import is_list_type
+from kgrag.network.loaders import NetworkData
+from kgrag.network.model import Instance, KnowledgeNetwork, Link, ObjectType
+
+__all__ = ["load_declarative", "read_records"]
+
+_NUMERIC = {"integer", "int", "long", "short"}
+_FLOAT = {"float", "double", "decimal", "number", "numeric"}
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """Rows of a CSV (header row), JSON (list of objects) or JSONL file."""
+    if not path.is_file():
+        raise KgragError(f"data file not found: {path}")
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        with path.open(encoding="utf-8", newline="") as fh:
+            return [dict(row) for row in csv.DictReader(fh)]
+    if suffix == ".jsonl":
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if suffix == ".json":
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, list):
+            raise KgragError(f"{path}: expected a JSON list of objects")
+        return data
+    raise KgragError(f"{path}: unsupported data file type {suffix!r} (use .csv, .json or .jsonl)")
+
+
+def _convert(value: Any, prop_type: str, where: str) -> Any:
+    if not isinstance(value, str):
+        return value
+    t = prop_type.lower()
+    try:
+        if t in _NUMERIC:
+            return int(value)
+        if t in _FLOAT:
+            return float(value)
+        if t in ("boolean", "bool"):
+            if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError(value)
+            return value.lower() in ("true", "1", "yes")
+        if is_list_type(t):
+            text = value.strip()
+            return (
+                json.loads(text)
+                if text.startswith("[")
+                else [v.strip() for v in text.split("|") if v.strip()]
+            )
+    except ValueError as exc:
+        raise KgragError(f"{where}: cannot read {value!r} as {prop_type}") from exc
+    return value
+
+
+def _instances(ot: ObjectType, path: Path, id_column: str) -> list[Instance]:
+    types = {p.name: p.type for p in ot.data_properties}
+    out = []
+    for n, row in enumerate(read_records(path), 1):
+        where = f"{path}:{n}"
+        props = {}
+        for key, value in row.items():
+            if key == id_column and key not in types:
+                continue
+            if value is None or value == "":
+                continue
+            props[key] = _convert(value, types.get(key, "string"), f"{where} column {key!r}")
+        raw_id = row.get(id_column)
+        if raw_id in (None, ""):
+            name = props.get(ot.display_key)
+            if name in (None, ""):
+                raise KgragError(f"{where}: no {id_column!r} and no {ot.display_key!r} to derive an id from")
+            raw_id = f"{ot.id}:{name}"
+        out.append(Instance(object_type_id=ot.id, id=str(raw_id), properties=props))
+    return out
+
+
+def load_declarative(schema_path: str | Path, kn_id: str | None = None) -> NetworkData:
+    """Read the schema file and every data file it names (see the module docstring)."""
+    path = Path(schema_path)
+    if not path.is_file():
+        raise KgragError(f"network schema file not found: {path}")
+    text = path.read_text(encoding="utf-8")
+    doc = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    if not isinstance(doc, dict):
+        raise KgragError(f"{path}: expected a mapping at the top level")
+    data = doc.pop("data", None) or {}
+    doc["kn_id"] = kn_id or doc.get("kn_id") or path.stem
+    doc.setdefault("name", doc["kn_id"])
+    try:
+        network = KnowledgeNetwork.model_validate(doc)
+    except ValueError as exc:
+        raise KgragError(f"{path}: invalid network schema: {exc}") from exc
+    object_types = {ot.id: ot for ot in network.object_types}
+    instances: list[Instance] = []
+    for entry in data.get("instances", []):
+        ot = object_types.get(entry.get("object_type", ""))
+        if ot is None:
+            raise KgragError(f"{path}: data.instances names unknown object type {entry.get('object_type')!r}")
+        instances.extend(_instances(ot, path.parent / entry["file"], entry.get("id_column", "id")))
+    links: list[Link] = []
+    for entry in data.get("links", []):
+        file = path.parent / entry["file"]
+        for n, row in enumerate(read_records(file), 1):
+            rel = row.get("relation_type_id") or entry.get("relation_type")
+            if not rel or not row.get("source_id") or not row.get("target_id"):
+                raise KgragError(f"{file}:{n}: a link needs relation_type, source_id and target_id")
+            links.append(
+                Link(relation_type_id=rel, source_id=str(row["source_id"]), target_id=str(row["target_id"]))
+            )
+    return network, instances, links

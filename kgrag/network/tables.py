@@ -1,0 +1,165 @@
+"""SQL schema of the knowledge-network store (SQLAlchemy Core, portable SQL).
+
+Tables (every row carries ``kn_id``; a network is replaced as a whole, in one transaction)::
+
+    kn_networks       kn_id PK, name, comment, version (uuid of the load), embedder model, loaded_at, stats JSON
+    kn_object_types   (kn_id, id) PK, name, comment, position, schema JSON (the pydantic ObjectType)
+    kn_relation_types (kn_id, id) PK, name, comment, source/target object type ids, position, schema JSON
+    kn_action_types   (kn_id, id) PK, name, comment, position, schema JSON
+    kn_instances      (kn_id, object_type_id, id) PK, name, properties JSON
+    kn_links          kn_id, relation_type_id, source_id, target_id (indexed both ways)
+    kn_vectors        kn_id, kind, type_id, item_id, field, vector (float32 bytes, L2-normalised)
+    kn_text           the text index for ``match`` (see below)
+
+``kind`` is ``instance`` (then ``type_id`` is the object type), ``object_type`` or ``relation_type`` (then
+``type_id`` is ``""`` and ``item_id`` the type id; ``field`` is ``"*"``).
+
+Text index: on SQLite ``kn_text`` is an FTS5 virtual table ``(text, scope, kn_id UNINDEXED, kind UNINDEXED,
+type_id UNINDEXED, item_id UNINDEXED, field UNINDEXED)`` whose ``text`` holds jieba/ASCII tokens (plus CJK
+bigrams, ``kgrag.network.store.index_tokens``) joined by spaces, ranked with ``bm25()``. ``scope`` is one opaque
+token per (kn_id, kind, type_id, field) (:func:`scope_token`), so a query ANDs the wanted scopes with its terms
+inside the FTS index (``scope : ("s…" OR "s…") AND text : ("t1" OR "t2")``) instead of filtering every match of a
+common term across all networks and fields. On PostgreSQL (the documented scale path) it is an ordinary table with
+the same columns and a GIN index on ``to_tsvector('simple', text)``, ranked with ``ts_rank``; vectors then
+belong in pgvector (``vector(384)`` column + HNSW index) instead of ``kn_vectors`` blobs.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    Column,
+    Float,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+from sqlalchemy.engine import Connection
+
+metadata = MetaData()
+
+networks = Table(
+    "kn_networks",
+    metadata,
+    Column("kn_id", String(200), primary_key=True),
+    Column("name", Text, nullable=False),
+    Column("comment", Text, nullable=False, default=""),
+    Column("version", String(64), nullable=False),
+    Column("embedder", String(300), nullable=False, default=""),
+    Column("loaded_at", Float, nullable=False),
+    Column("stats", JSON, nullable=False),
+)
+
+object_types = Table(
+    "kn_object_types",
+    metadata,
+    Column("kn_id", String(200), primary_key=True),
+    Column("id", String(300), primary_key=True),
+    Column("name", Text, nullable=False),
+    Column("comment", Text, nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("schema", JSON, nullable=False),
+)
+
+relation_types = Table(
+    "kn_relation_types",
+    metadata,
+    Column("kn_id", String(200), primary_key=True),
+    Column("id", String(300), primary_key=True),
+    Column("name", Text, nullable=False),
+    Column("comment", Text, nullable=False),
+    Column("source_object_type_id", String(300), nullable=False),
+    Column("target_object_type_id", String(300), nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("schema", JSON, nullable=False),
+)
+
+action_types = Table(
+    "kn_action_types",
+    metadata,
+    Column("kn_id", String(200), primary_key=True),
+    Column("id", String(300), primary_key=True),
+    Column("name", Text, nullable=False),
+    Column("comment", Text, nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("schema", JSON, nullable=False),
+)
+
+instances = Table(
+    "kn_instances",
+    metadata,
+    Column("kn_id", String(200), primary_key=True),
+    Column("object_type_id", String(300), primary_key=True),
+    Column("id", String(1000), primary_key=True),
+    Column("name", Text, nullable=False),
+    Column("properties", JSON, nullable=False),
+)
+
+links = Table(
+    "kn_links",
+    metadata,
+    Column("kn_id", String(200), nullable=False),
+    Column("relation_type_id", String(300), nullable=False),
+    Column("source_id", String(1000), nullable=False),
+    Column("target_id", String(1000), nullable=False),
+    Index("ix_kn_links_source", "kn_id", "relation_type_id", "source_id"),
+    Index("ix_kn_links_target", "kn_id", "relation_type_id", "target_id"),
+)
+
+vectors = Table(
+    "kn_vectors",
+    metadata,
+    Column("kn_id", String(200), nullable=False),
+    Column("kind", String(20), nullable=False),
+    Column("type_id", String(300), nullable=False),
+    Column("item_id", String(1000), nullable=False),
+    Column("field", String(300), nullable=False),
+    Column("vector", LargeBinary, nullable=False),
+    Index("ix_kn_vectors_type", "kn_id", "kind", "type_id"),
+)
+
+#: the text index as SQLAlchemy sees it (on SQLite the real table is the FTS5 virtual table created below)
+text_index = Table(
+    "kn_text",
+    MetaData(),
+    Column("text", Text, nullable=False),
+    Column("scope", String(40), nullable=False),
+    Column("kn_id", String(200), nullable=False),
+    Column("kind", String(20), nullable=False),
+    Column("type_id", String(300), nullable=False),
+    Column("item_id", String(1000), nullable=False),
+    Column("field", String(300), nullable=False),
+)
+
+FTS5_DDL = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS kn_text USING fts5("
+    "text, scope, kn_id UNINDEXED, kind UNINDEXED, type_id UNINDEXED, item_id UNINDEXED, field UNINDEXED, "
+    "tokenize = 'unicode61 remove_diacritics 0')"
+)
+
+
+def scope_token(kn_id: str, kind: str, type_id: str, field: str) -> str:
+    """The single FTS token naming one (network, kind, type, field) slice of the text index."""
+    import hashlib
+
+    return "s" + hashlib.sha1(f"{kn_id}\0{kind}\0{type_id}\0{field}".encode()).hexdigest()[:24]
+
+
+DATA_TABLES = (object_types, relation_types, action_types, instances, links, vectors, text_index)
+
+
+def create_schema(conn: Connection) -> None:
+    """Create every table (idempotent); the text index is FTS5 on SQLite, a plain table + GIN index elsewhere."""
+    metadata.create_all(conn)
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql(FTS5_DDL)
+    else:  # pragma: no cover - PostgreSQL path, documented, not exercised by the tests
+        text_index.create(conn, checkfirst=True)
+        conn.exec_driver_sql(
+            "CREATE INDEX IF NOT EXISTS ix_kn_text_tsv ON kn_text USING GIN (to_tsvector('simple', text))"
+        )
+        conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_kn_text_scope ON kn_text (scope)")

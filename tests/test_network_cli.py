@@ -1,0 +1,98 @@
+"""``kgrag kn`` sub-app: load (idempotent), list, show, query, errors, --help."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kgrag.config import Settings
+from kgrag.network.cli import kn_app
+
+runner = CliRunner()
+
+
+def invoke(*args: str):  # noqa: ANN201
+    return runner.invoke(kn_app, list(args), catch_exceptions=False)
+
+
+def test_help_for_every_command() -> None:
+    result = invoke("--help")
+    assert result.exit_code == 0
+    for command in ("load", "list", "show", "query"):
+        assert command in result.output
+        sub = invoke(command, "--help")
+        assert sub.exit_code == 0 and len(sub.output) > 100
+
+
+def test_load_list_show_query(
+    work_settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rich.console import Console
+
+    import kgrag.network.cli as cli
+
+    monkeypatch.setattr(cli, "console", Console(width=250))
+    db = f"sqlite:///{tmp_path / 'kn.db'}"
+    assert "no knowledge networks loaded" in invoke("list", "--db", db).output
+    for _ in range(2):  # idempotent
+        result = invoke("load", "demo", "--db", db)
+        assert result.exit_code == 0, result.output
+        assert "loaded demo" in result.output and "230" in result.output
+    listing = invoke("list", "--db", db)
+    assert "demo" in listing.output and "476" in listing.output
+    show = invoke("show", "demo", "--db", db)
+    assert show.exit_code == 0 and "Film" in show.output and "film.film.directed_by" in show.output
+    cond = json.dumps({"operation": "prefix", "field": "name", "value": "Neon"})
+    query = invoke("query", "demo", "Film", "--condition", cond, "--db", db)
+    assert query.exit_code == 0, query.output
+    hits = [json.loads(line) for line in query.output.splitlines() if line.strip()]
+    assert [h["properties"]["name"] for h in hits] == ["Neon Rain"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("show", "nope"), "no knowledge network 'nope'"),
+        (("query", "demo", "Film", "--condition", "{not json"), "not valid JSON"),
+        (("query", "demo", "Film", "--condition", '{"operation": "fly"}'), "not a valid condition"),
+        (
+            ("query", "demo", "Film", "--condition", '{"operation": "==", "field": "colour", "value": 1}'),
+            "unknown field 'colour'",
+        ),
+        (("query", "demo", "Planet"), "unknown object type 'Planet'"),
+    ],
+)
+def test_errors_are_one_line(
+    work_settings: Settings, tmp_path: Path, args: tuple[str, ...], message: str
+) -> None:
+    db = f"sqlite:///{tmp_path / 'kn.db'}"
+    if args[0] == "query":
+        from kgrag.network.loaders.demo import demo_network
+        from kgrag.network.model import KnowledgeNetwork
+        from kgrag.network.store import NetworkStore
+
+        network, instances, _ = demo_network()
+        # schema + instances only, no embeddings needed for these errors: one object type, no relations
+        film = next(ot for ot in network.object_types if ot.id == "Film")
+        small = KnowledgeNetwork(
+            kn_id="demo",
+            name="demo",
+            object_types=[
+                film.model_copy(
+                    update={
+                        "data_properties": [
+                            p.model_copy(update={"condition_operations": ["=="]})
+                            for p in film.data_properties
+                        ]
+                    }
+                )
+            ],
+        )
+        NetworkStore(db).load(small, [i for i in instances if i.object_type_id == "Film"], [])
+    result = runner.invoke(kn_app, [*args, "--db", db])
+    assert result.exit_code == 1
+    assert message in result.output
+    assert "Traceback" not in result.output

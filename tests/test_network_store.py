@@ -1,0 +1,504 @@
+"""kgrag.network.store + conditions: load (idempotent, transactional), every condition operation, scoring,
+type search, relation paths, errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kgrag.network.model import (
+    ActionType,
+    Condition,
+    DataProperty,
+    Instance,
+    KnowledgeNetwork,
+    Link,
+    ObjectType,
+    RelationType,
+)
+from kgrag.network.service import NetworkNotFound, OntologyService
+from kgrag.network.store import NetworkStore, fts_query
+from kgrag.rank.embedder import Embedder
+
+NAME_OPS = ["knn", "match", "==", "prefix", "contain"]
+
+
+@pytest.fixture(scope="session")
+def kn_embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
+    """One embedder for the network tests, caching to a session folder."""
+    return Embedder(cache_dir=tmp_path_factory.getbasetemp() / "kn-embeddings")
+
+
+def tiny_network(kn_id: str = "tiny") -> tuple[KnowledgeNetwork, list[Instance], list[Link]]:
+    disease = ObjectType(
+        id="Disease",
+        name="疾病",
+        comment="疾病：名称、简介、治疗方式、费用",
+        data_properties=[
+            DataProperty(name="name", type="string", condition_operations=NAME_OPS),
+            DataProperty(name="desc", type="text", condition_operations=["match"]),
+            DataProperty(name="cure_way", type="string[]", condition_operations=["contain"]),
+            DataProperty(name="cost", type="integer", condition_operations=[">", "<", "range"]),
+            DataProperty(name="insured", type="boolean", condition_operations=["=="]),
+            DataProperty(name="get_way", type="string", condition_operations=["=="]),
+        ],
+    )
+    symptom = ObjectType(
+        id="Symptom",
+        name="症状",
+        comment="疾病的症状、临床表现",
+        data_properties=[DataProperty(name="name", condition_operations=NAME_OPS)],
+    )
+    drug = ObjectType(
+        id="Drug",
+        name="药品",
+        comment="治疗用的药物",
+        data_properties=[DataProperty(name="name", condition_operations=NAME_OPS)],
+    )
+    network = KnowledgeNetwork(
+        kn_id=kn_id,
+        name="tiny medical",
+        comment="测试网络",
+        object_types=[disease, symptom, drug],
+        relation_types=[
+            RelationType(
+                id="has_symptom",
+                name="症状",
+                comment="疾病有哪些症状",
+                source_object_type_id="Disease",
+                target_object_type_id="Symptom",
+            ),
+            RelationType(
+                id="common_drug",
+                name="常用药品",
+                comment="治疗疾病的常用药物",
+                source_object_type_id="Disease",
+                target_object_type_id="Drug",
+            ),
+        ],
+        action_types=[ActionType(id="book", name="预约挂号", object_type_id="Disease")],
+    )
+    diseases = [
+        ("上、下气道梗阻", "气道阻塞引起的呼吸困难", ["手术治疗"], 5000, True, "无传染性"),
+        (
+            "百日咳",
+            "百日咳杆菌所致的急性呼吸道传染病，阵发性痉挛性咳嗽",
+            ["药物治疗", "支持性治疗"],
+            1500,
+            False,
+            "呼吸道传播",
+        ),
+        ("流行性感冒", "流感病毒引起的急性呼吸道感染，发热、头痛", ["药物治疗"], 300, True, "呼吸道传播"),
+        ("糖尿病", "以高血糖为特征的代谢性疾病", ["药物治疗", "饮食治疗"], 8000, True, "无传染性"),
+        ("骨折", "骨的完整性和连续性中断", ["手术治疗", "康复治疗"], 20000, False, "无传染性"),
+        ("100%_special", "名字里有通配符的记录", [], 1, False, ""),
+    ]
+    instances = [
+        Instance(
+            object_type_id="Disease",
+            id=f"Disease:{n}",
+            properties={
+                "name": n,
+                "desc": d,
+                "cure_way": c,
+                "cost": cost,
+                "insured": ins,
+                **({"get_way": gw} if gw else {}),
+            },
+        )
+        for n, d, c, cost, ins, gw in diseases
+    ]
+    symptoms = ["咳嗽", "发热", "呼吸困难", "多饮多尿"]
+    instances += [
+        Instance(object_type_id="Symptom", id=f"Symptom:{s}", properties={"name": s}) for s in symptoms
+    ]
+    instances += [
+        Instance(object_type_id="Drug", id=f"Drug:{d}", properties={"name": d})
+        for d in (
+            "奥司他韦",
+            "二甲双胍",
+            "百咳静糖浆",
+            "Aspirin",
+            "Insulin injection",
+            "Amoxicillin capsules",
+        )
+    ]
+    links = [
+        Link(relation_type_id="has_symptom", source_id="Disease:百日咳", target_id="Symptom:咳嗽"),
+        Link(relation_type_id="has_symptom", source_id="Disease:流行性感冒", target_id="Symptom:咳嗽"),
+        Link(relation_type_id="has_symptom", source_id="Disease:流行性感冒", target_id="Symptom:发热"),
+        Link(
+            relation_type_id="has_symptom", source_id="Disease:上、下气道梗阻", target_id="Symptom:呼吸困难"
+        ),
+        Link(relation_type_id="has_symptom", source_id="Disease:糖尿病", target_id="Symptom:多饮多尿"),
+        Link(relation_type_id="common_drug", source_id="Disease:流行性感冒", target_id="Drug:奥司他韦"),
+        Link(relation_type_id="common_drug", source_id="Disease:糖尿病", target_id="Drug:二甲双胍"),
+        Link(relation_type_id="common_drug", source_id="Disease:百日咳", target_id="Drug:百咳静糖浆"),
+        Link(relation_type_id="common_drug", source_id="Disease:百日咳", target_id="Drug:百咳静糖浆"),  # dup
+    ]
+    return network, instances, links
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory, kn_embedder: Embedder) -> NetworkStore:
+    db = tmp_path_factory.mktemp("kn") / "kn.db"
+    s = NetworkStore(f"sqlite:///{db}", embedder=kn_embedder)
+    s.load(*tiny_network())
+    return s
+
+
+def ids(store: NetworkStore, cond: dict | None, object_type: str = "Disease", limit: int = 20) -> list[str]:
+    condition = Condition.model_validate(cond) if cond is not None else None
+    return [h.id.split(":", 1)[1] for h in store.query_instances("tiny", object_type, condition, limit)]
+
+
+def test_implements_the_protocol(store: NetworkStore) -> None:
+    service: OntologyService = store
+    assert service.list_networks() == [("tiny", "tiny medical")]
+    net = service.get_network("tiny")
+    assert [ot.id for ot in net.object_types] == ["Disease", "Symptom", "Drug"]
+    assert [rt.id for rt in net.relation_types] == ["has_symptom", "common_drug"]
+    assert [at.id for at in net.action_types] == ["book"]
+    with pytest.raises(NetworkNotFound):
+        service.get_network("nope")
+    with pytest.raises(NetworkNotFound):
+        service.query_instances("nope", "Disease", None, 5)
+
+
+def test_load_twice_gives_same_counts(tmp_path: Path, kn_embedder: Embedder) -> None:
+    s = NetworkStore(f"sqlite:///{tmp_path / 'a.db'}", embedder=kn_embedder)
+    first = s.load(*tiny_network())
+    version = s.network_stats("tiny")["version"]
+    second = s.load(*tiny_network())
+    assert (first.instances, first.links, first.text_rows, first.vectors) == (
+        second.instances,
+        second.links,
+        second.text_rows,
+        second.vectors,
+    )
+    assert first.links == 8  # the duplicate link is stored once
+    assert s.count_instances("tiny") == 16 and s.count_links("tiny") == 8
+    assert s.network_stats("tiny")["version"] != version
+    assert s.list_networks() == [("tiny", "tiny medical")]
+    # a second network beside it is independent
+    s.load(*tiny_network("tiny2"))
+    assert s.count_instances("tiny") == 16 and s.count_instances("tiny2") == 16
+    assert s.delete("tiny2") and s.count_instances("tiny2") == 0
+
+
+def test_failed_load_keeps_previous_version(
+    tmp_path: Path, kn_embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = NetworkStore(f"sqlite:///{tmp_path / 'b.db'}", embedder=kn_embedder)
+    s.load(*tiny_network())
+    version = s.network_stats("tiny")["version"]
+    network, instances, links = tiny_network()
+    instances = [*instances, Instance(object_type_id="Drug", id="Drug:new", properties={"name": "新药"})]
+    original = NetworkStore._insert
+
+    def failing(self, conn, name, rows):  # noqa: ANN001
+        original(self, conn, name, rows)
+        if name == "links":  # instances already written (and the old rows deleted) in this transaction
+            raise RuntimeError("injected failure")
+
+    monkeypatch.setattr(NetworkStore, "_insert", failing)
+    with pytest.raises(RuntimeError, match="injected"):
+        s.load(network, instances, links)
+    monkeypatch.undo()
+    assert s.network_stats("tiny")["version"] == version
+    assert s.count_instances("tiny") == 16 and s.count_links("tiny") == 8
+    assert ids(s, {"operation": "match", "field": "name", "value": "百日咳"})[0] == "百日咳"
+    assert ids(s, {"operation": "==", "field": "name", "value": "新药"}, "Drug") == []
+
+
+def test_load_rejects_inconsistent_data(tmp_path: Path, kn_embedder: Embedder) -> None:
+    s = NetworkStore("sqlite://", embedder=kn_embedder)
+    network, instances, links = tiny_network()
+    with pytest.raises(ValueError, match="unknown object type 'Nope'"):
+        s.load(network, [Instance(object_type_id="Nope", id="x", properties={})], [])
+    with pytest.raises(ValueError, match="duplicate instance id"):
+        s.load(network, [*instances, instances[0]], links)
+    with pytest.raises(ValueError, match="not an instance of 'Symptom'"):
+        s.load(
+            network,
+            instances,
+            [Link(relation_type_id="has_symptom", source_id="Disease:骨折", target_id="Drug:奥司他韦")],
+        )
+    with pytest.raises(ValueError, match="unknown relation type 'nope'"):
+        s.load(network, instances, [Link(relation_type_id="nope", source_id="a", target_id="b")])
+    assert s.list_networks() == []
+
+
+@pytest.mark.parametrize(
+    ("cond", "expected"),
+    [
+        ({"operation": "==", "field": "name", "value": "百日咳"}, ["百日咳"]),
+        (
+            {"operation": "!=", "field": "get_way", "value": "无传染性"},
+            ["100%_special", "百日咳", "流行性感冒"],
+        ),
+        ({"operation": "in", "field": "name", "value": ["骨折", "糖尿病", "不存在"]}, ["糖尿病", "骨折"]),
+        ({"operation": "in", "field": "name", "value": []}, []),
+        ({"operation": "contain", "field": "name", "value": "感"}, ["流行性感冒"]),
+        ({"operation": "contain", "field": "cure_way", "value": "手术治疗"}, ["上、下气道梗阻", "骨折"]),
+        ({"operation": "contain", "field": "cure_way", "value": ["药物治疗", "饮食治疗"]}, ["糖尿病"]),
+        ({"operation": "contain", "field": "cure_way", "value": "手术"}, []),  # membership, not substring
+        ({"operation": "like", "field": "name", "value": "%咳"}, ["百日咳"]),
+        ({"operation": "prefix", "field": "name", "value": "流行"}, ["流行性感冒"]),
+        ({"operation": "prefix", "field": "name", "value": "100%"}, ["100%_special"]),
+        ({"operation": "prefix", "field": "name", "value": "1%"}, []),  # % is literal in prefix
+        ({"operation": "regex", "field": "name", "value": "^[百骨]"}, ["百日咳", "骨折"]),
+        (
+            {"operation": "exist", "field": "get_way"},
+            ["上、下气道梗阻", "百日咳", "流行性感冒", "糖尿病", "骨折"],
+        ),
+        ({"operation": "exist", "field": "get_way", "value": False}, ["100%_special"]),
+        (
+            {"operation": "range", "field": "cost", "value": [300, 5000]},
+            ["上、下气道梗阻", "百日咳", "流行性感冒"],
+        ),
+        ({"operation": "range", "field": "cost", "value": [8000, None]}, ["糖尿病", "骨折"]),
+        ({"operation": ">", "field": "cost", "value": 5000}, ["糖尿病", "骨折"]),
+        ({"operation": ">=", "field": "cost", "value": "5000"}, ["上、下气道梗阻", "糖尿病", "骨折"]),
+        ({"operation": "<", "field": "cost", "value": 300}, ["100%_special"]),
+        ({"operation": "<=", "field": "cost", "value": 300}, ["100%_special", "流行性感冒"]),
+        ({"operation": "==", "field": "insured", "value": True}, ["上、下气道梗阻", "流行性感冒", "糖尿病"]),
+        ({"operation": "==", "field": "id", "value": "Disease:骨折"}, ["骨折"]),
+        (
+            {
+                "operation": "and",
+                "sub_conditions": [
+                    {"operation": "contain", "field": "cure_way", "value": "药物治疗"},
+                    {
+                        "operation": "or",
+                        "sub_conditions": [
+                            {"operation": ">", "field": "cost", "value": 5000},
+                            {"operation": "==", "field": "name", "value": "百日咳"},
+                        ],
+                    },
+                ],
+            },
+            ["百日咳", "糖尿病"],
+        ),
+        (
+            {
+                "operation": "or",
+                "sub_conditions": [
+                    {"operation": "==", "field": "name", "value": "骨折"},
+                    {
+                        "operation": "and",
+                        "sub_conditions": [
+                            {"operation": "==", "field": "get_way", "value": "呼吸道传播"},
+                            {"operation": "<", "field": "cost", "value": 1000},
+                        ],
+                    },
+                ],
+            },
+            ["流行性感冒", "骨折"],
+        ),
+        (
+            {"operation": "and", "sub_conditions": []},
+            ["100%_special", "上、下气道梗阻", "流行性感冒", "百日咳", "糖尿病", "骨折"],
+        ),
+        ({"operation": "or", "sub_conditions": []}, []),
+    ],
+)
+def test_condition_operations(store: NetworkStore, cond: dict, expected: list[str]) -> None:
+    assert sorted(ids(store, cond)) == sorted(expected)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "'; DROP TABLE kn_instances; --",
+        '" OR 1=1 --',
+        "百日咳' OR '1'='1",
+        'x"); DELETE FROM kn_links; --',
+        "$.name",
+        "%",
+        "_",
+    ],
+)
+def test_injection_attempts_match_nothing(store: NetworkStore, value: str) -> None:
+    for op in ("==", "contain", "prefix", "like"):
+        got = ids(store, {"operation": op, "field": "name", "value": value})
+        assert (
+            got == []
+            or (op in ("contain", "like") and value in ("%", "_"))
+            or (op == "contain" and value == "%" and got == ["100%_special"])
+        ), (op, value, got)
+    # match/knn take the value as a query: nothing breaks and the tables are intact
+    store.query_instances("tiny", "Disease", Condition(operation="match", field="name", value=value), 5)
+    store.query_instances("tiny", "Disease", Condition(operation="knn", field="name", value=value), 5)
+    assert store.count_instances("tiny") == 16 and store.count_links("tiny") == 8
+
+
+def test_fts_query_quotes_tokens() -> None:
+    assert fts_query(['a"b', "OR", "NEAR"]) == '"a""b" OR "OR" OR "NEAR"'
+
+
+def test_match_on_chinese_text_via_jieba(store: NetworkStore) -> None:
+    hits = store.query_instances(
+        "tiny", "Disease", Condition(operation="match", field="name", value="上气道梗阻"), 5
+    )
+    assert hits[0].id == "Disease:上、下气道梗阻"
+    assert 0 < hits[0].score <= 1
+    desc = store.query_instances(
+        "tiny", "Disease", Condition(operation="match", field="desc", value="急性呼吸道传染病"), 5
+    )
+    assert desc[0].id == "Disease:百日咳"
+    assert all(0 < h.score <= 1 for h in desc)
+    assert [h.score for h in desc] == sorted((h.score for h in desc), reverse=True)
+    # '*' searches every match field
+    star = store.query_instances(
+        "tiny", "Disease", Condition(operation="match", field="*", value="高血糖"), 5
+    )
+    assert [h.id for h in star] == ["Disease:糖尿病"]
+
+
+def test_knn_ranks_closest_name_first(store: NetworkStore) -> None:
+    hits = store.query_instances(
+        "tiny", "Drug", Condition(operation="knn", field="name", value="insulin shot"), 3
+    )
+    assert hits[0].id == "Drug:Insulin injection"
+    assert all(0 <= h.score <= 1 for h in hits)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    one = store.query_instances(
+        "tiny", "Drug", Condition(operation="knn", field="name", value="Aspirin", limit=1), 10
+    )
+    assert [h.id for h in one] == ["Drug:Aspirin"] and one[0].score == pytest.approx(1.0, abs=1e-5)
+    antibiotic = store.query_instances(
+        "tiny", "Drug", Condition(operation="knn", field="name", value="antibiotic amoxicillin"), 1
+    )
+    assert antibiotic[0].id == "Drug:Amoxicillin capsules"
+
+
+def test_knn_skips_text_the_embedder_cannot_represent(store: NetworkStore) -> None:
+    # the default MiniLM maps most Chinese characters to [UNK]: such names get no vector, such queries no knn
+    assert store.representable(["感冒", "Aspirin", "SARS"]) == [False, True, True]
+    assert (
+        store.query_instances("tiny", "Drug", Condition(operation="knn", field="name", value="二甲双胍片"), 3)
+        == []
+    )
+    # ... while match still finds them
+    hits = store.query_instances(
+        "tiny", "Drug", Condition(operation="match", field="name", value="二甲双胍片"), 3
+    )
+    assert hits and hits[0].id == "Drug:二甲双胍"
+
+
+def test_scored_or_unions_and_and_intersects(store: NetworkStore) -> None:
+    either = Condition.model_validate(
+        {
+            "operation": "or",
+            "sub_conditions": [
+                {"operation": "match", "field": "name", "value": "百日咳"},
+                {"operation": "match", "field": "desc", "value": "高血糖"},
+                {"operation": "==", "field": "name", "value": "骨折"},
+            ],
+        }
+    )
+    hits = store.query_instances("tiny", "Disease", either, 10)
+    assert {h.id for h in hits} == {"Disease:百日咳", "Disease:糖尿病", "Disease:骨折"}
+    assert hits[-1].id == "Disease:骨折" and hits[-1].score is None  # unscored branch last
+    both = Condition.model_validate(
+        {
+            "operation": "and",
+            "sub_conditions": [
+                {"operation": "match", "field": "desc", "value": "呼吸 骨 高血糖"},
+                {"operation": "contain", "field": "cure_way", "value": "手术治疗"},
+            ],
+        }
+    )
+    got = store.query_instances("tiny", "Disease", both, 10)
+    assert {h.id for h in got} == {"Disease:上、下气道梗阻", "Disease:骨折"}
+    assert all(h.score is not None for h in got)
+    nothing = Condition.model_validate(
+        {
+            "operation": "and",
+            "sub_conditions": [
+                {"operation": "match", "field": "name", "value": "百日咳"},
+                {"operation": "match", "field": "desc", "value": "高血糖"},
+            ],
+        }
+    )
+    assert store.query_instances("tiny", "Disease", nothing, 10) == []
+
+
+@pytest.mark.parametrize(
+    ("cond", "message"),
+    [
+        ({"operation": "==", "field": "colour", "value": "x"}, "unknown field 'colour'"),
+        ({"operation": "match", "field": "nope", "value": "x"}, "unknown field 'nope'"),
+        ({"operation": "knn", "field": "desc", "value": "x"}, "does not support 'knn'"),
+        ({"operation": "match", "field": "cost", "value": "x"}, "does not support 'match'"),
+        ({"operation": ">", "field": "cost", "value": "abc"}, "numeric"),
+        ({"operation": "regex", "field": "name", "value": "("}, "invalid regex"),
+        ({"operation": "in", "field": "name", "value": "x"}, "needs a list"),
+        ({"operation": "range", "field": "cost", "value": [1]}, "low, high"),
+        ({"operation": "==", "field": "cure_way", "value": "x"}, "list field 'cure_way'"),
+        ({"operation": "==", "field": "*", "value": "x"}, "only works with match or knn"),
+        (
+            {
+                "operation": "or",
+                "sub_conditions": [{"operation": "prefix", "field": "bad_field", "value": "x"}],
+            },
+            "unknown field 'bad_field'",
+        ),
+    ],
+)
+def test_unknown_field_or_operation_raises(store: NetworkStore, cond: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        store.query_instances("tiny", "Disease", Condition.model_validate(cond), 5)
+
+
+def test_unknown_operation_and_type(store: NetworkStore) -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):
+        Condition.model_validate({"operation": "sounds_like", "field": "name", "value": "x"})
+    bad = Condition.model_construct(
+        operation="sounds_like", field="name", value="x", sub_conditions=[], limit=None
+    )
+    with pytest.raises(ValueError, match="unknown operation 'sounds_like'"):
+        store.query_instances("tiny", "Disease", bad, 5)
+    with pytest.raises(ValueError, match="unknown object type 'Planet'"):
+        store.query_instances("tiny", "Planet", None, 5)
+
+
+def test_type_search_returns_relevant_types_first(store: NetworkStore) -> None:
+    objects = store.search_object_types("tiny", "药物", 3)
+    assert objects[0][0] == "Drug"
+    assert [s for _, s in objects] == sorted((s for _, s in objects), reverse=True)
+    assert all(0 <= s <= 1 for _, s in objects)
+    relations = store.search_relation_types("tiny", "感冒有哪些症状", 2)
+    assert relations[0][0] == "has_symptom"
+    assert store.search_relation_types("tiny", "常用药", 1)[0][0] == "common_drug"
+    assert len(store.search_object_types("tiny", "疾病", 1)) == 1
+
+
+def test_sample_instance_and_unscored_queries(store: NetworkStore) -> None:
+    assert store.sample_instance("tiny", "Symptom") == {"name": "发热"} or store.sample_instance(
+        "tiny", "Symptom"
+    )["name"] in {"咳嗽", "发热", "呼吸困难", "多饮多尿"}
+    assert len(store.query_instances("tiny", "Symptom", None, 2)) == 2
+    assert store.query_instances("tiny", "Symptom", None, 0) == []
+    assert all(h.score is None for h in store.query_instances("tiny", "Disease", None, 10))
+    assert store.get_instances("tiny", "Drug", ["Drug:二甲双胍", "Drug:nope"])[0].properties == {
+        "name": "二甲双胍"
+    }
+
+
+def test_query_path_both_directions(store: NetworkStore) -> None:
+    cough = Condition(operation="==", field="name", value="咳嗽")
+    paths = store.query_path("tiny", "Symptom", cough, "has_symptom", "Disease", None)
+    assert {p.source.id for p in paths} == {"Disease:百日咳", "Disease:流行性感冒"}
+    assert all(p.target.id == "Symptom:咳嗽" for p in paths)
+    flu = Condition(operation="match", field="name", value="流行性感冒")
+    forward = store.query_path(
+        "tiny", "Disease", flu, "common_drug", "Drug", Condition(operation="prefix", field="name", value="奥")
+    )
+    assert [(p.source.id, p.target.id) for p in forward] == [("Disease:流行性感冒", "Drug:奥司他韦")]
+    with pytest.raises(ValueError, match="not 'Drug' and 'Symptom'"):
+        store.query_path("tiny", "Drug", None, "has_symptom", "Symptom", None)
