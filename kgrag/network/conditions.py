@@ -42,7 +42,7 @@ from typing import Any
 from sqlalchemy import and_, exists, false, func, literal, or_, select, true
 from sqlalchemy.sql.elements import ColumnElement
 
-from kgrag.network.model import Condition, DataProperty, ObjectType
+from kgrag.network.model import TEXT_TYPES, Condition, DataProperty, ObjectType
 from kgrag.network.tables import instances
 
 __all__ = [
@@ -226,6 +226,9 @@ def _leaf_sql(cond: Condition, object_type: ObjectType, dialect: str) -> ColumnE
         return and_(*(_list_contains(field_name, _coerce(v, prop_type, field_name), dialect) for v in items))
     col = _accessor(field_name, prop)
     if op == "==":
+        if prop is not None and field_name == object_type.display_key and prop_type.lower() in TEXT_TYPES:
+            # the display key is also the indexed ``name`` column; the JSON check keeps "missing" distinct
+            return and_(instances.c.name == _coerce(value, prop_type, field_name), col.is_not(None))
         return col == _coerce(value, prop_type, field_name)
     if op == "!=":
         return or_(col != _coerce(value, prop_type, field_name), col.is_(None))

@@ -613,7 +613,8 @@ class NetworkStore:
         query_set = set(tokens)
         scores: dict[str, float] = {}
         for r in rows:
-            coverage = len(query_set & set(r.text.split())) / len(query_set)
+            padded = f" {r.text} "  # token lookups, not a split of a possibly long field text
+            coverage = sum(f" {tok} " in padded for tok in query_set) / len(query_set)
             coverage = max(coverage, 0.5 / len(query_set))
             rel = max(-r.rank, 0.0) / best if best > 0 else 1.0
             score = min(1.0, coverage * (0.5 + 0.5 * rel))
@@ -786,10 +787,14 @@ class NetworkStore:
                 rows = conn.execute(base.order_by(ti.c.id).limit(limit)).all()
                 return [self._hit(object_type_id, r, None) for r in rows]
             scored_ids = sorted(plan.scores)
-            scored_rows = conn.execute(base.where(ti.c.id.in_(scored_ids))).all()
-            if sort_by_score:
-                scored_rows.sort(key=lambda r: (-plan.scores[r.id], r.id))
-            hits = [self._hit(object_type_id, r, plan.scores[r.id]) for r in scored_rows[:limit]]
+            # ids first (no JSON decoding), then the properties of the best ``limit`` only
+            id_query = select(ti.c.id).where(ti.c.kn_id == kn_id, ti.c.object_type_id == object_type_id,
+                                             plan.clause, ti.c.id.in_(scored_ids))
+            ok = [r.id for r in conn.execute(id_query)]
+            ok.sort(key=(lambda i: (-plan.scores[i], i)) if sort_by_score else None)
+            top = ok[:limit]
+            by_id = {r.id: r for r in conn.execute(base.where(ti.c.id.in_(top)))} if top else {}
+            hits = [self._hit(object_type_id, by_id[i], plan.scores[i]) for i in top if i in by_id]
             if len(hits) < limit:
                 rest = conn.execute(
                     base.where(ti.c.id.not_in(scored_ids)).order_by(ti.c.id).limit(limit - len(hits))

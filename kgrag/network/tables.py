@@ -97,6 +97,7 @@ instances = Table(
     Column("id", String(1000), primary_key=True),
     Column("name", Text, nullable=False),
     Column("properties", JSON, nullable=False),
+    Index("ix_kn_instances_name", "kn_id", "object_type_id", "name"),  # == on the display key
 )
 
 links = Table(
@@ -155,6 +156,8 @@ DATA_TABLES = (object_types, relation_types, action_types, instances, links, vec
 def create_schema(conn: Connection) -> None:
     """Create every table (idempotent); the text index is FTS5 on SQLite, a plain table + GIN index elsewhere."""
     metadata.create_all(conn)
+    # stores created before this index existed get it too (create_all only adds indexes with new tables)
+    conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_kn_instances_name ON kn_instances (kn_id, object_type_id, name)")
     if conn.dialect.name == "sqlite":
         conn.exec_driver_sql(FTS5_DDL)
     else:  # pragma: no cover - PostgreSQL path, documented, not exercised by the tests
