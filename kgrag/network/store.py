@@ -137,6 +137,12 @@ def _compiled(pattern: str) -> re.Pattern[str]:
     return compiled
 
 
+def _schema_rows(conn: Connection, table: Any, model: Any, kn_id: str) -> list:
+    """The pydantic ``model`` of every schema row of ``table`` for ``kn_id``, in declaration order."""
+    rows = conn.execute(select(table.c.schema).where(table.c.kn_id == kn_id).order_by(table.c.position))
+    return [model.model_validate(r.schema) for r in rows]
+
+
 def _value_text(value: Any) -> str:
     if value is None:
         return ""
@@ -525,30 +531,9 @@ class NetworkStore:
             if cached is not None and cached[0] == version:
                 return cached
             net = conn.execute(select(t.networks).where(t.networks.c.kn_id == kn_id)).one()
-            ots = [
-                ObjectType.model_validate(r.schema)
-                for r in conn.execute(
-                    select(t.object_types.c.schema)
-                    .where(t.object_types.c.kn_id == kn_id)
-                    .order_by(t.object_types.c.position)
-                )
-            ]
-            rts = [
-                RelationType.model_validate(r.schema)
-                for r in conn.execute(
-                    select(t.relation_types.c.schema)
-                    .where(t.relation_types.c.kn_id == kn_id)
-                    .order_by(t.relation_types.c.position)
-                )
-            ]
-            ats = [
-                ActionType.model_validate(r.schema)
-                for r in conn.execute(
-                    select(t.action_types.c.schema)
-                    .where(t.action_types.c.kn_id == kn_id)
-                    .order_by(t.action_types.c.position)
-                )
-            ]
+            ots = _schema_rows(conn, t.object_types, ObjectType, kn_id)
+            rts = _schema_rows(conn, t.relation_types, RelationType, kn_id)
+            ats = _schema_rows(conn, t.action_types, ActionType, kn_id)
         network = KnowledgeNetwork(
             kn_id=kn_id,
             name=net.name,
