@@ -8,6 +8,8 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PREFECT_HOME ?= $(CURDIR)/work/.prefect
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
+# the first start of the ephemeral API migrates a fresh database: 20 s (the default) is too short on 2 cores
+export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS ?= 120
 export PREFECT_LOGGING_LEVEL ?= WARNING
 export LANGGRAPH_CLI_NO_ANALYTICS := 1
 export LANGSMITH_TRACING := false
