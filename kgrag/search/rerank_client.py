@@ -3,14 +3,12 @@
 Request ``POST {base_url}/rerank`` with ``{"model", "query", "documents"}``; answer ``{"results": [{"index",
 "relevance_score"}, ...]}`` (``score`` is accepted for ``relevance_score``). Any transport error, non-2xx
 answer or malformed body raises :class:`RerankError`, which kn_search turns into the
-``calculateRelevanceScore`` fallback. Configured by environment (not part of ``kgrag.config.Settings``):
-``KGRAG_RERANK_BASE_URL`` (empty/unset = not used), ``KGRAG_RERANK_MODEL``, ``KGRAG_RERANK_API_KEY``,
-``KGRAG_RERANK_TIMEOUT`` (seconds, default 30).
+``calculateRelevanceScore`` fallback. Configured by ``kgrag.config.Settings``: ``KGRAG_RERANK_BASE_URL``
+(empty = not used), ``KGRAG_RERANK_MODEL``, ``KGRAG_RERANK_API_KEY``, ``KGRAG_RERANK_TIMEOUT`` (seconds, default 30).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
 import httpx
@@ -70,12 +68,15 @@ class RerankClient:
 
 
 def rerank_client_from_env() -> RerankClient | None:
-    base_url = os.environ.get("KGRAG_RERANK_BASE_URL", "").strip()
-    if not base_url:
+    """The client configured by the ``KGRAG_RERANK_*`` settings, or None when no endpoint is set."""
+    from kgrag.config import Settings
+
+    settings = Settings()  # read now: the environment may have changed since get_settings() was cached
+    if not settings.rerank_base_url.strip():
         return None
     return RerankClient(
-        base_url,
-        model=os.environ.get("KGRAG_RERANK_MODEL", ""),
-        api_key=os.environ.get("KGRAG_RERANK_API_KEY", ""),
-        timeout=float(os.environ.get("KGRAG_RERANK_TIMEOUT", "30") or 30),
+        base_url=settings.rerank_base_url.strip(),
+        model=settings.rerank_model,
+        api_key=settings.rerank_api_key,
+        timeout=settings.rerank_timeout,
     )
