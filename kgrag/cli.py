@@ -137,10 +137,15 @@ def sparql(
 def serve(
     host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    workers: Annotated[int, typer.Option(min=1, help="Server processes (each opens its own stores).")] = 1,
 ) -> None:
     """Serve every HTTP route of the project (FastAPI + uvicorn); GET /healthz answers 200 once stores are open."""
     import uvicorn
 
+    if workers > 1:  # uvicorn forks: each worker builds the app from the factory
+        uvicorn.run("kgrag.api.app:create_app", factory=True, host=host, port=port, workers=workers,
+                    log_level="warning")
+        return
     from kgrag.api.app import create_app
 
     uvicorn.run(create_app(), host=host, port=port, log_level="info")

@@ -54,6 +54,8 @@ class Settings(BaseSettings):
     rerank_model: str = Field(default="")
     rerank_api_key: str = Field(default="")
     rerank_timeout: float = Field(default=30.0, gt=0)
+    #: kn_search responses kept per server process (LRU, keyed on the network version); 0 turns it off
+    kn_search_cache_size: int = Field(default=1024, ge=0)
     seed: int = 0
 
     @field_validator("data_dir", "work_dir", mode="after")

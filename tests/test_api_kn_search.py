@@ -16,6 +16,7 @@ from kgrag.api.app import create_app
 from kgrag.graph.oxigraph_server import free_port
 from kgrag.network.model import DataProperty, Instance, KnowledgeNetwork, Link, ObjectType, RelationType
 from kgrag.network.store import NetworkStore
+from kgrag.search.config import KnSearchRequest, KnSearchResponse
 
 URL = "/api/agent-retrieval/in/v1/kn/kn_search"
 NAME_OPS = ["knn", "match", "==", "prefix", "contain"]
@@ -114,6 +115,39 @@ def test_admin_routes(app):
         assert [o["id"] for o in detail["object_types"]] == ["disease", "symptom", "drug"]
         assert detail["relation_types"] == 2
         assert client.get("/api/kn/networks/nope").status_code == 404
+
+
+def test_repeated_search_is_served_from_the_cache_until_the_network_is_reloaded(tmp_path):
+    store = NetworkStore(f"sqlite:///{tmp_path / 'kn.db'}")
+    store.load(*tiny_medical())
+    application = create_app()
+    application.state.network_store = store
+    cache = application.state.kn_search_cache
+    payload = {"query": "上气道梗阻 常用药物", "kn_id": "tiny"}
+    with TestClient(application) as client:
+        first = client.post(URL, json={**payload, "session_id": "a"}).json()
+        second = client.post(URL, json={**payload, "session_id": "b"}).json()
+        assert (cache.misses, cache.hits) == (1, 1)
+        assert second["session_id"] == "b" and first["session_id"] == "a"
+        assert {**second, "session_id": "a"} == first
+        client.post(URL, json={**payload, "only_schema": True})  # another request: another entry
+        assert (cache.misses, cache.hits) == (2, 1)
+        network, instances, links = tiny_medical()
+        store.load(network, instances[:1], [])  # reload: new version, fewer instances
+        third = client.post(URL, json=payload).json()
+        assert (cache.misses, cache.hits) == (3, 1)
+        assert {n["instance_name"] for n in third["nodes"]} <= {"上、下气道梗阻"}
+
+
+def test_cache_size_zero_turns_it_off():
+    from kgrag.search.cache import KnSearchCache
+
+    cache = KnSearchCache(0)
+    calls = []
+    request = KnSearchRequest(query="x", kn_id="tiny")
+    for _ in range(2):
+        cache.get_or_compute(request, "v1", lambda: calls.append(1) or KnSearchResponse())
+    assert len(calls) == 2 and cache.hits == 0
 
 
 @pytest.fixture(scope="module")

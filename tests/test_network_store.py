@@ -502,3 +502,71 @@ def test_query_path_both_directions(store: NetworkStore) -> None:
     assert [(p.source.id, p.target.id) for p in forward] == [("Disease:流行性感冒", "Drug:奥司他韦")]
     with pytest.raises(ValueError, match="not 'Drug' and 'Symptom'"):
         store.query_path("tiny", "Drug", None, "has_symptom", "Symptom", None)
+
+
+def test_match_leaf_asks_for_the_query_limit_in_an_or_and_more_under_an_and(store: NetworkStore) -> None:
+    """In an OR (or alone) the best ``limit`` rows come from each scored branch's best ``limit``; under an AND
+    a filter may reject the best candidates, so the pool is ``match_limit``."""
+    from kgrag.network.conditions import compile_condition
+
+    asked: list[tuple[str, int]] = []
+
+    def scorer(kind: str):
+        def score(type_id: str, fields: list[str], query: str, limit: int) -> dict[str, float]:
+            asked.append((kind, limit))
+            return {}
+        return score
+
+    ot = store.get_network("tiny").object_types[0]
+    match = {"operation": "match", "field": "name", "value": "咳"}
+    knn = {"operation": "knn", "field": "name", "value": "cough"}
+    exact = {"operation": "==", "field": "name", "value": "百日咳"}
+    for tree, expected in [
+        (match, [("match", 7)]),
+        ({"operation": "or", "sub_conditions": [knn, exact, match]}, [("knn", 7), ("match", 7)]),
+        ({"operation": "and", "sub_conditions": [match, exact]}, [("match", 2000)]),
+        ({"operation": "or", "sub_conditions": [{"operation": "and", "sub_conditions": [match]}]}, [("match", 2000)]),
+        ({**match, "limit": 3}, [("match", 3)]),
+    ]:
+        asked.clear()
+        compile_condition(Condition.model_validate(tree), ot, match=scorer("match"), knn=scorer("knn"),
+                          default_limit=7)
+        assert asked == expected, tree
+
+
+def test_knn_top_k_equals_a_full_sort(store: NetworkStore) -> None:
+    """The partial selection returns exactly the first items of the full ranking, scores included."""
+    full = store.knn_scores("tiny", "instance", "Drug", ["name"], "cough syrup medicine", 1000)
+    for k in (1, 2, 3, 5):
+        assert list(store.knn_scores("tiny", "instance", "Drug", ["name"], "cough syrup medicine", k).items()) == \
+            list(full.items())[:k]
+
+
+def test_store_with_the_old_inline_text_index_is_migrated(tmp_path: Path, kn_embedder: Embedder) -> None:
+    """A store written when ``kn_text`` held its own rows opens with the rows moved to ``kn_text_rows`` and the
+    index rebuilt over them: match finds the same instances, and a reload still replaces cleanly."""
+    import sqlite3
+
+    db = tmp_path / "old.db"
+    s = NetworkStore(f"sqlite:///{db}", embedder=kn_embedder)
+    s.load(*tiny_network())
+    before = ids(s, {"operation": "match", "field": "desc", "value": "呼吸困难"})
+    rows = s.count_instances("tiny")
+    s.close()
+    con = sqlite3.connect(db)  # rewrite the text index in the old layout
+    con.executescript(
+        "CREATE VIRTUAL TABLE legacy USING fts5(text, scope, kn_id UNINDEXED, kind UNINDEXED, type_id UNINDEXED,"
+        " item_id UNINDEXED, field UNINDEXED, tokenize = 'unicode61 remove_diacritics 0');"
+        "INSERT INTO legacy SELECT text, scope, kn_id, kind, type_id, item_id, field FROM kn_text_rows;"
+        "DROP TABLE kn_text; DELETE FROM kn_text_rows; ALTER TABLE legacy RENAME TO kn_text;"
+    )
+    con.commit()
+    con.close()
+    migrated = NetworkStore(f"sqlite:///{db}", embedder=kn_embedder)
+    assert before and ids(migrated, {"operation": "match", "field": "desc", "value": "呼吸困难"}) == before
+    migrated.load(*tiny_network())  # delete + insert through the external-content index
+    assert ids(migrated, {"operation": "match", "field": "desc", "value": "呼吸困难"}) == before
+    assert migrated.count_instances("tiny") == rows
+    con = sqlite3.connect(db)
+    con.execute("INSERT INTO kn_text(kn_text) VALUES ('integrity-check')")  # raises if index != rows
+    con.close()

@@ -16,6 +16,7 @@ from kgrag.config import Settings, get_settings
 from kgrag.errors import KgragError
 from kgrag.graph import GraphStore, open_store
 from kgrag.prep.steps import DATASETS
+from kgrag.search.cache import KnSearchCache
 from kgrag.tools.sessions import SessionStore
 
 
@@ -51,6 +52,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.ready = False
     app.state.stores = {}
     app.state.kg_sessions = SessionStore()
+    app.state.kn_search_cache = KnSearchCache(settings.kn_search_cache_size)
     app.include_router(kg_tools.router)
     app.include_router(kn_search.router)
 

@@ -4,6 +4,7 @@ to list networks and their types.
 Bad input is a 400 with ``{"error": …, "field": …}`` (missing/blank ``query`` or ``kn_id``, malformed JSON, an
 invalid ``x-account-type``); an unknown ``kn_id`` is a 404; a backend failure is a 500 with a message, never a
 stack trace. Instance-recall failures are not errors: the concepts come back with a ``message`` (spec rule 4).
+Responses are cached per network version (:mod:`kgrag.search.cache`, ``KGRAG_KN_SEARCH_CACHE_SIZE``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from kgrag.network.service import NetworkNotFound, OntologyService
+from kgrag.search.cache import KnSearchCache
 from kgrag.search.config import KnSearchRequest, KnSearchResponse
 from kgrag.search.kn_search import kn_search
 
@@ -62,7 +64,11 @@ def kn_search_route(
     """Concept recall (object, relation and action types) and semantic instance recall for ``query`` on ``kn_id``."""
     service = network_service(request)
     try:
-        return kn_search(search, service)
+        cache: KnSearchCache | None = getattr(request.app.state, "kn_search_cache", None)
+        version = getattr(service, "network_version", None)
+        if cache is None or version is None:
+            return kn_search(search, service)
+        return cache.get_or_compute(search, version(search.kn_id), lambda: kn_search(search, service))
     except NetworkNotFound as exc:
         raise HTTPException(404, f"knowledge network {search.kn_id!r} not found") from exc
     except ValueError as exc:  # e.g. a condition naming an unknown field or operation

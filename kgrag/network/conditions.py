@@ -276,17 +276,21 @@ def compile_condition(
     """Validate and compile ``cond`` for instances of ``object_type``.
 
     ``match``/``knn`` are called as ``scorer(object_type_id, fields, query, limit)`` for each scored leaf; a knn
-    leaf asks for ``cond.limit or default_limit`` neighbours, a match leaf for ``cond.limit or match_limit``.
+    leaf asks for ``cond.limit or default_limit`` neighbours, a match leaf for ``cond.limit or match_limit`` —
+    or ``cond.limit or default_limit`` when no ``and`` lies above it: in an OR tree (or a lone leaf) a row's
+    score is its best branch's score, so the best ``default_limit`` rows of the result are among the best
+    ``default_limit`` of each scored branch and fetching more changes nothing. Under an ``and`` a filter may
+    reject the best candidates, hence the larger pool.
     """
     validate_condition(cond, object_type)
-    return _compile(cond, object_type, match, knn, default_limit, dialect, match_limit)
+    return _compile(cond, object_type, match, knn, default_limit, dialect, match_limit, False)
 
 
-def _compile(cond, object_type, match, knn, default_limit, dialect, match_limit) -> Plan:  # noqa: ANN001
+def _compile(cond, object_type, match, knn, default_limit, dialect, match_limit, under_and) -> Plan:  # noqa: ANN001
     op = cond.operation
     if op in ("and", "or"):
         plans = [
-            _compile(s, object_type, match, knn, default_limit, dialect, match_limit)
+            _compile(s, object_type, match, knn, default_limit, dialect, match_limit, under_and or op == "and")
             for s in cond.sub_conditions
         ]
         if not plans:
@@ -305,7 +309,7 @@ def _compile(cond, object_type, match, knn, default_limit, dialect, match_limit)
     if op in SCORED_OPERATIONS:
         fields = _fields_for(cond, object_type)
         scorer = knn if op == "knn" else match
-        limit = cond.limit or (default_limit if op == "knn" else match_limit)
+        limit = cond.limit or (match_limit if op == "match" and under_and else default_limit)
         found = scorer(object_type.id, fields, cond.value, limit) if fields else {}
         clause = instances.c.id.in_(sorted(found)) if found else false()
         return Plan(clause, dict(found), True)

@@ -9,18 +9,17 @@ Tables (every row carries ``kn_id``; a network is replaced as a whole, in one tr
     kn_instances      (kn_id, object_type_id, id) PK, name, properties JSON
     kn_links          kn_id, relation_type_id, source_id, target_id (indexed both ways)
     kn_vectors        kn_id, kind, type_id, item_id, field, vector (float32 bytes, L2-normalised)
-    kn_text           the text index for ``match`` (see below)
+    kn_text_rows      id, text, scope, kn_id, kind, type_id, item_id, field: what ``match`` searches (see below)
 
 ``kind`` is ``instance`` (then ``type_id`` is the object type), ``object_type`` or ``relation_type`` (then
 ``type_id`` is ``""`` and ``item_id`` the type id; ``field`` is ``"*"``).
 
-Text index: on SQLite ``kn_text`` is an FTS5 virtual table ``(text, scope, kn_id UNINDEXED, kind UNINDEXED,
-type_id UNINDEXED, item_id UNINDEXED, field UNINDEXED)`` whose ``text`` holds jieba/ASCII tokens (plus CJK
-bigrams, ``kgrag.network.store.index_tokens``) joined by spaces, ranked with ``bm25()``. ``scope`` is one opaque
+Text index: ``kn_text_rows.text`` holds jieba/ASCII tokens (plus CJK bigrams, ``kgrag.network.store.index_tokens``)
+joined by spaces; on SQLite ``kn_text`` is an FTS5 virtual table ``(text, scope)`` over those rows (external
+content, rowid = ``kn_text_rows.id``), ranked with ``bm25()``. ``scope`` is one opaque
 token per (kn_id, kind, type_id, field) (:func:`scope_token`), so a query ANDs the wanted scopes with its terms
 inside the FTS index (``scope : ("s…" OR "s…") AND text : ("t1" OR "t2")``) instead of filtering every match of a
-common term across all networks and fields. On PostgreSQL (the documented scale path) it is an ordinary table with
-the same columns and a GIN index on ``to_tsvector('simple', text)``, ranked with ``ts_rank``; vectors then
+common term across all networks and fields. On PostgreSQL (the documented scale path) ``kn_text_rows`` gets a GIN index on ``to_tsvector('simple', text)``, ranked with ``ts_rank``; vectors then
 belong in pgvector (``vector(384)`` column + HNSW index) instead of ``kn_vectors`` blobs.
 """
 
@@ -112,10 +111,11 @@ vectors = Table(
     Index("ix_kn_vectors_type", "kn_id", "kind", "type_id"),
 )
 
-#: the text index as SQLAlchemy sees it (on SQLite the real table is the FTS5 virtual table created below)
+#: the rows of the text index (a plain table on every dialect; on SQLite ``kn_text`` indexes it, see below)
 text_index = Table(
-    "kn_text",
-    MetaData(),
+    "kn_text_rows",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
     Column("text", Text, nullable=False),
     Column("scope", String(40), nullable=False),
     Column("kn_id", String(200), nullable=False),
@@ -123,13 +123,49 @@ text_index = Table(
     Column("type_id", String(300), nullable=False),
     Column("item_id", String(1000), nullable=False),
     Column("field", String(300), nullable=False),
+    Index("ix_kn_text_rows_kn", "kn_id"),
 )
 
+#: FTS5 over ``kn_text_rows`` as external content: a MATCH reads only the index (rowid + bm25), never the
+#: row text, and the few best rowids are then joined back to their rows — with content stored inside the FTS
+#: table every matching row's record (long descriptions included) was read just to learn its item id.
 FTS5_DDL = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS kn_text USING fts5("
-    "text, scope, kn_id UNINDEXED, kind UNINDEXED, type_id UNINDEXED, item_id UNINDEXED, field UNINDEXED, "
-    "tokenize = 'unicode61 remove_diacritics 0')"
+    "text, scope, content='kn_text_rows', content_rowid='id', tokenize = 'unicode61 remove_diacritics 0')"
 )
+
+
+def fts_sync_insert(conn: Connection, kn_id: str) -> None:
+    """Index the ``kn_text_rows`` of ``kn_id`` in the FTS5 table (SQLite; call after inserting the rows)."""
+    conn.exec_driver_sql(
+        "INSERT INTO kn_text(rowid, text, scope) SELECT id, text, scope FROM kn_text_rows WHERE kn_id = ?",
+        (kn_id,),
+    )
+
+
+def fts_sync_delete(conn: Connection, kn_id: str) -> None:
+    """Remove the ``kn_text_rows`` of ``kn_id`` from the FTS5 index (SQLite; call before deleting the rows)."""
+    conn.exec_driver_sql(
+        "INSERT INTO kn_text(kn_text, rowid, text, scope) "
+        "SELECT 'delete', id, text, scope FROM kn_text_rows WHERE kn_id = ?",
+        (kn_id,),
+    )
+
+
+def _migrate_inline_fts(conn: Connection) -> None:
+    """Stores written before the external-content index kept the rows inside ``kn_text`` itself: move them
+    into ``kn_text_rows`` and rebuild the index over them (nothing is lost; runs once)."""
+    row = conn.exec_driver_sql("SELECT sql FROM sqlite_master WHERE name = 'kn_text'").first()
+    if row is None or "content=" in (row[0] or ""):
+        return
+    conn.exec_driver_sql(
+        "INSERT INTO kn_text_rows(text, scope, kn_id, kind, type_id, item_id, field) "
+        "SELECT text, scope, kn_id, kind, type_id, item_id, field FROM kn_text"
+    )
+    conn.exec_driver_sql("DROP TABLE kn_text")
+    conn.exec_driver_sql(FTS5_DDL)
+    conn.exec_driver_sql("INSERT INTO kn_text(kn_text) VALUES ('rebuild')")
+    conn.exec_driver_sql("ANALYZE")  # those stores predate the planner statistics taken at every load
 
 
 def scope_token(kn_id: str, kind: str, type_id: str, field: str) -> str:
@@ -148,10 +184,10 @@ def create_schema(conn: Connection) -> None:
     # stores created before this index existed get it too (create_all only adds indexes with new tables)
     conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_kn_instances_name ON kn_instances (kn_id, object_type_id, name)")
     if conn.dialect.name == "sqlite":
+        _migrate_inline_fts(conn)
         conn.exec_driver_sql(FTS5_DDL)
     else:  # pragma: no cover - PostgreSQL path, documented, not exercised by the tests
-        text_index.create(conn, checkfirst=True)
         conn.exec_driver_sql(
-            "CREATE INDEX IF NOT EXISTS ix_kn_text_tsv ON kn_text USING GIN (to_tsvector('simple', text))"
+            "CREATE INDEX IF NOT EXISTS ix_kn_text_tsv ON kn_text_rows USING GIN (to_tsvector('simple', text))"
         )
-        conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_kn_text_scope ON kn_text (scope)")
+        conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_kn_text_scope ON kn_text_rows (scope)")
