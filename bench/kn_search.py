@@ -182,8 +182,10 @@ def main(argv: list[str] | None = None) -> None:
                                   unique[-50:])
         progress(f"{kn_id}: starting kgrag serve --workers {args.workers}")
         server, base = start_server(store.db_url, args.workers)
-        progress(f"{kn_id}: HTTP load")
+        progress(f"{kn_id}: HTTP warm-up (not measured: each worker loads the embedder and its indexes)")
         try:
+            http_load(base, kn_id, unique[-50:], args.clients, max(args.seconds, 10.0), cycle=True)
+            progress(f"{kn_id}: HTTP load")
             http_distinct = http_load(base, kn_id, unique[:-50], args.clients, args.seconds, cycle=False)
             http_repeated = http_load(base, kn_id, queries, args.clients, args.seconds, cycle=True)
         finally:

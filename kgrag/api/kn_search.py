@@ -71,11 +71,36 @@ def kn_search_route(
         return cache.get_or_compute(search, version(search.kn_id), lambda: kn_search(search, service))
     except NetworkNotFound as exc:
         raise HTTPException(404, f"knowledge network {search.kn_id!r} not found") from exc
-    except ValueError as exc:  # e.g. a condition naming an unknown field or operation
-        return _bad_request(str(exc))
+    except ValueError as exc:  # e.g. attribute_conditions naming an unknown type or attribute
+        return _bad_request(str(exc), "attribute_conditions" if "attribute_conditions" in str(exc) else None)
     except Exception as exc:  # noqa: BLE001 - a backend failure: a message, never a stack trace
         log.exception("kn_search failed")
         return JSONResponse(status_code=500, content={"error": f"kn_search failed: {type(exc).__name__}: {exc}"})
+
+
+@router.post("/api/agent-retrieval/in/v1/kn/context_search", response_model=KnSearchResponse, responses=ERRORS,
+             response_model_exclude_none=True)
+def context_search_route(
+    search: KnSearchRequest,
+    request: Request,
+    x_account_id: Annotated[str | None, Header(max_length=256)] = None,
+    x_account_type: Annotated[AccountType | None, Header()] = None,
+) -> Any:
+    """kn_search plus ``contextual_knowledge`` (spec contextual-recall.md): how the question's keywords, attribute
+    values and relations are stored. Same request as kn_search; with a ``session_id`` later turns only recall
+    what is new."""
+    from kgrag.search.contextual import context_search
+
+    service = network_service(request)
+    try:
+        return context_search(search, service)  # type: ignore[arg-type]
+    except NetworkNotFound as exc:
+        raise HTTPException(404, f"knowledge network {search.kn_id!r} not found") from exc
+    except ValueError as exc:  # attribute_conditions naming an unknown type or attribute
+        return _bad_request(str(exc), "attribute_conditions")
+    except Exception as exc:  # noqa: BLE001 - a backend failure: a message, never a stack trace
+        log.exception("context_search failed")
+        return JSONResponse(status_code=500, content={"error": f"context_search failed: {type(exc).__name__}: {exc}"})
 
 
 async def validation_error_as_400(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -180,6 +180,8 @@ class NetworkStore:
         self._lock = threading.RLock()
         self._schemas: dict[str, tuple[str, KnowledgeNetwork, dict[str, ObjectType]]] = {}
         self._checked: dict[str, float] = {}  # kn_id -> monotonic time its cached version was last confirmed
+        self._names: dict[str, tuple[str, list[tuple[str, str, str]]]] = {}
+        self._cardinality: dict[str, tuple[str, dict[str, tuple[int, int, int]]]] = {}
         self._representable: dict[str, bool] = {}  # query text -> representable (bounded, see knn_scores)
         self._vectors: dict[tuple[str, str, str], tuple[str, _VectorIndex]] = {}
 
@@ -871,6 +873,42 @@ class NetworkStore:
             stmt = stmt.where(ti.c.object_type_id == object_type_id)
         with self.engine.connect() as conn:
             return int(conn.execute(stmt).scalar() or 0)
+
+    def instance_names(self, kn_id: str) -> list[tuple[str, str, str]]:
+        """``(object_type_id, instance id, name)`` of every instance (``name`` = the display-key value), cached
+        per network version: the dictionary contextual recall segments questions with."""
+        version = self._schema(kn_id)[0]
+        cached = self._names.get(kn_id)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        ti = t.instances
+        with self.engine.connect() as conn:
+            rows = [(r[0], r[1], r[2]) for r in conn.execute(
+                select(ti.c.object_type_id, ti.c.id, ti.c.name).where(ti.c.kn_id == kn_id))]
+        with self._lock:
+            self._names[kn_id] = (version, rows)
+        return rows
+
+    def link_cardinality(self, kn_id: str, relation_type_id: str) -> tuple[int, int, int]:
+        """``(most targets of one source, most sources of one target, links)`` of one relation type. Computed for
+        every relation of the network at once (two grouped scans of the link indexes) and cached per version."""
+        version = self._schema(kn_id)[0]
+        cached = self._cardinality.get(kn_id)
+        if cached is None or cached[0] != version:
+            tl = t.links
+            stats: dict[str, list[int]] = {}
+            with self.engine.connect() as conn:
+                for end, column in ((0, tl.c.source_id), (1, tl.c.target_id)):
+                    per = (select(tl.c.relation_type_id.label("rid"), func.count().label("n"))
+                           .where(tl.c.kn_id == kn_id).group_by(tl.c.relation_type_id, column).subquery())
+                    for rid, most, total in conn.execute(
+                            select(per.c.rid, func.max(per.c.n), func.sum(per.c.n)).group_by(per.c.rid)):
+                        entry = stats.setdefault(rid, [0, 0, 0])
+                        entry[end], entry[2] = int(most), int(total)
+            cached = (version, {rid: (v[0], v[1], v[2]) for rid, v in stats.items()})
+            with self._lock:
+                self._cardinality[kn_id] = cached
+        return cached[1].get(relation_type_id, (0, 0, 0))
 
     def count_links(self, kn_id: str, relation_type_id: str | None = None) -> int:
         tl = t.links

@@ -32,6 +32,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from kgrag.search.context_models import AttributeConditionIn, ContextConfig, ContextualKnowledge
+
 __all__ = [
     "ConceptRetrievalConfig",
     "ConceptRetrievalConfigIn",
@@ -212,6 +214,10 @@ class KnSearchRequest(BaseModel):
     retrieval_config: RetrievalConfigIn | None = None
     only_schema: bool = False
     enable_rerank: bool = True
+    include_context: bool = Field(default=False, description="附加细粒度上下文召回 contextual_knowledge（默认关闭）")
+    context_config: ContextConfig | None = None
+    attribute_conditions: list[AttributeConditionIn] | None = Field(
+        default=None, description="调用方已知的属性条件 {object_type_id?, attribute, operation, value}，按网络校验")
 
     @field_validator("query", "kn_id")
     @classmethod
@@ -293,3 +299,4 @@ class KnSearchResponse(_Out):
     nodes: list[KnSearchNode] = Field(default_factory=list)
     message: str = ""
     session_id: str | None = None
+    contextual_knowledge: ContextualKnowledge | None = None

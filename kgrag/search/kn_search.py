@@ -52,7 +52,23 @@ def kn_search(
 ) -> KnSearchResponse:
     """Run one kn_search. ``reranker`` defaults to :func:`default_reranker` (built only when
     ``enable_rerank`` is true); ``None`` means no reranker, i.e. current order as with
-    ``enable_rerank=false``. ``base_config`` replaces the built-in defaults before the request's overrides."""
+    ``enable_rerank=false``. ``base_config`` replaces the built-in defaults before the request's overrides.
+    With ``include_context`` the response also carries ``contextual_knowledge``
+    (:mod:`kgrag.search.contextual`)."""
+    response = _kn_search(request, service, reranker, base_config)
+    if request.include_context:
+        from kgrag.search.contextual import attach_context
+
+        attach_context(response, request, service)  # type: ignore[arg-type]
+    return response
+
+
+def _kn_search(
+    request: KnSearchRequest,
+    service: OntologyService,
+    reranker: Reranker | None | object,
+    base_config: RetrievalConfig | None,
+) -> KnSearchResponse:
     config = merge_retrieval_config(request.retrieval_config, base_config)
     concept_cfg = config.concept_retrieval
     if request.enable_rerank and reranker is _DEFAULT:
