@@ -143,6 +143,9 @@ def serve(
     import uvicorn
 
     if workers > 1:  # uvicorn forks: each worker builds the app from the factory
+        # split the cores between the workers' torch/BLAS thread pools (the query embedder): with every worker
+        # using all cores, concurrent encodes oversubscribe the machine and each takes ~10x longer
+        os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // workers)))
         uvicorn.run("kgrag.api.app:create_app", factory=True, host=host, port=port, workers=workers,
                     log_level="warning")
         return

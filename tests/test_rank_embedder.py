@@ -151,3 +151,18 @@ def test_slug_is_filesystem_safe() -> None:
         embedder_module._slug("sentence-transformers/all-MiniLM-L6-v2")
         == "sentence-transformers-all-MiniLM-L6-v2"
     )
+
+
+def test_query_vectors_stay_in_memory_and_match_encode(model, counting, tmp_path: Path) -> None:
+    """encode_query: the same vector as encode, the model runs once per new query, nothing goes to disk."""
+    embedder = Embedder(cache_dir=tmp_path)
+    stored = embedder.encode(["stored text"])[0]  # written to the disk cache
+    shards = sorted((tmp_path / "embeddings").rglob("shard-*"))
+    calls_before = len(counting)
+    assert np.allclose(embedder.encode_query("stored text"), stored, atol=1e-6)  # read from disk, no model run
+    assert len(counting) == calls_before
+    first = embedder.encode_query("a brand new question")
+    assert np.allclose(first, Embedder().encode(["a brand new question"])[0], atol=1e-5)
+    calls = len(counting)
+    assert embedder.encode_query("a brand new question") is first and len(counting) == calls  # memory hit
+    assert sorted((tmp_path / "embeddings").rglob("shard-*")) == shards  # no query written to disk

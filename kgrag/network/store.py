@@ -719,7 +719,7 @@ class NetworkStore:
         index = self._vector_index(kn_id, version, kind, type_id)
         if not len(index.ids) or not query.strip() or not self._query_representable(query):
             return {}
-        q = self.embedder.encode([query])[0]
+        q = self.embedder.encode_query(query)
         rows = np.arange(len(index.ids)) if fields is None else np.flatnonzero(np.isin(index.fields, fields))
         if not len(rows):
             return {}

@@ -26,6 +26,7 @@ import re
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -192,6 +193,7 @@ class Embedder:
         )
         self._cache = _DiskCache(self.cache_folder) if self.cache_folder is not None else None
         self._lock = threading.Lock()
+        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._dim: int | None = None
 
     @classmethod
@@ -291,6 +293,29 @@ class Embedder:
         """The vector of one text, shape ``(dim,)``."""
         return self.encode([text])[0]
 
+    #: query vectors kept in memory per embedder (see :meth:`encode_query`)
+    QUERY_CACHE_SIZE = 8192
+
+    def encode_query(self, text: str) -> np.ndarray:
+        """One query's vector, for request-time use: from an in-memory LRU, else the on-disk cache (as loaded,
+        no re-scan), else the model — and then kept in memory only. Queries are open-ended, so writing each to
+        the disk cache (one shard per new text, a folder re-scan per miss, periodic compaction, all under the
+        embedder's lock) made every new query of a busy server wait on the others."""
+        with self._lock:
+            cached = self._queries.get(text)
+            if cached is not None:
+                self._queries.move_to_end(text)
+                return cached
+            if self._cache is not None:
+                cached = self._cache.get(self.key(text))
+        vector = np.asarray(cached, dtype=np.float32) if cached is not None else self._run_model([text], 1)[0]
+        with self._lock:
+            self._queries[text] = vector
+            while len(self._queries) > self.QUERY_CACHE_SIZE:
+                self._queries.popitem(last=False)
+            self._dim = vector.shape[0]
+        return vector
+
     def similarity(self, query: str, docs: Sequence[str]) -> np.ndarray:
         """Cosine similarity of ``query`` to each of ``docs`` (float64, shape ``(len(docs),)``).
 
@@ -299,8 +324,8 @@ class Embedder:
         """
         if not docs:
             return np.zeros(0, dtype=np.float64)
-        vectors = self.encode([query, *docs]).astype(np.float64)
-        return (vectors[1:] * vectors[0]).sum(axis=1)
+        vectors = self.encode(list(docs)).astype(np.float64)
+        return (vectors * self.encode_query(query).astype(np.float64)).sum(axis=1)
 
     def compact(self) -> None:
         """Merge the cache's shards into one (safe while other processes read it)."""
