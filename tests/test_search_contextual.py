@@ -172,6 +172,8 @@ def test_stored_names_are_kept_whole_and_joined_names_split(store: NetworkStore)
     assert [e.text for e in extract_keywords("呼吸困难咳嗽怎么办", lexicon).entities] == ["呼吸困难", "咳嗽"]
     entity = extract_keywords("流行性感冒吃什么药", lexicon).entities[0]
     assert (entity.text, entity.in_dictionary, entity.confidence) == ("流行性感冒", True, 0.9)
+    # a stored name holding punctuation is not cut at its 、
+    assert [e.text for e in extract_keywords("上、下气道梗阻有哪些症状", lexicon).entities] == ["上、下气道梗阻"]
 
 
 @pytest.mark.parametrize(("values", "expected"), [

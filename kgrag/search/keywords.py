@@ -93,6 +93,8 @@ class Lexicon:
 
     names: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # name -> [(type id, instance id)]
     ascii_names: dict[str, str] = field(default_factory=dict)  # lower-cased ASCII name -> the stored name
+    #: stored names the segmenter would cut (they hold punctuation or spaces), longest first
+    punctuated: list[str] = field(default_factory=list)
     max_name_length: int = 0
     relation_words: dict[str, set[str]] = field(default_factory=dict)  # word -> relation type ids
     type_words: dict[str, str] = field(default_factory=dict)  # object type name -> type id
@@ -107,6 +109,7 @@ class Lexicon:
                 if name.isascii():
                     lex.ascii_names.setdefault(name.lower(), name)
         lex.max_name_length = max((len(n) for n in lex.names), default=0)
+        lex.punctuated = sorted((n for n in lex.names if _SPLIT.search(n)), key=lambda n: (-len(n), n))
         for rt in network.relation_types:
             for word in _schema_words(rt.name, rt.comment):
                 lex.relation_words.setdefault(word, set()).add(rt.id)
@@ -199,8 +202,12 @@ def _cover(chunk: str, lexicon: Lexicon) -> list[str] | None:
 
 def extract_keywords(question: str, lexicon: Lexicon) -> Extraction:
     """Stage 1 without an LLM (see the module docstring)."""
-    attributes, rest = extract_attribute_conditions(question)
     entities: list[EntityKeyword] = []
+    for name in lexicon.punctuated:  # a stored name with punctuation, verbatim in the question: keep it whole
+        if len(name) >= 3 and name in question:
+            entities.append(EntityKeyword(text=name, confidence=0.9, in_dictionary=True))
+            question = question.replace(name, " ")
+    attributes, rest = extract_attribute_conditions(question)
     relations: dict[str, RelationWord] = {}
     for segment in _SPLIT.split(rest):
         if not segment:
