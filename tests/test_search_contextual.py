@@ -207,36 +207,25 @@ def test_cardinality_and_similarity() -> None:
 
 
 def test_session_cache_recalls_only_new_keywords(store: NetworkStore) -> None:
-    statements: list[str] = []
-    listener = lambda *args: statements.append(args[2])  # noqa: E731 - (conn, cursor, statement, ...)
-    sessions = ContextSessions()
-
-    def turn(query: str) -> int:
+    def statements(query: str, sessions: ContextSessions) -> int:
+        """SQL statements one contextual recall issues (kn_search's own run before counting starts)."""
         request = KnSearchRequest(query=query, kn_id="ctx", session_id="s1")
         concepts = kn_search(request, store)
-        statements.clear()
+        seen: list[str] = []
+        listener = lambda *args: seen.append(args[2])  # noqa: E731 - (conn, cursor, statement, ...)
         event.listen(store.engine, "before_cursor_execute", listener)
         try:
             contextual_recall(request, store, concepts, sessions, use_llm=False)
         finally:
             event.remove(store.engine, "before_cursor_execute", listener)
-        return len(statements)
+        return len(seen)
 
     lexicon_for(store, "ctx")  # the network's dictionary is built once per version, not per session
-    first = turn("上气道梗阻有哪些症状")
-    assert first > 0
-    assert turn("上气道梗阻有哪些症状") == 0  # same session, same keywords: no query at all
-    fresh = ContextSessions()
-    request = KnSearchRequest(query="上气道梗阻 百日咳", kn_id="ctx", session_id="s1")
-    concepts = kn_search(request, store)
-    statements.clear()
-    event.listen(store.engine, "before_cursor_execute", listener)
-    try:
-        contextual_recall(request, store, concepts, fresh, use_llm=False)
-    finally:
-        event.remove(store.engine, "before_cursor_execute", listener)
-    both_fresh = len(statements)
-    incremental = turn("上气道梗阻 百日咳")  # only 百日咳 is new in session s1
+    session = ContextSessions()
+    assert statements("上气道梗阻有哪些症状", session) > 0
+    assert statements("上气道梗阻有哪些症状", session) == 0  # same session, same keywords: no query at all
+    both_fresh = statements("上气道梗阻 百日咳", ContextSessions())
+    incremental = statements("上气道梗阻 百日咳", session)  # only 百日咳 is new in this session
     assert 0 < incremental < both_fresh
 
 

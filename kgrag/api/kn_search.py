@@ -10,6 +10,7 @@ Responses are cached per network version (:mod:`kgrag.search.cache`, ``KGRAG_KN_
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -53,6 +54,20 @@ def network_service(request: Request) -> OntologyService:
     return service
 
 
+def _answer(name: str, kn_id: str, search: Callable[[], Any]) -> Any:
+    """Run ``search`` with the routes' error contract: unknown network 404, bad conditions 400, else 500 with a
+    message (never a stack trace)."""
+    try:
+        return search()
+    except NetworkNotFound as exc:
+        raise HTTPException(404, f"knowledge network {kn_id!r} not found") from exc
+    except ValueError as exc:  # attribute_conditions naming an unknown object type or attribute
+        return _bad_request(str(exc), "attribute_conditions" if "attribute_conditions" in str(exc) else None)
+    except Exception as exc:  # noqa: BLE001 - a backend failure: a message, never a stack trace
+        log.exception("%s failed", name)
+        return JSONResponse(status_code=500, content={"error": f"{name} failed: {type(exc).__name__}: {exc}"})
+
+
 @router.post("/api/agent-retrieval/in/v1/kn/kn_search", response_model=KnSearchResponse, responses=ERRORS,
              response_model_exclude_none=True)
 def kn_search_route(
@@ -63,19 +78,15 @@ def kn_search_route(
 ) -> Any:
     """Concept recall (object, relation and action types) and semantic instance recall for ``query`` on ``kn_id``."""
     service = network_service(request)
-    try:
-        cache: KnSearchCache | None = getattr(request.app.state, "kn_search_cache", None)
+    cache: KnSearchCache | None = getattr(request.app.state, "kn_search_cache", None)
+
+    def run() -> Any:
         version = getattr(service, "network_version", None)
         if cache is None or version is None:
             return kn_search(search, service)
         return cache.get_or_compute(search, version(search.kn_id), lambda: kn_search(search, service))
-    except NetworkNotFound as exc:
-        raise HTTPException(404, f"knowledge network {search.kn_id!r} not found") from exc
-    except ValueError as exc:  # e.g. attribute_conditions naming an unknown type or attribute
-        return _bad_request(str(exc), "attribute_conditions" if "attribute_conditions" in str(exc) else None)
-    except Exception as exc:  # noqa: BLE001 - a backend failure: a message, never a stack trace
-        log.exception("kn_search failed")
-        return JSONResponse(status_code=500, content={"error": f"kn_search failed: {type(exc).__name__}: {exc}"})
+
+    return _answer("kn_search", search.kn_id, run)
 
 
 @router.post("/api/agent-retrieval/in/v1/kn/context_search", response_model=KnSearchResponse, responses=ERRORS,
@@ -92,15 +103,7 @@ def context_search_route(
     from kgrag.search.contextual import context_search
 
     service = network_service(request)
-    try:
-        return context_search(search, service)  # type: ignore[arg-type]
-    except NetworkNotFound as exc:
-        raise HTTPException(404, f"knowledge network {search.kn_id!r} not found") from exc
-    except ValueError as exc:  # attribute_conditions naming an unknown type or attribute
-        return _bad_request(str(exc), "attribute_conditions")
-    except Exception as exc:  # noqa: BLE001 - a backend failure: a message, never a stack trace
-        log.exception("context_search failed")
-        return JSONResponse(status_code=500, content={"error": f"context_search failed: {type(exc).__name__}: {exc}"})
+    return _answer("context_search", search.kn_id, lambda: context_search(search, service))  # type: ignore[arg-type]
 
 
 async def validation_error_as_400(request: Request, exc: RequestValidationError) -> JSONResponse:
