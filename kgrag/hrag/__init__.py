@@ -1,0 +1,1 @@
+"""H-RAG (spec h-rag.md): PPR retrieval subgraphs, shortest-path labels, dense retriever, g_agent, GFlowNet."""
