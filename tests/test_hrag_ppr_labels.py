@@ -74,8 +74,8 @@ def test_ppr_matches_networkx(seed: int) -> None:
         expected = nx.pagerank(nxg, alpha=0.85, personalization=personal, dangling=personal, tol=1e-13, max_iter=1000)
         ours = ppr.scores([seeds])[0]
         theirs = np.array([expected[i] for i in range(g.num_entities)])
-        assert np.allclose(ours, theirs, atol=1e-8)
-        assert abs(ours.sum() - 1.0) < 1e-9
+        assert np.allclose(ours, theirs, atol=1e-6)  # float32 iterations
+        assert abs(ours.sum() - 1.0) < 1e-6
         top = np.argsort(-theirs, kind="stable")[:15]
         assert list(np.argsort(-ours, kind="stable")[:15]) == list(top)
 

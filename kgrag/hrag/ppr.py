@@ -35,7 +35,7 @@ class RetrievalSubgraph:
 
 
 class PersonalizedPageRank:
-    def __init__(self, graph: CSRGraph, restart: float = 0.15, tol: float = 1e-8, max_iter: int = 100) -> None:
+    def __init__(self, graph: CSRGraph, restart: float = 0.15, tol: float = 1e-6, max_iter: int = 100) -> None:
         """``restart`` = α, the probability of jumping back to the seeds (networkx's ``alpha`` is 1-α)."""
         self.graph = graph
         self.restart = restart
@@ -45,28 +45,37 @@ class PersonalizedPageRank:
         degree = np.asarray(adjacency.sum(axis=1)).ravel()
         self.dangling = degree == 0
         inv = np.divide(1.0, degree, out=np.zeros_like(degree), where=degree > 0)
-        self.transition = (sp.diags(inv) @ adjacency).tocsr()  # row-stochastic where degree > 0
-        self.transition_t = self.transition.T.tocsr()  # x P computed as P^T x^T
+        transition = (sp.diags(inv) @ adjacency).tocsr()  # row-stochastic where degree > 0
+        self.transition_t = transition.T.tocsr().astype(np.float32)  # x P computed as P^T x^T
 
     def scores(self, seeds: Sequence[Sequence[int]]) -> np.ndarray:
-        """PPR vectors, one row per seed list: float64 ``(len(seeds), entities)``, each row sums to 1."""
+        """PPR vectors, one row per seed list: float64 ``(len(seeds), entities)``, each row sums to 1.
+
+        The questions are the columns of one ``(entities, questions)`` float32 matrix: an iteration is one
+        sparse × dense product (scipy's multi-vector kernel), stopping when no question's L1 change exceeds
+        ``tol``."""
         n = self.graph.num_entities
-        restart = np.zeros((len(seeds), n))
-        for row, seed_list in enumerate(seeds):
+        restart = np.zeros((n, len(seeds)), dtype=np.float32)
+        for col, seed_list in enumerate(seeds):
             unique = np.unique(np.asarray(seed_list, dtype=np.int64))
             if unique.size == 0:
-                raise ValueError(f"question {row}: no seed entity")
-            restart[row, unique] = 1.0 / unique.size
+                raise ValueError(f"question {col}: no seed entity")
+            restart[unique, col] = 1.0 / unique.size
         x = restart.copy()
-        alpha = self.restart
+        alpha = np.float32(self.restart)
+        keep = np.float32(1.0) - alpha
+        any_dangling = bool(self.dangling.any())
         for _ in range(self.max_iter):
-            lost = x[:, self.dangling].sum(axis=1, keepdims=True)  # dangling mass goes back to the seeds
-            nxt = (1.0 - alpha) * (self.transition_t @ x.T).T + ((1.0 - alpha) * lost + alpha) * restart
-            delta = np.abs(nxt - x).sum(axis=1).max()
+            nxt = self.transition_t @ x
+            nxt *= keep
+            if any_dangling:  # dangling mass goes back to the seeds
+                nxt += restart * (keep * x[self.dangling].sum(axis=0, keepdims=True))
+            nxt += alpha * restart
+            delta = float(np.abs(nxt - x).sum(axis=0).max())
             x = nxt
             if delta < self.tol:
                 break
-        return x
+        return x.T.astype(np.float64)
 
     def retrieval_subgraph(self, seeds: Sequence[int], top_n: int, max_triples: int) -> RetrievalSubgraph:
         """The ``top_n`` best nodes by PPR (seeds always kept) and the triples with both ends among them; when
