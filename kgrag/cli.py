@@ -13,6 +13,7 @@ from typing import Annotated, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from kgrag.config import get_settings
@@ -51,7 +52,7 @@ def friendly_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except KgragError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+            err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
             raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]
@@ -108,6 +109,31 @@ def run() -> None:
     console.print(f"[bold]Store answers[/] ({len(example.answers)}): {', '.join(example.answers)}")
     console.print(f"[bold]Gold answers[/] ({len(example.gold)}): {', '.join(example.gold)}")
     console.print(f"[bold]Match[/]: {'yes' if example.matches else 'no'}")
+    _run_retriever(dataset, settings)
+
+
+def _run_retriever(dataset: str, settings) -> None:
+    """make run's H-RAG retrieval stage: train the retriever on a small budget, evaluate it, write g_agent."""
+    from flows.retriever_eval import retriever_eval
+    from flows.train_retriever import train_retriever
+    from kgrag.hrag.metrics import report_table
+    from kgrag.run import RUN_RETRIEVER_CONFIG, g_agent_example, retriever_splits
+
+    train_split, validation_split = retriever_splits(dataset)
+    console.print(f"\n[bold]H-RAG retriever[/]: training on {train_split} (budget {RUN_RETRIEVER_CONFIG}), "
+                  f"early stop on {validation_split}")
+    trained = train_retriever(dataset=dataset, config=RUN_RETRIEVER_CONFIG, train_split=train_split,
+                              validation_split=validation_split)
+    for row in trained["history"]:
+        console.print(f"  epoch {row['epoch']}: loss {row['loss']:.4f}, {row['train_seconds']:.1f}s")
+    result = retriever_eval(dataset=dataset, run_all_splits=dataset != "demo", split=validation_split)
+    part = result[validation_split]
+    console.print(f"\n[bold]Retriever recall@K[/] ({dataset} {validation_split}; answer = an answer entity in the top-K "
+                  f"triples, path = share of shortest-path triples in the top-K, ceiling in brackets)")
+    _print_markdown_table(report_table(part["report"]))
+    console.print(f"g_agent files: {', '.join(p['g_agent'] for p in result.values())}")
+    for line in g_agent_example(settings, dataset, validation_split):
+        console.print(line, highlight=False)
 
 
 @app.command()
@@ -180,6 +206,83 @@ def tools(
         first = False
     if trace is not None:
         trace.write_text(json.dumps(session.trace, ensure_ascii=False, indent=2), encoding="utf-8")
+
+
+@app.command("train-retriever")
+@friendly_errors
+def train_retriever_cmd(
+    dataset: Annotated[Dataset, typer.Option(help="Prepared dataset to train on.")] = Dataset.metaqa,
+    epochs: Annotated[int | None, typer.Option(help="Most epochs (early stopping may end sooner).")] = None,
+    max_train_questions: Annotated[int | None, typer.Option(help="Train on this many train questions (0 = all).")] = None,
+    config: Annotated[str | None, typer.Option(help="JSON object of RetrieverConfig fields.")] = None,
+) -> None:
+    """Train the H-RAG dense triple retriever (flow `train-retriever`): PPR G_retrieval, labels, BCE training with
+    early stopping on validation recall@K. Checkpoints under <KGRAG_WORK_DIR>/checkpoints/retriever/."""
+    from flows.train_retriever import train_retriever
+
+    overrides = _config_overrides(config, epochs=epochs, max_train_questions=max_train_questions)
+    result = train_retriever(dataset=dataset.value, config=overrides)
+    for row in result["history"]:
+        console.print(f"epoch {row['epoch']}: loss {row['loss']:.4f}, {row['train_seconds']:.1f}s, "
+                      + ", ".join(f"{k} {v:.4f}" for k, v in row.items() if k.startswith("val_") and isinstance(v, float)))
+    console.print(f"best epoch {result['best_epoch']}, checkpoint {result['checkpoint']}")
+
+
+def _config_overrides(config: str | None, **fields: int | None) -> dict:
+    try:
+        overrides = json.loads(config) if config else {}
+    except json.JSONDecodeError as exc:
+        raise KgragError(f"--config is not valid JSON: {exc}") from None
+    if not isinstance(overrides, dict):
+        raise KgragError("--config must be a JSON object of RetrieverConfig fields")
+    overrides.update({k: v for k, v in fields.items() if v is not None})
+    from pydantic import ValidationError
+
+    from kgrag.hrag.config import RetrieverConfig
+
+    try:
+        return RetrieverConfig(**overrides).model_dump()
+    except ValidationError as exc:
+        raise KgragError(f"invalid retriever config: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") from None
+
+
+@app.command("retriever-eval")
+@friendly_errors
+def retriever_eval_cmd(
+    questions: Annotated[Path | None, typer.Option(help="MetaQA-format question file (question<TAB>a1|a2).")] = None,
+    hop: Annotated[int | None, typer.Option(help="Hop count of the file's questions (default: from its path).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object with the figures on the last line.")] = False,
+    dataset: Annotated[Dataset, typer.Option(help="Prepared dataset (graph + trained retriever).")] = Dataset.metaqa,
+    split: Annotated[str | None, typer.Option(help="Without --questions: one split (default: all splits).")] = None,
+    checkpoint: Annotated[Path | None, typer.Option(help="Retriever checkpoint (default: the latest trained).")] = None,
+) -> None:
+    """Evaluate the trained retriever: answer recall@K and shortest-path triple recall@K (K = 50, 100, 200, 500) per
+    hop. With --questions, on that file; else on the prepared splits, also writing <split>_g_agent.pt."""
+    from kgrag.hrag.metrics import flat_metrics, report_table
+
+    if hop is not None and hop < 0:
+        raise KgragError("--hop must be >= 0")
+    settings = get_settings()
+    if questions is not None:
+        from kgrag.hrag.evaluate import evaluate_question_file
+
+        evaluation, info = evaluate_question_file(settings, dataset.value, questions, hop, checkpoint)
+        if not json_out:
+            console.print(f"{info['questions']} questions from {questions} ({info['malformed_lines']} malformed lines, "
+                          f"{info['unresolved_topic']} with an unknown topic entity left out)")
+        _print_markdown_table(report_table(evaluation.report))
+        if json_out:
+            print(json.dumps(flat_metrics(evaluation.report)))
+        return
+    from flows.retriever_eval import retriever_eval
+
+    result = retriever_eval(dataset=dataset.value, run_all_splits=split is None, split=split or "test",
+                            checkpoint=str(checkpoint) if checkpoint else None)
+    for name, part in result.items():
+        console.print(f"[bold]{name}[/] (g_agent: {part['g_agent']})")
+        _print_markdown_table(report_table(part["report"]))
+    if json_out:
+        print(json.dumps({name: flat_metrics(part["report"]) for name, part in result.items()}))
 
 
 @app.command("config")

@@ -64,3 +64,37 @@ def sparql_example(dataset: str, settings: Settings | None = None, prefer_qtype:
             gold = [graph.entity_names[graph.key_index[a]] or a for a in q["answer_ids"]]
             return SparqlExample(question=q["text"], gold=gold, query=query, answers=answers)
     return None
+
+
+#: the retriever budget of ``make run`` (the full budget is ``kgrag train-retriever`` with the defaults)
+RUN_RETRIEVER_CONFIG = {"max_train_questions": 3000, "epochs": 4, "early_stop_questions": 300}
+
+
+def retriever_splits(dataset: str) -> tuple[str, str]:
+    """(train, validation) splits of a dataset; the demo KG has one ``test`` split, used for both."""
+    return ("test", "test") if dataset == "demo" else ("train", "validation")
+
+
+def g_agent_example(settings: Settings, dataset: str, split: str, top: int = 5) -> list[str]:
+    """Lines showing one multi-hop question of ``split``'s g_agent: its best-scored triples, answers marked."""
+    from kgrag.hrag.g_agent import GAgentSplit
+    from kgrag.hrag.pipeline import g_agent_file
+
+    path = g_agent_file(settings, dataset, split)
+    if not path.is_file():
+        return []
+    g_agent = GAgentSplit.load(path)
+    graph = CSRGraph.load(settings.dataset_dir(dataset) / "graph.npz")
+    hops = g_agent.hops.tolist()
+    pick = next((i for i, h in enumerate(hops) if h == 2), 0) if hops else None
+    if pick is None:
+        return []
+    sample = g_agent.sample(pick)
+    answers = set(sample["node_ids"][sample["answer_local"]].tolist())
+    lines = [f"Question ({split}, {sample['hop']}-hop): {sample['question']}",
+             f"g_agent: {sample['edge_head'].numel()} triples; top {top} by retriever score (* = answer entity):"]
+    for j in range(min(top, sample["edge_head"].numel())):
+        h, r, t = (int(sample[k][j]) for k in ("edge_head", "edge_relation", "edge_tail"))
+        name = [(graph.entity_names[e] or graph.entity_ids[e]) + ("*" if e in answers else "") for e in (h, t)]
+        lines.append(f"  {float(sample['edge_scores'][j]):7.3f}  ({name[0]}, {graph.relations[r]}, {name[1]})")
+    return lines

@@ -114,6 +114,11 @@ class CSRGraph:
     def in_incidence(self) -> sp.csr_matrix:
         return _incidence(self.tail, self.num_entities)
 
+    @cached_property
+    def undirected_adjacency(self) -> sp.csr_matrix:
+        """``adjacency(undirected=True)``, built once per graph."""
+        return self.adjacency(undirected=True)
+
     def adjacency(self, undirected: bool = False) -> sp.csr_matrix:
         """Entity × entity matrix of edge counts (head → tail; symmetric when ``undirected``)."""
         rows, cols = self.head, self.tail

@@ -18,7 +18,7 @@ import numpy as np
 
 from kgrag.graph.csr import CSRGraph
 
-__all__ = ["PathLabels", "shortest_path_labels"]
+__all__ = ["PathLabels", "UNREACHED", "topic_distances", "shortest_path_labels"]
 
 UNREACHED = -1
 
@@ -33,8 +33,9 @@ class PathLabels:
         return bool(self.answer_hops)
 
 
-def _distances(graph: CSRGraph, topics: Sequence[int], max_hops: int) -> np.ndarray:
-    adjacency = graph.adjacency(undirected=True)
+def topic_distances(graph: CSRGraph, topics: Sequence[int], max_hops: int = 3) -> np.ndarray:
+    """Undirected BFS distance of every entity from the nearest topic entity; ``UNREACHED`` beyond ``max_hops``."""
+    adjacency = graph.undirected_adjacency
     dist = np.full(graph.num_entities, UNREACHED, dtype=np.int64)
     frontier = np.unique(np.asarray(topics, dtype=np.int64))
     dist[frontier] = 0
@@ -57,11 +58,12 @@ def _incident(graph: CSRGraph, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 def shortest_path_labels(graph: CSRGraph, topics: Sequence[int], answers: Sequence[int],
-                         max_hops: int = 3) -> PathLabels:
-    """Positive triples and answer distances for one question (see the module docstring)."""
+                         max_hops: int = 3, distances: np.ndarray | None = None) -> PathLabels:
+    """Positive triples and answer distances for one question (see the module docstring); ``distances`` may pass
+    :func:`topic_distances` of the same topics and ``max_hops`` when the caller already has them."""
     if not len(topics) or not len(answers):
         return PathLabels(np.zeros(0, dtype=np.int64), {})
-    dist = _distances(graph, topics, max_hops)
+    dist = topic_distances(graph, topics, max_hops) if distances is None else distances
     positives: list[np.ndarray] = []
     hops: dict[int, int] = {}
     for answer in np.unique(np.asarray(answers, dtype=np.int64)).tolist():

@@ -1,0 +1,44 @@
+"""Settings of the H-RAG retrieval stage (G_retrieval size, retriever model and training, g_agent)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["RetrieverConfig"]
+
+
+class RetrieverConfig(BaseModel):
+    """Everything that decides a trained retriever; ``fingerprint`` names its checkpoints."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # G_retrieval (PPR)
+    top_n: int = Field(500, ge=1, description="PPR nodes kept per question")
+    max_triples: int = Field(3000, ge=1, description="cap on the triples among them (best PPR ends first)")
+    ppr_tol: float = Field(1e-4, gt=0, description="L1 change per question that stops the power iteration")
+    # model
+    hidden: int = Field(128, ge=8)
+    proj: int = Field(64, ge=4)
+    entity_proj: int = Field(32, ge=1)
+    # training
+    epochs: int = Field(8, ge=1)
+    batch_questions: int = Field(32, ge=1)
+    negatives: int = Field(256, ge=1, description="negative triples sampled per question per step")
+    max_positives: int = Field(256, ge=1, description="positive triples sampled per question per step")
+    lr: float = Field(2e-3, gt=0)
+    weight_decay: float = Field(1e-5, ge=0)
+    patience: int = Field(2, ge=1, description="epochs without validation gain before stopping")
+    max_train_questions: int = Field(0, ge=0, description="0 = the whole train split")
+    early_stop_questions: int = Field(600, ge=1, description="validation questions scored after each epoch")
+    early_stop_k: int = Field(100, ge=1)
+    seed: int = 0
+    # g_agent (spec §4.4)
+    anchor_top_k: int = Field(100, ge=1, description="triples kept per question in g_agent")
+
+    def fingerprint(self) -> str:
+        """Hash of the fields that change the trained model (not the g_agent size)."""
+        fields = self.model_dump(exclude={"anchor_top_k"})
+        return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:12]

@@ -1,0 +1,141 @@
+"""The retrieval stage's steps over a prepared dataset, cached on disk (flows/ wires them as Prefect tasks).
+
+Layout under the dataset's work folder (``work/<dataset>/hrag/``)::
+
+    samples_<split>_<key>.npz      G_retrieval + features + labels of one split (key: questions + G_retrieval settings)
+    text_<model>_<hash>.npz        entity / relation name vectors
+    g_agent/<split>_g_agent.pt     g_agent (spec §4.4), written by the eval stage
+    eval/<split>.json, .md, .png   recall report of the eval stage
+
+Checkpoints: ``work/checkpoints/retriever/<dataset>-<config fingerprint>/{best,last}.pt``; ``<dataset>-latest.json``
+beside them names the run that trained last (what ``kgrag retriever-eval`` loads).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from kgrag.config import Settings
+from kgrag.errors import KgragError
+from kgrag.graph.csr import CSRGraph
+from kgrag.hrag.config import RetrieverConfig
+from kgrag.hrag.g_agent import GAgentSplit, g_agent_path, materialize
+from kgrag.hrag.ppr import PersonalizedPageRank
+from kgrag.hrag.questions import HragQuestion, prepared_questions
+from kgrag.hrag.samples import RetrievalSamples, build_samples
+
+__all__ = ["SAMPLES_VERSION", "hrag_dir", "load_graph", "split_samples", "question_samples", "checkpoint_dir",
+           "record_latest", "latest_checkpoint", "build_g_agent", "split_questions", "available_splits", "g_agent_file"]
+
+SAMPLES_VERSION = "samples-v1"  # bump when the samples' content changes
+
+
+def hrag_dir(settings: Settings, dataset: str) -> Path:
+    return settings.dataset_dir(dataset) / "hrag"
+
+
+def load_graph(settings: Settings, dataset: str) -> CSRGraph:
+    path = settings.dataset_dir(dataset) / "graph.npz"
+    if not path.is_file():
+        raise KgragError(f"{path} not found: run `kgrag prepare --dataset {dataset}` first")
+    return CSRGraph.load(path)
+
+
+def _questions_key(questions: Sequence[HragQuestion], cfg: RetrieverConfig, graph: CSRGraph) -> str:
+    digest = hashlib.sha256(f"{SAMPLES_VERSION}:{cfg.top_n}:{cfg.max_triples}:{cfg.ppr_tol}:"
+                            f"{graph.num_entities}:{graph.num_triples}".encode())
+    for q in questions:
+        digest.update(f"{q.qid}\t{q.text}\t{q.topics}\t{q.answers}\t{q.hop}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def question_samples(graph: CSRGraph, questions: Sequence[HragQuestion], cfg: RetrieverConfig, folder: Path,
+                     name: str, ppr: PersonalizedPageRank | None = None,
+                     progress: Callable[[int, int], None] | None = None) -> RetrievalSamples:
+    """Samples of ``questions``, read from ``folder/samples_<name>_<key>.npz`` when built before."""
+    path = Path(folder) / f"samples_{name}_{_questions_key(questions, cfg, graph)}.npz"
+    if path.is_file():
+        return RetrievalSamples.load(path)
+    ppr = ppr or PersonalizedPageRank(graph, tol=cfg.ppr_tol)
+    samples = build_samples(graph, questions, cfg.top_n, cfg.max_triples, ppr=ppr, progress=progress)
+    samples.save(path)
+    return samples
+
+
+def split_questions(settings: Settings, dataset: str, split: str, cfg: RetrieverConfig) -> list[HragQuestion]:
+    """A prepared split's questions; for ``train`` a fixed random ``cfg.max_train_questions`` of them when set."""
+    questions = prepared_questions(settings.dataset_dir(dataset), [split])
+    if not questions:
+        raise KgragError(f"no {split!r} questions with a topic entity in {settings.dataset_dir(dataset)}")
+    if split == "train" and cfg.max_train_questions and len(questions) > cfg.max_train_questions:
+        keep = np.random.default_rng(cfg.seed).choice(len(questions), cfg.max_train_questions, replace=False)
+        questions = [questions[i] for i in np.sort(keep)]
+    return questions
+
+
+def available_splits(settings: Settings, dataset: str) -> list[str]:
+    """The splits of the prepared questions, in train / validation / test order."""
+    found = {q.split for q in prepared_questions(settings.dataset_dir(dataset))}
+    order = ["train", "validation", "test"]
+    return [s for s in order if s in found] + sorted(found - set(order))
+
+
+def split_samples(settings: Settings, dataset: str, graph: CSRGraph, split: str, cfg: RetrieverConfig,
+                  ppr: PersonalizedPageRank | None = None,
+                  progress: Callable[[int, int], None] | None = None) -> RetrievalSamples:
+    """Samples of one prepared split (``train``/``validation``/``test``…)."""
+    questions = split_questions(settings, dataset, split, cfg)
+    return question_samples(graph, questions, cfg, hrag_dir(settings, dataset), split, ppr, progress)
+
+
+def checkpoint_dir(settings: Settings, dataset: str, cfg: RetrieverConfig) -> Path:
+    return settings.checkpoint_dir / "retriever" / f"{dataset}-{cfg.fingerprint()}"
+
+
+def record_latest(settings: Settings, dataset: str, run_dir: Path) -> None:
+    pointer = settings.checkpoint_dir / "retriever" / f"{dataset}-latest.json"
+    tmp = pointer.with_name(pointer.name + f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps({"run_dir": str(run_dir)}))
+    os.replace(tmp, pointer)
+
+
+def latest_checkpoint(settings: Settings, dataset: str) -> Path:
+    """``best.pt`` of the run that trained last for ``dataset``; a clear error when there is none."""
+    pointer = settings.checkpoint_dir / "retriever" / f"{dataset}-latest.json"
+    if pointer.is_file():
+        best = Path(json.loads(pointer.read_text())["run_dir"]) / "best.pt"
+        if best.is_file():
+            return best
+    raise KgragError(f"no trained retriever for {dataset} under {settings.checkpoint_dir / 'retriever'}: "
+                     f"run `kgrag train-retriever --dataset {dataset}` first")
+
+
+def build_g_agent(graph: CSRGraph, samples: RetrievalSamples, ptr: np.ndarray, scores: np.ndarray, top_k: int,
+                  oracle: bool, meta: dict) -> GAgentSplit:
+    """g_agent of a split (spec §4.4): per question the top-``top_k`` triples by score, plus in oracle mode (train)
+    every shortest-path triple — those PPR left out of G_retrieval too, given a score below all scored ones."""
+    records = []
+    for i in range(len(samples)):
+        q = samples.question(i)
+        triples, s, labels = q.triples, scores[ptr[i] : ptr[i + 1]], q.labels.astype(np.float32)
+        if oracle:  # inject the GT triples G_retrieval lacks, below every scored triple
+            missing = np.setdiff1d(q.positives, triples, assume_unique=True)
+            if missing.size:
+                floor = np.float32(s.min() - 1.0) if s.size else np.float32(0.0)
+                triples = np.concatenate([triples, missing])
+                s = np.concatenate([s, np.full(missing.size, floor, np.float32)])
+                labels = np.concatenate([labels, np.ones(missing.size, np.float32)])
+        records.append(materialize(graph.head[triples], graph.rel[triples], graph.tail[triples], s, labels,
+                                   q.topics.tolist(), q.answers.tolist(), q.answer_hops, top_k, oracle))
+    return GAgentSplit.build(records, samples.qids, samples.texts, samples.hops.tolist(),
+                             {**meta, "mode": "oracle" if oracle else "pruned", "top_k": top_k})
+
+
+def g_agent_file(settings: Settings, dataset: str, split: str) -> Path:
+    return g_agent_path(hrag_dir(settings, dataset) / "g_agent", split)

@@ -1,0 +1,106 @@
+"""Questions for the H-RAG pipeline: prepared splits from the work dir, or any MetaQA-format question file.
+
+A :class:`HragQuestion` carries what retrieval needs: graph-row ids of the topic and answer entities, the hop
+count (when known) and the text. A MetaQA-format file is ``question<TAB>answer1|answer2|…`` per line, the topic
+entity in ``[brackets]``; names are resolved against the graph's entity keys (for MetaQA, the names).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kgrag.data.metaqa import _TOPIC
+from kgrag.errors import KgragError
+from kgrag.graph.csr import CSRGraph
+from kgrag.prep.steps import read_prepared_questions
+
+__all__ = ["HragQuestion", "FileQuestions", "prepared_questions", "read_question_file", "masked_text"]
+
+_HOP_IN_PATH = re.compile(r"(\d)-?hop", re.IGNORECASE)
+
+
+@dataclass
+class HragQuestion:
+    qid: str
+    text: str
+    topics: list[int]
+    answers: list[int]
+    hop: int = 0  # 0 = unknown
+    split: str = ""
+
+
+@dataclass
+class FileQuestions:
+    """Questions read from a file, and what could not be used (reported, never silently dropped)."""
+
+    questions: list[HragQuestion]
+    unresolved_topic: list[str] = field(default_factory=list)  # qids whose topic entity is not in the graph
+    malformed_lines: list[int] = field(default_factory=list)
+    unresolved_answers: int = 0  # gold answer names not in the graph (left out of the answer set)
+
+
+def masked_text(text: str) -> str:
+    """The question with each ``[topic]`` span replaced by a placeholder: the retriever sees the question's
+    template, the entity reaches it through the structure features (MetaQA phrasing varies by template only)."""
+    return _TOPIC.sub("X", text).strip()
+
+
+def prepared_questions(out_dir: Path, splits: list[str] | None = None, hop: int | None = None) -> list[HragQuestion]:
+    """Questions of ``questions.jsonl`` (from ``kgrag prepare``) with a resolved topic entity."""
+    out = []
+    for rec in read_prepared_questions(out_dir):
+        if splits is not None and rec["split"] not in splits:
+            continue
+        if hop is not None and rec.get("hop") != hop:
+            continue
+        if not rec.get("topic_index"):
+            continue
+        out.append(HragQuestion(rec["qid"], rec["text"], list(rec["topic_index"]), list(rec["answer_index"]),
+                                int(rec.get("hop") or 0), rec["split"]))
+    return out
+
+
+def _name_index(graph: CSRGraph) -> dict[str, int]:
+    """Entity key → row, and for names that are not keys (Freebase-shaped graphs key by MID) name → first row."""
+    index: dict[str, int] = {}
+    for row, name in enumerate(graph.entity_names):
+        if name:
+            index.setdefault(name, row)
+    index.update(graph.key_index)
+    return index
+
+
+def read_question_file(path: Path, graph: CSRGraph, hop: int | None = None) -> FileQuestions:
+    """Read a MetaQA-format question file; ``hop`` defaults to the ``N-hop`` folder/file name when it has one.
+    Topic and answer names resolve against entity keys first, then entity names."""
+    path = Path(path)
+    if not path.is_file():
+        raise KgragError(f"question file not found: {path}")
+    if hop is None:
+        found = _HOP_IN_PATH.search(str(path))
+        hop = int(found.group(1)) if found else 0
+    index = _name_index(graph)
+    result = FileQuestions([])
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        text, tab, answers = line.partition("\t")
+        topics = [t.strip() for t in _TOPIC.findall(text)]
+        names = [a.strip() for a in answers.split("|") if a.strip()]
+        if not tab or not topics or not names:
+            result.malformed_lines.append(lineno)
+            continue
+        qid = f"{path.stem}-{lineno}"
+        topic_ids = [index[t] for t in topics if t in index]
+        if not topic_ids:
+            result.unresolved_topic.append(qid)
+            continue
+        answer_ids = [index[a] for a in names if a in index]
+        result.unresolved_answers += len(names) - len(answer_ids)
+        result.questions.append(HragQuestion(qid, text.strip(), topic_ids, answer_ids, hop, "file"))
+    if not result.questions:
+        raise KgragError(f"{path}: no usable question (expected 'question<TAB>a1|a2' lines with a [topic] the graph "
+                         f"knows; {len(result.malformed_lines)} malformed, {len(result.unresolved_topic)} unresolved)")
+    return result

@@ -1,0 +1,110 @@
+"""The dense triple retriever s(q, t) (spec h-rag.md §3, §4.1): a small MLP over text and structure features.
+
+Per triple ``(h, r, t)`` of a question's G_retrieval the scorer reads the (masked) question vector, the relation
+and entity-name vectors (frozen MiniLM, projected by learned linear maps) and the distance code
+``(d_head, d_tail)`` from the topic entities (an embedding), plus question × relation and question × distance
+products, and returns one logit. Projections run once per distinct question / relation / entity of a batch,
+so a triple costs a gather and one small MLP — scoring is vectorised over all triples of many questions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from kgrag.graph.csr import CSRGraph
+from kgrag.hrag.samples import MAX_DIST, RetrievalSamples
+from kgrag.hrag.text import TextEmbeddings
+
+__all__ = ["TripleBatch", "TripleScorer", "make_batch", "score_samples"]
+
+
+@dataclass
+class TripleBatch:
+    question_vec: torch.Tensor  # (B, D) one row per question of the batch
+    question_of: torch.Tensor  # (N,) row -> question
+    relation: torch.Tensor  # (N,) global relation id
+    entity_vec: torch.Tensor  # (U, D) distinct entities of the batch
+    head: torch.Tensor  # (N,) -> entity_vec row
+    tail: torch.Tensor  # (N,)
+    dist_code: torch.Tensor  # (N,) d_head * (MAX_DIST + 1) + d_tail
+
+
+class TripleScorer(nn.Module):
+    def __init__(self, text_dim: int, num_relations: int, hidden: int = 128, proj: int = 64, entity_proj: int = 32):
+        super().__init__()
+        self.config = {"text_dim": text_dim, "num_relations": num_relations, "hidden": hidden, "proj": proj,
+                       "entity_proj": entity_proj}
+        self.question = nn.Linear(text_dim, proj)
+        self.relation = nn.Linear(text_dim, proj)
+        self.relation_id = nn.Embedding(num_relations, proj)
+        self.entity = nn.Linear(text_dim, entity_proj)
+        self.dist = nn.Embedding((MAX_DIST + 1) ** 2, proj)
+        self.mlp = nn.Sequential(
+            nn.Linear(5 * proj + 2 * entity_proj, hidden), nn.ReLU(),
+            nn.Linear(hidden, hidden), nn.ReLU(),
+            nn.Linear(hidden, 1),
+        )
+
+    def forward(self, batch: TripleBatch, relation_vec: torch.Tensor) -> torch.Tensor:
+        """Logits ``(N,)`` for the batch's triples; ``relation_vec`` is the ``(relations, D)`` text matrix."""
+        q = self.question(batch.question_vec)[batch.question_of]
+        rel = (self.relation(relation_vec) + self.relation_id.weight)[batch.relation]
+        ent = self.entity(batch.entity_vec)
+        d = self.dist(batch.dist_code)
+        z = torch.cat([q, rel, d, q * rel, q * d, ent[batch.head], ent[batch.tail]], dim=-1)
+        return self.mlp(z).squeeze(-1)
+
+
+def make_batch(graph: CSRGraph, text: TextEmbeddings, question_vec: np.ndarray,
+               rows: Sequence[tuple[int, np.ndarray, np.ndarray, np.ndarray]]) -> TripleBatch:
+    """A batch from ``(question position in question_vec, triples, head_dist, tail_dist)`` per question."""
+    triples = np.concatenate([r[1] for r in rows])
+    heads, tails = graph.head[triples], graph.tail[triples]
+    entities, inverse = np.unique(np.concatenate([heads, tails]), return_inverse=True)
+    n = triples.size
+    positions = np.array([r[0] for r in rows], dtype=np.int64)
+    counts = np.array([r[1].size for r in rows], dtype=np.int64)
+    dist = np.concatenate([r[2].astype(np.int64) * (MAX_DIST + 1) + r[3] for r in rows])
+    return TripleBatch(
+        question_vec=torch.from_numpy(np.ascontiguousarray(question_vec[positions], dtype=np.float32)),
+        question_of=torch.from_numpy(np.repeat(np.arange(len(rows)), counts)),
+        relation=torch.from_numpy(graph.rel[triples].astype(np.int64)),
+        entity_vec=torch.from_numpy(text.entities[entities].astype(np.float32)),
+        head=torch.from_numpy(inverse[:n].astype(np.int64)),
+        tail=torch.from_numpy(inverse[n:].astype(np.int64)),
+        dist_code=torch.from_numpy(dist),
+    )
+
+
+@torch.no_grad()
+def score_samples(model: TripleScorer, graph: CSRGraph, text: TextEmbeddings, samples: RetrievalSamples,
+                  question_vec: np.ndarray | None = None, max_rows: int = 200_000) -> tuple[np.ndarray, np.ndarray]:
+    """Scores of every question's G_retrieval triples: ``(ptr (Q+1,), scores)``, question ``i``'s scores at
+    ``scores[ptr[i]:ptr[i+1]]`` aligned with ``samples.question(i).triples``. Questions are scored in chunks of
+    about ``max_rows`` triples."""
+    model.eval()
+    if question_vec is None:
+        question_vec = text.questions(samples.texts)
+    relation_vec = torch.from_numpy(text.relations)
+    counts = samples.question_triple_counts()
+    ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    scores = np.zeros(int(ptr[-1]), dtype=np.float32)
+    start = 0
+    while start < len(samples):
+        stop = start + 1
+        while stop < len(samples) and ptr[stop + 1] - ptr[start] <= max_rows:
+            stop += 1
+        rows = []
+        for i in range(start, stop):
+            span = samples.group_triples(int(samples.group_of[i]))
+            rows.append((i, samples.triples[span].astype(np.int64), samples.head_dist[span], samples.tail_dist[span]))
+        if ptr[stop] > ptr[start]:
+            batch = make_batch(graph, text, question_vec, rows)
+            scores[ptr[start] : ptr[stop]] = model(batch, relation_vec).numpy()
+        start = stop
+    return ptr, scores

@@ -1,0 +1,68 @@
+"""Text embeddings the retriever reads: entity names, relation names and (masked) questions.
+
+Computed once per vocabulary with the project's embedder (offline MiniLM by default) and kept in
+``<dataset work dir>/hrag/text_<model>_<fingerprint>.npz`` — the fingerprint covers the model name and every
+entity and relation name, so a changed graph or model gets new vectors. Question vectors go through the
+embedder's own disk cache (many questions share one masked template).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from kgrag.graph.csr import CSRGraph
+from kgrag.hrag.questions import masked_text
+from kgrag.rank.embedder import Embedder
+
+__all__ = ["TextEmbeddings", "relation_text"]
+
+
+def relation_text(relation: str) -> str:
+    """A relation name as words: ``film.film.directed_by`` / ``directed_by`` → ``film film directed by``."""
+    return re.sub(r"[._/\s]+", " ", relation).strip()
+
+
+@dataclass
+class TextEmbeddings:
+    entities: np.ndarray  # float16 (entities, dim); zero rows for unnamed entities (CVT nodes)
+    relations: np.ndarray  # float32 (relations, dim)
+    embedder: Embedder
+
+    @property
+    def dim(self) -> int:
+        return int(self.relations.shape[1])
+
+    def questions(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of the questions with their topic spans masked (see :func:`masked_text`)."""
+        return self.embedder.encode([masked_text(t) for t in texts])
+
+    @classmethod
+    def for_graph(cls, graph: CSRGraph, folder: Path, embedder: Embedder | None = None) -> TextEmbeddings:
+        embedder = embedder or Embedder.from_settings()
+        digest = hashlib.sha256(embedder.model_name.encode())
+        for name in [*graph.entity_names, "\0", *graph.relations]:
+            digest.update(name.encode() + b"\n")
+        path = Path(folder) / f"text_{re.sub(r'[^A-Za-z0-9]+', '-', embedder.model_name)}_{digest.hexdigest()[:16]}.npz"
+        if path.is_file():
+            with np.load(path) as data:
+                return cls(data["entities"], data["relations"], embedder)
+        names = list(graph.entity_names)
+        named = [i for i, n in enumerate(names) if n]
+        entities = np.zeros((len(names), embedder.dim), dtype=np.float16)
+        if named:  # the model directly: 40k+ names are one batch job, not worth the per-text disk cache
+            vectors = embedder.model.encode([names[i] for i in named], batch_size=256, convert_to_numpy=True,
+                                            normalize_embeddings=True, show_progress_bar=False)
+            entities[named] = vectors.astype(np.float16)
+        relations = embedder.encode([relation_text(r) for r in graph.relations])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + f".tmp{os.getpid()}.npz")
+        np.savez(tmp, entities=entities, relations=relations)
+        os.replace(tmp, path)
+        return cls(entities, relations, embedder)
