@@ -42,9 +42,9 @@ def test_samples_group_shared_topics_and_label_paths(tmp_path) -> None:
     s = build_samples(g, qs, top_n=5, max_triples=10)
     assert s.group_of.tolist() == [0, 0, 1]  # one G_retrieval per topic set
     q1 = s.question(0)
-    triples = {(int(g.head[t]), g.relations[g.rel[t]], int(g.tail[t])): lab for t, lab in zip(q1.triples, q1.labels)}
+    triples = {(int(g.head[t]), g.relations[g.rel[t]], int(g.tail[t])): lab for t, lab in zip(q1.triples, q1.labels, strict=True)}
     assert triples[(0, "a", 1)] and triples[(1, "b", 2)] and not triples[(0, "c", 3)] and not triples[(4, "a", 1)]
-    dist = {int(g.head[t]): int(d) for t, d in zip(q1.triples, q1.head_dist)}
+    dist = {int(g.head[t]): int(d) for t, d in zip(q1.triples, q1.head_dist, strict=True)}
     assert dist[0] == 0 and dist[1] == 1 and dist[4] == 2
     assert q1.answer_hops == {2: 2} and q1.has_path
     q3 = s.question(2)  # the answer is isolated: no path, still a sample
