@@ -131,3 +131,28 @@ def test_retriever_learns_synthetic_task_better_than_random(tmp_path) -> None:
     again = train_retriever(g, text, train, validation, cfg, tmp_path / "ckpt", log=lambda _: None)
     assert again.checkpoint == result.checkpoint and again.history == result.history
     assert again.resumed_from == len(result.history)
+
+
+def test_path_signatures_hand_checked() -> None:
+    from kgrag.hrag.signatures import path_signatures
+
+    # topic 0; 0 -a-> 1 -b-> 2 ; 3 -c-> 0 and 3 -d-> 2 (2 reached two ways) ; 2 -e-> 5 ; 6 -a-> 7 far away
+    g = make_graph([(0, "a", 1), (1, "b", 2), (3, "c", 0), (3, "d", 2), (2, "e", 5), (6, "a", 7)], 8)
+    s = build_samples(g, [HragQuestion("q", "x [e0]", [0], [5], 3)], top_n=8, max_triples=20)
+    q = s.question(0)
+    first, last = path_signatures(g, q.triples, q.head_dist, q.tail_dist)
+    rel = {r: i for i, r in enumerate(g.relations)}
+
+    def fwd(r: str) -> int:
+        return 1 << (2 * rel[r])
+
+    def bwd(r: str) -> int:
+        return 1 << (2 * rel[r] + 1)
+
+    by_key = {(int(g.head[t]), g.relations[g.rel[t]], int(g.tail[t])): (int(f), int(la))
+              for t, f, la in zip(q.triples, first, last, strict=True)}
+    assert by_key[(0, "a", 1)] == (0, 0)  # near end is the topic: no path yet
+    assert by_key[(1, "b", 2)] == (fwd("a"), fwd("a"))  # near end 1, reached by a walked forward
+    assert by_key[(3, "d", 2)] == (bwd("c"), bwd("c"))  # near end 3, reached by c walked backwards
+    assert by_key[(2, "e", 5)] == (fwd("a") | bwd("c"), fwd("b") | fwd("d"))  # both routes into 2
+    assert by_key[(6, "a", 7)] == (0, 0)  # unreached

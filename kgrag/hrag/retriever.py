@@ -18,9 +18,10 @@ from torch import nn
 
 from kgrag.graph.csr import CSRGraph
 from kgrag.hrag.samples import MAX_DIST, RetrievalSamples
+from kgrag.hrag.signatures import BITS, bits_matrix, path_signatures
 from kgrag.hrag.text import TextEmbeddings
 
-__all__ = ["TripleBatch", "TripleScorer", "make_batch", "score_samples"]
+__all__ = ["TripleBatch", "TripleScorer", "make_batch", "path_bits", "score_samples"]
 
 
 @dataclass
@@ -32,6 +33,7 @@ class TripleBatch:
     head: torch.Tensor  # (N,) -> entity_vec row
     tail: torch.Tensor  # (N,)
     dist_code: torch.Tensor  # (N,) d_head * (MAX_DIST + 1) + d_tail
+    path_bits: torch.Tensor  # (N, 2 * BITS) first / last relation sets of the near end (kgrag.hrag.signatures)
 
 
 class TripleScorer(nn.Module):
@@ -44,8 +46,9 @@ class TripleScorer(nn.Module):
         self.relation_id = nn.Embedding(num_relations, proj)
         self.entity = nn.Linear(text_dim, entity_proj)
         self.dist = nn.Embedding((MAX_DIST + 1) ** 2, proj)
+        self.path = nn.Linear(2 * BITS, proj)
         self.mlp = nn.Sequential(
-            nn.Linear(5 * proj + 2 * entity_proj, hidden), nn.ReLU(),
+            nn.Linear(7 * proj + 2 * entity_proj, hidden), nn.ReLU(),
             nn.Linear(hidden, hidden), nn.ReLU(),
             nn.Linear(hidden, 1),
         )
@@ -56,13 +59,22 @@ class TripleScorer(nn.Module):
         rel = (self.relation(relation_vec) + self.relation_id.weight)[batch.relation]
         ent = self.entity(batch.entity_vec)
         d = self.dist(batch.dist_code)
-        z = torch.cat([q, rel, d, q * rel, q * d, ent[batch.head], ent[batch.tail]], dim=-1)
+        p = self.path(batch.path_bits) + rel  # the path prefix and the relation extending it
+        z = torch.cat([q, rel, d, p, q * rel, q * d, q * p, ent[batch.head], ent[batch.tail]], dim=-1)
         return self.mlp(z).squeeze(-1)
 
 
+def path_bits(graph: CSRGraph, triples: np.ndarray, head_dist: np.ndarray, tail_dist: np.ndarray) -> np.ndarray:
+    """``(n, 2 * BITS)`` float32 path-signature features of a question's G_retrieval triples (computed on the
+    whole G_retrieval: a subsample would cut the paths)."""
+    first, last = path_signatures(graph, triples, head_dist, tail_dist)
+    return np.concatenate([bits_matrix(first), bits_matrix(last)], axis=1)
+
+
 def make_batch(graph: CSRGraph, text: TextEmbeddings, question_vec: np.ndarray,
-               rows: Sequence[tuple[int, np.ndarray, np.ndarray, np.ndarray]]) -> TripleBatch:
-    """A batch from ``(question position in question_vec, triples, head_dist, tail_dist)`` per question."""
+               rows: Sequence[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]) -> TripleBatch:
+    """A batch from ``(question position in question_vec, triples, head_dist, tail_dist, path_bits)`` per
+    question."""
     triples = np.concatenate([r[1] for r in rows])
     heads, tails = graph.head[triples], graph.tail[triples]
     entities, inverse = np.unique(np.concatenate([heads, tails]), return_inverse=True)
@@ -78,6 +90,7 @@ def make_batch(graph: CSRGraph, text: TextEmbeddings, question_vec: np.ndarray,
         head=torch.from_numpy(inverse[:n].astype(np.int64)),
         tail=torch.from_numpy(inverse[n:].astype(np.int64)),
         dist_code=torch.from_numpy(dist),
+        path_bits=torch.from_numpy(np.concatenate([r[4] for r in rows])),
     )
 
 
@@ -102,7 +115,8 @@ def score_samples(model: TripleScorer, graph: CSRGraph, text: TextEmbeddings, sa
         rows = []
         for i in range(start, stop):
             span = samples.group_triples(int(samples.group_of[i]))
-            rows.append((i, samples.triples[span].astype(np.int64), samples.head_dist[span], samples.tail_dist[span]))
+            triples, hd, td = samples.triples[span].astype(np.int64), samples.head_dist[span], samples.tail_dist[span]
+            rows.append((i, triples, hd, td, path_bits(graph, triples, hd, td)))
         if ptr[stop] > ptr[start]:
             batch = make_batch(graph, text, question_vec, rows)
             scores[ptr[start] : ptr[stop]] = model(batch, relation_vec).numpy()
