@@ -24,7 +24,7 @@ class RetrieverConfig(BaseModel):
     proj: int = Field(64, ge=4)
     entity_proj: int = Field(32, ge=1)
     # training
-    epochs: int = Field(8, ge=1)
+    epochs: int = Field(6, ge=1)
     batch_questions: int = Field(32, ge=1)
     negatives: int = Field(256, ge=1, description="negative triples sampled per question per step")
     max_positives: int = Field(256, ge=1, description="positive triples sampled per question per step")
