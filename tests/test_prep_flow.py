@@ -45,6 +45,7 @@ def test_cli_prepare_and_run_on_demo(prefect_harness, work_settings, monkeypatch
     res = runner.invoke(app, ["run"])
     assert res.exit_code == 0, res.output
     assert "dataset demo" in res.output and "SPARQL" in res.output and "Match: yes" in res.output
+    assert "Retriever recall@K" in res.output and "test_g_agent.pt" in res.output  # the H-RAG retrieval stage
     res = runner.invoke(app, ["sparql", "--dataset", "demo", "--limit", "3",
                               "SELECT ?s WHERE { ?s ?p ?o } LIMIT 5"])
     assert res.exit_code == 0 and "5 row(s)" in res.output
