@@ -17,12 +17,11 @@ import argparse
 import random
 import time
 
-import networkx as nx
 import numpy as np
 import torch
 
 from bench.common import write_result
-from bench.ppr import to_networkx
+from bench.ppr import networkx_ppr, to_networkx
 from kgrag.config import get_settings
 from kgrag.hrag import pipeline
 from kgrag.hrag.evaluate import evaluate_samples, load_trained
@@ -42,11 +41,7 @@ def ppr_figures(graph, seeds: list[list[int]], tol: float, batch: int) -> dict:
     ours_batched = (time.perf_counter() - t) / len(many)
     nxg = to_networkx(graph)
     t = time.perf_counter()
-    theirs = []
-    for s in seeds:
-        personal = {int(x): 1.0 / len(set(s)) for x in set(s)}
-        r = nx.pagerank(nxg, alpha=0.85, personalization=personal, dangling=personal, tol=1e-10, max_iter=300)
-        theirs.append(np.array([r[i] for i in range(graph.num_entities)]))
+    theirs = [networkx_ppr(nxg, s, graph.num_entities) for s in seeds]
     networkx_s = (time.perf_counter() - t) / len(seeds)
     overlap = [len(set(np.argsort(-a)[:100].tolist()) & set(np.argsort(-b)[:100].tolist())) / 100
                for a, b in zip(single, theirs, strict=True)]

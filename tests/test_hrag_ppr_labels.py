@@ -5,24 +5,11 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import pytest
+from fixtures.hrag import small_graph
 
 from kgrag.graph.csr import CSRGraph
 from kgrag.hrag.labels import shortest_path_labels
 from kgrag.hrag.ppr import PersonalizedPageRank
-
-
-def graph(edges: list[tuple[int, str, int]], n: int) -> CSRGraph:
-    order = sorted(edges)
-    relations = sorted({r for _, r, _ in edges})
-    r_index = {r: i for i, r in enumerate(relations)}
-    return CSRGraph(
-        name="t", iri_base="http://t/", entity_keys=[f"e{i}" for i in range(n)], entity_ids=[f"e{i}" for i in range(n)],
-        entity_names=[f"e{i}" for i in range(n)], relations=relations,
-        head=np.array([h for h, _, _ in order], dtype=np.int32),
-        rel=np.array([r_index[r] for _, r, _ in order], dtype=np.int32),
-        tail=np.array([t for _, _, t in order], dtype=np.int32),
-    )
-
 
 #: 0 -a-> 1 -b-> 3 ; 0 -c-> 2 -d-> 3 (two shortest 2-hop paths) ; 4 -e-> 0 (points at the topic) ; 3 -f-> 5
 #: 1 -g-> 2 (a side edge on no shortest path) ; 6 isolated
@@ -34,7 +21,7 @@ def triples_of(g: CSRGraph, idx: np.ndarray) -> set[tuple[int, str, int]]:
 
 
 def test_shortest_paths_hand_checked() -> None:
-    g = graph(EDGES, 7)
+    g = small_graph(EDGES, 7)
     two_paths = shortest_path_labels(g, [0], [3])
     assert triples_of(g, two_paths.positive_triples) == {(0, "a", 1), (1, "b", 3), (0, "c", 2), (2, "d", 3)}
     assert two_paths.answer_hops == {3: 2}
@@ -56,7 +43,7 @@ def _random_graph(seed: int, n: int, m: int) -> CSRGraph:
     rng = np.random.default_rng(seed)
     edges = {(int(rng.integers(n)), f"r{int(rng.integers(3))}", int(rng.integers(n))) for _ in range(m)}
     edges = {(h, r, t) for h, r, t in edges if h != t}
-    return graph(sorted(edges), n)
+    return small_graph(sorted(edges), n)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fixtures.hrag import small_graph
 
 from kgrag.errors import KgragError
-from kgrag.graph.csr import CSRGraph
 from kgrag.hrag.config import RetrieverConfig
 from kgrag.hrag.metrics import _BIG, question_ranks, recall_report
 from kgrag.hrag.questions import HragQuestion, masked_text, read_question_file
@@ -17,26 +17,12 @@ from kgrag.hrag.text import TextEmbeddings
 from kgrag.hrag.train import load_scorer, train_retriever
 from kgrag.rank.embedder import Embedder
 
-
-def make_graph(edges: list[tuple[int, str, int]], n: int) -> CSRGraph:
-    order = sorted(set(edges))
-    relations = sorted({r for _, r, _ in order})
-    r_index = {r: i for i, r in enumerate(relations)}
-    return CSRGraph(
-        name="t", iri_base="http://t/", entity_keys=[f"e{i}" for i in range(n)], entity_ids=[f"e{i}" for i in range(n)],
-        entity_names=[f"entity {i}" for i in range(n)], relations=relations,
-        head=np.array([h for h, _, _ in order], dtype=np.int32),
-        rel=np.array([r_index[r] for _, r, _ in order], dtype=np.int32),
-        tail=np.array([t for _, _, t in order], dtype=np.int32),
-    )
-
-
 #: 0 -a-> 1 -b-> 2 ; 0 -c-> 3 ; 4 -a-> 1 ; 5 isolated
 SMALL = [(0, "a", 1), (1, "b", 2), (0, "c", 3), (4, "a", 1)]
 
 
 def test_samples_group_shared_topics_and_label_paths(tmp_path) -> None:
-    g = make_graph(SMALL, 6)
+    g = small_graph(SMALL, 6)
     qs = [HragQuestion("q1", "what b of [e0]", [0], [2], 2), HragQuestion("q2", "what c of [e0]", [0], [3], 1),
           HragQuestion("q3", "what of [e4]", [4], [5], 1)]
     s = build_samples(g, qs, top_n=5, max_triples=10)
@@ -57,7 +43,7 @@ def test_samples_group_shared_topics_and_label_paths(tmp_path) -> None:
 
 
 def test_question_ranks_and_report_hand_checked() -> None:
-    g = make_graph(SMALL, 6)
+    g = small_graph(SMALL, 6)
     triples = np.arange(g.num_triples)  # sorted keys: (0,a,1)=0, (0,c,3)=1, (1,b,2)=2, (4,a,1)=3
     scores = np.array([0.9, 0.1, 0.5, 0.5], dtype=np.float32)  # tie 2/3 broken by the lower triple id
     answer_rank, pos_rank = question_ranks(g, triples, scores, np.array([2, 3, 5]), np.array([0, 2]))
@@ -76,7 +62,7 @@ def test_question_ranks_and_report_hand_checked() -> None:
 
 
 def test_question_file_reading(tmp_path) -> None:
-    g = make_graph(SMALL, 6)
+    g = small_graph(SMALL, 6)
     f = tmp_path / "2-hop" / "qa_test.txt"
     f.parent.mkdir()
     f.write_text("what b of [e0]\te2|nobody\nno tab here\nwhat of [unknown]\te1\n\nwhat [e4]\te2\n")
@@ -98,7 +84,7 @@ def synthetic_task(seed: int = 0, n_entities: int = 240, n_questions: int = 120)
     relations = ["directed_by", "written_by", "starred_actors", "release_year"]
     edges = {(int(rng.integers(n_entities)), relations[int(rng.integers(4))], int(rng.integers(n_entities)))
              for _ in range(900)}
-    g = make_graph(sorted(e for e in edges if e[0] != e[2]), n_entities)
+    g = small_graph(sorted(e for e in edges if e[0] != e[2]), n_entities)
     templates = {"directed_by": "who directed [{}]", "written_by": "who wrote [{}]",
                  "starred_actors": "who acted in [{}]", "release_year": "when was [{}] released"}
     qs = []
@@ -137,7 +123,7 @@ def test_path_signatures_hand_checked() -> None:
     from kgrag.hrag.signatures import path_signatures
 
     # topic 0; 0 -a-> 1 -b-> 2 ; 3 -c-> 0 and 3 -d-> 2 (2 reached two ways) ; 2 -e-> 5 ; 6 -a-> 7 far away
-    g = make_graph([(0, "a", 1), (1, "b", 2), (3, "c", 0), (3, "d", 2), (2, "e", 5), (6, "a", 7)], 8)
+    g = small_graph([(0, "a", 1), (1, "b", 2), (3, "c", 0), (3, "d", 2), (2, "e", 5), (6, "a", 7)], 8)
     s = build_samples(g, [HragQuestion("q", "x [e0]", [0], [5], 3)], top_n=8, max_triples=20)
     q = s.question(0)
     first, last = path_signatures(g, q.triples, q.head_dist, q.tail_dist)
