@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import sys
 from datetime import timedelta
 
 from prefect import flow, task
@@ -62,7 +63,9 @@ def train(dataset: str, config_json: str, train_split: str, validation_split: st
     train_set = pipeline.split_samples(settings, dataset, graph, train_split, cfg)
     validation = pipeline.split_samples(settings, dataset, graph, validation_split, cfg)
     run_dir = pipeline.checkpoint_dir(settings, dataset, cfg)
-    result = run_training(graph, text, train_set, validation, cfg, run_dir)
+    # progress goes straight to stderr: print() inside a task becomes a Prefect INFO log, hidden at WARNING
+    result = run_training(graph, text, train_set, validation, cfg, run_dir,
+                          log=lambda line: sys.stderr.write(line + "\n"))
     pipeline.record_latest(settings, dataset, run_dir)
     return {"checkpoint": str(result.checkpoint), "best_epoch": result.best_epoch, "best_metric": result.best_metric,
             "history": result.history, "resumed_from": result.resumed_from, "train_questions": len(train_set)}

@@ -67,7 +67,7 @@ def sparql_example(dataset: str, settings: Settings | None = None, prefer_qtype:
 
 
 #: the retriever budget of ``make run`` (the full budget is ``kgrag train-retriever`` with the defaults)
-RUN_RETRIEVER_CONFIG = {"max_train_questions": 3000, "epochs": 4, "early_stop_questions": 300}
+RUN_RETRIEVER_CONFIG = {"max_train_questions": 5000, "epochs": 4, "early_stop_questions": 300}
 
 
 def retriever_splits(dataset: str) -> tuple[str, str]:
