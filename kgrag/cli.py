@@ -130,7 +130,7 @@ def _run_retriever(dataset: str, settings) -> None:
     part = result[validation_split]
     console.print(f"\n[bold]Retriever recall@K[/] ({dataset} {validation_split}; answer = an answer entity in the top-K "
                   f"triples, path = share of shortest-path triples in the top-K, ceiling in brackets)")
-    _print_markdown_table(report_table(part["report"]))
+    print(report_table(part["report"]))
     console.print(f"g_agent files: {', '.join(p['g_agent'] for p in result.values())}")
     for line in g_agent_example(settings, dataset, validation_split):
         console.print(line, highlight=False)
@@ -270,7 +270,7 @@ def retriever_eval_cmd(
         if not json_out:
             console.print(f"{info['questions']} questions from {questions} ({info['malformed_lines']} malformed lines, "
                           f"{info['unresolved_topic']} with an unknown topic entity left out)")
-        _print_markdown_table(report_table(evaluation.report))
+        print(report_table(evaluation.report))
         if json_out:
             print(json.dumps(flat_metrics(evaluation.report)))
         return
@@ -280,7 +280,7 @@ def retriever_eval_cmd(
                             checkpoint=str(checkpoint) if checkpoint else None)
     for name, part in result.items():
         console.print(f"[bold]{name}[/] (g_agent: {part['g_agent']})")
-        _print_markdown_table(report_table(part["report"]))
+        print(report_table(part["report"]))
     if json_out:
         print(json.dumps({name: flat_metrics(part["report"]) for name, part in result.items()}))
 
