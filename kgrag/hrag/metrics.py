@@ -121,6 +121,7 @@ def plot_recall(report: dict[str, dict], path: Path, title: str, ks: Sequence[in
             ax.plot(list(ks), [row.get(f"{prefix}@{k}", 0) for k in ks], marker="o", label=f"{key} (n={row['n']})")
         ax.set_xscale("log")
         ax.set_xticks(list(ks), [str(k) for k in ks])
+        ax.minorticks_off()
         ax.set_xlabel("K (top triples)")
         ax.set_ylabel(label)
         ax.set_ylim(0, 1.02)
