@@ -144,21 +144,6 @@ class RetrievalSamples:
                    **arrays)
 
 
-def _subgraph_triples(graph: CSRGraph, scores: np.ndarray, seeds: np.ndarray, top_n: int,
-                      max_triples: int) -> np.ndarray:
-    s = scores.copy()
-    s[seeds] = np.inf  # seeds always kept
-    k = min(top_n, s.size)
-    top = np.argpartition(-s, k - 1)[:k] if k < s.size else np.arange(s.size)
-    keep = np.zeros(graph.num_entities, dtype=bool)
-    keep[top] = True
-    triples = np.flatnonzero(keep[graph.head] & keep[graph.tail])
-    if triples.size > max_triples:  # the triples whose ends score highest
-        weight = scores[graph.head[triples]] + scores[graph.tail[triples]]
-        triples = np.sort(triples[np.argpartition(-weight, max_triples - 1)[:max_triples]])
-    return triples
-
-
 def build_samples(graph: CSRGraph, questions: Sequence[HragQuestion], top_n: int = 500, max_triples: int = 3000,
                   ppr: PersonalizedPageRank | None = None, batch: int = 64,
                   progress: Callable[[int, int], None] | None = None) -> RetrievalSamples:
@@ -173,10 +158,10 @@ def build_samples(graph: CSRGraph, questions: Sequence[HragQuestion], top_n: int
     distances: dict[int, np.ndarray] = {}
     for start in range(0, len(groups), batch):
         chunk = groups[start : start + batch]
-        scores = ppr.scores([list(k) for k in chunk])
-        for offset, (key, row) in enumerate(zip(chunk, scores, strict=True)):
+        subgraphs = ppr.retrieval_subgraphs([list(k) for k in chunk], top_n, max_triples)
+        for offset, (key, sub) in enumerate(zip(chunk, subgraphs, strict=True)):
             seeds = np.asarray(key, dtype=np.int64)
-            triples = _subgraph_triples(graph, row, seeds, top_n, max_triples)
+            triples = sub.triples
             dist = topic_distances(graph, seeds, MAX_HOPS)
             distances[start + offset] = dist
             capped = np.where(dist == UNREACHED, MAX_DIST, np.minimum(dist, MAX_DIST)).astype(np.uint8)
