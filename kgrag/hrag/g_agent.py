@@ -245,6 +245,7 @@ class GAgentSplit:
         try:
             with os.fdopen(fd, "wb") as f:
                 torch.save(self.to_dict(), f)
+            os.chmod(tmp, 0o644)  # mkstemp makes it owner-only; the file is a shared artefact
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
