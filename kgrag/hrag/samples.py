@@ -152,32 +152,32 @@ def build_samples(graph: CSRGraph, questions: Sequence[HragQuestion], top_n: int
     keys = [tuple(sorted(set(q.topics))) for q in questions]
     groups = list(dict.fromkeys(keys))
     group_index = {k: i for i, k in enumerate(groups)}
+    members: dict[int, list[int]] = {}
+    for i, key in enumerate(keys):
+        members.setdefault(group_index[key], []).append(i)
     g_triples: list[np.ndarray] = []
     g_head: list[np.ndarray] = []
     g_tail: list[np.ndarray] = []
-    distances: dict[int, np.ndarray] = {}
+    answers: list[np.ndarray] = [np.zeros(0, np.int64)] * len(questions)
+    answer_hop: list[np.ndarray] = [np.zeros(0, np.int8)] * len(questions)
+    positives: list[np.ndarray] = [np.zeros(0, np.int64)] * len(questions)
     for start in range(0, len(groups), batch):
         chunk = groups[start : start + batch]
         subgraphs = ppr.retrieval_subgraphs([list(k) for k in chunk], top_n, max_triples)
         for offset, (key, sub) in enumerate(zip(chunk, subgraphs, strict=True)):
-            seeds = np.asarray(key, dtype=np.int64)
-            triples = sub.triples
-            dist = topic_distances(graph, seeds, MAX_HOPS)
-            distances[start + offset] = dist
+            # the full-graph distances live only while this group's questions are labelled
+            dist = topic_distances(graph, np.asarray(key, dtype=np.int64), MAX_HOPS)
             capped = np.where(dist == UNREACHED, MAX_DIST, np.minimum(dist, MAX_DIST)).astype(np.uint8)
-            g_triples.append(triples)
-            g_head.append(capped[graph.head[triples]])
-            g_tail.append(capped[graph.tail[triples]])
+            g_triples.append(sub.triples)
+            g_head.append(capped[graph.head[sub.triples]])
+            g_tail.append(capped[graph.tail[sub.triples]])
+            for i in members[start + offset]:
+                labels = shortest_path_labels(graph, key, questions[i].answers, MAX_HOPS, distances=dist)
+                answers[i] = np.asarray(questions[i].answers, dtype=np.int64)
+                answer_hop[i] = np.array([labels.answer_hops.get(int(a), -1) for a in answers[i]], dtype=np.int8)
+                positives[i] = labels.positive_triples
         if progress is not None:
             progress(min(start + batch, len(groups)), len(groups))
-    answers, answer_hop, positives = [], [], []
-    for q, key in zip(questions, keys, strict=True):
-        dist = distances[group_index[key]]
-        labels = shortest_path_labels(graph, key, q.answers, MAX_HOPS, distances=dist)
-        ans = np.asarray(q.answers, dtype=np.int64)
-        answers.append(ans)
-        answer_hop.append(np.array([labels.answer_hops.get(int(a), -1) for a in ans], dtype=np.int8))
-        positives.append(labels.positive_triples)
     return RetrievalSamples(
         qids=[q.qid for q in questions], texts=[q.text for q in questions], splits=[q.split for q in questions],
         hops=np.array([q.hop for q in questions], dtype=np.int16),
