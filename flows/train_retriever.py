@@ -51,7 +51,7 @@ def retrieval_samples(dataset: str, split: str, config_json: str) -> dict:
     samples = pipeline.split_samples(settings, dataset, pipeline.load_graph(settings, dataset), split, cfg)
     counts = samples.question_triple_counts()
     return {"split": split, "questions": len(samples), "mean_triples": float(counts.mean()),
-            "no_path": int(sum(samples.pos_ptr[i + 1] == samples.pos_ptr[i] for i in range(len(samples))))}
+            "no_path": int((samples.positive_counts() == 0).sum())}
 
 
 @task(name="train-retriever", cache_policy=NO_CACHE)

@@ -21,7 +21,7 @@ from kgrag.hrag.samples import MAX_DIST, RetrievalSamples
 from kgrag.hrag.signatures import BITS, bits_matrix, path_signatures
 from kgrag.hrag.text import TextEmbeddings
 
-__all__ = ["TripleBatch", "TripleScorer", "make_batch", "path_bits", "score_samples"]
+__all__ = ["TripleBatch", "TripleScorer", "make_batch", "GroupSignatures", "score_samples"]
 
 
 @dataclass
@@ -64,11 +64,26 @@ class TripleScorer(nn.Module):
         return self.mlp(z).squeeze(-1)
 
 
-def path_bits(graph: CSRGraph, triples: np.ndarray, head_dist: np.ndarray, tail_dist: np.ndarray) -> np.ndarray:
-    """``(n, 2 * BITS)`` float32 path-signature features of a question's G_retrieval triples (computed on the
-    whole G_retrieval: a subsample would cut the paths)."""
-    first, last = path_signatures(graph, triples, head_dist, tail_dist)
-    return np.concatenate([bits_matrix(first), bits_matrix(last)], axis=1)
+class GroupSignatures:
+    """Path signatures of each G_retrieval group of ``samples``, computed once per group (they depend on the group's
+    triples and distances only, not on the question) and kept as two uint32 sets per triple."""
+
+    def __init__(self, graph: CSRGraph, samples: RetrievalSamples) -> None:
+        self.graph = graph
+        self.samples = samples
+        self._cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def bits(self, group: int, rows: np.ndarray | None = None) -> np.ndarray:
+        """``(n, 2 * BITS)`` float32 features of the group's triples (``rows`` of them when given). Computed on
+        the whole G_retrieval: a subsample would cut the paths."""
+        if group not in self._cache:
+            span = self.samples.group_triples(group)
+            self._cache[group] = path_signatures(self.graph, self.samples.triples[span].astype(np.int64),
+                                                 self.samples.head_dist[span], self.samples.tail_dist[span])
+        first, last = self._cache[group]
+        if rows is not None:
+            first, last = first[rows], last[rows]
+        return np.concatenate([bits_matrix(first), bits_matrix(last)], axis=1)
 
 
 def make_batch(graph: CSRGraph, text: TextEmbeddings, question_vec: np.ndarray,
@@ -104,6 +119,7 @@ def score_samples(model: TripleScorer, graph: CSRGraph, text: TextEmbeddings, sa
     if question_vec is None:
         question_vec = text.questions(samples.texts)
     relation_vec = torch.from_numpy(text.relations)
+    signatures = GroupSignatures(graph, samples)
     counts = samples.question_triple_counts()
     ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     scores = np.zeros(int(ptr[-1]), dtype=np.float32)
@@ -114,9 +130,10 @@ def score_samples(model: TripleScorer, graph: CSRGraph, text: TextEmbeddings, sa
             stop += 1
         rows = []
         for i in range(start, stop):
-            span = samples.group_triples(int(samples.group_of[i]))
-            triples, hd, td = samples.triples[span].astype(np.int64), samples.head_dist[span], samples.tail_dist[span]
-            rows.append((i, triples, hd, td, path_bits(graph, triples, hd, td)))
+            group = int(samples.group_of[i])
+            span = samples.group_triples(group)
+            rows.append((i, samples.triples[span].astype(np.int64), samples.head_dist[span], samples.tail_dist[span],
+                         signatures.bits(group)))
         if ptr[stop] > ptr[start]:
             batch = make_batch(graph, text, question_vec, rows)
             scores[ptr[start] : ptr[stop]] = model(batch, relation_vec).numpy()

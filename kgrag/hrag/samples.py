@@ -103,6 +103,10 @@ class RetrievalSamples:
             answer_hops={int(e): int(h) for e, h in zip(answers, hops, strict=True) if h >= 0},
         )
 
+    def positive_counts(self) -> np.ndarray:
+        """Shortest-path triples per question (0 = no path within 3 hops)."""
+        return np.diff(self.pos_ptr)
+
     def question_triple_counts(self) -> np.ndarray:
         return np.diff(self.group_ptr)[self.group_of]
 

@@ -23,7 +23,7 @@ from torch import nn
 from kgrag.graph.csr import CSRGraph
 from kgrag.hrag.config import RetrieverConfig
 from kgrag.hrag.metrics import recall_report
-from kgrag.hrag.retriever import TripleScorer, make_batch, path_bits, score_samples
+from kgrag.hrag.retriever import GroupSignatures, TripleScorer, make_batch, score_samples
 from kgrag.hrag.samples import RetrievalSamples
 from kgrag.hrag.text import TextEmbeddings
 
@@ -62,7 +62,7 @@ def early_stop_subset(samples: RetrievalSamples, n: int, seed: int) -> Retrieval
     return samples.subset(np.sort(rng.choice(len(samples), n, replace=False)))
 
 
-def _step_rows(graph: CSRGraph, samples: RetrievalSamples, index: int, cfg: RetrieverConfig,
+def _step_rows(signatures: GroupSignatures, samples: RetrievalSamples, index: int, cfg: RetrieverConfig,
                rng: np.random.Generator):
     q = samples.question(index)
     pos = np.flatnonzero(q.labels)
@@ -75,7 +75,7 @@ def _step_rows(graph: CSRGraph, samples: RetrievalSamples, index: int, cfg: Retr
     y = np.concatenate([np.ones(pos.size, np.float32), np.zeros(neg.size, np.float32)])
     w = np.concatenate([np.full(pos.size, 0.5 / max(pos.size, 1), np.float32),
                         np.full(neg.size, 0.5 / max(neg.size, 1), np.float32)])
-    bits = path_bits(graph, q.triples, q.head_dist, q.tail_dist)[sel]
+    bits = signatures.bits(int(samples.group_of[index]), sel)
     return (index, q.triples[sel], q.head_dist[sel], q.tail_dist[sel], bits), y, w
 
 
@@ -105,11 +105,12 @@ def train_retriever(graph: CSRGraph, text: TextEmbeddings, train: RetrievalSampl
     if done:
         return TrainResult(best, best_epoch, best_metric, history, start_epoch)
 
-    train_ids = np.array([i for i in range(len(train)) if train.pos_ptr[i + 1] > train.pos_ptr[i]], dtype=np.int64)
+    train_ids = np.flatnonzero(train.positive_counts() > 0)
     q_train = text.questions(train.texts)
     stop_set = early_stop_subset(validation, cfg.early_stop_questions, cfg.seed)
     q_stop = text.questions(stop_set.texts)
     relation_vec = torch.from_numpy(text.relations)
+    signatures = GroupSignatures(graph, train)  # kept across epochs
     loss_fn = nn.BCEWithLogitsLoss(reduction="none")
     resumed_from = start_epoch
     for epoch in range(start_epoch, cfg.epochs):
@@ -118,7 +119,7 @@ def train_retriever(graph: CSRGraph, text: TextEmbeddings, train: RetrievalSampl
         order = rng.permutation(train_ids)
         total_loss, rows_seen = 0.0, 0
         for b in range(0, order.size, cfg.batch_questions):
-            parts = [_step_rows(graph, train, int(i), cfg, rng) for i in order[b : b + cfg.batch_questions]]
+            parts = [_step_rows(signatures, train, int(i), cfg, rng) for i in order[b : b + cfg.batch_questions]]
             batch = make_batch(graph, text, q_train, [p[0] for p in parts])
             y = torch.from_numpy(np.concatenate([p[1] for p in parts]))
             w = torch.from_numpy(np.concatenate([p[2] for p in parts]))
