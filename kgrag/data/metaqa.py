@@ -31,7 +31,7 @@ METAQA_NS = "http://example.org/kgrag/metaqa/ns/"
 _YEAR = re.compile(r"^\d{4}$")
 _INT = re.compile(r"^[+-]?\d+$")
 _DECIMAL = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)$")
-_TOPIC = re.compile(r"\[([^\[\]]+)\]")
+TOPIC_SPAN = re.compile(r"\[([^\[\]]+)\]")  # a [bracketed] topic entity in a question
 
 # relation -> (value pattern, XSD datatype) for tails that are literal values
 _LITERAL_RELATIONS: dict[str, tuple[re.Pattern[str], str]] = {
@@ -116,6 +116,22 @@ def _read_lines(path: Path, what: str) -> list[str]:
     return path.read_text(encoding="utf-8").splitlines()
 
 
+def parse_question_line(line: str) -> tuple[str, list[str], list[str]] | str:
+    """``question<TAB>a1|a2|…`` → (question text, topic names in brackets, answer names), or the reason the line
+    cannot be used."""
+    text, tab, answers = line.partition("\t")
+    if not tab:
+        return "no tab between question and answers"
+    text = text.strip()
+    topics = [m.strip() for m in TOPIC_SPAN.findall(text)]
+    answer_names = [a.strip() for a in answers.split("|") if a.strip()]
+    if not topics:
+        return "no [bracketed] topic entity in the question"
+    if not answer_names:
+        return "no answers"
+    return text, topics, answer_names
+
+
 def read_questions(
     data_dir: str | Path,
     hops: Iterable[int] = (1, 2, 3),
@@ -145,19 +161,11 @@ def read_questions(
             )
         spath = str(qpath)
         for lineno, (line, qtype) in enumerate(zip(qlines, tlines, strict=True), 1):
-            text, tab, answers = line.partition("\t")
-            if not tab:
-                issues.append(LineIssue(spath, lineno, "no tab between question and answers"))
+            parsed = parse_question_line(line)
+            if isinstance(parsed, str):
+                issues.append(LineIssue(spath, lineno, parsed))
                 continue
-            text = text.strip()
-            topics = [m.strip() for m in _TOPIC.findall(text)]
-            answer_names = [a.strip() for a in answers.split("|") if a.strip()]
-            if not topics:
-                issues.append(LineIssue(spath, lineno, "no [bracketed] topic entity in the question"))
-                continue
-            if not answer_names:
-                issues.append(LineIssue(spath, lineno, "no answers"))
-                continue
+            text, topics, answer_names = parsed
             records.append(
                 KGQuestion(
                     qid=f"metaqa-{k}hop-{split_file}-{lineno}",

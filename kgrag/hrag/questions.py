@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kgrag.data.metaqa import _TOPIC
+from kgrag.data.metaqa import TOPIC_SPAN, parse_question_line
 from kgrag.errors import KgragError
 from kgrag.graph.csr import CSRGraph
 from kgrag.prep.steps import read_prepared_questions
@@ -44,7 +44,7 @@ class FileQuestions:
 def masked_text(text: str) -> str:
     """The question with each ``[topic]`` span replaced by a placeholder: the retriever sees the question's
     template, the entity reaches it through the structure features (MetaQA phrasing varies by template only)."""
-    return _TOPIC.sub("X", text).strip()
+    return TOPIC_SPAN.sub("X", text).strip()
 
 
 def prepared_questions(out_dir: Path, splits: list[str] | None = None, hop: int | None = None) -> list[HragQuestion]:
@@ -86,12 +86,11 @@ def read_question_file(path: Path, graph: CSRGraph, hop: int | None = None) -> F
     for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
-        text, tab, answers = line.partition("\t")
-        topics = [t.strip() for t in _TOPIC.findall(text)]
-        names = [a.strip() for a in answers.split("|") if a.strip()]
-        if not tab or not topics or not names:
+        parsed = parse_question_line(line)
+        if isinstance(parsed, str):
             result.malformed_lines.append(lineno)
             continue
+        text, topics, names = parsed
         qid = f"{path.stem}-{lineno}"
         topic_ids = [index[t] for t in topics if t in index]
         if not topic_ids:
@@ -99,7 +98,7 @@ def read_question_file(path: Path, graph: CSRGraph, hop: int | None = None) -> F
             continue
         answer_ids = [index[a] for a in names if a in index]
         result.unresolved_answers += len(names) - len(answer_ids)
-        result.questions.append(HragQuestion(qid, text.strip(), topic_ids, answer_ids, hop, "file"))
+        result.questions.append(HragQuestion(qid, text, topic_ids, answer_ids, hop, "file"))
     if not result.questions:
         raise KgragError(f"{path}: no usable question (expected 'question<TAB>a1|a2' lines with a [topic] the graph "
                          f"knows; {len(result.malformed_lines)} malformed, {len(result.unresolved_topic)} unresolved)")
