@@ -42,9 +42,8 @@ def question_ranks(graph: CSRGraph, triples: np.ndarray, scores: np.ndarray, ans
         np.minimum.at(answer_rank, np.searchsorted(answers, ends[hit]), np.concatenate([rank, rank])[hit])
     pos_rank = np.full(positives.size, _BIG, dtype=np.int64)
     if positives.size and triples.size:
-        where = np.searchsorted(np.sort(triples), positives)
-        sorted_idx = np.argsort(triples, kind="stable")
-        where = np.minimum(where, triples.size - 1)
+        sorted_idx = np.argsort(triples, kind="stable")  # one sort serves the lookup and the way back
+        where = np.minimum(np.searchsorted(triples[sorted_idx], positives), triples.size - 1)
         found = triples[sorted_idx[where]] == positives
         pos_rank[found] = rank[sorted_idx[where[found]]]
     return answer_rank, pos_rank
