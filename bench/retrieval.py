@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
     for name, report in rows.items():
         print(f"## {name}\n{report_table(report)}\n")
 
-    state = torch.load(trained.checkpoint.with_name("last.pt"), map_location="cpu", weights_only=False)
+    state = torch.load(trained.checkpoint.with_name("last.pt"), map_location="cpu", weights_only=True)
     history = state["history"]
     questions = [q.topics for q in pipeline.split_questions(settings, args.dataset, "validation", trained.config)]
     seeds = random.Random(0).sample(questions, min(args.ppr_questions, len(questions)))

@@ -47,7 +47,7 @@ def _save(obj: dict, path: Path) -> None:
 
 def load_scorer(path: Path) -> tuple[TripleScorer, dict]:
     """The model of a ``best.pt`` checkpoint and its saved fields (config, metrics)."""
-    state = torch.load(path, map_location="cpu", weights_only=False)
+    state = torch.load(path, map_location="cpu", weights_only=True)
     model = TripleScorer(**state["model_config"])
     model.load_state_dict(state["model"])
     model.eval()
@@ -93,7 +93,7 @@ def train_retriever(graph: CSRGraph, text: TextEmbeddings, train: RetrievalSampl
     history: list[dict] = []
     start_epoch, best_metric, best_epoch, stale, done = 0, -1.0, -1, 0, False
     if last.is_file():
-        state = torch.load(last, map_location="cpu", weights_only=False)
+        state = torch.load(last, map_location="cpu", weights_only=True)
         if state["fingerprint"] == cfg.fingerprint():
             model.load_state_dict(state["model"])
             optimiser.load_state_dict(state["optimiser"])
