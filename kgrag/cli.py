@@ -228,22 +228,24 @@ def train_retriever_cmd(
     console.print(f"best epoch {result['best_epoch']}, checkpoint {result['checkpoint']}")
 
 
-def _config_overrides(config: str | None, **fields: int | None) -> dict:
+def _config_overrides(config: str | None, model: type | None = None, **fields: int | str | None) -> dict:
+    """``--config`` JSON plus the explicit options, validated by ``model`` (default: RetrieverConfig)."""
+    from pydantic import ValidationError
+
+    from kgrag.hrag.config import RetrieverConfig
+
+    model = model or RetrieverConfig
     try:
         overrides = json.loads(config) if config else {}
     except json.JSONDecodeError as exc:
         raise KgragError(f"--config is not valid JSON: {exc}") from None
     if not isinstance(overrides, dict):
-        raise KgragError("--config must be a JSON object of RetrieverConfig fields")
+        raise KgragError(f"--config must be a JSON object of {model.__name__} fields")
     overrides.update({k: v for k, v in fields.items() if v is not None})
-    from pydantic import ValidationError
-
-    from kgrag.hrag.config import RetrieverConfig
-
     try:
-        return RetrieverConfig(**overrides).model_dump()
+        return model(**overrides).model_dump()
     except ValidationError as exc:
-        raise KgragError(f"invalid retriever config: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") from None
+        raise KgragError(f"invalid {model.__name__}: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") from None
 
 
 @app.command("retriever-eval")
@@ -283,6 +285,60 @@ def retriever_eval_cmd(
         print(report_table(part["report"]))
     if json_out:
         print(json.dumps({name: flat_metrics(part["report"]) for name, part in result.items()}))
+
+
+@app.command("train-gflownet")
+@friendly_errors
+def train_gflownet_cmd(
+    dataset: Annotated[Dataset, typer.Option(help="Prepared dataset with g_agent files (run retriever-eval).")] = Dataset.metaqa,
+    steps: Annotated[int | None, typer.Option(help="Optimiser steps (one batch of trajectories each).")] = None,
+    objective: Annotated[str | None, typer.Option(help="tb (trajectory balance) or subtb.")] = None,
+    device: Annotated[str | None, typer.Option(help="torch device, e.g. cuda (default cpu).")] = None,
+    config: Annotated[str | None, typer.Option(help="JSON object of GFlowNetConfig fields.")] = None,
+    train_g_agent: Annotated[Path | None, typer.Option(help="data.cache_paths.train (default: the work dir's).")] = None,
+    validation_g_agent: Annotated[Path | None, typer.Option(help="data.cache_paths.validation.")] = None,
+) -> None:
+    """Train the H-RAG GFlowNet path reasoner on <split>_g_agent.pt (flow `train-gflownet`); checkpoints under
+    <KGRAG_WORK_DIR>/checkpoints/gflownet/, resumed after a kill; prints the validation answers table."""
+    from flows.train_gflownet import train_gflownet
+    from kgrag.hrag.gflownet.config import GFlowNetConfig
+    from kgrag.hrag.gflownet.evaluate import metrics_table
+
+    overrides = _config_overrides(config, GFlowNetConfig, steps=steps, objective=objective, device=device)
+    paths = {k: str(v) for k, v in (("train", train_g_agent), ("validation", validation_g_agent)) if v}
+    result = train_gflownet(dataset=dataset.value, config=overrides, cache_paths=paths)
+    for row in result["history"]:
+        console.print(f"step {row['step']}: loss {row['loss']:.3f}, correct {row['correct']:.3f}, "
+                      f"val hits@1 {row['val_hits@1']:.4f}, {row['train_seconds']:.0f}s")
+    console.print(f"best step {result['best_step']}, checkpoint {result['checkpoint']}, "
+                  f"threshold {result['validation']['threshold']}")
+    print(metrics_table(result["validation"]["report"]))
+
+
+@app.command("eval")
+@friendly_errors
+def eval_cmd(
+    questions: Annotated[Path | None, typer.Option(help="MetaQA-format question file (question<TAB>a1|a2).")] = None,
+    hop: Annotated[int | None, typer.Option(help="Hop count of the file's questions (default: from its path).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print {n, hits@1, hit, f1} as JSON on the last line.")] = False,
+    dataset: Annotated[Dataset, typer.Option(help="Prepared dataset (graph + trained retriever and policy).")] = Dataset.metaqa,
+    split: Annotated[str, typer.Option(help="Without --questions: the g_agent split to answer.")] = "validation",
+) -> None:
+    """Answer questions with the latest retriever + GFlowNet policy and print Hits@1 / Hit / F1 per hop. With
+    --questions the whole chain runs on the file (prep lookups → PPR → retriever → g_agent → policy → answers)."""
+    from flows.evaluate import evaluate
+    from kgrag.hrag.gflownet.evaluate import metrics_table
+
+    if hop is not None and hop < 0:
+        raise KgragError("--hop must be >= 0")
+    result = evaluate(dataset=dataset.value, split=split, questions=str(questions) if questions else None, hop=hop)
+    info = result["info"]
+    if questions is not None and not json_out:
+        console.print(f"{info['questions']} questions from {questions} ({info['malformed_lines']} malformed lines "
+                      f"skipped; {info['unresolved_topic']} with an unknown topic entity counted as misses)")
+    print(metrics_table(result["report"]))
+    if json_out:
+        print(json.dumps(result["figures"]))
 
 
 @app.command("config")

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["GAgentSplit", "g_agent_path", "materialize"]
+__all__ = ["GAgentSplit", "g_agent_path", "materialize", "hop_distances"]
 
 FORMAT_VERSION = 1
 UNREACHED = -1
@@ -93,7 +93,7 @@ def _local(nodes: np.ndarray, ids: Sequence[int]) -> np.ndarray:
     return np.searchsorted(nodes, ids[np.isin(ids, nodes)]).astype(np.int64)
 
 
-def _distances(head: np.ndarray, tail: np.ndarray, num_nodes: int, sources: np.ndarray, max_hops: int) -> np.ndarray:
+def hop_distances(head: np.ndarray, tail: np.ndarray, num_nodes: int, sources: np.ndarray, max_hops: int) -> np.ndarray:
     """Undirected BFS hop counts from ``sources`` up to ``max_hops`` (``UNREACHED`` beyond)."""
     dist = np.full(num_nodes, UNREACHED, dtype=np.int64)
     frontier = np.zeros(num_nodes, dtype=bool)
@@ -117,7 +117,7 @@ def _gt_edges(head: np.ndarray, tail: np.ndarray, nodes: np.ndarray, topic_local
     if topic_local.size == 0 or answer_local.size == 0:
         return False, np.zeros(0, dtype=np.int64)
     wanted = np.array([answer_hops[a] for a in nodes[answer_local].tolist()], dtype=np.int64)
-    dist = _distances(head, tail, nodes.size, topic_local, int(wanted.max()))
+    dist = hop_distances(head, tail, nodes.size, topic_local, int(wanted.max()))
     exists = False
     on_path = np.zeros(head.size, dtype=bool)
     for answer, length in zip(answer_local.tolist(), wanted.tolist(), strict=True):

@@ -41,10 +41,24 @@ class CandidatePool:
 @dataclass
 class PathState:
     selected: torch.Tensor  # (B, C) bool, candidates on the path
-    edge_used: torch.Tensor  # (B, E) bool, underlying edges on the path (either orientation)
+    edge_step: torch.Tensor  # (B, E) long, the step that put the edge on the path (either orientation); -1 = not
     current: torch.Tensor  # (B,) tail node of the last selected candidate; -1 before the first step
     length: torch.Tensor  # (B,) edges on the path
     done: torch.Tensor  # (B,) bool, Stop taken
+
+    @property
+    def edge_used(self) -> torch.Tensor:
+        return self.edge_step >= 0
+
+    @property
+    def edge_reversed(self) -> torch.Tensor:
+        """(B, E) bool: the edge is on the path walked against its direction (its candidate ``2e + 1``)."""
+        return self.selected[:, 1::2]
+
+    def index(self, rows: torch.Tensor) -> PathState:
+        """The states of ``rows`` (beam search: children inherit their parent's path)."""
+        return PathState(self.selected[rows], self.edge_step[rows], self.current[rows], self.length[rows],
+                         self.done[rows])
 
 
 def pool_from_edges(heads: Sequence[torch.Tensor], tails: Sequence[torch.Tensor], topics: Sequence[torch.Tensor],
@@ -69,19 +83,21 @@ def pool_from_edges(heads: Sequence[torch.Tensor], tails: Sequence[torch.Tensor]
 def initial_state(pool: CandidatePool) -> PathState:
     b, c = pool.head.shape
     edges = max(c // 2, 1)
-    return PathState(torch.zeros((b, c), dtype=torch.bool), torch.zeros((b, edges), dtype=torch.bool),
+    return PathState(torch.zeros((b, c), dtype=torch.bool), torch.full((b, edges), -1, dtype=torch.long),
                      torch.full((b,), -1, dtype=torch.long), torch.zeros(b, dtype=torch.long),
                      torch.zeros(b, dtype=torch.bool))
 
 
-def legal_actions(pool: CandidatePool, state: PathState) -> torch.Tensor:
-    """``(B, C + 1)`` bool: the legal selects, then Stop (always legal; a finished question has Stop alone)."""
+def legal_actions(pool: CandidatePool, state: PathState, max_steps: int | None = None) -> torch.Tensor:
+    """``(B, C + 1)`` bool: the legal selects, then Stop (always legal; a finished question has Stop alone, and so
+    has a path of ``max_steps`` edges)."""
     safe_head = pool.head.clamp(min=0)
     at_start = pool.is_topic.gather(1, safe_head)  # head is a topic entity
     adjacent = pool.head == state.current[:, None]
     anchored = torch.where(state.length[:, None] == 0, at_start, adjacent)
     fresh = ~state.edge_used.gather(1, pool.edge.clamp(min=0))
-    select = pool.valid & anchored & fresh & ~state.done[:, None]
+    open_ = ~state.done if max_steps is None else ~state.done & (state.length < max_steps)
+    select = pool.valid & anchored & fresh & open_[:, None]
     stop = torch.ones_like(state.done)[:, None]
     return torch.cat([select, stop], dim=1)
 
@@ -94,10 +110,10 @@ def step(pool: CandidatePool, state: PathState, actions: torch.Tensor) -> PathSt
     rows = torch.arange(actions.numel())
     selected = state.selected.clone()
     selected[rows[~stop], pick[~stop]] = True
-    edge_used = state.edge_used.clone()
-    edge_used[rows[~stop], pool.edge[rows[~stop], pick[~stop]]] = True
+    edge_step = state.edge_step.clone()
+    edge_step[rows[~stop], pool.edge[rows[~stop], pick[~stop]]] = state.length[~stop]
     current = torch.where(stop, state.current, pool.tail[rows, pick])
-    return PathState(selected, edge_used, current, state.length + (~stop).long(), stop)
+    return PathState(selected, edge_step, current, state.length + (~stop).long(), stop)
 
 
 def masked_log_probs(select_logits: torch.Tensor, stop_logit: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:

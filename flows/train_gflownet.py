@@ -1,0 +1,120 @@
+"""GFlowNet training flow (spec h-rag.md §4.2–4.3, §5: ``experiment=train_gflownet data.cache_paths.*``).
+
+Reads the ``<split>_g_agent.pt`` files written by the retriever-eval flow (``cache_paths`` overrides them), trains
+the path policy with checkpoints every ``checkpoint_every`` steps (a killed run resumes from the last one with the
+same result), then calibrates the answer threshold on the validation split (best mean F1), writes the validation
+answers report and publishes artifacts: per-checkpoint table, learning curve PNG, validation metrics table.
+Run: ``python -m flows.train_gflownet --dataset metaqa`` or ``kgrag train-gflownet``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+from prefect import flow, task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
+
+from kgrag.config import get_settings
+from kgrag.hrag import pipeline as retrieval
+from kgrag.hrag.evaluate import png_markdown
+from kgrag.hrag.g_agent import GAgentSplit
+from kgrag.hrag.gflownet import pipeline
+from kgrag.hrag.gflownet.answers import choose_threshold
+from kgrag.hrag.gflownet.config import GFlowNetConfig
+from kgrag.hrag.gflownet.evaluate import answer_data, load_trained_policy, metrics_table, write_answers_report
+from kgrag.hrag.gflownet.plots import plot_learning_curve
+from kgrag.hrag.gflownet.train import train_gflownet as run_training
+from kgrag.hrag.text import TextEmbeddings
+from kgrag.rank.embedder import Embedder
+
+
+def _paths(dataset: str, splits: tuple[str, str], cache_paths: dict[str, str] | None) -> dict[str, Path]:
+    settings = get_settings()
+    given = cache_paths or {}
+    return {s: Path(given[s]) if given.get(s) else retrieval.g_agent_file(settings, dataset, s) for s in splits}
+
+
+@task(name="train-gflownet", cache_policy=NO_CACHE)
+def train(dataset: str, config_json: str, train_split: str, validation_split: str, cache_paths: dict) -> dict:
+    settings = get_settings()
+    cfg = GFlowNetConfig.model_validate_json(config_json)
+    if cfg.device != "cpu":
+        torch.set_default_device(cfg.device)
+    graph = retrieval.load_graph(settings, dataset)
+    text = TextEmbeddings.for_graph(graph, retrieval.hrag_dir(settings, dataset), Embedder.from_settings(settings))
+    files = _paths(dataset, (train_split, validation_split), cache_paths)
+    train_data = pipeline.agent_data(GAgentSplit.load(files[train_split]), text,
+                                     pipeline.split_gold(settings, dataset, train_split), cfg.max_pool_edges,
+                                     cfg.gt_walks, cfg.seed)
+    validation = pipeline.agent_data(GAgentSplit.load(files[validation_split]), text,
+                                     pipeline.split_gold(settings, dataset, validation_split))
+    run_dir = pipeline.run_dir(settings, dataset, cfg)
+    result = run_training(cfg, train_data, validation, text.entities, text.relations, run_dir,
+                          log=lambda line: sys.stderr.write(line + "\n"),
+                          meta={"dataset": dataset, "g_agent": {k: str(v) for k, v in files.items()}})
+    pipeline.record_latest(settings, dataset, run_dir)
+    return {"checkpoint": str(result.checkpoint), "best_step": result.best_step, "best_hits1": result.best_hits1,
+            "history": result.history, "resumed_from": result.resumed_from, "train_seconds": result.train_seconds,
+            "train_questions": len(train_data), "validation_file": str(files[validation_split])}
+
+
+@task(name="calibrate-and-validate", cache_policy=NO_CACHE)
+def calibrate(dataset: str, checkpoint: str, validation_split: str, validation_file: str) -> dict:
+    """Answer the whole validation split with the best policy, choose the F1 threshold there, save it in
+    ``best.pt`` and report Hits@1 / Hit / F1 per hop with that threshold."""
+    settings = get_settings()
+    trained = load_trained_policy(settings, dataset, Path(checkpoint))
+    graph = retrieval.load_graph(settings, dataset)
+    text = TextEmbeddings.for_graph(graph, retrieval.hrag_dir(settings, dataset), Embedder.from_settings(settings))
+    data = pipeline.agent_data(GAgentSplit.load(validation_file), text,
+                               pipeline.split_gold(settings, dataset, validation_split))
+    answers = answer_data(trained, data, text.entities)
+    trained.threshold = choose_threshold(answers.ranked, data.gold)
+    state = torch.load(checkpoint, map_location="cpu", weights_only=True)
+    state["threshold"] = trained.threshold
+    torch.save(state, checkpoint)
+    answers = answer_data(trained, data, text.entities)
+    path = write_answers_report(retrieval.hrag_dir(settings, dataset) / "eval", validation_split, answers,
+                                {"threshold": trained.threshold, "checkpoint": checkpoint})
+    return {"threshold": trained.threshold, "report": answers.report, "file": str(path)}
+
+
+@flow(name="train-gflownet", log_prints=True)
+def train_gflownet(dataset: str = "metaqa", config: dict | None = None, cache_paths: dict[str, str] | None = None,
+                   train_split: str = "train", validation_split: str = "validation") -> dict:
+    """Train the GFlowNet path policy on g_agent files; ``cache_paths`` = ``{"train": …, "validation": …}``."""
+    cfg = GFlowNetConfig(**(config or {}))
+    result = train(dataset, cfg.model_dump_json(), train_split, validation_split, cache_paths or {})
+    validation = calibrate(dataset, result["checkpoint"], validation_split, result["validation_file"])
+    run_dir = Path(result["checkpoint"]).parent
+    curve = plot_learning_curve(result["history"], run_dir / "learning_curve.png", f"GFlowNet training ({dataset})")
+    title = f"GFlowNet answers, {dataset} {validation_split} (threshold {validation['threshold']})"
+    table = metrics_table(validation["report"])
+    create_table_artifact(table=result["history"], key=f"gflownet-training-{dataset}",
+                          description=f"GFlowNet training per checkpoint on {dataset}")
+    create_markdown_artifact(key=f"gflownet-validation-{dataset}", description=title,
+                             markdown=f"# {title}\n\n{table}\n\n{png_markdown(curve)}\n")
+    return {**result, "validation": validation, "learning_curve": str(curve), "config": cfg.model_dump()}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Train the H-RAG GFlowNet path reasoner on g_agent files.")
+    parser.add_argument("--dataset", default="metaqa")
+    parser.add_argument("--config", default=None, help="JSON object of GFlowNetConfig fields")
+    parser.add_argument("--train-g-agent", default=None, help="data.cache_paths.train")
+    parser.add_argument("--validation-g-agent", default=None, help="data.cache_paths.validation")
+    args = parser.parse_args(argv)
+    paths = {k: v for k, v in (("train", args.train_g_agent), ("validation", args.validation_g_agent)) if v}
+    result = train_gflownet(dataset=args.dataset, config=json.loads(args.config) if args.config else None,
+                            cache_paths=paths)
+    print(metrics_table(result["validation"]["report"]))
+    print(json.dumps({k: v for k, v in result.items() if k not in ("history", "validation")}, default=str))
+
+
+if __name__ == "__main__":
+    main()

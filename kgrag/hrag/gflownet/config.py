@@ -1,0 +1,61 @@
+"""Settings of System 2 (the GFlowNet path reasoner): policy size, objective, reward, exploration, answering."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["GFlowNetConfig"]
+
+
+class GFlowNetConfig(BaseModel):
+    """Everything that decides a trained policy; ``fingerprint`` names its checkpoints."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # policy network (spec §4.2.2)
+    dim: int = Field(64, ge=8, description="token width of the Transformer encoder")
+    heads: int = Field(4, ge=1)
+    layers: int = Field(2, ge=1)
+    ffn: int = Field(128, ge=8)
+    entity_dim: int = Field(16, ge=0, description="projection of the head/tail entity name vectors; 0 = unused")
+    max_steps: int = Field(3, ge=1, description="edges on a path at most (Stop is forced after); MetaQA needs 3")
+    max_pool_edges: int = Field(128, ge=1, description="g_agent edges a training question keeps (top-K first, then GT)")
+    # objective (spec §4.3)
+    objective: Literal["tb", "subtb"] = "tb"
+    subtb_lambda: float = Field(0.9, gt=0, description="weight λ^(j-i) of a sub-trajectory of j-i transitions")
+    alpha: float = Field(1.0, ge=0, description="reward weight of Recall(S_T, G*)")
+    beta: float = Field(1.0, ge=0, description="reward weight of the answer-correct check")
+    epsilon: float = Field(1e-3, gt=0, description="reward floor (keeps log R finite)")
+    reward_exponent: float = Field(4.0, gt=0, description="R^γ: sharpens P(S) ∝ R toward correct paths")
+    # exploration (spec §4.3.2): ε_exp decays linearly from explore_start to explore_end over explore_steps
+    explore_start: float = Field(0.5, ge=0, le=1)
+    explore_end: float = Field(0.0, ge=0, le=1)
+    explore_steps: int = Field(1500, ge=1)
+    # GT replay: a share of each batch replays a sampled GT path (topic → answer over GT edges), an off-policy
+    # trajectory TB accepts as is; the rest is on-policy
+    gt_replay: float = Field(0.25, ge=0, le=1, description="share of a batch's trajectories replaying a GT path")
+    gt_walks: int = Field(4, ge=0, description="GT paths sampled per train question for replay")
+    # training
+    steps: int = Field(2500, ge=1, description="optimiser steps (one batch of trajectories each)")
+    batch_questions: int = Field(64, ge=1)
+    lr: float = Field(1e-3, gt=0)
+    log_z_lr: float = Field(1e-2, gt=0, description="learning rate of the log Z / flow heads")
+    weight_decay: float = Field(0.0, ge=0)
+    grad_clip: float = Field(1.0, gt=0)
+    checkpoint_every: int = Field(250, ge=1, description="steps between checkpoints (and validation checks)")
+    validation_questions: int = Field(500, ge=1, description="validation questions answered at each checkpoint")
+    max_train_questions: int = Field(0, ge=0, description="0 = every question of the train g_agent")
+    seed: int = 0
+    device: str = Field("cpu", pattern=r"^(cpu|cuda(:\d+)?|mps)$", description="torch device of training")
+    # answering
+    beam_width: int = Field(16, ge=1, description="paths kept per step by the answer beam search")
+    exclude_topics: bool = Field(True, description="a topic entity is never an answer")
+
+    def fingerprint(self) -> str:
+        """Hash of the fields that change the trained policy (not the answering settings)."""
+        fields = self.model_dump(exclude={"beam_width", "exclude_topics", "validation_questions", "device"})
+        return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:12]

@@ -1,0 +1,117 @@
+"""Answering with a trained policy: on a g_agent split, or on any MetaQA-format question file (the whole chain).
+
+The whole chain for a file: prep lookups (names → entities) → PPR G_retrieval → retriever scores → pruned g_agent
+(Top-K) → policy beam search → ranked answers → Hits@1 / Hit / F1. Questions whose topic entity the graph lacks
+stay in the denominator as misses.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from kgrag.config import Settings
+from kgrag.hrag import pipeline as retrieval
+from kgrag.hrag.evaluate import evaluate_samples, load_trained
+from kgrag.hrag.g_agent import GAgentSplit
+from kgrag.hrag.gflownet import pipeline
+from kgrag.hrag.gflownet.answers import FoundPath, answer_metrics, answer_questions, summarise
+from kgrag.hrag.gflownet.config import GFlowNetConfig
+from kgrag.hrag.gflownet.policy import PathPolicy
+from kgrag.hrag.gflownet.train import AgentData, load_policy
+from kgrag.hrag.questions import read_question_file
+from kgrag.hrag.text import TextEmbeddings
+
+__all__ = ["TrainedPolicy", "Answers", "load_trained_policy", "answer_data", "evaluate_split", "evaluate_file",
+           "metrics_table"]
+
+
+@dataclass
+class TrainedPolicy:
+    policy: PathPolicy
+    config: GFlowNetConfig
+    threshold: float
+    checkpoint: Path
+
+
+@dataclass
+class Answers:
+    ranked: list[list[tuple[int, float]]]
+    found: list[list[FoundPath]]
+    metrics: dict[str, np.ndarray]  # per question
+    report: dict[str, dict]  # per hop + all
+    data: AgentData
+
+
+def load_trained_policy(settings: Settings, dataset: str, checkpoint: Path | None = None) -> TrainedPolicy:
+    path = Path(checkpoint) if checkpoint else pipeline.latest_policy(settings, dataset)
+    policy, state = load_policy(path)
+    return TrainedPolicy(policy, GFlowNetConfig(**state["config"]), float(state.get("threshold", 1.0)), path)
+
+
+def answer_data(trained: TrainedPolicy, data: AgentData, entity_vectors: np.ndarray, misses: int = 0,
+                miss_hops: list[int] | None = None) -> Answers:
+    """Answer every question of ``data``; ``misses`` unanswerable questions (no topic) count as zeros."""
+    cfg = trained.config
+    ranked, found = answer_questions(trained.policy, data.questions, data.vectors, entity_vectors, cfg.beam_width,
+                                     cfg.max_steps, cfg.exclude_topics)
+    metrics = answer_metrics(ranked, data.gold, trained.threshold)
+    hops = data.hops + list(miss_hops or [0] * misses)
+    if misses:
+        metrics = {k: np.concatenate([v, np.zeros(misses)]) for k, v in metrics.items()}
+    return Answers(ranked, found, metrics, summarise(metrics, hops), data)
+
+
+def evaluate_split(settings: Settings, dataset: str, split: str, trained: TrainedPolicy,
+                   text: TextEmbeddings, g_agent: Path | None = None) -> Answers:
+    """Answers on ``<split>_g_agent.pt`` (or the given file) with the split's gold answer sets."""
+    agent = GAgentSplit.load(g_agent or retrieval.g_agent_file(settings, dataset, split))
+    data = pipeline.agent_data(agent, text, pipeline.split_gold(settings, dataset, split))
+    return answer_data(trained, data, text.entities)
+
+
+def evaluate_file(settings: Settings, dataset: str, path: Path, hop: int | None = None,
+                  retriever_checkpoint: Path | None = None,
+                  policy_checkpoint: Path | None = None) -> tuple[Answers, dict]:
+    """The whole chain on a MetaQA-format file with the latest (or given) retriever and policy."""
+    retriever = load_trained(settings, dataset, retriever_checkpoint)
+    trained = load_trained_policy(settings, dataset, policy_checkpoint)
+    read = read_question_file(Path(path), retriever.graph, hop)
+    folder = retrieval.hrag_dir(settings, dataset) / "files"
+    samples = retrieval.question_samples(retriever.graph, read.questions, retriever.config, folder, Path(path).stem)
+    scored = evaluate_samples(retriever, samples)
+    agent = retrieval.build_g_agent(retriever.graph, samples, scored.ptr, scored.scores,
+                                    retriever.config.anchor_top_k, oracle=False,
+                                    meta={"split": "file", "dataset": dataset, "file": str(path)})
+    data = pipeline.agent_data(agent, retriever.text, read.questions)
+    misses = len(read.unresolved_topic)
+    answers = answer_data(trained, data, retriever.text.entities, misses, [read.questions[0].hop] * misses)
+    info = {"file": str(path), "questions": len(read.questions) + misses, "malformed_lines": len(read.malformed_lines),
+            "unresolved_topic": misses, "unresolved_answers": read.unresolved_answers,
+            "retriever": str(retriever.checkpoint), "policy": str(trained.checkpoint), "threshold": trained.threshold}
+    return answers, info
+
+
+def metrics_table(report: dict[str, dict]) -> str:
+    """Markdown: rows per hop + all; Hits@1 / Hit / F1 in percent with ``n``."""
+    lines = ["| rows | n | Hits@1 | Hit | F1 |", "|---|---|---|---|---|"]
+    for name, row in report.items():
+        lines.append(f"| {name} | {row['n']} | {100 * row['hits@1']:.2f} | {100 * row['hit']:.2f} | "
+                     f"{100 * row['f1']:.2f} |")
+    return "\n".join(lines)
+
+
+def flat_figures(report: dict[str, dict]) -> dict[str, float | int]:
+    """The one-line JSON of ``kgrag eval --json``: n, hits@1, hit, f1 over all questions."""
+    row = report["all"]
+    return {"n": row["n"], "hits@1": row["hits@1"], "hit": row["hit"], "f1": row["f1"]}
+
+
+def write_answers_report(folder: Path, name: str, answers: Answers, extra: dict) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"answers_{name}.json"
+    path.write_text(json.dumps({"report": answers.report, **extra}, indent=1, default=str))
+    return path

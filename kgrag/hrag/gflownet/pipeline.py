@@ -1,0 +1,65 @@
+"""System 2's steps over a prepared dataset (flows/ wires them): g_agent data, checkpoints, the latest run.
+
+Checkpoints: ``work/checkpoints/gflownet/<dataset>-<config fingerprint>/{best,last}.pt``; ``<dataset>-latest.json``
+beside them names the run that trained last (what ``kgrag eval`` loads).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from kgrag.config import Settings
+from kgrag.errors import KgragError
+from kgrag.hrag.g_agent import GAgentSplit
+from kgrag.hrag.gflownet.config import GFlowNetConfig
+from kgrag.hrag.gflownet.data import agent_questions
+from kgrag.hrag.gflownet.train import AgentData
+from kgrag.hrag.questions import HragQuestion, prepared_questions
+from kgrag.hrag.text import TextEmbeddings
+
+__all__ = ["agent_data", "split_gold", "run_dir", "record_latest", "latest_policy"]
+
+
+def split_gold(settings: Settings, dataset: str, split: str) -> dict[str, set[int]]:
+    """qid → the gold answer entities of a prepared split (the whole set, also answers g_agent lacks)."""
+    return {q.qid: set(q.answers) for q in prepared_questions(settings.dataset_dir(dataset), [split])}
+
+
+def agent_data(g_agent: GAgentSplit, text: TextEmbeddings, gold: dict[str, set[int]] | Sequence[HragQuestion],
+               max_edges: int | None = None, walks: int = 0, seed: int = 0) -> AgentData:
+    """A g_agent split as policy data; ``gold`` maps qid → answers (or the questions g_agent was built from)."""
+    if not isinstance(gold, dict):
+        gold = {q.qid: set(q.answers) for q in gold}
+    missing = [q for q in g_agent.qids if str(q) not in gold]
+    if missing:
+        raise KgragError(f"{len(missing)} g_agent questions without gold answers (first: {missing[0]})")
+    questions = agent_questions(g_agent, max_edges, walks, seed)
+    vectors = text.questions(g_agent.questions) if len(g_agent) else np.zeros((0, text.dim), np.float32)
+    return AgentData(questions, np.asarray(vectors, dtype=np.float32), [gold[str(q)] for q in g_agent.qids])
+
+
+def run_dir(settings: Settings, dataset: str, cfg: GFlowNetConfig) -> Path:
+    return settings.checkpoint_dir / "gflownet" / f"{dataset}-{cfg.fingerprint()}"
+
+
+def record_latest(settings: Settings, dataset: str, folder: Path) -> None:
+    pointer = settings.checkpoint_dir / "gflownet" / f"{dataset}-latest.json"
+    tmp = pointer.with_name(pointer.name + f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps({"run_dir": str(folder)}))
+    os.replace(tmp, pointer)
+
+
+def latest_policy(settings: Settings, dataset: str) -> Path:
+    """``best.pt`` of the GFlowNet run that trained last for ``dataset``; a clear error when there is none."""
+    pointer = settings.checkpoint_dir / "gflownet" / f"{dataset}-latest.json"
+    if pointer.is_file():
+        best = Path(json.loads(pointer.read_text())["run_dir"]) / "best.pt"
+        if best.is_file():
+            return best
+    raise KgragError(f"no trained GFlowNet policy for {dataset} under {settings.checkpoint_dir / 'gflownet'}: "
+                     f"run `kgrag train-gflownet --dataset {dataset}` first")

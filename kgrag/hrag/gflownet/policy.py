@@ -1,0 +1,136 @@
+"""The reasoning policy (spec h-rag.md §4.2.1–4.2.2): a Transformer encoder over [CLS], the query and the pool.
+
+Tokens: ``[CLS]``, the query (its masked question vector), then one token per g_agent edge. An edge token's content
+``h_i`` mixes its relation (name vector + id embedding), the relation read against the question (``W(r ⊙ q)``),
+the retriever's score of the edge (System 1's relevance, standardised per question) and its head/tail entity name
+vectors; it is computed once per question (:meth:`PathPolicy.embed_pool`). At step ``t`` the role-aware input is
+
+    Z_i = h_i + e_type(role_i) + 1[i ∈ S_t] · e_order(position of i on the path, walk direction)
+
+with roles CLS / Query / Context (selected evidence) / Candidate. Pool tokens get no positional encoding, so the
+encoder (no positional encoding anywhere) is permutation-equivariant over the pool: permuting the edges permutes
+their select logits and leaves Stop and ``log Z`` unchanged.
+
+Heads: an edge token gives two select logits, ``w_fwd·h_j`` (walk the edge as stored) and ``w_rev·h_j`` (walk it
+backwards), laid out as the environment's candidates ``2e`` / ``2e + 1``; Stop is ``w_stop·h_CLS``;
+``log Z_θ(q)`` is an MLP on ``h_CLS`` at ``S_0``, and ``log F(S_t)`` (sub-trajectory balance) another MLP on
+``h_CLS`` at ``S_t``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from kgrag.hrag.gflownet.data import PoolBatch
+from kgrag.hrag.gflownet.env import PathState, masked_log_probs
+
+__all__ = ["PathPolicy", "PolicyOutput", "PoolEmbedding", "CLS", "QUERY", "CONTEXT", "CANDIDATE"]
+
+CLS, QUERY, CONTEXT, CANDIDATE = range(4)  # token roles (e_type)
+
+
+@dataclass
+class PoolEmbedding:
+    edges: torch.Tensor  # (B, E, dim) content h_i of the edge tokens
+    query: torch.Tensor  # (B, dim)
+    padding: torch.Tensor  # (B, 2 + E) bool, True on padded edge tokens (key padding mask)
+
+    def repeat(self, times: int) -> PoolEmbedding:
+        return PoolEmbedding(*(x.repeat_interleave(times, dim=0) for x in (self.edges, self.query, self.padding)))
+
+    def index(self, rows: torch.Tensor) -> PoolEmbedding:
+        return PoolEmbedding(self.edges[rows], self.query[rows], self.padding[rows])
+
+
+@dataclass
+class PolicyOutput:
+    select_logits: torch.Tensor  # (B, 2E) candidate logits, candidate 2e = edge e forward, 2e + 1 reversed
+    stop_logit: torch.Tensor  # (B,)
+    cls: torch.Tensor  # (B, dim) encoder output at [CLS]
+
+
+def _mlp(dim: int) -> nn.Sequential:
+    return nn.Sequential(nn.Linear(dim, dim), nn.GELU(), nn.Linear(dim, 1))
+
+
+class PathPolicy(nn.Module):
+    """``relation_vectors`` (relations, text_dim): the relation name vectors, kept as a buffer (saved with the
+    weights); ``PathPolicy(**policy.hparams)`` rebuilds the architecture for ``load_state_dict``."""
+
+    def __init__(self, text_dim: int, num_relations: int, dim: int = 64, heads: int = 4, layers: int = 2,
+                 ffn: int = 128, entity_dim: int = 16, max_steps: int = 4,
+                 relation_vectors: torch.Tensor | None = None) -> None:
+        super().__init__()
+        self.hparams = {"text_dim": text_dim, "num_relations": num_relations, "dim": dim, "heads": heads,
+                        "layers": layers, "ffn": ffn, "entity_dim": entity_dim, "max_steps": max_steps}
+        vectors = torch.zeros((max(num_relations, 1), text_dim)) if relation_vectors is None else relation_vectors
+        self.register_buffer("relation_vectors", torch.as_tensor(vectors, dtype=torch.float32).clone())
+        self.relation_text = nn.Linear(text_dim, dim)
+        self.relation_id = nn.Embedding(max(num_relations, 1), dim)
+        self.entity = nn.Linear(text_dim, entity_dim) if entity_dim else None
+        self.entity_mix = nn.Linear(2 * entity_dim, dim, bias=False) if entity_dim else None
+        self.query = nn.Linear(text_dim, dim)
+        self.query_relation = nn.Linear(dim, dim)  # content of an edge relative to the question: W(r ⊙ q)
+        self.score = nn.Linear(1, dim, bias=False)  # the retriever's (standardised) score of the edge
+        self.cls = nn.Parameter(torch.zeros(dim))
+        self.role = nn.Embedding(4, dim)
+        self.order = nn.Embedding(2 * max_steps, dim)  # (position on the path, walked backwards)
+        layer = nn.TransformerEncoderLayer(dim, heads, ffn, dropout=0.0, batch_first=True, norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(dim)
+        self.select = nn.Linear(dim, 2)
+        self.stop = nn.Linear(dim, 1)
+        self.log_z = _mlp(dim)
+        self.log_flow = _mlp(dim)
+
+    def embed_pool(self, batch: PoolBatch) -> PoolEmbedding:
+        """The per-question content of the tokens (no state in it): computed once, reused at every step."""
+        relations = self.relation_text(self.relation_vectors) + self.relation_id.weight  # (R, dim), once
+        query = self.query(batch.question)
+        edges = relations[batch.relation]
+        edges = edges + self.query_relation(edges * query[:, None]) + self.score(batch.score[..., None])
+        if self.entity is not None:
+            nodes = self.entity(batch.node_vectors)  # (B, N, entity_dim)
+            ends = torch.cat([_gather_nodes(nodes, batch.head), _gather_nodes(nodes, batch.tail)], dim=-1)
+            edges = edges + self.entity_mix(ends)
+        b = len(batch)
+        padding = torch.cat([torch.zeros((b, 2), dtype=torch.bool), ~batch.edge_valid], dim=1)
+        return PoolEmbedding(edges, query, padding)
+
+    def forward(self, pooled: PoolEmbedding, state: PathState) -> PolicyOutput:
+        b, e, dim = pooled.edges.shape
+        on_path = state.edge_used[:, :e]
+        role = torch.where(on_path, CONTEXT, CANDIDATE)
+        edges = pooled.edges + self.role(role)
+        order = (state.edge_step[:, :e].clamp(min=0) * 2 + state.edge_reversed[:, :e].long())
+        order = order.clamp(max=self.order.num_embeddings - 1)
+        edges = edges + self.order(order) * on_path[..., None]
+        cls = (self.cls + self.role.weight[CLS]).expand(b, 1, dim)
+        query = (pooled.query + self.role.weight[QUERY])[:, None]
+        hidden = self.norm(self.encoder(torch.cat([cls, query, edges], dim=1), src_key_padding_mask=pooled.padding))
+        select = self.select(hidden[:, 2:]).reshape(b, 2 * e)
+        return PolicyOutput(select, self.stop(hidden[:, 0]).squeeze(-1), hidden[:, 0])
+
+    def log_probs(self, pooled: PoolEmbedding, state: PathState, legal: torch.Tensor,
+                  rows: torch.Tensor) -> tuple[torch.Tensor, PolicyOutput]:
+        """Masked ``log P_F`` over ``[selects…, Stop]`` for every row, running the encoder on ``rows`` only (the
+        others are finished: Stop alone, log-prob 0); the output covers ``rows``."""
+        out = self(pooled.index(rows), state.index(rows))
+        log_p = torch.full(legal.shape, float("-inf"))
+        log_p[:, -1] = 0.0
+        log_p[rows] = masked_log_probs(out.select_logits, out.stop_logit, legal[rows])
+        return log_p, out
+
+    def initial_log_z(self, out: PolicyOutput) -> torch.Tensor:
+        return self.log_z(out.cls).squeeze(-1)
+
+    def state_log_flow(self, out: PolicyOutput) -> torch.Tensor:
+        return self.log_flow(out.cls).squeeze(-1)
+
+
+def _gather_nodes(nodes: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """(B, N, D) node rows at (B, E) local indices → (B, E, D)."""
+    return nodes.gather(1, index[..., None].expand(-1, -1, nodes.shape[-1]))
