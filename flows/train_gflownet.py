@@ -43,8 +43,6 @@ def _paths(dataset: str, splits: tuple[str, str], cache_paths: dict[str, str] | 
 def train(dataset: str, config_json: str, train_split: str, validation_split: str, cache_paths: dict) -> dict:
     settings = get_settings()
     cfg = GFlowNetConfig.model_validate_json(config_json)
-    if cfg.device != "cpu":
-        torch.set_default_device(cfg.device)
     graph = retrieval.load_graph(settings, dataset)
     text = TextEmbeddings.for_graph(graph, retrieval.hrag_dir(settings, dataset), Embedder.from_settings(settings))
     files = _paths(dataset, (train_split, validation_split), cache_paths)

@@ -134,6 +134,28 @@ def _run_retriever(dataset: str, settings) -> None:
     console.print(f"g_agent files: {', '.join(p['g_agent'] for p in result.values())}")
     for line in g_agent_example(settings, dataset, validation_split):
         console.print(line, highlight=False)
+    _run_gflownet(dataset, settings, train_split, validation_split)
+
+
+def _run_gflownet(dataset: str, settings, train_split: str, validation_split: str) -> None:
+    """make run's System 2 stage: train the GFlowNet path policy on g_agent, answer the validation split."""
+    from flows.train_gflownet import train_gflownet
+    from kgrag.hrag.gflownet.evaluate import metrics_table
+    from kgrag.run import RUN_GFLOWNET_CONFIG, answer_examples
+
+    console.print(f"\n[bold]H-RAG GFlowNet reasoner[/]: training on {train_split} g_agent "
+                  f"(budget {RUN_GFLOWNET_CONFIG}), validating on {validation_split}")
+    result = train_gflownet(dataset=dataset, config=RUN_GFLOWNET_CONFIG, train_split=train_split,
+                            validation_split=validation_split)
+    for row in result["history"]:
+        console.print(f"  step {row['step']}: loss {row['loss']:.3f}, sampled paths correct {row['correct']:.3f}, "
+                      f"val hits@1 {row['val_hits@1']:.4f}, {row['train_seconds']:.0f}s")
+    validation = result["validation"]
+    console.print(f"\n[bold]Answers without an LLM[/] ({dataset} {validation_split}, g_agent Top-K, beam search; "
+                  f"F1 threshold {validation['threshold']} chosen on this split; percent)")
+    print(metrics_table(validation["report"]))
+    for line in answer_examples(settings, dataset, validation_split, result["checkpoint"]):
+        console.print(line, highlight=False)
 
 
 @app.command()

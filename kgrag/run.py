@@ -98,3 +98,32 @@ def g_agent_example(settings: Settings, dataset: str, split: str, top: int = 5) 
         name = [(graph.entity_names[e] or graph.entity_ids[e]) + ("*" if e in answers else "") for e in (h, t)]
         lines.append(f"  {float(sample['edge_scores'][j]):7.3f}  ({name[0]}, {graph.relations[r]}, {name[1]})")
     return lines
+
+
+#: the GFlowNet budget of ``make run`` (the full budget is ``kgrag train-gflownet`` with the defaults)
+RUN_GFLOWNET_CONFIG: dict = {}
+
+
+def answer_examples(settings: Settings, dataset: str, split: str, checkpoint: str, count: int = 2) -> list[str]:
+    """Two answered questions of ``split`` (the first 2-hop and the first 3-hop one, else the first ones) with
+    their ranked answers and most probable paths."""
+    from kgrag.hrag import pipeline as retrieval
+    from kgrag.hrag.g_agent import GAgentSplit
+    from kgrag.hrag.gflownet import pipeline
+    from kgrag.hrag.gflownet.evaluate import answer_data, example_lines, load_trained_policy
+    from kgrag.hrag.text import TextEmbeddings
+    from kgrag.rank.embedder import Embedder
+
+    graph = retrieval.load_graph(settings, dataset)
+    g_agent = GAgentSplit.load(retrieval.g_agent_file(settings, dataset, split))
+    hops = g_agent.hops.tolist()
+    picks = [next((i for i, h in enumerate(hops) if h == hop), None) for hop in (2, 3)]
+    picks = [i for i in picks if i is not None] or list(range(min(count, len(hops))))
+    text = TextEmbeddings.for_graph(graph, retrieval.hrag_dir(settings, dataset), Embedder.from_settings(settings))
+    chosen = g_agent.subset(picks[:count])
+    data = pipeline.agent_data(chosen, text, pipeline.split_gold(settings, dataset, split))
+    answers = answer_data(load_trained_policy(settings, dataset, Path(checkpoint)), data, text.entities)
+    lines = []
+    for i in range(len(data)):
+        lines += [""] + example_lines(answers, graph, i)
+    return lines

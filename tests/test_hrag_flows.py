@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from typer.testing import CliRunner
 
 from flows.prepare_data import prepare_data
 from flows.retriever_eval import retriever_eval
+from flows.train_gflownet import train_gflownet
 from flows.train_retriever import train_retriever
 from kgrag.cli import app
 from kgrag.hrag.g_agent import GAgentSplit
 from kgrag.prep.steps import read_prepared_questions
 
+GFLOWNET_TINY = {"dim": 16, "heads": 2, "layers": 1, "ffn": 32, "entity_dim": 4, "batch_questions": 8, "steps": 80,
+                 "checkpoint_every": 20, "validation_questions": 18, "beam_width": 4, "lr": 1e-2, "explore_steps": 40}
 TINY = {"top_n": 100, "max_triples": 600, "epochs": 3, "batch_questions": 4, "negatives": 32, "hidden": 32,
         "proj": 16, "entity_proj": 8, "early_stop_k": 10, "patience": 3}
 
@@ -51,3 +55,38 @@ def test_train_and_eval_flows_on_demo(prefect_harness, work_settings, tmp_path):
     assert set(figures) >= {f"answer_recall@{k}" for k in (50, 100, 200, 500)}
     res = runner.invoke(app, ["retriever-eval", "--dataset", "demo", "--questions", str(tmp_path / "missing.txt")])
     assert res.exit_code == 1 and "question file not found" in res.output and "Traceback" not in res.output
+
+    # System 2 on the g_agent just written: train (train = validation = the demo's test split), then answer
+    reasoned = train_gflownet(dataset="demo", config=GFLOWNET_TINY, train_split="test", validation_split="test")
+    assert [row["step"] for row in reasoned["history"]] == [20, 40, 60, 80]
+    assert Path(reasoned["learning_curve"]).is_file() and reasoned["validation"]["report"]["all"]["n"] == 18
+    learned = reasoned["validation"]["report"]["all"]["hits@1"]
+    uniform = _uniform_policy_hits1(work_settings, reasoned["checkpoint"])
+    assert learned > uniform + 0.2, (learned, uniform)
+
+    res = runner.invoke(app, ["eval", "--dataset", "demo", "--questions", str(qfile), "--json"])
+    assert res.exit_code == 0, res.output
+    figures = json.loads(res.output.strip().splitlines()[-1])
+    assert set(figures) == {"n", "hits@1", "hit", "f1"} and figures["n"] == 18
+    assert 0.0 <= figures["f1"] <= figures["hit"] <= 1.0 and figures["hits@1"] <= figures["hit"]
+    res = runner.invoke(app, ["eval", "--dataset", "demo", "--split", "test"])
+    assert res.exit_code == 0 and "Hits@1" in res.output, res.output
+
+
+def _uniform_policy_hits1(settings, checkpoint: str) -> float:
+    """Hits@1 on the demo test g_agent of the trained policy's architecture with select / Stop heads zeroed: every
+    legal action equally likely."""
+    import torch
+
+    from kgrag.hrag import pipeline
+    from kgrag.hrag.gflownet.evaluate import evaluate_split, load_trained_policy
+    from kgrag.hrag.text import TextEmbeddings
+
+    trained = load_trained_policy(settings, "demo", Path(checkpoint))
+    for head in (trained.policy.select, trained.policy.stop):
+        torch.nn.init.zeros_(head.weight)
+        torch.nn.init.zeros_(head.bias)
+    trained.threshold = 1.0
+    graph = pipeline.load_graph(settings, "demo")
+    text = TextEmbeddings.for_graph(graph, pipeline.hrag_dir(settings, "demo"))
+    return evaluate_split(settings, "demo", "test", trained, text).report["all"]["hits@1"]

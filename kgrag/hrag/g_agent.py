@@ -220,6 +220,12 @@ class GAgentSplit:
         out.update(qid=self.qids[i], question=self.questions[i], hop=int(self.hops[i]))
         return out
 
+    def subset(self, rows: Sequence[int]) -> GAgentSplit:
+        """The questions ``rows``, in that order."""
+        records = [self.sample(i) for i in rows]
+        return GAgentSplit.build(records, [r["qid"] for r in records], [r["question"] for r in records],
+                                 [r["hop"] for r in records], self.meta)
+
     def summary(self) -> dict[str, float | int]:
         q = len(self)
         edges = torch.diff(self.tensors["edge_ptr"]).double()

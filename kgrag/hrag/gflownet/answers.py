@@ -145,7 +145,7 @@ def answer_questions(policy: PathPolicy, questions: Sequence[QuestionGraph], vec
     policy.eval()
     for lo in range(0, len(questions), batch_size):
         batch = collate(questions[lo : lo + batch_size], vectors[lo : lo + batch_size], entity_vectors)
-        paths = beam_search(policy, batch, width, max_steps)
+        paths = beam_search(policy, batch.to(policy.relation_vectors.device), width, max_steps)
         ranked.extend(rank_answers(paths, batch, exclude_topics))
         found.extend(paths)
     return ranked, found

@@ -27,23 +27,23 @@ class GFlowNetConfig(BaseModel):
     # objective (spec §4.3)
     objective: Literal["tb", "subtb"] = "tb"
     subtb_lambda: float = Field(0.9, gt=0, description="weight λ^(j-i) of a sub-trajectory of j-i transitions")
-    alpha: float = Field(1.0, ge=0, description="reward weight of Recall(S_T, G*)")
+    alpha: float = Field(0.25, ge=0, description="reward weight of Recall(S_T, G*)")
     beta: float = Field(1.0, ge=0, description="reward weight of the answer-correct check")
-    epsilon: float = Field(1e-3, gt=0, description="reward floor (keeps log R finite)")
-    reward_exponent: float = Field(4.0, gt=0, description="R^γ: sharpens P(S) ∝ R toward correct paths")
+    epsilon: float = Field(0.01, gt=0, description="reward floor (keeps log R finite)")
+    reward_exponent: float = Field(3.0, gt=0, description="R^γ: sharpens P(S) ∝ R toward correct paths")
     # exploration (spec §4.3.2): ε_exp decays linearly from explore_start to explore_end over explore_steps
-    explore_start: float = Field(0.5, ge=0, le=1)
+    explore_start: float = Field(0.1, ge=0, le=1)
     explore_end: float = Field(0.0, ge=0, le=1)
-    explore_steps: int = Field(1500, ge=1)
+    explore_steps: int = Field(300, ge=1)
     # GT replay: a share of each batch replays a sampled GT path (topic → answer over GT edges), an off-policy
     # trajectory TB accepts as is; the rest is on-policy
-    gt_replay: float = Field(0.25, ge=0, le=1, description="share of a batch's trajectories replaying a GT path")
+    gt_replay: float = Field(0.5, ge=0, le=1, description="share of a batch's trajectories replaying a GT path")
     gt_walks: int = Field(4, ge=0, description="GT paths sampled per train question for replay")
     # training
     steps: int = Field(2500, ge=1, description="optimiser steps (one batch of trajectories each)")
     batch_questions: int = Field(64, ge=1)
-    lr: float = Field(1e-3, gt=0)
-    log_z_lr: float = Field(1e-2, gt=0, description="learning rate of the log Z / flow heads")
+    lr: float = Field(3e-3, gt=0)
+    log_z_lr: float = Field(5e-2, gt=0, description="learning rate of the log Z / flow heads")
     weight_decay: float = Field(0.0, ge=0)
     grad_clip: float = Field(1.0, gt=0)
     checkpoint_every: int = Field(250, ge=1, description="steps between checkpoints (and validation checks)")

@@ -132,6 +132,13 @@ class PoolBatch:
     def tail(self) -> torch.Tensor:
         return self.pool.tail[:, 0::2].clamp(min=0)
 
+    def to(self, device: torch.device | str) -> PoolBatch:
+        p = self.pool
+        pool = CandidatePool(*(x.to(device) for x in (p.head, p.tail, p.edge, p.valid, p.is_topic)))
+        return PoolBatch(pool, *(x.to(device) for x in (self.relation, self.edge_valid, self.node_vectors,
+                                                        self.is_answer, self.gt_edge, self.score, self.gt_needed,
+                                                        self.question, self.node_ids)))
+
     def repeat(self, times: int) -> PoolBatch:
         """Each question ``times`` times in a row (beam search: one row per beam)."""
         def rep(x: torch.Tensor) -> torch.Tensor:

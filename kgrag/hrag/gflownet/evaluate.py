@@ -14,19 +14,22 @@ from pathlib import Path
 import numpy as np
 
 from kgrag.config import Settings
+from kgrag.graph.csr import CSRGraph
 from kgrag.hrag import pipeline as retrieval
 from kgrag.hrag.evaluate import evaluate_samples, load_trained
 from kgrag.hrag.g_agent import GAgentSplit
 from kgrag.hrag.gflownet import pipeline
 from kgrag.hrag.gflownet.answers import FoundPath, answer_metrics, answer_questions, summarise
 from kgrag.hrag.gflownet.config import GFlowNetConfig
+from kgrag.hrag.gflownet.data import QuestionGraph
+from kgrag.hrag.gflownet.llm_answer import PathEvidence, verbalise_path
 from kgrag.hrag.gflownet.policy import PathPolicy
 from kgrag.hrag.gflownet.train import AgentData, load_policy
 from kgrag.hrag.questions import read_question_file
 from kgrag.hrag.text import TextEmbeddings
 
 __all__ = ["TrainedPolicy", "Answers", "load_trained_policy", "answer_data", "evaluate_split", "evaluate_file",
-           "metrics_table"]
+           "metrics_table", "flat_figures", "write_answers_report", "path_evidence", "example_lines"]
 
 
 @dataclass
@@ -115,3 +118,29 @@ def write_answers_report(folder: Path, name: str, answers: Answers, extra: dict)
     path = folder / f"answers_{name}.json"
     path.write_text(json.dumps({"report": answers.report, **extra}, indent=1, default=str))
     return path
+
+
+def path_evidence(question: QuestionGraph, path: FoundPath, graph: CSRGraph) -> PathEvidence:
+    """A found path as named triples (as stored in the graph, in walk order) for display or an LLM prompt."""
+    def name(local: int) -> str:
+        entity = int(question.node_ids[local])
+        return graph.entity_names[entity] or graph.entity_ids[entity]
+
+    triples = tuple((name(int(question.head[c // 2])), graph.relations[int(question.relation[c // 2])],
+                     name(int(question.tail[c // 2]))) for c in path.candidates)
+    return PathEvidence(triples, name(path.terminal), path.probability)
+
+
+def example_lines(answers: Answers, graph: CSRGraph, index: int, top: int = 3) -> list[str]:
+    """One question's answers: the question, the ranked answers (✓ = gold) and its most probable paths."""
+    q, ranked, gold = answers.data.questions[index], answers.ranked[index], answers.data.gold[index]
+
+    def name(entity: int) -> str:
+        return graph.entity_names[entity] or graph.entity_ids[entity]
+
+    lines = [f"Question ({q.hop}-hop): {q.text}",
+             "Answers: " + (", ".join(f"{name(e)} {s:.3f}{' ✓' if e in gold else ' ✗'}" for e, s in ranked[:top])
+                            or "none")]
+    for path in answers.found[index][:top]:
+        lines.append(f"  path p={path.probability:.3f}: {verbalise_path(path_evidence(q, path, graph))}")
+    return lines

@@ -7,7 +7,9 @@ vectors; it is computed once per question (:meth:`PathPolicy.embed_pool`). At st
 
     Z_i = h_i + e_type(role_i) + 1[i ∈ S_t] · e_order(position of i on the path, walk direction)
 
-with roles CLS / Query / Context (selected evidence) / Candidate. Pool tokens get no positional encoding, so the
+with roles CLS / Query / Context (selected evidence) / Candidate, plus on every edge token alike a step-``t`` map of
+``relation ⊙ question`` (which relation the question asks for at hop ``t``; ``t`` is the path length, the same for
+all tokens of a state), and on [CLS] a step-``t`` map of the question (whether it asks for more hops: Stop). Pool tokens get no positional encoding, so the
 encoder (no positional encoding anywhere) is permutation-equivariant over the pool: permuting the edges permutes
 their select logits and leaves Stop and ``log Z`` unchanged.
 
@@ -37,12 +39,14 @@ class PoolEmbedding:
     edges: torch.Tensor  # (B, E, dim) content h_i of the edge tokens
     query: torch.Tensor  # (B, dim)
     padding: torch.Tensor  # (B, 2 + E) bool, True on padded edge tokens (key padding mask)
+    relation_query: torch.Tensor  # (B, E, dim) relation ⊙ question, read per step by the hop map
 
     def repeat(self, times: int) -> PoolEmbedding:
-        return PoolEmbedding(*(x.repeat_interleave(times, dim=0) for x in (self.edges, self.query, self.padding)))
+        return PoolEmbedding(*(x.repeat_interleave(times, dim=0)
+                               for x in (self.edges, self.query, self.padding, self.relation_query)))
 
     def index(self, rows: torch.Tensor) -> PoolEmbedding:
-        return PoolEmbedding(self.edges[rows], self.query[rows], self.padding[rows])
+        return PoolEmbedding(self.edges[rows], self.query[rows], self.padding[rows], self.relation_query[rows])
 
 
 @dataclass
@@ -78,6 +82,11 @@ class PathPolicy(nn.Module):
         self.cls = nn.Parameter(torch.zeros(dim))
         self.role = nn.Embedding(4, dim)
         self.order = nn.Embedding(2 * max_steps, dim)  # (position on the path, walked backwards)
+        # step-aware reading of relation ⊙ question on every candidate alike: which relation the question wants at
+        # hop t (the same map for all pool tokens, so no positional information)
+        self.hop_query = nn.Parameter(torch.randn(max_steps + 1, dim, dim) * dim**-0.5 * 0.1)
+        # the same for [CLS], which carries Stop: the question read at step t (how many hops it asks for)
+        self.hop_cls = nn.Parameter(torch.randn(max_steps + 1, dim, dim) * dim**-0.5 * 0.1)
         layer = nn.TransformerEncoderLayer(dim, heads, ffn, dropout=0.0, batch_first=True, norm_first=True)
         self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
         self.norm = nn.LayerNorm(dim)
@@ -91,24 +100,26 @@ class PathPolicy(nn.Module):
         relations = self.relation_text(self.relation_vectors) + self.relation_id.weight  # (R, dim), once
         query = self.query(batch.question)
         edges = relations[batch.relation]
-        edges = edges + self.query_relation(edges * query[:, None]) + self.score(batch.score[..., None])
+        relation_query = edges * query[:, None]
+        edges = edges + self.query_relation(relation_query) + self.score(batch.score[..., None])
         if self.entity is not None:
             nodes = self.entity(batch.node_vectors)  # (B, N, entity_dim)
             ends = torch.cat([_gather_nodes(nodes, batch.head), _gather_nodes(nodes, batch.tail)], dim=-1)
             edges = edges + self.entity_mix(ends)
         b = len(batch)
         padding = torch.cat([torch.zeros((b, 2), dtype=torch.bool), ~batch.edge_valid], dim=1)
-        return PoolEmbedding(edges, query, padding)
+        return PoolEmbedding(edges, query, padding, relation_query)
 
     def forward(self, pooled: PoolEmbedding, state: PathState) -> PolicyOutput:
         b, e, dim = pooled.edges.shape
         on_path = state.edge_used[:, :e]
         role = torch.where(on_path, CONTEXT, CANDIDATE)
-        edges = pooled.edges + self.role(role)
+        t = state.length.clamp(max=self.hop_query.shape[0] - 1)
+        edges = pooled.edges + self.role(role) + torch.bmm(pooled.relation_query, self.hop_query[t])
         order = (state.edge_step[:, :e].clamp(min=0) * 2 + state.edge_reversed[:, :e].long())
         order = order.clamp(max=self.order.num_embeddings - 1)
         edges = edges + self.order(order) * on_path[..., None]
-        cls = (self.cls + self.role.weight[CLS]).expand(b, 1, dim)
+        cls = (self.cls + self.role.weight[CLS] + torch.bmm(pooled.query[:, None], self.hop_cls[t]).squeeze(1))[:, None]
         query = (pooled.query + self.role.weight[QUERY])[:, None]
         hidden = self.norm(self.encoder(torch.cat([cls, query, edges], dim=1), src_key_padding_mask=pooled.padding))
         select = self.select(hidden[:, 2:]).reshape(b, 2 * e)

@@ -107,21 +107,22 @@ def train_gflownet(cfg: GFlowNetConfig, train: AgentData, validation: AgentData,
     checkpoint_dir = Path(checkpoint_dir)
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
     last, best = checkpoint_dir / "last.pt", checkpoint_dir / "best.pt"
-    policy = new_policy(cfg, relation_vectors)
+    device = torch.device(cfg.device)
+    policy = new_policy(cfg, relation_vectors).to(device)
     head_params = [*policy.log_z.parameters(), *policy.log_flow.parameters()]
     head_ids = {id(p) for p in head_params}
     optimiser = torch.optim.AdamW([
         {"params": [p for p in policy.parameters() if id(p) not in head_ids], "lr": cfg.lr},
         {"params": head_params, "lr": cfg.log_z_lr}], weight_decay=cfg.weight_decay)
-    generator = torch.Generator().manual_seed(cfg.seed + 1)
+    generator = torch.Generator(device=device).manual_seed(cfg.seed + 1)
     history: list[dict] = []
     start, best_hits1, best_step, train_seconds = 0, -1.0, -1, 0.0
     if last.is_file():
-        state = torch.load(last, map_location="cpu", weights_only=True)
+        state = torch.load(last, map_location=device, weights_only=True)
         if state["fingerprint"] == cfg.fingerprint():
             policy.load_state_dict(state["model"])
             optimiser.load_state_dict(state["optimiser"])
-            generator.set_state(state["generator"])
+            generator.set_state(state["generator"].cpu())
             history, start = state["history"], state["step"]
             best_hits1, best_step, train_seconds = state["best_hits1"], state["best_step"], state["train_seconds"]
             log(f"resuming GFlowNet training at step {start} ({checkpoint_dir})")
@@ -136,13 +137,14 @@ def train_gflownet(cfg: GFlowNetConfig, train: AgentData, validation: AgentData,
     for s in range(start, end):
         policy.train()
         rows = _batch_rows(len(train), cfg.batch_questions, cfg.seed, s)
-        batch = collate([train.questions[i] for i in rows], train.vectors[rows], entity_vectors)
-        forced = replay_actions([train.questions[i].gt_walks for i in rows], cfg.gt_replay, batch.pool.size,
-                                cfg.max_steps, generator) if cfg.gt_replay else None
-        traj = sample_trajectories(policy, batch, cfg.max_steps, exploration(cfg, s), generator,
-                                   with_flows=cfg.objective == "subtb", forced=forced)
-        r, recall, correct = path_rewards(batch, traj, cfg.alpha, cfg.beta, cfg.epsilon)
-        loss = _loss(cfg, traj, cfg.reward_exponent * r.log())
+        batch = collate([train.questions[i] for i in rows], train.vectors[rows], entity_vectors).to(device)
+        with torch.device(device):  # tensors the rollout creates live beside the model
+            forced = replay_actions([train.questions[i].gt_walks for i in rows], cfg.gt_replay, batch.pool.size,
+                                    cfg.max_steps, generator) if cfg.gt_replay else None
+            traj = sample_trajectories(policy, batch, cfg.max_steps, exploration(cfg, s), generator,
+                                       with_flows=cfg.objective == "subtb", forced=forced)
+            r, recall, correct = path_rewards(batch, traj, cfg.alpha, cfg.beta, cfg.epsilon)
+            loss = _loss(cfg, traj, cfg.reward_exponent * r.log())
         optimiser.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.grad_clip)
@@ -167,7 +169,7 @@ def train_gflownet(cfg: GFlowNetConfig, train: AgentData, validation: AgentData,
                 f"({train_seconds:.0f}s train, {row['val_seconds']:.0f}s validation)")
             if hits1 > best_hits1:
                 best_hits1, best_step = hits1, s + 1
-                _save({"model": policy.state_dict(), "hparams": policy.hparams, "config": cfg.model_dump(),
+                _save({"model": {k: v.cpu() for k, v in policy.state_dict().items()}, "hparams": policy.hparams, "config": cfg.model_dump(),
                        "fingerprint": cfg.fingerprint(), "step": s + 1, "val_hits@1": hits1, "threshold": 1.0,
                        "meta": dict(meta or {})}, best)
             _save({"model": policy.state_dict(), "optimiser": optimiser.state_dict(),
@@ -180,6 +182,7 @@ def train_gflownet(cfg: GFlowNetConfig, train: AgentData, validation: AgentData,
 
 def _validate(policy: PathPolicy, data: AgentData, entity_vectors: np.ndarray, cfg: GFlowNetConfig) -> float:
     policy.eval()
-    ranked, _ = answer_questions(policy, data.questions, data.vectors, entity_vectors, cfg.beam_width,
-                                 cfg.max_steps, cfg.exclude_topics)
+    with torch.device(cfg.device):
+        ranked, _ = answer_questions(policy, data.questions, data.vectors, entity_vectors, cfg.beam_width,
+                                     cfg.max_steps, cfg.exclude_topics)
     return float(answer_metrics(ranked, data.gold, threshold=1.0)["hits@1"].mean())
