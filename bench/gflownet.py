@@ -78,7 +78,7 @@ def main() -> None:
     stop = choose_stop_score(g_agent, data.gold, max_steps=trained.config.max_steps)
     greedy = summarise(answer_metrics(greedy_walk_answers(g_agent, stop, trained.config.max_steps), data.gold, 1.0),
                        data.hops)
-    print("## GFlowNet (beam search, threshold %.2f)\n%s" % (trained.threshold, metrics_table(answers.report)))
+    print(f"## GFlowNet (beam search, threshold {trained.threshold:.2f})\n{metrics_table(answers.report)}")
     print("## Baseline (a): retriever's top triple\n" + metrics_table(top))
     print(f"## Baseline (b): greedy walk on retriever scores (stop score {stop:.3f})\n" + metrics_table(greedy))
 
