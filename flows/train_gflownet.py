@@ -24,7 +24,7 @@ from kgrag.hrag import pipeline as retrieval
 from kgrag.hrag.evaluate import png_markdown
 from kgrag.hrag.g_agent import GAgentSplit
 from kgrag.hrag.gflownet import pipeline
-from kgrag.hrag.gflownet.answers import choose_threshold
+from kgrag.hrag.gflownet.answers import answer_metrics, choose_threshold, summarise
 from kgrag.hrag.gflownet.config import GFlowNetConfig
 from kgrag.hrag.gflownet.evaluate import answer_data, load_trained_policy, metrics_table, write_answers_report
 from kgrag.hrag.gflownet.plots import plot_learning_curve
@@ -71,12 +71,13 @@ def calibrate(dataset: str, checkpoint: str, validation_split: str, validation_f
     text = TextEmbeddings.for_graph(graph, retrieval.hrag_dir(settings, dataset), Embedder.from_settings(settings))
     data = pipeline.agent_data(GAgentSplit.load(validation_file), text,
                                pipeline.split_gold(settings, dataset, validation_split))
-    answers = answer_data(trained, data, text.entities)
+    answers = answer_data(trained, data, text.entities)  # beam search once; the threshold only cuts the lists
     trained.threshold = choose_threshold(answers.ranked, data.gold)
     state = torch.load(checkpoint, map_location="cpu", weights_only=True)
     state["threshold"] = trained.threshold
     torch.save(state, checkpoint)
-    answers = answer_data(trained, data, text.entities)
+    answers.metrics = answer_metrics(answers.ranked, data.gold, trained.threshold)
+    answers.report = summarise(answers.metrics, data.hops)
     path = write_answers_report(retrieval.hrag_dir(settings, dataset) / "eval", validation_split, answers,
                                 {"threshold": trained.threshold, "checkpoint": checkpoint})
     return {"threshold": trained.threshold, "report": answers.report, "file": str(path)}

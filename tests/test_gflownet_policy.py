@@ -14,6 +14,7 @@ from kgrag.hrag.gflownet.env import initial_state, legal_actions, step
 from kgrag.hrag.gflownet.losses import subtrajectory_balance, trajectory_balance
 from kgrag.hrag.gflownet.policy import PathPolicy
 from kgrag.hrag.gflownet.rollout import FREE, replay_actions, sample_trajectories
+from kgrag.hrag.text import QuestionTokens
 
 TEXT = 8
 
@@ -32,6 +33,12 @@ def policy(seed: int = 0, relations: int = 3) -> PathPolicy:
                       relation_vectors=torch.randn(relations, TEXT)).eval()
 
 
+def tokens(n: int) -> QuestionTokens:
+    """``n`` identical three-token questions."""
+    vectors = np.random.default_rng(5).normal(size=(1, 4, TEXT)).astype(np.float16).repeat(n, axis=0)
+    return QuestionTokens(vectors, np.array([[True, True, True, False]] * n))
+
+
 ENTITIES = np.random.default_rng(0).normal(size=(200, TEXT)).astype(np.float16)
 
 
@@ -40,7 +47,7 @@ def test_pool_permutation_permutes_select_logits_and_keeps_stop_and_log_z() -> N
     perm = [3, 5, 0, 2, 4, 1]
     q = question(edges, [0], [3], 6)
     qp = question([edges[i] for i in perm], [0], [3], 6)
-    vec = np.ones((1, TEXT), np.float32)
+    vec = tokens(1)
     pol = policy()
     outs = []
     for qq, first in ((q, 0), (qp, 2 * perm.index(0))):  # walk edge e0 (0 -> 1) in both
@@ -60,7 +67,7 @@ def test_pool_permutation_permutes_select_logits_and_keeps_stop_and_log_z() -> N
 def test_padding_does_not_change_a_question() -> None:
     small = question([(0, 0, 1), (1, 1, 2)], [0], [2], 3)
     big = question([(0, 0, 1)] + [(i, 2, i + 1) for i in range(2, 9)], [0], [1], 10)
-    vec = np.ones((2, TEXT), np.float32)
+    vec = tokens(2)
     pol = policy()
     alone = collate([small], vec[:1], ENTITIES)
     padded = collate([small, big], vec, ENTITIES)
@@ -99,7 +106,7 @@ def test_gt_walks_follow_gt_edges_outward_to_an_answer() -> None:
 def test_replayed_actions_are_taken_and_scored_by_the_policy() -> None:
     q = question([(0, 0, 1), (1, 1, 2), (0, 2, 3)], [0], [2], 4)
     q.gt_walks = torch.tensor([[0, 2]])
-    batch = collate([q, q], np.ones((2, TEXT), np.float32), ENTITIES)
+    batch = collate([q, q], tokens(2), ENTITIES)
     gen = torch.Generator().manual_seed(0)
     forced = replay_actions([q.gt_walks, torch.zeros((0, 0), dtype=torch.long)], 1.0, batch.pool.size, 3, gen)
     assert forced[0].tolist() == [0, 2, 6, 6] and (forced[1] == FREE).all()
@@ -110,7 +117,7 @@ def test_replayed_actions_are_taken_and_scored_by_the_policy() -> None:
 
 def test_beam_search_returns_legal_paths_with_probabilities_that_sum_below_one() -> None:
     q = question([(0, 0, 1), (1, 1, 2), (0, 2, 3), (3, 1, 4), (2, 0, 5)], [0], [2], 6)
-    batch = collate([q], np.ones((1, TEXT), np.float32), ENTITIES)
+    batch = collate([q], tokens(1), ENTITIES)
     found = beam_search(policy(), batch, width=50, max_steps=3)[0]
     assert found and sum(p.probability for p in found) <= 1.0 + 1e-5
     head, tail = q.head.tolist(), q.tail.tolist()
@@ -127,18 +134,18 @@ def test_beam_search_returns_legal_paths_with_probabilities_that_sum_below_one()
 
 def _empty_stop(q: QuestionGraph) -> float:
     """Probability of stopping at once (the empty path, no answer)."""
-    batch = collate([q], np.ones((1, TEXT), np.float32), ENTITIES)
+    batch = collate([q], tokens(1), ENTITIES)
     pol = policy()
     state = initial_state(batch.pool)
     out = pol(pol.embed_pool(batch), state)
     legal = legal_actions(batch.pool, state, 3)
     logits = torch.cat([out.select_logits, out.stop_logit[:, None]], 1).masked_fill(~legal, float("-inf"))
-    return float(torch.softmax(logits, 1)[0, -1])
+    return float(torch.softmax(logits, 1)[0, -1].detach())
 
 
 def test_answer_ranking_and_metrics_on_fixed_paths() -> None:
     q = question([(0, 0, 1), (0, 0, 2), (0, 1, 3)], [0], [1, 2], 4)
-    batch = collate([q], np.ones((1, TEXT), np.float32), ENTITIES)
+    batch = collate([q], tokens(1), ENTITIES)
     found = [[FoundPath(0, [0], 1, 0.5), FoundPath(0, [2], 2, 0.2), FoundPath(0, [4], 3, 0.25),
               FoundPath(0, [1, 0], 0, 0.05)]]  # the last one ends at the topic: never an answer
     ranked = rank_answers(found, batch)

@@ -10,11 +10,12 @@ from kgrag.hrag.gflownet.config import GFlowNetConfig
 from kgrag.hrag.gflownet.data import QuestionGraph, gt_walks
 from kgrag.hrag.gflownet.policy import PathPolicy
 from kgrag.hrag.gflownet.train import AgentData, load_policy, train_gflownet
+from kgrag.hrag.text import QuestionTokens
 
 TEXT = 8
 RELATIONS = np.random.default_rng(1).normal(size=(3, TEXT)).astype(np.float32)
 ENTITIES = np.random.default_rng(2).normal(size=(64, TEXT)).astype(np.float16)
-QUESTION_VECTORS = np.random.default_rng(3).normal(size=(2, TEXT)).astype(np.float32)
+QUESTION_TOKENS = np.random.default_rng(3).normal(size=(2, 3, TEXT)).astype(np.float16)  # one per question kind
 TINY = {"dim": 16, "heads": 2, "layers": 1, "ffn": 32, "entity_dim": 4, "max_steps": 2, "batch_questions": 8,
         "checkpoint_every": 10, "validation_questions": 40, "beam_width": 4, "lr": 3e-3, "explore_steps": 40,
         "gt_walks": 2}
@@ -47,13 +48,13 @@ def synthetic(n: int, seed: int) -> AgentData:
                                        torch.tensor([r for _, r, _ in edges]), ids, torch.tensor([0]),
                                        torch.tensor([answer]), torch.from_numpy(np.flatnonzero(gt)), kind + 1,
                                        f"q{kind}", kind + 1, torch.from_numpy(walks), torch.zeros(len(edges))))
-        vectors.append(QUESTION_VECTORS[kind])
+        vectors.append(QUESTION_TOKENS[kind])
         gold.append({int(ids[answer])})
-    return AgentData(questions, np.stack(vectors), gold)
+    return AgentData(questions, QuestionTokens(np.stack(vectors), np.ones((n, 3), dtype=bool)), gold)
 
 
 def hits1(policy: PathPolicy, data: AgentData, cfg: GFlowNetConfig) -> float:
-    ranked, _ = answer_questions(policy, data.questions, data.vectors, ENTITIES, cfg.beam_width, cfg.max_steps)
+    ranked, _ = answer_questions(policy, data.questions, data.tokens, ENTITIES, cfg.beam_width, cfg.max_steps)
     return float(answer_metrics(ranked, data.gold, 1.0)["hits@1"].mean())
 
 

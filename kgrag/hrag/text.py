@@ -21,12 +21,28 @@ from kgrag.graph.csr import CSRGraph
 from kgrag.hrag.questions import masked_text
 from kgrag.rank.embedder import Embedder
 
-__all__ = ["TextEmbeddings", "relation_text"]
+__all__ = ["TextEmbeddings", "QuestionTokens", "relation_text"]
+
+MAX_QUESTION_TOKENS = 32
 
 
 def relation_text(relation: str) -> str:
     """A relation name as words: ``film.film.directed_by`` / ``directed_by`` → ``film film directed by``."""
     return re.sub(r"[._/\s]+", " ", relation).strip()
+
+
+@dataclass
+class QuestionTokens:
+    """Contextual token vectors of (masked) questions, padded: ``vectors`` (Q, L, D) float16, ``mask`` (Q, L)."""
+
+    vectors: np.ndarray
+    mask: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.vectors.shape[0])
+
+    def __getitem__(self, rows) -> QuestionTokens:
+        return QuestionTokens(self.vectors[rows], self.mask[rows])
 
 
 @dataclass
@@ -42,6 +58,24 @@ class TextEmbeddings:
     def questions(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of the questions with their topic spans masked (see :func:`masked_text`)."""
         return self.embedder.encode([masked_text(t) for t in texts])
+
+    def question_tokens(self, texts: Sequence[str], max_tokens: int = MAX_QUESTION_TOKENS) -> QuestionTokens:
+        """The model's contextual token vectors of the masked questions (word order kept: which relation a
+        question names first), at most ``max_tokens`` each; each distinct masked text is encoded once."""
+        masked = [masked_text(t) for t in texts]
+        unique = list(dict.fromkeys(masked))
+        out = np.zeros((len(masked), max_tokens, self.dim), dtype=np.float16)
+        mask = np.zeros((len(masked), max_tokens), dtype=bool)
+        if not unique:
+            return QuestionTokens(out, mask)
+        encoded = self.embedder.model.encode(unique, output_value="token_embeddings", batch_size=128,
+                                             convert_to_numpy=False, show_progress_bar=False)
+        row = {text: i for i, text in enumerate(unique)}
+        for i, text in enumerate(masked):
+            vectors = encoded[row[text]][:max_tokens].float().cpu().numpy()
+            out[i, : len(vectors)] = vectors
+            mask[i, : len(vectors)] = True
+        return QuestionTokens(out, mask)
 
     @classmethod
     def for_graph(cls, graph: CSRGraph, folder: Path, embedder: Embedder | None = None) -> TextEmbeddings:

@@ -21,6 +21,7 @@ import torch
 from kgrag.hrag.gflownet.data import PoolBatch, QuestionGraph, collate
 from kgrag.hrag.gflownet.env import initial_state, legal_actions, step
 from kgrag.hrag.gflownet.policy import PathPolicy
+from kgrag.hrag.text import QuestionTokens
 
 __all__ = ["FoundPath", "beam_search", "answer_questions", "rank_answers", "answer_metrics", "choose_threshold", "summarise",
            "THRESHOLDS"]
@@ -136,7 +137,7 @@ def summarise(metrics: dict[str, np.ndarray], hops: Sequence[int]) -> dict[str, 
                                             for k, v in metrics.items()}} for name, mask in rows.items()}
 
 
-def answer_questions(policy: PathPolicy, questions: Sequence[QuestionGraph], vectors: np.ndarray,
+def answer_questions(policy: PathPolicy, questions: Sequence[QuestionGraph], tokens: QuestionTokens,
                      entity_vectors: np.ndarray, width: int, max_steps: int, exclude_topics: bool = True,
                      batch_size: int = 64) -> tuple[list[list[tuple[int, float]]], list[list[FoundPath]]]:
     """Ranked answers and found paths of every question, in batches (found paths index rows of their batch)."""
@@ -144,7 +145,7 @@ def answer_questions(policy: PathPolicy, questions: Sequence[QuestionGraph], vec
     found: list[list[FoundPath]] = []
     policy.eval()
     for lo in range(0, len(questions), batch_size):
-        batch = collate(questions[lo : lo + batch_size], vectors[lo : lo + batch_size], entity_vectors)
+        batch = collate(questions[lo : lo + batch_size], tokens[lo : lo + batch_size], entity_vectors)
         paths = beam_search(policy, batch.to(policy.relation_vectors.device), width, max_steps)
         ranked.extend(rank_answers(paths, batch, exclude_topics))
         found.extend(paths)

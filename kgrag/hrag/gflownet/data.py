@@ -19,6 +19,7 @@ import torch
 
 from kgrag.hrag.g_agent import GAgentSplit, hop_distances
 from kgrag.hrag.gflownet.env import CandidatePool, pool_from_edges
+from kgrag.hrag.text import QuestionTokens
 
 __all__ = ["QuestionGraph", "PoolBatch", "agent_questions", "collate", "gt_walks"]
 
@@ -117,7 +118,8 @@ class PoolBatch:
     gt_edge: torch.Tensor  # (B, E) bool
     score: torch.Tensor  # (B, E) retriever score standardised within the question (z-score, clipped to ±5)
     gt_needed: torch.Tensor  # (B,) float: GT edges a single answer path has, min(|G*|, answer distance), ≥ 1
-    question: torch.Tensor  # (B, D) masked question vectors
+    question: torch.Tensor  # (B, L, D) token vectors of the masked questions
+    question_mask: torch.Tensor  # (B, L) bool, real tokens
     node_ids: torch.Tensor  # (B, N) global entity ids, -1 on padding
 
     def __len__(self) -> int:
@@ -137,7 +139,7 @@ class PoolBatch:
         pool = CandidatePool(*(x.to(device) for x in (p.head, p.tail, p.edge, p.valid, p.is_topic)))
         return PoolBatch(pool, *(x.to(device) for x in (self.relation, self.edge_valid, self.node_vectors,
                                                         self.is_answer, self.gt_edge, self.score, self.gt_needed,
-                                                        self.question, self.node_ids)))
+                                                        self.question, self.question_mask, self.node_ids)))
 
     def repeat(self, times: int) -> PoolBatch:
         """Each question ``times`` times in a row (beam search: one row per beam)."""
@@ -148,12 +150,12 @@ class PoolBatch:
         pool = CandidatePool(rep(p.head), rep(p.tail), rep(p.edge), rep(p.valid), rep(p.is_topic))
         return PoolBatch(pool, rep(self.relation), rep(self.edge_valid), rep(self.node_vectors), rep(self.is_answer),
                          rep(self.gt_edge), rep(self.score), rep(self.gt_needed), rep(self.question),
-                         rep(self.node_ids))
+                         rep(self.question_mask), rep(self.node_ids))
 
 
-def collate(questions: Sequence[QuestionGraph], question_vectors: np.ndarray | torch.Tensor,
+def collate(questions: Sequence[QuestionGraph], question_tokens: QuestionTokens,
             entity_vectors: np.ndarray) -> PoolBatch:
-    """Pad ``questions`` into one batch; ``question_vectors`` aligned with them, ``entity_vectors`` by global id."""
+    """Pad ``questions`` into one batch; ``question_tokens`` aligned with them, ``entity_vectors`` by global id."""
     pool = pool_from_edges([q.head for q in questions], [q.tail for q in questions], [q.topics for q in questions],
                            [q.node_ids.numel() for q in questions])
     b, c = pool.head.shape
@@ -174,5 +176,7 @@ def collate(questions: Sequence[QuestionGraph], question_vectors: np.ndarray | t
     node_vectors[node_ids < 0] = 0.0
     needed = torch.tensor([max(min(q.gt_edges.numel(), q.answer_distance), 1) for q in questions],
                           dtype=torch.float32)
+    length = max(int(question_tokens.mask.sum(1).max()), 1) if len(question_tokens) else 1
     return PoolBatch(pool, relation, pool.valid[:, 0::2], node_vectors, is_answer, gt_edge, score, needed,
-                     torch.as_tensor(np.asarray(question_vectors), dtype=torch.float32), node_ids)
+                     torch.from_numpy(question_tokens.vectors[:, :length].astype(np.float32)),
+                     torch.from_numpy(question_tokens.mask[:, :length].copy()), node_ids)

@@ -11,8 +11,6 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-
 from kgrag.config import Settings
 from kgrag.errors import KgragError
 from kgrag.hrag.g_agent import GAgentSplit
@@ -39,8 +37,7 @@ def agent_data(g_agent: GAgentSplit, text: TextEmbeddings, gold: dict[str, set[i
     if missing:
         raise KgragError(f"{len(missing)} g_agent questions without gold answers (first: {missing[0]})")
     questions = agent_questions(g_agent, max_edges, walks, seed)
-    vectors = text.questions(g_agent.questions) if len(g_agent) else np.zeros((0, text.dim), np.float32)
-    return AgentData(questions, np.asarray(vectors, dtype=np.float32), [gold[str(q)] for q in g_agent.qids])
+    return AgentData(questions, text.question_tokens(g_agent.questions), [gold[str(q)] for q in g_agent.qids])
 
 
 def run_dir(settings: Settings, dataset: str, cfg: GFlowNetConfig) -> Path:

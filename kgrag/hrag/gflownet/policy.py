@@ -39,14 +39,16 @@ class PoolEmbedding:
     edges: torch.Tensor  # (B, E, dim) content h_i of the edge tokens
     query: torch.Tensor  # (B, dim)
     padding: torch.Tensor  # (B, 2 + E) bool, True on padded edge tokens (key padding mask)
-    relation_query: torch.Tensor  # (B, E, dim) relation ⊙ question, read per step by the hop map
+    relation: torch.Tensor  # (B, E, dim) the edge's relation embedding
+    hop_query: torch.Tensor  # (B, max_steps + 1, dim) the question read for hop t (attention over its tokens)
 
     def repeat(self, times: int) -> PoolEmbedding:
         return PoolEmbedding(*(x.repeat_interleave(times, dim=0)
-                               for x in (self.edges, self.query, self.padding, self.relation_query)))
+                               for x in (self.edges, self.query, self.padding, self.relation, self.hop_query)))
 
     def index(self, rows: torch.Tensor) -> PoolEmbedding:
-        return PoolEmbedding(self.edges[rows], self.query[rows], self.padding[rows], self.relation_query[rows])
+        return PoolEmbedding(self.edges[rows], self.query[rows], self.padding[rows], self.relation[rows],
+                             self.hop_query[rows])
 
 
 @dataclass
@@ -76,17 +78,16 @@ class PathPolicy(nn.Module):
         self.relation_id = nn.Embedding(max(num_relations, 1), dim)
         self.entity = nn.Linear(text_dim, entity_dim) if entity_dim else None
         self.entity_mix = nn.Linear(2 * entity_dim, dim, bias=False) if entity_dim else None
-        self.query = nn.Linear(text_dim, dim)
-        self.query_relation = nn.Linear(dim, dim)  # content of an edge relative to the question: W(r ⊙ q)
+        self.query = nn.Linear(text_dim, dim)  # question token vectors → width
+        # per hop t a learned attention over the question's tokens reads the part that names hop t's relation;
+        # r ⊙ q_t is then read alike on every pool token (no positional information), and q_t enters [CLS]
+        self.hop_attention = nn.Parameter(torch.randn(max_steps + 1, dim) * dim**-0.5)
+        self.query_relation = nn.Linear(dim, dim)  # W(r ⊙ q_t)
+        self.cls_hop = nn.Linear(dim, dim)  # [CLS] at step t: does the question ask for more hops (Stop)
         self.score = nn.Linear(1, dim, bias=False)  # the retriever's (standardised) score of the edge
         self.cls = nn.Parameter(torch.zeros(dim))
         self.role = nn.Embedding(4, dim)
         self.order = nn.Embedding(2 * max_steps, dim)  # (position on the path, walked backwards)
-        # step-aware reading of relation ⊙ question on every candidate alike: which relation the question wants at
-        # hop t (the same map for all pool tokens, so no positional information)
-        self.hop_query = nn.Parameter(torch.randn(max_steps + 1, dim, dim) * dim**-0.5 * 0.1)
-        # the same for [CLS], which carries Stop: the question read at step t (how many hops it asks for)
-        self.hop_cls = nn.Parameter(torch.randn(max_steps + 1, dim, dim) * dim**-0.5 * 0.1)
         layer = nn.TransformerEncoderLayer(dim, heads, ffn, dropout=0.0, batch_first=True, norm_first=True)
         self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
         self.norm = nn.LayerNorm(dim)
@@ -98,28 +99,32 @@ class PathPolicy(nn.Module):
     def embed_pool(self, batch: PoolBatch) -> PoolEmbedding:
         """The per-question content of the tokens (no state in it): computed once, reused at every step."""
         relations = self.relation_text(self.relation_vectors) + self.relation_id.weight  # (R, dim), once
-        query = self.query(batch.question)
-        edges = relations[batch.relation]
-        relation_query = edges * query[:, None]
-        edges = edges + self.query_relation(relation_query) + self.score(batch.score[..., None])
+        tokens = self.query(batch.question)  # (B, L, dim)
+        mask = batch.question_mask[..., None]  # (B, L, 1)
+        query = (tokens * mask).sum(1) / mask.sum(1).clamp(min=1)
+        weights = (tokens @ self.hop_attention.T).masked_fill(~mask, float("-inf")).softmax(dim=1)  # (B, L, T)
+        hop_query = weights.transpose(1, 2) @ tokens  # (B, T, dim)
+        relation = relations[batch.relation]
+        edges = relation + self.score(batch.score[..., None])
         if self.entity is not None:
             nodes = self.entity(batch.node_vectors)  # (B, N, entity_dim)
             ends = torch.cat([_gather_nodes(nodes, batch.head), _gather_nodes(nodes, batch.tail)], dim=-1)
             edges = edges + self.entity_mix(ends)
         b = len(batch)
         padding = torch.cat([torch.zeros((b, 2), dtype=torch.bool), ~batch.edge_valid], dim=1)
-        return PoolEmbedding(edges, query, padding, relation_query)
+        return PoolEmbedding(edges, query, padding, relation, hop_query)
 
     def forward(self, pooled: PoolEmbedding, state: PathState) -> PolicyOutput:
         b, e, dim = pooled.edges.shape
         on_path = state.edge_used[:, :e]
         role = torch.where(on_path, CONTEXT, CANDIDATE)
-        t = state.length.clamp(max=self.hop_query.shape[0] - 1)
-        edges = pooled.edges + self.role(role) + torch.bmm(pooled.relation_query, self.hop_query[t])
+        t = state.length.clamp(max=pooled.hop_query.shape[1] - 1)
+        q_t = pooled.hop_query[torch.arange(b), t]  # (B, dim)
+        edges = pooled.edges + self.role(role) + self.query_relation(pooled.relation * q_t[:, None])
         order = (state.edge_step[:, :e].clamp(min=0) * 2 + state.edge_reversed[:, :e].long())
         order = order.clamp(max=self.order.num_embeddings - 1)
         edges = edges + self.order(order) * on_path[..., None]
-        cls = (self.cls + self.role.weight[CLS] + torch.bmm(pooled.query[:, None], self.hop_cls[t]).squeeze(1))[:, None]
+        cls = (self.cls + self.role.weight[CLS] + self.cls_hop(q_t))[:, None]
         query = (pooled.query + self.role.weight[QUERY])[:, None]
         hidden = self.norm(self.encoder(torch.cat([cls, query, edges], dim=1), src_key_padding_mask=pooled.padding))
         select = self.select(hidden[:, 2:]).reshape(b, 2 * e)

@@ -25,23 +25,24 @@ from kgrag.hrag.gflownet.data import QuestionGraph, collate
 from kgrag.hrag.gflownet.losses import subtrajectory_balance, trajectory_balance
 from kgrag.hrag.gflownet.policy import PathPolicy
 from kgrag.hrag.gflownet.rollout import path_rewards, replay_actions, sample_trajectories
+from kgrag.hrag.text import QuestionTokens
 
 __all__ = ["AgentData", "TrainResult", "train_gflownet", "load_policy", "exploration", "new_policy"]
 
 
 @dataclass
 class AgentData:
-    """A split's g_agent questions with their (masked) question vectors and gold answer sets (global ids)."""
+    """A split's g_agent questions with their (masked) question token vectors and gold answer sets (global ids)."""
 
     questions: list[QuestionGraph]
-    vectors: np.ndarray  # (Q, D)
+    tokens: QuestionTokens
     gold: list[set[int]]
 
     def __len__(self) -> int:
         return len(self.questions)
 
     def subset(self, rows: Sequence[int]) -> AgentData:
-        return AgentData([self.questions[i] for i in rows], self.vectors[list(rows)], [self.gold[i] for i in rows])
+        return AgentData([self.questions[i] for i in rows], self.tokens[list(rows)], [self.gold[i] for i in rows])
 
     @property
     def hops(self) -> list[int]:
@@ -137,7 +138,7 @@ def train_gflownet(cfg: GFlowNetConfig, train: AgentData, validation: AgentData,
     for s in range(start, end):
         policy.train()
         rows = _batch_rows(len(train), cfg.batch_questions, cfg.seed, s)
-        batch = collate([train.questions[i] for i in rows], train.vectors[rows], entity_vectors).to(device)
+        batch = collate([train.questions[i] for i in rows], train.tokens[rows], entity_vectors).to(device)
         with torch.device(device):  # tensors the rollout creates live beside the model
             forced = replay_actions([train.questions[i].gt_walks for i in rows], cfg.gt_replay, batch.pool.size,
                                     cfg.max_steps, generator) if cfg.gt_replay else None
@@ -183,6 +184,6 @@ def train_gflownet(cfg: GFlowNetConfig, train: AgentData, validation: AgentData,
 def _validate(policy: PathPolicy, data: AgentData, entity_vectors: np.ndarray, cfg: GFlowNetConfig) -> float:
     policy.eval()
     with torch.device(cfg.device):
-        ranked, _ = answer_questions(policy, data.questions, data.vectors, entity_vectors, cfg.beam_width,
+        ranked, _ = answer_questions(policy, data.questions, data.tokens, entity_vectors, cfg.beam_width,
                                      cfg.max_steps, cfg.exclude_topics)
     return float(answer_metrics(ranked, data.gold, threshold=1.0)["hits@1"].mean())
