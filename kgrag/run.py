@@ -101,7 +101,7 @@ def g_agent_example(settings: Settings, dataset: str, split: str, top: int = 5) 
 
 
 #: the GFlowNet budget of ``make run`` (the full budget is ``kgrag train-gflownet`` with the defaults)
-RUN_GFLOWNET_CONFIG: dict = {}
+RUN_GFLOWNET_CONFIG: dict = {"steps": 500, "checkpoint_every": 100, "validation_questions": 300}
 
 
 def answer_examples(settings: Settings, dataset: str, split: str, checkpoint: str, count: int = 2) -> list[str]:

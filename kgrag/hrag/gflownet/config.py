@@ -8,7 +8,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["GFlowNetConfig"]
+__all__ = ["GFlowNetConfig", "POLICY_VERSION"]
+
+POLICY_VERSION = "policy-v3"  # bump when the policy's architecture or training changes (names new checkpoints)
 
 
 class GFlowNetConfig(BaseModel):
@@ -58,4 +60,4 @@ class GFlowNetConfig(BaseModel):
     def fingerprint(self) -> str:
         """Hash of the fields that change the trained policy (not the answering settings)."""
         fields = self.model_dump(exclude={"beam_width", "exclude_topics", "validation_questions", "device"})
-        return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:12]
+        return hashlib.sha256(f"{POLICY_VERSION}:{json.dumps(fields, sort_keys=True)}".encode()).hexdigest()[:12]

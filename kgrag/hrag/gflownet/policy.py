@@ -14,7 +14,7 @@ encoder (no positional encoding anywhere) is permutation-equivariant over the po
 their select logits and leaves Stop and ``log Z`` unchanged.
 
 Heads: an edge token gives two select logits, ``w_fwd·h_j`` (walk the edge as stored) and ``w_rev·h_j`` (walk it
-backwards), laid out as the environment's candidates ``2e`` / ``2e + 1``; Stop is ``w_stop·h_CLS``;
+backwards), each plus ``w_s · s_j`` (System 1's standardised score of the edge, ``w_s`` learned from 1), laid out as the environment's candidates ``2e`` / ``2e + 1``; Stop is ``w_stop·h_CLS``;
 ``log Z_θ(q)`` is an MLP on ``h_CLS`` at ``S_0``, and ``log F(S_t)`` (sub-trajectory balance) another MLP on
 ``h_CLS`` at ``S_t``.
 """
@@ -41,14 +41,15 @@ class PoolEmbedding:
     padding: torch.Tensor  # (B, 2 + E) bool, True on padded edge tokens (key padding mask)
     relation: torch.Tensor  # (B, E, dim) the edge's relation embedding
     hop_query: torch.Tensor  # (B, max_steps + 1, dim) the question read for hop t (attention over its tokens)
+    score: torch.Tensor  # (B, E) the retriever's standardised score of each edge
 
     def repeat(self, times: int) -> PoolEmbedding:
-        return PoolEmbedding(*(x.repeat_interleave(times, dim=0)
-                               for x in (self.edges, self.query, self.padding, self.relation, self.hop_query)))
+        return PoolEmbedding(*(x.repeat_interleave(times, dim=0) for x in (
+            self.edges, self.query, self.padding, self.relation, self.hop_query, self.score)))
 
     def index(self, rows: torch.Tensor) -> PoolEmbedding:
         return PoolEmbedding(self.edges[rows], self.query[rows], self.padding[rows], self.relation[rows],
-                             self.hop_query[rows])
+                             self.hop_query[rows], self.score[rows])
 
 
 @dataclass
@@ -92,6 +93,9 @@ class PathPolicy(nn.Module):
         self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
         self.norm = nn.LayerNorm(dim)
         self.select = nn.Linear(dim, 2)
+        # System 1's score as a prior on the select logits (learned weight, starts at 1): the untrained policy
+        # already prefers the retriever's best adjacent edges, training corrects it
+        self.score_prior = nn.Parameter(torch.ones(()))
         self.stop = nn.Linear(dim, 1)
         self.log_z = _mlp(dim)
         self.log_flow = _mlp(dim)
@@ -112,7 +116,7 @@ class PathPolicy(nn.Module):
             edges = edges + self.entity_mix(ends)
         b = len(batch)
         padding = torch.cat([torch.zeros((b, 2), dtype=torch.bool), ~batch.edge_valid], dim=1)
-        return PoolEmbedding(edges, query, padding, relation, hop_query)
+        return PoolEmbedding(edges, query, padding, relation, hop_query, batch.score)
 
     def forward(self, pooled: PoolEmbedding, state: PathState) -> PolicyOutput:
         b, e, dim = pooled.edges.shape
@@ -127,7 +131,7 @@ class PathPolicy(nn.Module):
         cls = (self.cls + self.role.weight[CLS] + self.cls_hop(q_t))[:, None]
         query = (pooled.query + self.role.weight[QUERY])[:, None]
         hidden = self.norm(self.encoder(torch.cat([cls, query, edges], dim=1), src_key_padding_mask=pooled.padding))
-        select = self.select(hidden[:, 2:]).reshape(b, 2 * e)
+        select = (self.select(hidden[:, 2:]) + self.score_prior * pooled.score[..., None]).reshape(b, 2 * e)
         return PolicyOutput(select, self.stop(hidden[:, 0]).squeeze(-1), hidden[:, 0])
 
     def log_probs(self, pooled: PoolEmbedding, state: PathState, legal: torch.Tensor,
