@@ -141,11 +141,12 @@ def _run_gflownet(dataset: str, settings, train_split: str, validation_split: st
     """make run's System 2 stage: train the GFlowNet path policy on g_agent, answer the validation split."""
     from flows.train_gflownet import train_gflownet
     from kgrag.hrag.gflownet.evaluate import metrics_table
-    from kgrag.run import RUN_GFLOWNET_CONFIG, answer_examples
+    from kgrag.run import answer_examples, gflownet_budget
 
+    budget = gflownet_budget(dataset)
     console.print(f"\n[bold]H-RAG GFlowNet reasoner[/]: training on {train_split} g_agent "
-                  f"(budget {RUN_GFLOWNET_CONFIG}), validating on {validation_split}")
-    result = train_gflownet(dataset=dataset, config=RUN_GFLOWNET_CONFIG, train_split=train_split,
+                  f"(budget {budget}), validating on {validation_split}")
+    result = train_gflownet(dataset=dataset, config=budget, train_split=train_split,
                             validation_split=validation_split)
     for row in result["history"]:
         console.print(f"  step {row['step']}: loss {row['loss']:.3f}, sampled paths correct {row['correct']:.3f}, "

@@ -100,8 +100,14 @@ def g_agent_example(settings: Settings, dataset: str, split: str, top: int = 5) 
     return lines
 
 
-#: the GFlowNet budget of ``make run`` (the full budget is ``kgrag train-gflownet`` with the defaults)
+#: the GFlowNet budget of ``make run`` on MetaQA (the full budget is ``kgrag train-gflownet`` with the defaults)
 RUN_GFLOWNET_CONFIG: dict = {"steps": 500, "checkpoint_every": 100, "validation_questions": 300}
+#: the demo KG has 18 questions: a few dozen steps show the stage
+DEMO_GFLOWNET_CONFIG: dict = {"steps": 40, "checkpoint_every": 20, "batch_questions": 18}
+
+
+def gflownet_budget(dataset: str) -> dict:
+    return DEMO_GFLOWNET_CONFIG if dataset == "demo" else RUN_GFLOWNET_CONFIG
 
 
 def answer_examples(settings: Settings, dataset: str, split: str, checkpoint: str, count: int = 2) -> list[str]:
