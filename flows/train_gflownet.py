@@ -30,6 +30,7 @@ from kgrag.hrag.gflownet.evaluate import answer_data, load_trained_policy, metri
 from kgrag.hrag.gflownet.plots import plot_learning_curve
 from kgrag.hrag.gflownet.train import train_gflownet as run_training
 from kgrag.hrag.text import TextEmbeddings
+from kgrag.hrag.train import save_checkpoint
 from kgrag.rank.embedder import Embedder
 
 
@@ -75,7 +76,7 @@ def calibrate(dataset: str, checkpoint: str, validation_split: str, validation_f
     trained.threshold = choose_threshold(answers.ranked, data.gold)
     state = torch.load(checkpoint, map_location="cpu", weights_only=True)
     state["threshold"] = trained.threshold
-    torch.save(state, checkpoint)
+    save_checkpoint(state, Path(checkpoint))
     answers.metrics = answer_metrics(answers.ranked, data.gold, trained.threshold)
     answers.report = summarise(answers.metrics, data.hops)
     path = write_answers_report(retrieval.hrag_dir(settings, dataset) / "eval", validation_split, answers,

@@ -21,7 +21,7 @@ import numpy as np
 from kgrag.graph.csr import CSRGraph
 from kgrag.hrag.samples import RetrievalSamples
 
-__all__ = ["DEFAULT_KS", "question_ranks", "recall_report", "report_table", "flat_metrics", "plot_recall"]
+__all__ = ["DEFAULT_KS", "question_ranks", "recall_report", "report_table", "flat_metrics", "plot_recall", "save_figure"]
 
 DEFAULT_KS = (50, 100, 200, 500)
 _BIG = np.iinfo(np.int64).max
@@ -126,6 +126,13 @@ def plot_recall(report: dict[str, dict], path: Path, title: str, ks: Sequence[in
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
+    return save_figure(fig, path, title)
+
+
+def save_figure(fig, path: Path, title: str) -> Path:
+    """Title, tight layout, PNG at ``path`` (folders made), figure closed."""
+    import matplotlib.pyplot as plt
+
     fig.suptitle(title)
     fig.tight_layout()
     path = Path(path)

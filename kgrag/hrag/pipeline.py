@@ -98,22 +98,24 @@ def checkpoint_dir(settings: Settings, dataset: str, cfg: RetrieverConfig) -> Pa
     return settings.checkpoint_dir / "retriever" / f"{dataset}-{cfg.fingerprint()}"
 
 
-def record_latest(settings: Settings, dataset: str, run_dir: Path) -> None:
-    pointer = settings.checkpoint_dir / "retriever" / f"{dataset}-latest.json"
+def record_latest(settings: Settings, dataset: str, run_dir: Path, kind: str = "retriever") -> None:
+    """Name ``run_dir`` as the latest ``kind`` run (``retriever`` / ``gflownet``) of ``dataset``."""
+    pointer = settings.checkpoint_dir / kind / f"{dataset}-latest.json"
     tmp = pointer.with_name(pointer.name + f".tmp{os.getpid()}")
     tmp.write_text(json.dumps({"run_dir": str(run_dir)}))
     os.replace(tmp, pointer)
 
 
-def latest_checkpoint(settings: Settings, dataset: str) -> Path:
-    """``best.pt`` of the run that trained last for ``dataset``; a clear error when there is none."""
-    pointer = settings.checkpoint_dir / "retriever" / f"{dataset}-latest.json"
+def latest_checkpoint(settings: Settings, dataset: str, kind: str = "retriever") -> Path:
+    """``best.pt`` of the ``kind`` run that trained last for ``dataset``; a clear error when there is none."""
+    pointer = settings.checkpoint_dir / kind / f"{dataset}-latest.json"
     if pointer.is_file():
         best = Path(json.loads(pointer.read_text())["run_dir"]) / "best.pt"
         if best.is_file():
             return best
-    raise KgragError(f"no trained retriever for {dataset} under {settings.checkpoint_dir / 'retriever'}: "
-                     f"run `kgrag train-retriever --dataset {dataset}` first")
+    what = "retriever" if kind == "retriever" else f"{kind} policy"
+    raise KgragError(f"no trained {what} for {dataset} under {settings.checkpoint_dir / kind}: "
+                     f"run `kgrag train-{kind} --dataset {dataset}` first")
 
 
 def build_g_agent(graph: CSRGraph, samples: RetrievalSamples, ptr: np.ndarray, scores: np.ndarray, top_k: int,

@@ -27,7 +27,7 @@ from kgrag.hrag.retriever import GroupSignatures, TripleScorer, make_batch, scor
 from kgrag.hrag.samples import RetrievalSamples
 from kgrag.hrag.text import TextEmbeddings
 
-__all__ = ["TrainResult", "train_retriever", "load_scorer", "early_stop_subset"]
+__all__ = ["TrainResult", "train_retriever", "load_scorer", "early_stop_subset", "save_checkpoint"]
 
 
 @dataclass
@@ -39,7 +39,8 @@ class TrainResult:
     resumed_from: int = 0  # epochs already done when this call started
 
 
-def _save(obj: dict, path: Path) -> None:
+def save_checkpoint(obj: dict, path: Path) -> None:
+    """``torch.save`` to a temp file beside ``path``, then moved into place (a kill never leaves half a file)."""
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
     torch.save(obj, tmp)
     os.replace(tmp, path)
@@ -144,12 +145,12 @@ def train_retriever(graph: CSRGraph, text: TextEmbeddings, train: RetrievalSampl
             f"{row[f'val_path_triple_recall@{cfg.early_stop_k}']:.4f}")
         if metric > best_metric:
             best_metric, best_epoch, stale = metric, epoch, 0
-            _save({"model": model.state_dict(), "model_config": model.config, "config": cfg.model_dump(),
+            save_checkpoint({"model": model.state_dict(), "model_config": model.config, "config": cfg.model_dump(),
                    "fingerprint": cfg.fingerprint(), "epoch": epoch, "metrics": row}, best)
         else:
             stale += 1
         done = stale >= cfg.patience or epoch == cfg.epochs - 1
-        _save({"model": model.state_dict(), "optimiser": optimiser.state_dict(), "rng": rng.bit_generator.state,
+        save_checkpoint({"model": model.state_dict(), "optimiser": optimiser.state_dict(), "rng": rng.bit_generator.state,
                "torch_rng": torch.get_rng_state(), "history": history, "epoch": epoch, "best_metric": best_metric,
                "best_epoch": best_epoch, "stale": stale, "done": done, "fingerprint": cfg.fingerprint()}, last)
         if done:

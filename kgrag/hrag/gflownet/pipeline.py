@@ -6,13 +6,12 @@ beside them names the run that trained last (what ``kgrag eval`` loads).
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from kgrag.config import Settings
 from kgrag.errors import KgragError
+from kgrag.hrag import pipeline as retrieval
 from kgrag.hrag.g_agent import GAgentSplit
 from kgrag.hrag.gflownet.config import GFlowNetConfig
 from kgrag.hrag.gflownet.data import agent_questions
@@ -45,18 +44,9 @@ def run_dir(settings: Settings, dataset: str, cfg: GFlowNetConfig) -> Path:
 
 
 def record_latest(settings: Settings, dataset: str, folder: Path) -> None:
-    pointer = settings.checkpoint_dir / "gflownet" / f"{dataset}-latest.json"
-    tmp = pointer.with_name(pointer.name + f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps({"run_dir": str(folder)}))
-    os.replace(tmp, pointer)
+    retrieval.record_latest(settings, dataset, folder, kind="gflownet")
 
 
 def latest_policy(settings: Settings, dataset: str) -> Path:
     """``best.pt`` of the GFlowNet run that trained last for ``dataset``; a clear error when there is none."""
-    pointer = settings.checkpoint_dir / "gflownet" / f"{dataset}-latest.json"
-    if pointer.is_file():
-        best = Path(json.loads(pointer.read_text())["run_dir"]) / "best.pt"
-        if best.is_file():
-            return best
-    raise KgragError(f"no trained GFlowNet policy for {dataset} under {settings.checkpoint_dir / 'gflownet'}: "
-                     f"run `kgrag train-gflownet --dataset {dataset}` first")
+    return retrieval.latest_checkpoint(settings, dataset, kind="gflownet")

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from kgrag.hrag.metrics import save_figure
+
 __all__ = ["plot_learning_curve"]
 
 
@@ -28,10 +30,4 @@ def plot_learning_curve(history: Sequence[dict], path: Path, title: str) -> Path
     right.legend(fontsize=8)
     for ax in (left, right):
         ax.grid(alpha=0.3)
-    fig.suptitle(title)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, title)

@@ -10,7 +10,6 @@ after a checkpoint and resumed ends with the same weights as one never interrupt
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from kgrag.hrag.gflownet.losses import subtrajectory_balance, trajectory_balance
 from kgrag.hrag.gflownet.policy import PathPolicy
 from kgrag.hrag.gflownet.rollout import path_rewards, replay_actions, sample_trajectories
 from kgrag.hrag.text import QuestionTokens
+from kgrag.hrag.train import save_checkpoint
 
 __all__ = ["AgentData", "TrainResult", "train_gflownet", "load_policy", "exploration", "new_policy"]
 
@@ -78,12 +78,6 @@ def load_policy(path: Path) -> tuple[PathPolicy, dict]:
     policy.load_state_dict(state["model"])
     policy.eval()
     return policy, state
-
-
-def _save(obj: dict, path: Path) -> None:
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
 
 
 def _batch_rows(n: int, batch: int, seed: int, step: int) -> np.ndarray:
@@ -170,10 +164,10 @@ def train_gflownet(cfg: GFlowNetConfig, train: AgentData, validation: AgentData,
                 f"({train_seconds:.0f}s train, {row['val_seconds']:.0f}s validation)")
             if hits1 > best_hits1:
                 best_hits1, best_step = hits1, s + 1
-                _save({"model": {k: v.cpu() for k, v in policy.state_dict().items()}, "hparams": policy.hparams, "config": cfg.model_dump(),
+                save_checkpoint({"model": {k: v.cpu() for k, v in policy.state_dict().items()}, "hparams": policy.hparams, "config": cfg.model_dump(),
                        "fingerprint": cfg.fingerprint(), "step": s + 1, "val_hits@1": hits1, "threshold": 1.0,
                        "meta": dict(meta or {})}, best)
-            _save({"model": policy.state_dict(), "optimiser": optimiser.state_dict(),
+            save_checkpoint({"model": policy.state_dict(), "optimiser": optimiser.state_dict(),
                    "generator": generator.get_state(), "history": history, "step": s + 1, "best_hits1": best_hits1,
                    "best_step": best_step, "train_seconds": train_seconds, "fingerprint": cfg.fingerprint()}, last)
             window = {k: 0.0 for k in ("loss", "reward", "correct", "recall", "length", "n")}
