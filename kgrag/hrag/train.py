@@ -27,7 +27,8 @@ from kgrag.hrag.retriever import GroupSignatures, TripleScorer, make_batch, scor
 from kgrag.hrag.samples import RetrievalSamples
 from kgrag.hrag.text import TextEmbeddings
 
-__all__ = ["TrainResult", "train_retriever", "load_scorer", "early_stop_subset", "save_checkpoint"]
+__all__ = ["TrainResult", "train_retriever", "load_scorer", "early_stop_subset", "save_checkpoint",
+           "restore_model"]
 
 
 @dataclass
@@ -46,13 +47,19 @@ def save_checkpoint(obj: dict, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def load_scorer(path: Path) -> tuple[TripleScorer, dict]:
-    """The model of a ``best.pt`` checkpoint and its saved fields (config, metrics)."""
+def restore_model(path: Path, build: Callable[[dict], nn.Module]) -> tuple[nn.Module, dict]:
+    """A ``best.pt`` (tensors and plain values only: ``weights_only``): the model ``build(state)`` makes, with the
+    saved weights, in eval mode, and the saved fields."""
     state = torch.load(path, map_location="cpu", weights_only=True)
-    model = TripleScorer(**state["model_config"])
+    model = build(state)
     model.load_state_dict(state["model"])
     model.eval()
     return model, state
+
+
+def load_scorer(path: Path) -> tuple[TripleScorer, dict]:
+    """The model of a ``best.pt`` checkpoint and its saved fields (config, metrics)."""
+    return restore_model(path, lambda state: TripleScorer(**state["model_config"]))
 
 
 def early_stop_subset(samples: RetrievalSamples, n: int, seed: int) -> RetrievalSamples:

@@ -1,9 +1,9 @@
 """The reasoning policy (spec h-rag.md §4.2.1–4.2.2): a Transformer encoder over [CLS], the query and the pool.
 
-Tokens: ``[CLS]``, the query (its masked question vector), then one token per g_agent edge. An edge token's content
-``h_i`` mixes its relation (name vector + id embedding), the relation read against the question (``W(r ⊙ q)``),
-the retriever's score of the edge (System 1's relevance, standardised per question) and its head/tail entity name
-vectors; it is computed once per question (:meth:`PathPolicy.embed_pool`). At step ``t`` the role-aware input is
+Tokens: ``[CLS]``, the query (the mean of its masked question's token vectors), then one token per g_agent edge.
+An edge token's content ``h_i`` mixes its relation (name vector + id embedding), the retriever's score of the edge
+(System 1's relevance, standardised per question) and its head/tail entity name vectors; it is computed once per
+question (:meth:`PathPolicy.embed_pool`), as are the per-hop readings ``q_t`` of the question's tokens. At step ``t`` the role-aware input is
 
     Z_i = h_i + e_type(role_i) + 1[i ∈ S_t] · e_order(position of i on the path, walk direction)
 

@@ -25,7 +25,7 @@ from kgrag.hrag.gflownet.losses import subtrajectory_balance, trajectory_balance
 from kgrag.hrag.gflownet.policy import PathPolicy
 from kgrag.hrag.gflownet.rollout import path_rewards, replay_actions, sample_trajectories
 from kgrag.hrag.text import QuestionTokens
-from kgrag.hrag.train import save_checkpoint
+from kgrag.hrag.train import restore_model, save_checkpoint
 
 __all__ = ["AgentData", "TrainResult", "train_gflownet", "load_policy", "exploration", "new_policy"]
 
@@ -73,11 +73,7 @@ def new_policy(cfg: GFlowNetConfig, relation_vectors: np.ndarray) -> PathPolicy:
 
 def load_policy(path: Path) -> tuple[PathPolicy, dict]:
     """The policy of a ``best.pt`` and its saved fields (config, step, metrics, threshold)."""
-    state = torch.load(path, map_location="cpu", weights_only=True)
-    policy = PathPolicy(**state["hparams"])
-    policy.load_state_dict(state["model"])
-    policy.eval()
-    return policy, state
+    return restore_model(path, lambda state: PathPolicy(**state["hparams"]))
 
 
 def _batch_rows(n: int, batch: int, seed: int, step: int) -> np.ndarray:
