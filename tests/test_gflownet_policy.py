@@ -128,19 +128,31 @@ def test_beam_search_returns_legal_paths_with_probabilities_that_sum_below_one()
             assert (tail[e] if backwards else head[e]) == node
             node = head[e] if backwards else tail[e]
         assert node == p.terminal
-    # width 50 ≥ every path of this pool: all paths found, so stopping mass is exactly 1
-    assert sum(p.probability for p in found) == pytest.approx(1.0 - _empty_stop(q), abs=1e-4)
+    # width 50 ≥ every path of this pool: the beam finds every stopped path with its exact probability
+    exact = _stopped_paths(q)
+    assert {tuple(p.candidates): p.probability for p in found} == pytest.approx(exact, abs=1e-5)
+    assert sum(exact.values()) < 1.0
 
 
-def _empty_stop(q: QuestionGraph) -> float:
-    """Probability of stopping at once (the empty path, no answer)."""
+def _stopped_paths(q: QuestionGraph) -> dict[tuple[int, ...], float]:
+    """Every non-empty path of ``q`` with ``P(path) · P(Stop | path)`` under the answer scoring (mass on relations
+    missing at a node is lost), by depth-first enumeration."""
     batch = collate([q], tokens(1), ENTITIES)
     pol = policy()
-    state = initial_state(batch.pool)
-    out = pol(pol.embed_pool(batch), state)
-    legal = legal_actions(batch.pool, state, 3)
-    logits = torch.cat([out.select_logits, out.stop_logit[:, None]], 1).masked_fill(~legal, float("-inf"))
-    return float(torch.softmax(logits, 1)[0, -1].detach())
+    pooled = pol.embed_pool(batch)
+    out: dict[tuple[int, ...], float] = {}
+
+    def walk(state, path: tuple[int, ...], prob: float) -> None:
+        legal = legal_actions(batch.pool, state, 3)
+        with torch.no_grad():
+            log_p = pol.log_probs(pooled, state, legal, torch.arange(1), renormalise=False)[0][0]
+        if path:
+            out[path] = prob * float(log_p[-1].exp())
+        for c in torch.nonzero(legal[0, :-1]).flatten().tolist():
+            walk(step(batch.pool, state, torch.tensor([c])), (*path, c), prob * float(log_p[c].exp()))
+
+    walk(initial_state(batch.pool), (), 1.0)
+    return out
 
 
 def test_answer_ranking_and_metrics_on_fixed_paths() -> None:

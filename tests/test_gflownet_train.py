@@ -59,11 +59,13 @@ def hits1(policy: PathPolicy, data: AgentData, cfg: GFlowNetConfig) -> float:
 
 
 def uniform_policy(cfg: GFlowNetConfig) -> PathPolicy:
-    """Every legal action equally likely: select and Stop heads output 0."""
+    """A random policy: select, Stop and planner heads output 0, no score prior (every relation group and Stop
+    equally likely, every legal candidate of a group equally likely)."""
     policy = PathPolicy(TEXT, 3, cfg.dim, cfg.heads, cfg.layers, cfg.ffn, cfg.entity_dim, cfg.max_steps)
-    for head in (policy.select, policy.stop):
+    for head in (policy.select, policy.stop, policy.planner.out[-1]):
         torch.nn.init.zeros_(head.weight)
         torch.nn.init.zeros_(head.bias)
+    torch.nn.init.zeros_(policy.score_prior)
     return policy.eval()
 
 

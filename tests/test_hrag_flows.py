@@ -74,8 +74,9 @@ def test_train_and_eval_flows_on_demo(prefect_harness, work_settings, tmp_path):
 
 
 def _uniform_policy_hits1(settings, checkpoint: str) -> float:
-    """Hits@1 on the demo test g_agent of the trained policy's architecture with select / Stop heads zeroed: every
-    legal action equally likely."""
+    """Hits@1 on the demo test g_agent of the trained policy's architecture with select, Stop and planner heads
+    zeroed and no score prior: every relation group and Stop equally likely, every legal candidate of a group
+    equally likely."""
     import torch
 
     from kgrag.hrag import pipeline
@@ -83,9 +84,10 @@ def _uniform_policy_hits1(settings, checkpoint: str) -> float:
     from kgrag.hrag.text import TextEmbeddings
 
     trained = load_trained_policy(settings, "demo", Path(checkpoint))
-    for head in (trained.policy.select, trained.policy.stop):
+    for head in (trained.policy.select, trained.policy.stop, trained.policy.planner.out[-1]):
         torch.nn.init.zeros_(head.weight)
         torch.nn.init.zeros_(head.bias)
+    torch.nn.init.zeros_(trained.policy.score_prior)
     trained.threshold = 1.0
     graph = pipeline.load_graph(settings, "demo")
     text = TextEmbeddings.for_graph(graph, pipeline.hrag_dir(settings, "demo"))

@@ -5,7 +5,9 @@
     scores = answer_metrics(ranked, gold, threshold=0.5)             # hits@1 / hit / f1 per question
 
 Beam search keeps, per question, the ``width`` most probable partial paths; at every step each kept path also
-ends (Stop) with probability ``P(path) · P_F(Stop | path)``. An entity's score is the summed probability of the
+ends (Stop) with probability ``P(path) · P_F(Stop | path)``. Path probabilities are not renormalised over the
+legal actions: the mass the planner puts on a relation that has no edge at a node is lost there, not re-spread
+onto the relations present (``PathPolicy.log_probs(renormalise=False)``). An entity's score is the summed probability of the
 found paths ending at it. The predicted set is every entity scoring at least ``threshold`` × the top score
 (``threshold`` chosen on validation: :func:`choose_threshold`).
 """
@@ -51,12 +53,8 @@ def beam_search(policy: PathPolicy, batch: PoolBatch, width: int, max_steps: int
     for t in range(max_steps + 1):
         flat_logp = beam_logp.view(-1)
         legal = legal_actions(rows.pool, state, max_steps)
-        if t < max_steps:  # at max_steps Stop is forced: log-prob 0, nothing to run
-            live_rows = torch.nonzero(torch.isfinite(flat_logp)).flatten()
-            log_p = policy.log_probs(pooled, state, legal, live_rows)[0]
-        else:
-            log_p = torch.full(legal.shape, float("-inf"))
-            log_p[:, -1] = 0.0
+        live_rows = torch.nonzero(torch.isfinite(flat_logp)).flatten()  # at max_steps Stop alone is legal, yet
+        log_p = policy.log_probs(pooled, state, legal, live_rows, renormalise=False)[0]  # a plan may want more
         log_p = log_p.view(b, width, c + 1)
         ends = (beam_logp + log_p[..., c]).view(-1)
         live = torch.isfinite(ends) & (state.length > 0)

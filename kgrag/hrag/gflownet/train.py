@@ -20,8 +20,9 @@ import torch
 
 from kgrag.hrag.gflownet.answers import answer_metrics, answer_questions
 from kgrag.hrag.gflownet.config import GFlowNetConfig
-from kgrag.hrag.gflownet.data import QuestionGraph, collate
+from kgrag.hrag.gflownet.data import PoolBatch, QuestionGraph, collate
 from kgrag.hrag.gflownet.losses import subtrajectory_balance, trajectory_balance
+from kgrag.hrag.gflownet.planner import plan_loss, sample_walk_actions, walk_actions
 from kgrag.hrag.gflownet.policy import PathPolicy
 from kgrag.hrag.gflownet.rollout import path_rewards, replay_actions, sample_trajectories
 from kgrag.hrag.text import QuestionTokens
@@ -90,6 +91,45 @@ def _loss(cfg: GFlowNetConfig, traj, log_reward: torch.Tensor) -> torch.Tensor:
     return trajectory_balance(traj.log_z, traj.log_pf.sum(dim=1), log_reward)
 
 
+def _plan_loss(policy: PathPolicy, batch: PoolBatch, walks: list[torch.Tensor],
+               generator: torch.Generator) -> torch.Tensor:
+    """The planner's cross-entropy on one GT walk's relation chain per question (teacher forcing)."""
+    actions = sample_walk_actions(walks, batch.relation, generator)
+    return plan_loss(policy.plan(policy.embed_pool(batch), actions), actions, policy.planner.stop)
+
+
+def warm_up_planner(policy: PathPolicy, train: AgentData, cfg: GFlowNetConfig) -> float:
+    """``cfg.plan_warmup`` steps of the planner's cross-entropy alone (a GT walk's relation chain per question,
+    ``batch_questions`` questions a step), so that TB starts with a planner that reads the question; returns the
+    last loss. Deterministic given ``cfg.seed``."""
+    chains = [walk_actions(q.gt_walks, q.relation[None].expand(q.gt_walks.shape[0], -1)) for q in train.questions]
+    rows_with = np.array([i for i, c in enumerate(chains) if c.shape[0]])
+    if not cfg.plan_warmup or rows_with.size == 0:
+        return float("nan")
+    device = policy.relation_vectors.device
+    optimiser = torch.optim.AdamW(policy.planner.parameters(), lr=cfg.lr)
+    rng = np.random.default_rng([cfg.seed, 7])
+    loss = torch.zeros(())
+    for _ in range(cfg.plan_warmup):
+        rows = rng.choice(rows_with, min(cfg.batch_questions, rows_with.size), replace=False)
+        picked = [chains[i][rng.integers(chains[i].shape[0])] for i in rows]
+        actions = torch.full((len(rows), max(c.numel() for c in picked)), -1, dtype=torch.long)
+        for j, c in enumerate(picked):
+            actions[j, : c.numel()] = c
+        tokens = train.tokens[rows]
+        width = max(int(tokens.mask.sum(1).max()), 1)
+        question = torch.from_numpy(tokens.vectors[:, :width].astype(np.float32)).to(device)
+        mask = torch.from_numpy(tokens.mask[:, :width].copy()).to(device)
+        actions = actions.to(device)
+        loss = plan_loss(policy.planner(question, mask, actions, policy.relation_vectors), actions,
+                         policy.planner.stop)
+        optimiser.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(policy.planner.parameters(), cfg.grad_clip)
+        optimiser.step()
+    return float(loss.detach())
+
+
 def train_gflownet(cfg: GFlowNetConfig, train: AgentData, validation: AgentData, entity_vectors: np.ndarray,
                    relation_vectors: np.ndarray, checkpoint_dir: Path, log: Callable[[str], None] = print,
                    meta: dict | None = None, stop_after: int | None = None) -> TrainResult:
@@ -105,6 +145,8 @@ def train_gflownet(cfg: GFlowNetConfig, train: AgentData, validation: AgentData,
     optimiser = torch.optim.AdamW([
         {"params": [p for p in policy.parameters() if id(p) not in head_ids], "lr": cfg.lr},
         {"params": head_params, "lr": cfg.log_z_lr}], weight_decay=cfg.weight_decay)
+    planner_ids = {id(p) for p in policy.planner.parameters()}
+    encoder_params = [p for p in policy.parameters() if id(p) not in planner_ids]
     generator = torch.Generator(device=device).manual_seed(cfg.seed + 1)
     history: list[dict] = []
     start, best_hits1, best_step, train_seconds = 0, -1.0, -1, 0.0
@@ -120,6 +162,11 @@ def train_gflownet(cfg: GFlowNetConfig, train: AgentData, validation: AgentData,
     resumed_from = start
     trainable = [i for i, q in enumerate(train.questions) if q.answers.numel() and q.head.numel()]
     train = train.subset(trainable)
+    if start == 0 and cfg.plan_warmup:
+        w0 = time.perf_counter()
+        plan = warm_up_planner(policy, train, cfg)
+        train_seconds += time.perf_counter() - w0
+        log(f"planner warm-up: {cfg.plan_warmup} steps, cross-entropy {plan:.3f} ({train_seconds:.0f}s)")
     check = validation.subset(np.sort(np.random.default_rng(cfg.seed).permutation(len(validation))
                                       [: cfg.validation_questions]).tolist())
     end = cfg.steps if stop_after is None else min(cfg.steps, stop_after)
@@ -136,9 +183,12 @@ def train_gflownet(cfg: GFlowNetConfig, train: AgentData, validation: AgentData,
                                        with_flows=cfg.objective == "subtb", forced=forced)
             r, recall, correct = path_rewards(batch, traj, cfg.alpha, cfg.beta, cfg.epsilon)
             loss = _loss(cfg, traj, cfg.reward_exponent * r.log())
+            loss = loss + cfg.plan_weight * _plan_loss(policy, batch, [train.questions[i].gt_walks for i in rows],
+                                                       generator)
         optimiser.zero_grad()
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.grad_clip)
+        torch.nn.utils.clip_grad_norm_(encoder_params, cfg.grad_clip)  # apart: TB's large gradients would
+        torch.nn.utils.clip_grad_norm_(policy.planner.parameters(), cfg.grad_clip)  # shrink the planner's
         optimiser.step()
         window["loss"] += float(loss.detach())
         window["reward"] += float(r.mean())
