@@ -45,13 +45,13 @@ class GFlowNetConfig(BaseModel):
     plan_weight: float = Field(1.0, gt=0, description="weight of the relation planner's cross-entropy on the GT "
                                "walks' relation chains, added to the TB loss (the planner learns from it alone)")
     # training
-    steps: int = Field(2500, ge=1, description="optimiser steps (one batch of trajectories each)")
+    steps: int = Field(1000, ge=1, description="optimiser steps (one batch of trajectories each)")
     batch_questions: int = Field(64, ge=1)
     lr: float = Field(3e-3, gt=0)
     log_z_lr: float = Field(5e-2, gt=0, description="learning rate of the log Z / flow heads")
     weight_decay: float = Field(0.0, ge=0)
     grad_clip: float = Field(1.0, gt=0)
-    checkpoint_every: int = Field(250, ge=1, description="steps between checkpoints (and validation checks)")
+    checkpoint_every: int = Field(50, ge=1, description="steps between checkpoints (and validation checks)")
     validation_questions: int = Field(500, ge=1, description="validation questions answered at each checkpoint")
     max_train_questions: int = Field(0, ge=0, description="0 = every question of the train g_agent")
     seed: int = 0
