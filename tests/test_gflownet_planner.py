@@ -66,7 +66,7 @@ def test_policy_reads_the_paths_relations_in_walk_order() -> None:
     for candidate in (0, 3):  # edge 0 forward, then edge 1 reversed
         state = step(batch.pool, state, torch.tensor([candidate]))
     with torch.no_grad():
-        direct = pol.plan(pooled, torch.tensor([[4, 3, -1]]))[0, 2]  # after (r2 fwd, r1 rev)
+        direct = pol.plan(batch.question, batch.question_mask, torch.tensor([[4, 3, -1]]))[0, 2]  # after (r2 fwd, r1 rev)
         assert torch.allclose(pol.next_action(pooled, state)[0], direct, atol=1e-6)
         out = pol(pooled, state)
         plain = pol(pooled, state)

@@ -114,8 +114,8 @@ class PathPolicy(nn.Module):
         # already prefers the retriever's best adjacent edges, training corrects it
         self.score_prior = nn.Parameter(torch.ones(()))
         self.stop = nn.Linear(dim, 1)
-        # the relation planner's log P_plan(next relation, direction | question, relations walked) on the
-        # candidates walking that relation that way, and on Stop (learned weight, starts at 1)
+        # the relation planner's log P_plan(next relation, direction | question, relations walked): the mass of
+        # the candidates walking that relation that way, and of Stop
         self.planner = RelationPlanner(max(num_relations, 1), dim, text_dim)
         nn.init.zeros_(self.stop.weight)  # Stop starts as the planner's
         nn.init.zeros_(self.stop.bias)
@@ -166,9 +166,10 @@ class PathPolicy(nn.Module):
         moves_mass = torch.log1p(-plan[:, self.planner.stop].exp().clamp(max=1 - 1e-6))
         return PolicyOutput(select, stop, hidden[:, 0], torch.logaddexp(moves_mass, stop))
 
-    def plan(self, pooled: PoolEmbedding, prefix: torch.Tensor) -> torch.Tensor:
-        """The planner's ``log P_plan`` (B, T + 1, 2R + 1) after each prefix of the actions ``prefix`` (B, T)."""
-        return self.planner(pooled.tokens, pooled.token_mask, prefix, self.relation_vectors)
+    def plan(self, question: torch.Tensor, question_mask: torch.Tensor, prefix: torch.Tensor) -> torch.Tensor:
+        """The planner's ``log P_plan`` (B, T + 1, 2R + 1) after each prefix of the actions ``prefix`` (B, T), for
+        questions given by their token vectors (B, L, text_dim) and mask."""
+        return self.planner(question, question_mask, prefix, self.relation_vectors)
 
     def next_action(self, pooled: PoolEmbedding, state: PathState) -> torch.Tensor:
         """(B, 2R + 1) ``log P_plan`` of the next action after the path of ``state``."""
@@ -178,7 +179,7 @@ class PathPolicy(nn.Module):
         actions = torch.where(used, 2 * pooled.relation_ids + state.edge_reversed[:, :e].long(), -1)
         prefix = torch.full((b, width + 1), -1, dtype=torch.long, device=actions.device)
         prefix.scatter_(1, torch.where(used, state.edge_step[:, :e], width).clamp(max=width), actions)
-        log_plan = self.plan(pooled, prefix[:, :width])
+        log_plan = self.plan(pooled.tokens, pooled.token_mask, prefix[:, :width])
         return log_plan[torch.arange(b), state.length.clamp(max=width)]
 
     def log_probs(self, pooled: PoolEmbedding, state: PathState, legal: torch.Tensor, rows: torch.Tensor,

@@ -95,7 +95,7 @@ def _plan_loss(policy: PathPolicy, batch: PoolBatch, walks: list[torch.Tensor],
                generator: torch.Generator) -> torch.Tensor:
     """The planner's cross-entropy on one GT walk's relation chain per question (teacher forcing)."""
     actions = sample_walk_actions(walks, batch.relation, generator)
-    return plan_loss(policy.plan(policy.embed_pool(batch), actions), actions, policy.planner.stop)
+    return plan_loss(policy.plan(batch.question, batch.question_mask, actions), actions, policy.planner.stop)
 
 
 def warm_up_planner(policy: PathPolicy, train: AgentData, cfg: GFlowNetConfig) -> float:
@@ -121,8 +121,7 @@ def warm_up_planner(policy: PathPolicy, train: AgentData, cfg: GFlowNetConfig) -
         question = torch.from_numpy(tokens.vectors[:, :width].astype(np.float32)).to(device)
         mask = torch.from_numpy(tokens.mask[:, :width].copy()).to(device)
         actions = actions.to(device)
-        loss = plan_loss(policy.planner(question, mask, actions, policy.relation_vectors), actions,
-                         policy.planner.stop)
+        loss = plan_loss(policy.plan(question, mask, actions), actions, policy.planner.stop)
         optimiser.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(policy.planner.parameters(), cfg.grad_clip)
