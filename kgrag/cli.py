@@ -133,7 +133,7 @@ def _run_retriever(dataset: str, settings) -> None:
     print(report_table(part["report"]))
     console.print(f"g_agent files: {', '.join(p['g_agent'] for p in result.values())}")
     for line in g_agent_example(settings, dataset, validation_split):
-        console.print(line, highlight=False)
+        console.print(escape(line), highlight=False)
     _run_gflownet(dataset, settings, train_split, validation_split)
 
 
@@ -156,7 +156,7 @@ def _run_gflownet(dataset: str, settings, train_split: str, validation_split: st
                   f"F1 threshold {validation['threshold']} chosen on this split; percent)")
     print(metrics_table(validation["report"]))
     for line in answer_examples(settings, dataset, validation_split, result["checkpoint"]):
-        console.print(line, highlight=False)
+        console.print(escape(line), highlight=False)  # paths read "A -[directed_by]-> B": not rich markup
 
 
 @app.command()

@@ -48,6 +48,8 @@ def test_cli_prepare_and_run_on_demo(prefect_harness, work_settings, monkeypatch
     assert "Retriever recall@K" in res.output and "test_g_agent.pt" in res.output  # the H-RAG retrieval stage
     assert "Answers without an LLM" in res.output and "Hits@1" in res.output  # the GFlowNet stage
     assert res.output.count("Question (") >= 3 and "path p=" in res.output  # g_agent example + answer examples
+    path_lines = [line for line in res.output.splitlines() if "path p=" in line]
+    assert all("]->" in line or "<-[" in line for line in path_lines), path_lines  # relations shown, not markup
     res = runner.invoke(app, ["sparql", "--dataset", "demo", "--limit", "3",
                               "SELECT ?s WHERE { ?s ?p ?o } LIMIT 5"])
     assert res.exit_code == 0 and "5 row(s)" in res.output
