@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["RelationPlanner", "walk_actions", "sample_walk_actions", "plan_loss"]
+__all__ = ["RelationPlanner", "walk_actions", "sample_walk_actions", "pad_rows", "plan_loss"]
 
 
 class RelationPlanner(nn.Module):
@@ -68,13 +68,17 @@ def sample_walk_actions(batch_walks: list[torch.Tensor], relation: torch.Tensor,
                         generator: torch.Generator) -> torch.Tensor:
     """One GT walk per row, drawn uniformly from the row's walks, as planner actions (B, W); a row without
     walks is all −1 (and left out of :func:`plan_loss`)."""
-    width = max((int(w.shape[1]) for w in batch_walks), default=0)
-    walks = torch.full((len(batch_walks), max(width, 1)), -1, dtype=torch.long)
-    for row, options in enumerate(batch_walks):
-        if options.shape[0]:
-            pick = options[int(torch.randint(options.shape[0], (1,), generator=generator))]
-            walks[row, : pick.numel()] = pick
-    return walk_actions(walks.to(relation.device), relation)
+    picked = [options[int(torch.randint(options.shape[0], (1,), generator=generator))] if options.shape[0]
+              else torch.zeros(0, dtype=torch.long) for options in batch_walks]
+    return walk_actions(pad_rows(picked).to(relation.device), relation)
+
+
+def pad_rows(rows: list[torch.Tensor]) -> torch.Tensor:
+    """1-D long tensors as one (B, longest) tensor, −1 padded (at least one column)."""
+    out = torch.full((len(rows), max((r.numel() for r in rows), default=0) or 1), -1, dtype=torch.long)
+    for i, r in enumerate(rows):
+        out[i, : r.numel()] = r
+    return out
 
 
 def plan_loss(log_plan: torch.Tensor, actions: torch.Tensor, stop: int) -> torch.Tensor:

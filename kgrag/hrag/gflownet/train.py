@@ -22,7 +22,7 @@ from kgrag.hrag.gflownet.answers import answer_metrics, answer_questions
 from kgrag.hrag.gflownet.config import GFlowNetConfig
 from kgrag.hrag.gflownet.data import PoolBatch, QuestionGraph, collate
 from kgrag.hrag.gflownet.losses import subtrajectory_balance, trajectory_balance
-from kgrag.hrag.gflownet.planner import plan_loss, sample_walk_actions, walk_actions
+from kgrag.hrag.gflownet.planner import pad_rows, plan_loss, sample_walk_actions, walk_actions
 from kgrag.hrag.gflownet.policy import PathPolicy
 from kgrag.hrag.gflownet.rollout import path_rewards, replay_actions, sample_trajectories
 from kgrag.hrag.text import QuestionTokens
@@ -112,10 +112,7 @@ def warm_up_planner(policy: PathPolicy, train: AgentData, cfg: GFlowNetConfig) -
     loss = torch.zeros(())
     for _ in range(cfg.plan_warmup):
         rows = rng.choice(rows_with, min(cfg.batch_questions, rows_with.size), replace=False)
-        picked = [chains[i][rng.integers(chains[i].shape[0])] for i in rows]
-        actions = torch.full((len(rows), max(c.numel() for c in picked)), -1, dtype=torch.long)
-        for j, c in enumerate(picked):
-            actions[j, : c.numel()] = c
+        actions = pad_rows([chains[i][rng.integers(chains[i].shape[0])] for i in rows])
         tokens = train.tokens[rows]
         width = max(int(tokens.mask.sum(1).max()), 1)
         question = torch.from_numpy(tokens.vectors[:, :width].astype(np.float32)).to(device)
