@@ -52,14 +52,15 @@ def train(dataset: str, config_json: str, train_split: str, validation_split: st
                                      cfg.gt_walks, cfg.seed)
     validation = pipeline.agent_data(GAgentSplit.load(files[validation_split]), text,
                                      pipeline.split_gold(settings, dataset, validation_split))
+    plan = pipeline.plan_data(settings, dataset, train_split, graph, text, cfg.max_steps)
     run_dir = pipeline.run_dir(settings, dataset, cfg)
     result = run_training(cfg, train_data, validation, text.entities, text.relations, run_dir,
                           log=lambda line: sys.stderr.write(line + "\n"),
-                          meta={"dataset": dataset, "g_agent": {k: str(v) for k, v in files.items()}})
+                          meta={"dataset": dataset, "g_agent": {k: str(v) for k, v in files.items()}}, plan=plan)
     pipeline.record_latest(settings, dataset, run_dir)
     return {"checkpoint": str(result.checkpoint), "best_step": result.best_step, "best_hits1": result.best_hits1,
             "history": result.history, "resumed_from": result.resumed_from, "train_seconds": result.train_seconds,
-            "train_questions": len(train_data), "validation_file": str(files[validation_split])}
+            "train_questions": len(train_data), "plan_questions": len(plan), "validation_file": str(files[validation_split])}
 
 
 @task(name="calibrate-and-validate", cache_policy=NO_CACHE)

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["GFlowNetConfig", "POLICY_VERSION"]
 
-POLICY_VERSION = "policy-v4"  # bump when the policy's architecture or training changes (names new checkpoints)
+POLICY_VERSION = "policy-v5"  # bump when the policy's architecture or training changes (names new checkpoints)
 
 
 class GFlowNetConfig(BaseModel):
@@ -41,9 +41,9 @@ class GFlowNetConfig(BaseModel):
     # trajectory TB accepts as is; the rest is on-policy
     gt_replay: float = Field(0.5, ge=0, le=1, description="share of a batch's trajectories replaying a GT path")
     gt_walks: int = Field(4, ge=0, description="GT paths sampled per train question for replay")
-    plan_warmup: int = Field(400, ge=0, description="steps of the planner's cross-entropy alone before TB starts")
-    plan_weight: float = Field(1.0, gt=0, description="weight of the relation planner's cross-entropy on the GT "
-                               "walks' relation chains, added to the TB loss (the planner learns from it alone)")
+    plan_warmup: int = Field(2000, ge=0, description="steps of the planner's loss alone before TB starts")
+    plan_weight: float = Field(1.0, gt=0, description="weight of the relation planner's loss on the train "
+                               "questions' relation chains, added to the TB loss (the planner learns from it alone)")
     # training
     steps: int = Field(1000, ge=1, description="optimiser steps (one batch of trajectories each)")
     batch_questions: int = Field(64, ge=1)

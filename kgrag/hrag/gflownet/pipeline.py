@@ -11,15 +11,17 @@ from pathlib import Path
 
 from kgrag.config import Settings
 from kgrag.errors import KgragError
+from kgrag.graph.csr import CSRGraph
 from kgrag.hrag import pipeline as retrieval
 from kgrag.hrag.g_agent import GAgentSplit
 from kgrag.hrag.gflownet.config import GFlowNetConfig
 from kgrag.hrag.gflownet.data import agent_questions
+from kgrag.hrag.gflownet.plan_labels import PlanData, cached_chains
 from kgrag.hrag.gflownet.train import AgentData
 from kgrag.hrag.questions import HragQuestion, prepared_questions
 from kgrag.hrag.text import TextEmbeddings
 
-__all__ = ["agent_data", "split_gold", "run_dir", "record_latest", "latest_policy"]
+__all__ = ["agent_data", "plan_data", "split_gold", "run_dir", "record_latest", "latest_policy"]
 
 
 def split_gold(settings: Settings, dataset: str, split: str) -> dict[str, set[int]]:
@@ -37,6 +39,16 @@ def agent_data(g_agent: GAgentSplit, text: TextEmbeddings, gold: dict[str, set[i
         raise KgragError(f"{len(missing)} g_agent questions without gold answers (first: {missing[0]})")
     questions = agent_questions(g_agent, max_edges, walks, seed)
     return AgentData(questions, text.question_tokens(g_agent.questions), [gold[str(q)] for q in g_agent.qids])
+
+
+def plan_data(settings: Settings, dataset: str, split: str, graph: CSRGraph, text: TextEmbeddings,
+              max_steps: int) -> PlanData:
+    """The relation planner's training set: every question of a prepared split (not only those g_agent was built
+    for) with its relation chains read off the whole KG (cached beside the dataset's H-RAG files)."""
+    questions = prepared_questions(settings.dataset_dir(dataset), [split])
+    chains = cached_chains(retrieval.hrag_dir(settings, dataset), graph, [q.topics for q in questions],
+                           [q.answers for q in questions], [q.hop for q in questions], max_steps)
+    return PlanData.build([q.text for q in questions], chains, text)
 
 
 def run_dir(settings: Settings, dataset: str, cfg: GFlowNetConfig) -> Path:

@@ -10,9 +10,10 @@ next hop, and a linear head scores the next action, ``2R`` relation moves plus S
 
 It knows nothing of the pool's entities: the policy's ``P_F`` puts its mass on the groups of candidates that walk
 that relation in that direction, and on Stop (:class:`~kgrag.hrag.gflownet.policy.PathPolicy`). It is trained by
-the cross-entropy of the GT walks' relation chains (:func:`plan_loss`) alone, beside the TB loss that trains the
-rest of the policy: on MetaQA it learns in seconds what the reward's high-variance gradient did not teach the
-whole policy in hundreds of steps (the TB gradient, left to flow into it, drowned the cross-entropy's).
+the marginal likelihood of each train question's relation chains read off the KG (:func:`plan_loss`,
+:mod:`~kgrag.hrag.gflownet.plan_labels`) alone, beside the TB loss that trains the rest of the policy: on MetaQA
+it learns in seconds what the reward's high-variance gradient did not teach the whole policy in hundreds of steps
+(the TB gradient, left to flow into it, drowned the planner's own).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["RelationPlanner", "walk_actions", "sample_walk_actions", "pad_rows", "plan_loss"]
+__all__ = ["RelationPlanner", "walk_actions", "pad_rows", "chain_log_probs", "plan_loss"]
 
 
 class RelationPlanner(nn.Module):
@@ -64,15 +65,6 @@ def walk_actions(walks: torch.Tensor, relation: torch.Tensor) -> torch.Tensor:
     return torch.where(walks >= 0, actions, torch.full_like(actions, -1))
 
 
-def sample_walk_actions(batch_walks: list[torch.Tensor], relation: torch.Tensor,
-                        generator: torch.Generator) -> torch.Tensor:
-    """One GT walk per row, drawn uniformly from the row's walks, as planner actions (B, W); a row without
-    walks is all −1 (and left out of :func:`plan_loss`)."""
-    picked = [options[int(torch.randint(options.shape[0], (1,), generator=generator))] if options.shape[0]
-              else torch.zeros(0, dtype=torch.long) for options in batch_walks]
-    return walk_actions(pad_rows(picked).to(relation.device), relation)
-
-
 def pad_rows(rows: list[torch.Tensor]) -> torch.Tensor:
     """1-D long tensors as one (B, longest) tensor, −1 padded (at least one column)."""
     out = torch.full((len(rows), max((r.numel() for r in rows), default=0) or 1), -1, dtype=torch.long)
@@ -81,14 +73,25 @@ def pad_rows(rows: list[torch.Tensor]) -> torch.Tensor:
     return out
 
 
-def plan_loss(log_plan: torch.Tensor, actions: torch.Tensor, stop: int) -> torch.Tensor:
-    """Mean cross-entropy per decision of the action chains ``actions`` (B, W), each followed by Stop, under
-    ``log_plan`` (B, W + 1, A) computed with ``actions`` as the prefix (teacher forcing); rows without actions
-    are left out."""
-    b, w = actions.shape
+def chain_log_probs(log_plan: torch.Tensor, actions: torch.Tensor, stop: int) -> torch.Tensor:
+    """(B,) ``log P_plan`` of each action chain ``actions`` (B, W) (−1 padded) followed by Stop, under ``log_plan``
+    (B, W + 1, A) computed with ``actions`` as the prefix (teacher forcing)."""
+    b = actions.shape[0]
     length = (actions >= 0).sum(1)
     target = torch.cat([actions, torch.full((b, 1), -1, dtype=actions.dtype, device=actions.device)], dim=1)
     target[torch.arange(b), length] = stop
-    valid = (target >= 0) & (length > 0)[:, None]  # a row without a walk teaches nothing
     picked = log_plan.gather(2, target.clamp(min=0)[..., None]).squeeze(-1)
-    return -(picked * valid).sum() / valid.sum().clamp(min=1)
+    return (picked * (target >= 0)).sum(1)
+
+
+def plan_loss(log_plan: torch.Tensor, actions: torch.Tensor, stop: int, question: torch.Tensor) -> torch.Tensor:
+    """The planner's loss: mean over questions of ``−log Σ_chains P_plan(chain)``, the marginal likelihood of a
+    question's label chains (rows of ``actions`` with the same ``question`` index, (B,)). A question whose chains
+    tie (a director who also wrote the film) asks for either; across the questions of one wording the chain that
+    fits them all takes the mass, which a uniform pick among ties would split."""
+    per_chain = chain_log_probs(log_plan, actions, stop)
+    groups = int(question.max()) + 1 if question.numel() else 0
+    top = torch.full((groups,), float("-inf"), device=per_chain.device).scatter_reduce(
+        0, question, per_chain.detach(), "amax")
+    total = torch.zeros(groups, device=per_chain.device).index_add(0, question, (per_chain - top[question]).exp())
+    return -(total.log() + top).mean()

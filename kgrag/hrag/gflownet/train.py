@@ -20,9 +20,10 @@ import torch
 
 from kgrag.hrag.gflownet.answers import answer_metrics, answer_questions
 from kgrag.hrag.gflownet.config import GFlowNetConfig
-from kgrag.hrag.gflownet.data import PoolBatch, QuestionGraph, collate
+from kgrag.hrag.gflownet.data import QuestionGraph, collate
 from kgrag.hrag.gflownet.losses import subtrajectory_balance, trajectory_balance
-from kgrag.hrag.gflownet.planner import pad_rows, plan_loss, sample_walk_actions, walk_actions
+from kgrag.hrag.gflownet.plan_labels import PlanData
+from kgrag.hrag.gflownet.planner import plan_loss
 from kgrag.hrag.gflownet.policy import PathPolicy
 from kgrag.hrag.gflownet.rollout import path_rewards, replay_actions, sample_trajectories
 from kgrag.hrag.text import QuestionTokens
@@ -91,34 +92,23 @@ def _loss(cfg: GFlowNetConfig, traj, log_reward: torch.Tensor) -> torch.Tensor:
     return trajectory_balance(traj.log_z, traj.log_pf.sum(dim=1), log_reward)
 
 
-def _plan_loss(policy: PathPolicy, batch: PoolBatch, walks: list[torch.Tensor],
-               generator: torch.Generator) -> torch.Tensor:
-    """The planner's cross-entropy on one GT walk's relation chain per question (teacher forcing)."""
-    actions = sample_walk_actions(walks, batch.relation, generator)
-    return plan_loss(policy.plan(batch.question, batch.question_mask, actions), actions, policy.planner.stop)
-
-
-def warm_up_planner(policy: PathPolicy, train: AgentData, cfg: GFlowNetConfig) -> float:
-    """``cfg.plan_warmup`` steps of the planner's cross-entropy alone (a GT walk's relation chain per question,
-    ``batch_questions`` questions a step), so that TB starts with a planner that reads the question; returns the
-    last loss. Deterministic given ``cfg.seed``."""
-    chains = [walk_actions(q.gt_walks, q.relation[None].expand(q.gt_walks.shape[0], -1)) for q in train.questions]
-    rows_with = np.array([i for i, c in enumerate(chains) if c.shape[0]])
-    if not cfg.plan_warmup or rows_with.size == 0:
-        return float("nan")
+def _plan_loss(policy: PathPolicy, plan: PlanData, rng: np.random.Generator, questions: int) -> torch.Tensor:
+    """The planner's loss (:func:`~kgrag.hrag.gflownet.planner.plan_loss`) on ``questions`` drawn from ``plan``."""
     device = policy.relation_vectors.device
+    question, mask, actions, group = (t.to(device) for t in plan.sample(rng, questions))
+    return plan_loss(policy.plan(question, mask, actions), actions, policy.planner.stop, group)
+
+
+def warm_up_planner(policy: PathPolicy, plan: PlanData, cfg: GFlowNetConfig) -> float:
+    """``cfg.plan_warmup`` steps of the planner's loss alone (``batch_questions`` questions a step), so that TB
+    starts with a planner that reads the question; returns the last loss. Deterministic given ``cfg.seed``."""
+    if not cfg.plan_warmup or not len(plan):
+        return float("nan")
     optimiser = torch.optim.AdamW(policy.planner.parameters(), lr=cfg.lr)
     rng = np.random.default_rng([cfg.seed, 7])
     loss = torch.zeros(())
     for _ in range(cfg.plan_warmup):
-        rows = rng.choice(rows_with, min(cfg.batch_questions, rows_with.size), replace=False)
-        actions = pad_rows([chains[i][rng.integers(chains[i].shape[0])] for i in rows])
-        tokens = train.tokens[rows]
-        width = max(int(tokens.mask.sum(1).max()), 1)
-        question = torch.from_numpy(tokens.vectors[:, :width].astype(np.float32)).to(device)
-        mask = torch.from_numpy(tokens.mask[:, :width].copy()).to(device)
-        actions = actions.to(device)
-        loss = plan_loss(policy.plan(question, mask, actions), actions, policy.planner.stop)
+        loss = _plan_loss(policy, plan, rng, cfg.batch_questions)
         optimiser.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(policy.planner.parameters(), cfg.grad_clip)
@@ -128,9 +118,12 @@ def warm_up_planner(policy: PathPolicy, train: AgentData, cfg: GFlowNetConfig) -
 
 def train_gflownet(cfg: GFlowNetConfig, train: AgentData, validation: AgentData, entity_vectors: np.ndarray,
                    relation_vectors: np.ndarray, checkpoint_dir: Path, log: Callable[[str], None] = print,
-                   meta: dict | None = None, stop_after: int | None = None) -> TrainResult:
+                   meta: dict | None = None, stop_after: int | None = None, plan: PlanData | None = None
+                   ) -> TrainResult:
     """Train (or resume, or return the finished run in ``checkpoint_dir``); ``stop_after`` ends this call after
-    that many steps in total (a deliberate interruption, as a kill after a checkpoint would be)."""
+    that many steps in total (a deliberate interruption, as a kill after a checkpoint would be). ``plan`` is the
+    planner's training set (the train questions' relation chains read off the KG); without it, the relation
+    chains of the train g_agent's GT walks stand in."""
     checkpoint_dir = Path(checkpoint_dir)
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
     last, best = checkpoint_dir / "last.pt", checkpoint_dir / "best.pt"
@@ -158,11 +151,14 @@ def train_gflownet(cfg: GFlowNetConfig, train: AgentData, validation: AgentData,
     resumed_from = start
     trainable = [i for i, q in enumerate(train.questions) if q.answers.numel() and q.head.numel()]
     train = train.subset(trainable)
+    if plan is None:
+        plan = PlanData.from_walks(train.questions, train.tokens)
     if start == 0 and cfg.plan_warmup:
         w0 = time.perf_counter()
-        plan = warm_up_planner(policy, train, cfg)
+        plan_nll = warm_up_planner(policy, plan, cfg)
         train_seconds += time.perf_counter() - w0
-        log(f"planner warm-up: {cfg.plan_warmup} steps, cross-entropy {plan:.3f} ({train_seconds:.0f}s)")
+        log(f"planner warm-up: {cfg.plan_warmup} steps on {len(plan)} questions' chains, −log P(chain) "
+            f"{plan_nll:.3f} ({train_seconds:.0f}s)")
     check = validation.subset(np.sort(np.random.default_rng(cfg.seed).permutation(len(validation))
                                       [: cfg.validation_questions]).tolist())
     end = cfg.steps if stop_after is None else min(cfg.steps, stop_after)
@@ -179,8 +175,8 @@ def train_gflownet(cfg: GFlowNetConfig, train: AgentData, validation: AgentData,
                                        with_flows=cfg.objective == "subtb", forced=forced)
             r, recall, correct = path_rewards(batch, traj, cfg.alpha, cfg.beta, cfg.epsilon)
             loss = _loss(cfg, traj, cfg.reward_exponent * r.log())
-            loss = loss + cfg.plan_weight * _plan_loss(policy, batch, [train.questions[i].gt_walks for i in rows],
-                                                       generator)
+            loss = loss + cfg.plan_weight * _plan_loss(policy, plan, np.random.default_rng([cfg.seed, 11, s]),
+                                                       cfg.batch_questions)
         optimiser.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(encoder_params, cfg.grad_clip)  # apart: TB's large gradients would
