@@ -12,6 +12,7 @@ from flows.retriever_eval import retriever_eval
 from flows.train_gflownet import train_gflownet
 from flows.train_retriever import train_retriever
 from kgrag.cli import app
+from kgrag.hrag.config import RetrieverConfig
 from kgrag.hrag.g_agent import GAgentSplit
 from kgrag.prep.steps import read_prepared_questions
 
@@ -34,7 +35,8 @@ def test_train_and_eval_flows_on_demo(prefect_harness, work_settings, tmp_path):
     assert {"1-hop", "2-hop", "3-hop", "all"} <= set(part["report"])
     assert 0.0 <= part["report"]["all"]["answer_recall@50"] <= 1.0
     g_agent = GAgentSplit.load(part["g_agent"])
-    assert len(g_agent) == 18 and g_agent.meta["mode"] == "pruned" and g_agent.meta["top_k"] == 100
+    assert len(g_agent) == 18 and g_agent.meta["mode"] == "pruned"
+    assert g_agent.meta["top_k"] == RetrieverConfig().anchor_top_k  # g_agent's size follows the current default
     for name in ("json", "md", "png"):
         assert (work_settings.work_dir / "demo" / "hrag" / "eval" / f"test.{name}").is_file()
 

@@ -36,7 +36,8 @@ class RetrieverConfig(BaseModel):
     early_stop_k: int = Field(100, ge=1)
     seed: int = 0
     # g_agent (spec §4.4)
-    anchor_top_k: int = Field(100, ge=1, description="triples kept per question in g_agent")
+    anchor_top_k: int = Field(200, ge=1, description="triples kept per question in g_agent (a materialisation "
+                              "setting, not part of the trained scorer: a loaded checkpoint takes the current value)")
 
     def fingerprint(self) -> str:
         """Hash of the fields that change the trained model (not the g_agent size)."""

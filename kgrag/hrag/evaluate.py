@@ -48,12 +48,14 @@ class Evaluation:
 
 
 def load_trained(settings: Settings, dataset: str, checkpoint: Path | None = None) -> TrainedRetriever:
-    """The retriever of ``checkpoint`` (default: the latest trained for ``dataset``) with its graph and text vectors."""
+    """The retriever of ``checkpoint`` (default: the latest trained for ``dataset``) with its graph and text vectors;
+    its config is the saved one but for ``anchor_top_k``, g_agent's size, which follows the current default."""
     path = Path(checkpoint) if checkpoint else pipeline.latest_checkpoint(settings, dataset)
     model, state = load_scorer(path)
     graph = pipeline.load_graph(settings, dataset)
     text = TextEmbeddings.for_graph(graph, pipeline.hrag_dir(settings, dataset), Embedder.from_settings(settings))
-    return TrainedRetriever(model, RetrieverConfig(**state["config"]), path, graph, text)
+    saved = {k: v for k, v in state["config"].items() if k != "anchor_top_k"}
+    return TrainedRetriever(model, RetrieverConfig(**saved), path, graph, text)
 
 
 def evaluate_samples(trained: TrainedRetriever, samples: RetrievalSamples, ks=DEFAULT_KS) -> Evaluation:

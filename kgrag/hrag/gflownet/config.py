@@ -25,7 +25,7 @@ class GFlowNetConfig(BaseModel):
     ffn: int = Field(128, ge=8)
     entity_dim: int = Field(16, ge=0, description="projection of the head/tail entity name vectors; 0 = unused")
     max_steps: int = Field(3, ge=1, description="edges on a path at most (Stop is forced after); MetaQA needs 3")
-    max_pool_edges: int = Field(128, ge=1, description="g_agent edges a training question keeps (top-K first, then GT)")
+    max_pool_edges: int = Field(256, ge=1, description="g_agent edges a training question keeps (top-K first, then GT)")
     # objective (spec §4.3)
     objective: Literal["tb", "subtb"] = "tb"
     subtb_lambda: float = Field(0.9, gt=0, description="weight λ^(j-i) of a sub-trajectory of j-i transitions")
