@@ -118,7 +118,7 @@ def test_replayed_actions_are_taken_and_scored_by_the_policy() -> None:
 def test_beam_search_returns_legal_paths_with_probabilities_that_sum_below_one() -> None:
     q = question([(0, 0, 1), (1, 1, 2), (0, 2, 3), (3, 1, 4), (2, 0, 5)], [0], [2], 6)
     batch = collate([q], tokens(1), ENTITIES)
-    found = beam_search(policy(), batch, width=50, max_steps=3)[0]
+    found = beam_search(policy(), batch, width=50, max_steps=3, min_share=0.0)[0]
     assert found and sum(p.probability for p in found) <= 1.0 + 1e-5
     head, tail = q.head.tolist(), q.tail.tolist()
     for p in found:  # each path starts at the topic and is continuous

@@ -14,6 +14,7 @@ found paths ending at it. The predicted set is every entity scoring at least ``t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -40,8 +41,11 @@ class FoundPath:
 
 
 @torch.no_grad()
-def beam_search(policy: PathPolicy, batch: PoolBatch, width: int, max_steps: int) -> list[list[FoundPath]]:
-    """Per question of ``batch``, the paths that stopped within the beam, most probable first."""
+def beam_search(policy: PathPolicy, batch: PoolBatch, width: int, max_steps: int,
+                min_share: float = 1e-9) -> list[list[FoundPath]]:
+    """Per question of ``batch``, the paths that stopped within the beam, most probable first. A path kept with
+    less than ``min_share`` of its question's most probable one is dropped instead (it cannot move the ranking,
+    and a confident planner leaves many such: the policy is not run on them)."""
     b, c = len(batch), batch.pool.size
     rows = batch.repeat(width)
     pooled = policy.embed_pool(batch).repeat(width)
@@ -66,6 +70,8 @@ def beam_search(policy: PathPolicy, batch: PoolBatch, width: int, max_steps: int
             break
         grow = (beam_logp[..., None] + log_p[..., :c]).view(b, width * c)
         top, flat = grow.topk(width, dim=1)  # c ≥ 1 here, so width · c ≥ width
+        if min_share > 0:
+            top = top.masked_fill(top < top[:, :1] + math.log(min_share), float("-inf"))
         if not torch.isfinite(top).any():
             break
         parent = (torch.arange(b)[:, None] * width + flat // c).view(-1)
