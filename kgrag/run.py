@@ -103,7 +103,7 @@ def g_agent_example(settings: Settings, dataset: str, split: str, top: int = 5) 
 #: the GFlowNet budget of ``make run`` on MetaQA (the full budget is ``kgrag train-gflownet`` with the defaults:
 #: 1000 steps): validation Hits@1 peaks early (the planner reads the relations within its warm-up), so a short run
 #: with frequent checks keeps the best checkpoint
-RUN_GFLOWNET_CONFIG: dict = {"steps": 100, "checkpoint_every": 25, "validation_questions": 300}
+RUN_GFLOWNET_CONFIG: dict = {"steps": 50, "checkpoint_every": 25, "validation_questions": 300}
 #: the demo KG has 18 questions: a few dozen steps show the stage
 DEMO_GFLOWNET_CONFIG: dict = {"steps": 40, "checkpoint_every": 20, "batch_questions": 18}
 
