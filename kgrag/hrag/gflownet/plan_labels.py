@@ -29,7 +29,7 @@ import scipy.sparse as sp
 import torch
 
 from kgrag.graph.csr import CSRGraph
-from kgrag.hrag.gflownet.planner import pad_rows, walk_actions
+from kgrag.hrag.gflownet.planner import walk_actions
 from kgrag.hrag.questions import masked_text
 from kgrag.hrag.text import QuestionTokens, TextEmbeddings
 
@@ -174,6 +174,14 @@ class PlanData:
     row: np.ndarray  # (Q,) question → its row of ``tokens``
     chains: list[np.ndarray]  # per question, (P ≥ 1, W) actions, −1 padded
 
+    def __post_init__(self) -> None:
+        """All chains as one −1 padded array, question ``i``'s at ``_flat[_offsets[i]:_offsets[i + 1]]``."""
+        self._offsets = np.concatenate([[0], np.cumsum([c.shape[0] for c in self.chains], dtype=np.int64)])
+        width = max((c.shape[1] for c in self.chains if c.size), default=1) or 1
+        self._flat = np.full((int(self._offsets[-1]), width), -1, np.int64)
+        for i, c in enumerate(self.chains):
+            self._flat[self._offsets[i] : self._offsets[i + 1], : c.shape[1]] = c
+
     def __len__(self) -> int:
         return len(self.chains)
 
@@ -200,9 +208,12 @@ class PlanData:
         """``n`` questions (without replacement) with all their chains, one row per chain: token vectors
         (rows, L, D), their mask, the actions (rows, W), −1 padded, and each row's question (0 … n − 1)."""
         picked = rng.choice(len(self), min(n, len(self)), replace=False)
-        counts = np.array([self.chains[i].shape[0] for i in picked])
+        counts = self._offsets[picked + 1] - self._offsets[picked]
         question = np.repeat(np.arange(picked.size), counts)
-        actions = pad_rows([torch.from_numpy(np.asarray(c)) for i in picked for c in self.chains[i]])
+        rows = np.repeat(self._offsets[picked] - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+        flat = self._flat[rows]
+        used = max(int((flat >= 0).sum(1).max()), 1) if flat.size else 1
+        actions = torch.from_numpy(flat[:, :used].copy())
         tokens = self.tokens[self.row[picked][question]]
         width = max(int(tokens.mask.sum(1).max()), 1)
         return (torch.from_numpy(tokens.vectors[:, :width].astype(np.float32)),
