@@ -134,11 +134,33 @@ def test_beam_search_returns_legal_paths_with_probabilities_that_sum_below_one()
     assert sum(exact.values()) < 1.0
 
 
-def _stopped_paths(q: QuestionGraph) -> dict[tuple[int, ...], float]:
+def test_beam_lookahead_keeps_the_path_that_can_go_on_over_a_more_probable_dead_end() -> None:
+    # topic 0 -r0-> 1 -r1-> 3 and 0 -r0-> 2 (a dead end: no r1 edge at 2); the retriever prefers 0 -> 2
+    t = torch.tensor([(0, 0, 1), (0, 0, 2), (1, 1, 3)])
+    q = QuestionGraph(t[:, 0], t[:, 2], t[:, 1], torch.arange(100, 104), torch.tensor([0]), torch.tensor([3]),
+                      torch.tensor([0, 2]), 2, "q [x]", 2, torch.zeros((0, 0), dtype=torch.long),
+                      torch.tensor([0.0, 10.0, 0.0]))
+    pol = policy()
+    with torch.no_grad():  # a planner that asks for r0 or r1 forward at any step, Stop hardly ever
+        pol.planner.out[-1].weight.zero_()
+        pol.planner.out[-1].bias.copy_(torch.tensor([5.0, -5, 5, -5, -5, -5, -5]))
+        pol.score_prior.fill_(5.0)
+    batch = collate([q], tokens(1), ENTITIES)
+    plain = beam_search(pol, batch, width=1, max_steps=3, lookahead=1)[0]
+    ahead = beam_search(pol, batch, width=1, max_steps=3, lookahead=2)[0]
+    assert [p.terminal for p in plain] == [2]  # the plain beam keeps the dead end: the chain is never walked
+    assert sorted(p.terminal for p in ahead) == [1, 3]  # the lookahead keeps 0 -> 1 and walks on to 3
+    exact = _stopped_paths(q, pol)  # it picks which paths to keep, not their probabilities
+    assert {tuple(p.candidates): p.probability for p in ahead} == pytest.approx(
+        {(0,): exact[(0,)], (0, 4): exact[(0, 4)]}, rel=1e-4)
+    assert exact[(2,)] > exact[(0,)]  # the path it dropped was the more probable one
+
+
+def _stopped_paths(q: QuestionGraph, pol: PathPolicy | None = None) -> dict[tuple[int, ...], float]:
     """Every non-empty path of ``q`` with ``P(path) · P(Stop | path)`` under the answer scoring (mass on relations
     missing at a node is lost), by depth-first enumeration."""
     batch = collate([q], tokens(1), ENTITIES)
-    pol = policy()
+    pol = pol or policy()
     pooled = pol.embed_pool(batch)
     out: dict[tuple[int, ...], float] = {}
 

@@ -22,8 +22,8 @@ import numpy as np
 import torch
 
 from kgrag.hrag.gflownet.data import PoolBatch, QuestionGraph, collate
-from kgrag.hrag.gflownet.env import initial_state, legal_actions, step
-from kgrag.hrag.gflownet.policy import PathPolicy
+from kgrag.hrag.gflownet.env import CandidatePool, PathState, initial_state, legal_actions, step
+from kgrag.hrag.gflownet.policy import PathPolicy, PoolEmbedding
 from kgrag.hrag.text import QuestionTokens
 
 __all__ = ["FoundPath", "beam_search", "answer_questions", "rank_answers", "answer_metrics", "choose_threshold", "summarise",
@@ -41,11 +41,17 @@ class FoundPath:
 
 
 @torch.no_grad()
-def beam_search(policy: PathPolicy, batch: PoolBatch, width: int, max_steps: int,
-                min_share: float = 1e-9) -> list[list[FoundPath]]:
+def beam_search(policy: PathPolicy, batch: PoolBatch, width: int, max_steps: int, min_share: float = 1e-9,
+                lookahead: int = 8) -> list[list[FoundPath]]:
     """Per question of ``batch``, the paths that stopped within the beam, most probable first. A path kept with
     less than ``min_share`` of its question's most probable one is dropped instead (it cannot move the ranking,
-    and a confident planner leaves many such: the policy is not run on them)."""
+    and a confident planner leaves many such: the policy is not run on them).
+
+    ``lookahead`` > 1: the beam keeps not the ``width`` most probable extended paths but, of the ``lookahead ·
+    width`` most probable, the ``width`` with the most probability that can still go on or end one step further
+    (:func:`continuing_mass`): a path into a dead end (the planned next relation has no edge at its node inside
+    g_agent: its mass is lost there) gives its place to one that goes on. The paths' probabilities are unchanged.
+    """
     b, c = len(batch), batch.pool.size
     rows = batch.repeat(width)
     pooled = policy.embed_pool(batch).repeat(width)
@@ -69,20 +75,47 @@ def beam_search(policy: PathPolicy, batch: PoolBatch, width: int, max_steps: int
         if t == max_steps or c == 0:
             break
         grow = (beam_logp[..., None] + log_p[..., :c]).view(b, width * c)
-        top, flat = grow.topk(width, dim=1)  # c ≥ 1 here, so width · c ≥ width
+        top, flat = grow.topk(min(width * max(lookahead, 1), width * c), dim=1)  # width · c ≥ width: c ≥ 1
+        parent, candidate = (torch.arange(b)[:, None] * width + flat // c).view(-1), (flat % c).view(-1)
+        children = step(rows.pool.index(parent), state.index(parent), candidate)
+        if top.shape[1] > width:
+            ahead = continuing_mass(policy, rows.pool.index(parent), pooled, parent, candidate, children, max_steps)
+            keep = (top + ahead.view(b, -1)).masked_fill(~torch.isfinite(top), float("-inf")).topk(width, dim=1)[1]
+            chosen = (torch.arange(b)[:, None] * top.shape[1] + keep).view(-1)
+            top, flat = top.gather(1, keep), flat.gather(1, keep)
+            children, parent, candidate = children.index(chosen), parent[chosen], candidate[chosen]
         if min_share > 0:
-            top = top.masked_fill(top < top[:, :1] + math.log(min_share), float("-inf"))
+            top = top.masked_fill(top < top.max(dim=1, keepdim=True)[0] + math.log(min_share), float("-inf"))
         if not torch.isfinite(top).any():
             break
-        parent = (torch.arange(b)[:, None] * width + flat // c).view(-1)
-        action = (flat % c).view(-1)
-        state = step(rows.pool, state.index(parent), action)
+        state = children
         history = history[parent]
-        history[:, t] = action
+        history[:, t] = candidate
         beam_logp = top
     for paths in found:
         paths.sort(key=lambda p: -p.probability)
     return found
+
+
+def continuing_mass(policy: PathPolicy, pool: CandidatePool, pooled: PoolEmbedding, parent: torch.Tensor,
+                    candidate: torch.Tensor, state: PathState, max_steps: int) -> torch.Tensor:
+    """(N,) log of the planner's mass, after each path of ``state`` (its row ``parent`` of ``pooled`` extended by
+    ``candidate``; ``pool`` one row per path), on Stop and on the next relations that have a legal candidate at
+    the path's end. The planner reads only the relations walked, so the paths that extend one row by the same
+    relation share one planner call."""
+    relation_ids = pooled.relation_ids[parent]
+    stop = policy.planner.stop
+    legal = legal_actions(pool, state, max_steps)[:, :-1]
+    present = torch.zeros((len(parent), stop + 1)).scatter_add_(
+        1, policy.candidate_actions(relation_ids), legal.float()) > 0
+    present[:, stop] = True
+    action = 2 * relation_ids.gather(1, (candidate // 2)[:, None]).squeeze(1) + candidate % 2
+    unique, inverse = torch.unique(parent * (stop + 1) + action, return_inverse=True)
+    first = torch.full((unique.numel(),), len(parent), dtype=torch.long).scatter_reduce(
+        0, inverse, torch.arange(len(parent)), "amin")
+    plan = policy.plan_next(pooled.tokens[parent[first]], pooled.token_mask[parent[first]], relation_ids[first],
+                            state.index(first))[inverse]
+    return plan.masked_fill(~present, float("-inf")).logsumexp(dim=1)
 
 
 def rank_answers(found: Sequence[Sequence[FoundPath]], batch: PoolBatch,
@@ -143,14 +176,14 @@ def summarise(metrics: dict[str, np.ndarray], hops: Sequence[int]) -> dict[str, 
 
 def answer_questions(policy: PathPolicy, questions: Sequence[QuestionGraph], tokens: QuestionTokens,
                      entity_vectors: np.ndarray, width: int, max_steps: int, exclude_topics: bool = True,
-                     batch_size: int = 64) -> tuple[list[list[tuple[int, float]]], list[list[FoundPath]]]:
+                     batch_size: int = 64, lookahead: int = 8) -> tuple[list[list[tuple[int, float]]], list[list[FoundPath]]]:
     """Ranked answers and found paths of every question, in batches (found paths index rows of their batch)."""
     ranked: list[list[tuple[int, float]]] = []
     found: list[list[FoundPath]] = []
     policy.eval()
     for lo in range(0, len(questions), batch_size):
         batch = collate(questions[lo : lo + batch_size], tokens[lo : lo + batch_size], entity_vectors)
-        paths = beam_search(policy, batch.to(policy.relation_vectors.device), width, max_steps)
+        paths = beam_search(policy, batch.to(policy.relation_vectors.device), width, max_steps, lookahead=lookahead)
         ranked.extend(rank_answers(paths, batch, exclude_topics))
         found.extend(paths)
     return ranked, found

@@ -37,6 +37,10 @@ class CandidatePool:
     def size(self) -> int:
         return int(self.head.shape[1])
 
+    def index(self, rows: torch.Tensor) -> CandidatePool:
+        """The pools of ``rows`` (rows of one question share its pool)."""
+        return CandidatePool(self.head[rows], self.tail[rows], self.edge[rows], self.valid[rows], self.is_topic[rows])
+
 
 @dataclass
 class PathState:

@@ -60,7 +60,8 @@ def answer_data(trained: TrainedPolicy, data: AgentData, entity_vectors: np.ndar
     """Answer every question of ``data``; ``misses`` unanswerable questions (no topic) count as zeros."""
     cfg = trained.config
     ranked, found = answer_questions(trained.policy, data.questions, data.tokens, entity_vectors, cfg.beam_width,
-                                     cfg.max_steps, cfg.exclude_topics)
+                                     cfg.max_steps, cfg.exclude_topics,
+                                     lookahead=cfg.beam_lookahead)
     metrics = answer_metrics(ranked, data.gold, trained.threshold)
     hops = data.hops + list(miss_hops or [0] * misses)
     if misses:

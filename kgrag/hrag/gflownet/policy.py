@@ -157,8 +157,7 @@ class PathPolicy(nn.Module):
         query = (pooled.query + self.role.weight[QUERY])[:, None]
         hidden = self.norm(self.encoder(torch.cat([cls, query, edges], dim=1), src_key_padding_mask=pooled.padding))
         raw = (self.select(hidden[:, 2:]) + self.score_prior * pooled.score[..., None]).reshape(b, 2 * e)
-        groups = (2 * pooled.relation_ids[..., None]
-                  + torch.arange(2, device=raw.device)).reshape(b, 2 * e)  # the planner's action of each candidate
+        groups = self.candidate_actions(pooled.relation_ids)
         allowed = (~pooled.padding[:, 2:]).repeat_interleave(2, dim=1) if legal is None else legal[:, :-1]
         plan = self.next_action(pooled, state).detach()  # (B, 2R + 1); the planner learns from its own loss
         select = plan.gather(1, groups) + _group_log_softmax(raw, groups, allowed, self.planner.stop)
@@ -173,14 +172,25 @@ class PathPolicy(nn.Module):
 
     def next_action(self, pooled: PoolEmbedding, state: PathState) -> torch.Tensor:
         """(B, 2R + 1) ``log P_plan`` of the next action after the path of ``state``."""
-        b, e = pooled.relation_ids.shape
+        return self.plan_next(pooled.tokens, pooled.token_mask, pooled.relation_ids, state)
+
+    def plan_next(self, tokens: torch.Tensor, token_mask: torch.Tensor, relation_ids: torch.Tensor,
+                  state: PathState) -> torch.Tensor:
+        """:meth:`next_action` from the question's token vectors (B, L, text_dim), their mask and the pool's edge
+        relations (B, E) alone (no encoder: the planner reads no entity)."""
+        b, e = relation_ids.shape
         width = self.order.num_embeddings // 2  # max_steps
         used = state.edge_used[:, :e]
-        actions = torch.where(used, 2 * pooled.relation_ids + state.edge_reversed[:, :e].long(), -1)
+        actions = torch.where(used, 2 * relation_ids + state.edge_reversed[:, :e].long(), -1)
         prefix = torch.full((b, width + 1), -1, dtype=torch.long, device=actions.device)
         prefix.scatter_(1, torch.where(used, state.edge_step[:, :e], width).clamp(max=width), actions)
-        log_plan = self.plan(pooled.tokens, pooled.token_mask, prefix[:, :width])
+        log_plan = self.plan(tokens, token_mask, prefix[:, :width])
         return log_plan[torch.arange(b), state.length.clamp(max=width)]
+
+    def candidate_actions(self, relation_ids: torch.Tensor) -> torch.Tensor:
+        """(B, E) edge relations → (B, 2E) the planner's action ``2r + reversed`` of each oriented candidate."""
+        b = relation_ids.shape[0]
+        return (2 * relation_ids[..., None] + torch.arange(2, device=relation_ids.device)).reshape(b, -1)
 
     def log_probs(self, pooled: PoolEmbedding, state: PathState, legal: torch.Tensor, rows: torch.Tensor,
                   renormalise: bool = True) -> tuple[torch.Tensor, PolicyOutput]:

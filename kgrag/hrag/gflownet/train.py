@@ -217,5 +217,6 @@ def _validate(policy: PathPolicy, data: AgentData, entity_vectors: np.ndarray, c
     policy.eval()
     with torch.device(cfg.device):
         ranked, _ = answer_questions(policy, data.questions, data.tokens, entity_vectors, cfg.beam_width,
-                                     cfg.max_steps, cfg.exclude_topics)
+                                     cfg.max_steps, cfg.exclude_topics,
+                                     lookahead=cfg.beam_lookahead)
     return float(answer_metrics(ranked, data.gold, threshold=1.0)["hits@1"].mean())
