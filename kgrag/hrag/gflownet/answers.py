@@ -4,8 +4,9 @@
     ranked = rank_answers(found, batch, exclude_topics=True)         # per question: [(entity id, score), …] best first
     scores = answer_metrics(ranked, gold, threshold=0.5)             # hits@1 / hit / f1 per question
 
-Beam search keeps, per question, the ``width`` most probable partial paths; at every step each kept path also
-ends (Stop) with probability ``P(path) · P_F(Stop | path)``. Path probabilities are not renormalised over the
+Beam search keeps, per question, ``width`` partial paths: of the ``lookahead · width`` most probable extensions, those
+whose next step keeps the most of the planner's mass (a path into a node that lacks the planned next relation loses
+it there); at every step each kept path also ends (Stop) with probability ``P(path) · P_F(Stop | path)``. Path probabilities are not renormalised over the
 legal actions: the mass the planner puts on a relation that has no edge at a node is lost there, not re-spread
 onto the relations present (``PathPolicy.log_probs(renormalise=False)``). An entity's score is the summed probability of the
 found paths ending at it. The predicted set is every entity scoring at least ``threshold`` × the top score
@@ -77,9 +78,10 @@ def beam_search(policy: PathPolicy, batch: PoolBatch, width: int, max_steps: int
         grow = (beam_logp[..., None] + log_p[..., :c]).view(b, width * c)
         top, flat = grow.topk(min(width * max(lookahead, 1), width * c), dim=1)  # width · c ≥ width: c ≥ 1
         parent, candidate = (torch.arange(b)[:, None] * width + flat // c).view(-1), (flat % c).view(-1)
-        children = step(rows.pool.index(parent), state.index(parent), candidate)
+        pools = rows.pool.index(parent)
+        children = step(pools, state.index(parent), candidate)
         if top.shape[1] > width:
-            ahead = continuing_mass(policy, rows.pool.index(parent), pooled, parent, candidate, children, max_steps)
+            ahead = continuing_mass(policy, pools, pooled, parent, candidate, children, max_steps)
             keep = (top + ahead.view(b, -1)).masked_fill(~torch.isfinite(top), float("-inf")).topk(width, dim=1)[1]
             chosen = (torch.arange(b)[:, None] * top.shape[1] + keep).view(-1)
             top, flat = top.gather(1, keep), flat.gather(1, keep)
