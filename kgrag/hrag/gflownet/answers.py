@@ -4,12 +4,13 @@
     ranked = rank_answers(found, batch, exclude_topics=True)         # per question: [(entity id, score), …] best first
     scores = answer_metrics(ranked, gold, threshold=0.5)             # hits@1 / hit / f1 per question
 
-Beam search keeps, per question, ``width`` partial paths: of the ``lookahead · width`` most probable extensions, those
-whose next step keeps the most of the planner's mass (a path into a node that lacks the planned next relation loses
-it there); at every step each kept path also ends (Stop) with probability ``P(path) · P_F(Stop | path)``. Path probabilities are not renormalised over the
-legal actions: the mass the planner puts on a relation that has no edge at a node is lost there, not re-spread
-onto the relations present (``PathPolicy.log_probs(renormalise=False)``). An entity's score is the summed probability of the
-found paths ending at it. The predicted set is every entity scoring at least ``threshold`` × the top score
+Beam search keeps, per question, ``width`` partial paths: of the ``lookahead · width`` most probable extensions,
+those whose next step keeps the most of the planner's mass (a path into a node that lacks the planned next
+relation loses it there); at every step each kept path also ends (Stop) with probability
+``P(path) · P_F(Stop | path)``. Path probabilities are not renormalised over the legal actions: the mass the
+planner puts on a relation that has no edge at a node is lost there, not re-spread onto the relations present
+(``PathPolicy.log_probs(renormalise=False)``). An entity's score is the summed probability of the found paths
+ending at it. The predicted set is every entity scoring at least ``threshold`` × the top score
 (``threshold`` chosen on validation: :func:`choose_threshold`).
 """
 
@@ -106,12 +107,12 @@ def continuing_mass(policy: PathPolicy, pool: CandidatePool, pooled: PoolEmbeddi
     the path's end. The planner reads only the relations walked, so the paths that extend one row by the same
     relation share one planner call."""
     relation_ids = pooled.relation_ids[parent]
+    actions = PathPolicy.candidate_actions(relation_ids)  # (N, C) the planner's action of every candidate
     stop = policy.planner.stop
     legal = legal_actions(pool, state, max_steps)[:, :-1]
-    present = torch.zeros((len(parent), stop + 1)).scatter_add_(
-        1, policy.candidate_actions(relation_ids), legal.float()) > 0
+    present = torch.zeros((len(parent), stop + 1)).scatter_add_(1, actions, legal.float()) > 0
     present[:, stop] = True
-    action = 2 * relation_ids.gather(1, (candidate // 2)[:, None]).squeeze(1) + candidate % 2
+    action = actions.gather(1, candidate[:, None]).squeeze(1)  # the step that made each path
     unique, inverse = torch.unique(parent * (stop + 1) + action, return_inverse=True)
     first = torch.full((unique.numel(),), len(parent), dtype=torch.long).scatter_reduce(
         0, inverse, torch.arange(len(parent)), "amin")
@@ -178,14 +179,16 @@ def summarise(metrics: dict[str, np.ndarray], hops: Sequence[int]) -> dict[str, 
 
 def answer_questions(policy: PathPolicy, questions: Sequence[QuestionGraph], tokens: QuestionTokens,
                      entity_vectors: np.ndarray, width: int, max_steps: int, exclude_topics: bool = True,
-                     batch_size: int = 64, lookahead: int = 8) -> tuple[list[list[tuple[int, float]]], list[list[FoundPath]]]:
+                     batch_size: int = 64,
+                     lookahead: int = 8) -> tuple[list[list[tuple[int, float]]], list[list[FoundPath]]]:
     """Ranked answers and found paths of every question, in batches (found paths index rows of their batch)."""
     ranked: list[list[tuple[int, float]]] = []
     found: list[list[FoundPath]] = []
     policy.eval()
     for lo in range(0, len(questions), batch_size):
         batch = collate(questions[lo : lo + batch_size], tokens[lo : lo + batch_size], entity_vectors)
-        paths = beam_search(policy, batch.to(policy.relation_vectors.device), width, max_steps, lookahead=lookahead)
+        paths = beam_search(policy, batch.to(policy.relation_vectors.device), width, max_steps,
+                            lookahead=lookahead)
         ranked.extend(rank_answers(paths, batch, exclude_topics))
         found.extend(paths)
     return ranked, found

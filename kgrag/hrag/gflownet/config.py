@@ -58,11 +58,13 @@ class GFlowNetConfig(BaseModel):
     device: str = Field("cpu", pattern=r"^(cpu|cuda(:\d+)?|mps)$", description="torch device of training")
     # answering
     beam_width: int = Field(16, ge=1, description="paths kept per step by the answer beam search")
-    beam_lookahead: int = Field(8, ge=1, description="the beam keeps the best `beam_width` of the `beam_lookahead ·"
-                                " beam_width` most probable paths by the mass that can go on one step further; 1 = plain beam")
+    beam_lookahead: int = Field(8, ge=1, description="the beam keeps the best `beam_width` of the `beam_lookahead"
+                                " · beam_width` most probable paths by the mass that can go on one step further;"
+                                " 1 = plain beam")
     exclude_topics: bool = Field(True, description="a topic entity is never an answer")
 
     def fingerprint(self) -> str:
         """Hash of the fields that change the trained policy (not the answering settings)."""
-        fields = self.model_dump(exclude={"beam_width", "beam_lookahead", "exclude_topics", "validation_questions", "device"})
+        untrained = {"beam_width", "beam_lookahead", "exclude_topics", "validation_questions", "device"}
+        fields = self.model_dump(exclude=untrained)
         return hashlib.sha256(f"{POLICY_VERSION}:{json.dumps(fields, sort_keys=True)}".encode()).hexdigest()[:12]

@@ -187,7 +187,8 @@ class PathPolicy(nn.Module):
         log_plan = self.plan(tokens, token_mask, prefix[:, :width])
         return log_plan[torch.arange(b), state.length.clamp(max=width)]
 
-    def candidate_actions(self, relation_ids: torch.Tensor) -> torch.Tensor:
+    @staticmethod
+    def candidate_actions(relation_ids: torch.Tensor) -> torch.Tensor:
         """(B, E) edge relations → (B, 2E) the planner's action ``2r + reversed`` of each oriented candidate."""
         b = relation_ids.shape[0]
         return (2 * relation_ids[..., None] + torch.arange(2, device=relation_ids.device)).reshape(b, -1)
