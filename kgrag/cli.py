@@ -364,6 +364,92 @@ def eval_cmd(
         print(json.dumps(result["figures"]))
 
 
+def _agent_answerer(kn: str, llm: bool | None):
+    """``answer(question, history) -> final state`` running the agent graph in-process."""
+    from graphs.agent.context import AgentContext
+    from graphs.agent.graph import graph
+
+    context = AgentContext(kn_id=kn, use_llm=llm)
+
+    def answer(question: str, history: list | None = None) -> dict:
+        return graph.invoke({"question": question, "kn_id": kn, "history": history or []}, context=context)
+
+    return answer
+
+
+@app.command()
+@friendly_errors
+def ask(
+    question: Annotated[str, typer.Argument(help="The question, in the network's language.")],
+    kn: Annotated[str, typer.Option(help="Knowledge network id (kgrag kn list).")] = "medical",
+    thread: Annotated[str | None, typer.Option(help="Conversation thread id: a follow-up resolves to its topic.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the final state as JSON.")] = False,
+    llm: Annotated[bool | None, typer.Option("--llm/--no-llm", help="Plan with the LLM (default: when "
+                                             "KGRAG_LLM_BASE_URL is set).")] = None,
+) -> None:
+    """Answer one question with the agent (keywords → schema recall → contextual recall → tool calls → answer)
+    and print each step as a tree."""
+    from kgrag.agent.render import state_tree
+    from kgrag.agent.threads import load_history, save_history
+
+    settings = get_settings()
+    try:
+        history = load_history(settings, thread) if thread else []
+    except ValueError as exc:
+        raise KgragError(str(exc)) from None
+    state = _agent_answerer(kn, llm)(question, history)
+    if thread:
+        save_history(settings, thread, state.get("history", []))
+    if json_out:
+        print(json.dumps(state, ensure_ascii=False))
+    else:
+        console.print(state_tree(state))
+
+
+@app.command("agent-eval")
+@friendly_errors
+def agent_eval_cmd(
+    questions: Annotated[Path, typer.Option(help="CE-Prompt JSON ([{input, cypher}]) or JSONL of {question, answers}.")],
+    kn: Annotated[str, typer.Option(help="Knowledge network id.")] = "medical",
+    out: Annotated[Path | None, typer.Option(help="Write one prediction per line (JSONL) here.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print {n, hit, f1, exact, topic_acc, p50_ms} as JSON "
+                                           "on the last line.")] = False,
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions.")] = None,
+    llm: Annotated[bool | None, typer.Option("--llm/--no-llm", help="Plan with the LLM (default: when configured).")] = None,
+) -> None:
+    """Answer every question of FILE with the agent and print answer Hit, set F1, exact-set rate, topic accuracy
+    and latency (gold of CE-Prompt files: the Cypher executed on the raw disease data; skips counted)."""
+    from rich.progress import Progress
+
+    from kgrag.agent.evaluate import evaluate, read_questions
+
+    if not questions.is_file():
+        raise KgragError(f"no question file at {questions}")
+    try:
+        items, skipped = read_questions(questions, get_settings().data_dir / "medical" / "diseases")
+    except ValueError as exc:
+        raise KgragError(str(exc)) from None
+    items = items[:limit] if limit else items
+    answer = _agent_answerer(kn, llm)
+    with Progress(console=err_console, transient=True) as progress:
+        task = progress.add_task("answering", total=len(items))
+        report = evaluate(items, answer, lambda i: progress.update(task, completed=i))
+    figures = report["figures"]
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in report["predictions"]),
+                       encoding="utf-8")
+    table = Table(title=f"agent on {questions.name} (kn {kn})", header_style="bold")
+    for col in ("n", "hit", "f1", "exact", "topic_acc", "p50_ms", "p95_ms"):
+        table.add_column(col, justify="right")
+    table.add_row(*(str(figures[c]) for c in ("n", "hit", "f1", "exact", "topic_acc", "p50_ms", "p95_ms")))
+    console.print(table)
+    if skipped:
+        console.print("skipped: " + ", ".join(f"{reason} {count}" for reason, count in skipped.most_common()))
+    if json_out:
+        print(json.dumps({k: figures[k] for k in ("n", "hit", "f1", "exact", "topic_acc", "p50_ms")}))
+
+
 @app.command("config")
 def show_config() -> None:
     """Print the effective settings (KGRAG_* environment, .env, defaults); the API key is masked."""

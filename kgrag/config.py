@@ -56,6 +56,10 @@ class Settings(BaseSettings):
     rerank_timeout: float = Field(default=30.0, gt=0)
     #: kn_search responses kept per server process (LRU, keyed on the network version); 0 turns it off
     kn_search_cache_size: int = Field(default=1024, ge=0)
+    #: the knowledge network an agent run uses when its input and context name none
+    agent_kn_id: str = Field(default="medical", min_length=1, max_length=200)
+    #: tool calls one agent turn may make
+    agent_max_tool_calls: int = Field(default=4, ge=1, le=16)
     seed: int = 0
 
     @field_validator("data_dir", "work_dir", mode="after")

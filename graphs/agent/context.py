@@ -1,0 +1,31 @@
+"""The run context of the agent graph (LangGraph ``context_schema``): per-run settings, each optional; what a run
+leaves out comes from :class:`kgrag.config.Settings` (``KGRAG_AGENT_*``, ``KGRAG_LLM_BASE_URL``).
+
+    graph.invoke({"question": "百日咳有哪些症状"}, context=AgentContext(kn_id="medical", max_tool_calls=2))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kgrag.agent.state import AgentSettings
+from kgrag.config import Settings, get_settings
+
+__all__ = ["AgentContext", "resolve"]
+
+
+@dataclass
+class AgentContext:
+    kn_id: str | None = None
+    max_tool_calls: int | None = None
+    use_llm: bool | None = None
+    max_question_chars: int | None = None
+
+
+def resolve(context: AgentContext | None, settings: Settings | None = None) -> AgentSettings:
+    """The run's :class:`AgentSettings` (validated and bounded): the context's values over the defaults."""
+    settings = settings or get_settings()
+    defaults = {"kn_id": settings.agent_kn_id, "max_tool_calls": settings.agent_max_tool_calls,
+                "use_llm": settings.llm_enabled}
+    given = {k: v for k, v in (vars(context) if context is not None else {}).items() if v is not None}
+    return AgentSettings(**{**defaults, **given})

@@ -1,0 +1,113 @@
+"""Agent evaluation (``kgrag agent-eval``): questions with gold answers, answered one by one, scored as sets.
+
+    items, skipped = read_questions(Path("questions.jsonl"))
+    report = evaluate(items, answer_fn)      # answer_fn(question) -> the agent's final state
+    report["figures"]                         # {"n", "hit", "f1", "exact", "topic_acc", "p50_ms", "p95_ms"}
+
+Files: the CE-Prompt format (a JSON list of ``{"input", "cypher"}``; gold computed by executing the Cypher on the
+raw disease data, :mod:`kgrag.agent.gold`, skipped questions counted by reason) or JSONL of
+``{"question", "answers"[, "topic"]}``. Metrics per question, averaged over the ``n`` scored questions:
+**hit** (any predicted value is gold), set **F1**, **exact** (the predicted set equals the gold set); **topic_acc**
+over the questions whose gold topic is known (the agent's linked topic name equals it); latency p50/p95 of the
+whole agent turn. Values compare after stripping whitespace.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["EvalItem", "evaluate", "read_questions", "set_scores"]
+
+
+@dataclass(frozen=True)
+class EvalItem:
+    question: str
+    answers: tuple[str, ...]
+    topic: str | None = None
+    label: str | None = None
+
+
+def _norm(values: Iterable[Any]) -> set[str]:
+    return {str(v).strip() for v in values if str(v).strip()}
+
+
+def set_scores(predicted: Iterable[Any], gold: Iterable[Any]) -> tuple[float, float, float]:
+    """``(hit, f1, exact)`` of one predicted value set against the gold set."""
+    p, g = _norm(predicted), _norm(gold)
+    common = len(p & g)
+    f1 = 0.0 if not common else 2 * common / (len(p) + len(g))
+    return float(common > 0), f1, float(p == g and bool(g))
+
+
+def read_questions(path: Path, diseases_dir: Path | None = None) -> tuple[list[EvalItem], Counter]:
+    """Items of a CE-Prompt JSON file or a ``{"question", "answers"}`` JSONL file, and skips by reason."""
+    text = path.read_text(encoding="utf-8")
+    if text.lstrip().startswith("["):
+        from kgrag.agent.gold import load_ce_prompt
+
+        examples, skipped = load_ce_prompt(path, diseases_dir)
+        return [EvalItem(e.question, tuple(e.answers), e.target.topic, e.target.label) for e in examples], skipped
+    items: list[EvalItem] = []
+    skipped: Counter = Counter()
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            question, answers = row["question"], row["answers"]
+            if not isinstance(question, str) or not isinstance(answers, list):
+                raise TypeError("question must be a string and answers a list")
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{path}:{number}: not a {{\"question\", \"answers\"}} line ({exc})") from None
+        if not answers:
+            skipped["empty answers"] += 1
+            continue
+        items.append(EvalItem(question, tuple(str(a) for a in answers), row.get("topic"), row.get("label")))
+    return items, skipped
+
+
+def evaluate(items: Sequence[EvalItem], answer_fn: Callable[[str], dict[str, Any]],
+             progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Answer every item; ``{"figures": {...}, "predictions": [...]}`` (one prediction per item, in order)."""
+    predictions: list[dict[str, Any]] = []
+    scores: list[tuple[float, float, float]] = []
+    topic_ok: list[float] = []
+    latencies: list[float] = []
+    for i, item in enumerate(items):
+        started = time.perf_counter()
+        state = answer_fn(item.question)
+        ms = (time.perf_counter() - started) * 1000
+        latencies.append(ms)
+        values = list(state.get("answers") or [])
+        hit, f1, exact = set_scores(values, item.answers)
+        scores.append((hit, f1, exact))
+        topic = (state.get("topic") or {}).get("name")
+        if item.topic is not None:
+            topic_ok.append(float(topic == item.topic))
+        predictions.append({"question": item.question, "answers": values, "gold": list(item.answers),
+                            "topic": topic, "gold_topic": item.topic, "hit": hit, "f1": round(f1, 4),
+                            "exact": exact, "ms": round(ms, 2), "answer": state.get("answer", ""),
+                            "errors": state.get("errors", [])})
+        if progress is not None:
+            progress(i + 1)
+    arr = np.array(scores, dtype=float).reshape(-1, 3)
+    lat = np.array(latencies or [0.0])
+    figures = {
+        "n": len(items),
+        "hit": round(float(arr[:, 0].mean()), 4) if len(items) else 0.0,
+        "f1": round(float(arr[:, 1].mean()), 4) if len(items) else 0.0,
+        "exact": round(float(arr[:, 2].mean()), 4) if len(items) else 0.0,
+        "topic_acc": round(float(np.mean(topic_ok)), 4) if topic_ok else None,
+        "topic_n": len(topic_ok),
+        "p50_ms": round(float(np.percentile(lat, 50)), 2),
+        "p95_ms": round(float(np.percentile(lat, 95)), 2),
+    }
+    return {"figures": figures, "predictions": predictions}

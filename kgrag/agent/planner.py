@@ -1,0 +1,132 @@
+"""The LLM-free planner: ranked schema intents + linked topic -> the next tool call.
+
+    intents = rank_intents(question, mask, ranker, network, relation_ids)   # [("rel:has_symptom", 0.93), …]
+    call = next_call(intents, candidates, network, "medical", tried=set(), prior={})
+
+An intent label names one schema element (the labels of :mod:`kgrag.agent.cypher`):
+
+- ``prop:<property>``    a data property of the topic (a Disease's ``cure_way``): ``query_object_instance``
+- ``rel:<relation>``     instances reached from the topic along the relation: ``query_instance_subgraph`` out
+- ``rel_in:<relation>``  instances the relation reaches the topic from (diseases with a symptom): … in
+
+Intents come from the trained ranker (:mod:`kgrag.agent.intent`) when one fits the network, else from schema
+recall: the relation types kn_search recalled (in its order) and the properties whose names the question says.
+The planner walks the intents best first and plans the first one for which a topic of the right object type
+was linked and that has not been tried; the tools node runs it and, when it finds nothing, the plan goes on
+with the next intent (bounded by ``max_tool_calls``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from kgrag.agent.linking import TopicCandidate, choose_topic
+from kgrag.agent.state import ToolCall
+from kgrag.network.model import KnowledgeNetwork, ObjectType, RelationType
+
+__all__ = ["Intent", "next_call", "parse_label", "rank_intents", "ranker_fits", "schema_intents"]
+
+Intent = tuple[str, float]
+#: intents below this probability are not planned (the ranker's long tail)
+MIN_PROBABILITY = 0.02
+
+
+def parse_label(label: str) -> tuple[str, str]:
+    """``"rel_in:has_symptom"`` -> ``("rel_in", "has_symptom")``."""
+    kind, _, element = label.partition(":")
+    if kind not in ("prop", "rel", "rel_in") or not element:
+        raise ValueError(f"not an intent label: {label!r}")
+    return kind, element
+
+
+def _relation(network: KnowledgeNetwork, rid: str) -> RelationType | None:
+    return next((r for r in network.relation_types if r.id == rid), None)
+
+
+def _owner(network: KnowledgeNetwork, prop: str) -> ObjectType | None:
+    """The object type declaring data property ``prop`` (the first one, in declaration order)."""
+    return next((ot for ot in network.object_types if any(p.name == prop for p in ot.data_properties)), None)
+
+
+def topic_type(network: KnowledgeNetwork, label: str) -> str | None:
+    """The object type the question's topic must have for this intent (None: the network lacks the element)."""
+    kind, element = parse_label(label)
+    if kind == "prop":
+        owner = _owner(network, element)
+        return owner.id if owner else None
+    rt = _relation(network, element)
+    if rt is None:
+        return None
+    return rt.source_object_type_id if kind == "rel" else rt.target_object_type_id
+
+
+def ranker_fits(labels: Iterable[str], network: KnowledgeNetwork) -> bool:
+    """True when every label names an element of ``network`` (the ranker was trained on this schema)."""
+    try:
+        return all(topic_type(network, label) is not None for label in labels)
+    except ValueError:
+        return False
+
+
+def schema_intents(question: str, network: KnowledgeNetwork, relation_ids: Sequence[str]) -> list[Intent]:
+    """Intents without a trained ranker: kn_search's recalled relation types (both directions, in its order)
+    and the data properties whose display name or name the question contains; probabilities decay by rank."""
+    labels: list[str] = []
+    for ot in network.object_types:
+        for p in ot.data_properties:
+            words = [w for w in (p.display_name, p.name) if w and len(w) >= 2]
+            if p.name != ot.display_key and any(w.lower() in question.lower() for w in words):
+                labels.append(f"prop:{p.name}")
+    for rid in relation_ids:
+        labels += [f"rel:{rid}", f"rel_in:{rid}"]
+    labels = list(dict.fromkeys(labels))
+    weights = [1.0 / (1 + i) for i in range(len(labels))]
+    total = sum(weights) or 1.0
+    return [(label, w / total) for label, w in zip(labels, weights, strict=True)]
+
+
+def rank_intents(question: str, mask: str | None, ranker: Any | None, network: KnowledgeNetwork,
+                 relation_ids: Sequence[str], top: int = 5) -> list[Intent]:
+    """The trained ranker's intents (the topic's words masked), else :func:`schema_intents`."""
+    if ranker is None:
+        return schema_intents(question, network, relation_ids)[:top]
+    return [(label, float(p)) for label, p in ranker.rank(question, mask)[:top]]
+
+
+def _call(label: str, topic: TopicCandidate, network: KnowledgeNetwork, kn_id: str, why: str,
+          limit: int) -> ToolCall:
+    kind, element = parse_label(label)
+    display = next((ot.display_key for ot in network.object_types if ot.id == topic.object_type), "name")
+    condition = {"operation": "==", "field": display, "value": topic.name}
+    if kind == "prop":
+        args: dict[str, Any] = {"kn_id": kn_id, "object_type": topic.object_type, "condition": condition,
+                                "properties": [display, element], "limit": 1}
+        return ToolCall(name="query_object_instance", args=args, why=why)
+    direction = "out" if kind == "rel" else "in"
+    args = {"kn_id": kn_id, "start": {"object_type": topic.object_type, "condition": condition},
+            "relation_type_path": [{"relation_type": element, "direction": direction}], "limit": limit}
+    return ToolCall(name="query_instance_subgraph", args=args, why=why)
+
+
+def next_call(intents: Sequence[Intent], candidates: Sequence[TopicCandidate], network: KnowledgeNetwork,
+              kn_id: str, tried: set[str], prior: Mapping[str, int] | None = None,
+              history_topic: TopicCandidate | None = None, limit: int = 200
+              ) -> tuple[ToolCall, str, TopicCandidate] | None:
+    """The first untried intent with a topic of its type: ``(call, label, topic)``, or None.
+
+    ``history_topic`` (the thread's previous topic) stands in when the question links no topic of its own."""
+    for label, p in intents:
+        if label in tried or p < MIN_PROBABILITY:
+            continue
+        wanted = topic_type(network, label)
+        if wanted is None:
+            continue
+        topic = choose_topic(candidates, wanted, prior)
+        if topic is None and history_topic is not None and history_topic.object_type == wanted:
+            topic = history_topic
+        if topic is None:
+            continue
+        why = f"{label} (p={p:.2f}) on {topic.object_type} {topic.name!r} ({topic.match_type})"
+        return _call(label, topic, network, kn_id, why, limit), label, topic
+    return None

@@ -1,0 +1,45 @@
+"""An agent turn as a readable tree (rich): keywords, recalled schema, storage forms, tool calls, evidence, answer.
+
+    console.print(state_tree(state))
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.markup import escape
+from rich.tree import Tree
+
+__all__ = ["state_tree"]
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return escape(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+def state_tree(state: dict[str, Any], evidence_rows: int = 8) -> Tree:
+    """The turn's steps (with their milliseconds) under the question; the answer last."""
+    root = Tree(f"[bold]{escape(state.get('question', ''))}[/]  [dim](kn {escape(str(state.get('kn_id')))}, "
+                f"planner {state.get('planner', 'rules')})[/]")
+    for entry in state.get("trace", []):
+        node = root.add(f"[cyan]{entry['node']}[/] [dim]{entry['ms']:.1f} ms[/]  {_short(entry['summary'])}")
+        if entry["node"] == "schema_recall" and state.get("schema"):
+            for label, p in state["schema"].get("intents", [])[:3]:
+                node.add(f"{escape(label)}  p={p:.2f}")
+        if entry["node"] == "contextual_recall":
+            for form in state.get("context", {}).get("storage_forms", [])[:5]:
+                node.add(f"{escape(form['keyword'])} → {escape(form['object_type'])} "
+                         f"[green]{escape(form['name'])}[/] ({form['match_type']})")
+    calls = root.add("[cyan]tool calls[/]")
+    for call in state.get("tool_calls", []):
+        status = f"[red]error: {_short(call['error'])}[/]" if call.get("error") else f"{call.get('ms', 0):.1f} ms"
+        calls.add(f"{escape(call.get('name', ''))}({_short(call.get('args'), 200)}) {status}")
+    evidence = root.add(f"[cyan]evidence[/] ({len(state.get('evidence', []))} rows)")
+    for row in state.get("evidence", [])[:evidence_rows]:
+        evidence.add(f"{escape(row['instance'])} -[{escape(row['via'])}]-> [green]{escape(row['value'])}[/]")
+    for error in state.get("errors", []):
+        root.add(f"[yellow]note:[/] {escape(error)}")
+    root.add(f"[bold]answer:[/] {escape(state.get('answer', ''))}")
+    return root

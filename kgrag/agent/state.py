@@ -1,0 +1,89 @@
+"""The online agent's state and run settings: plain JSON-able data, so a LangGraph checkpointer, the LangGraph API
+and ``kgrag ask --json`` all carry it as it is. Stores, rankers and clients are held outside (by id, see
+:mod:`kgrag.agent.resources`), never in the state.
+
+    AgentSettings(kn_id="medical", max_tool_calls=4).fingerprint()
+
+One turn fills, node by node: ``keywords`` → ``schema`` → ``context`` (+ ``topic``) → ``tool_calls`` (planned in
+``plan``, run by ``tools``) → ``answer`` / ``answers`` / ``evidence``. ``trace`` has one entry per node run (its
+name, milliseconds and a short summary); ``errors`` says what went wrong, in words. A thread keeps ``history``
+(question, topic, answer per turn): a follow-up without a topic of its own resolves to the previous one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal, TypedDict
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["AgentSettings", "AgentState", "TURN_FIELDS", "ToolCall", "TraceEntry", "fresh_turn"]
+
+
+class TraceEntry(TypedDict):
+    node: str
+    ms: float
+    summary: str
+
+
+class ToolCall(TypedDict, total=False):
+    id: str
+    name: str
+    args: dict[str, Any]
+    why: str  # what the planner meant by it (intent and probability, or "llm")
+    label: str  # the intent it plans (the LLM-free planner)
+    result: Any  # the tool's JSON result (None when it failed)
+    error: str  # why it failed (an invalid argument, an unknown type …)
+    ms: float
+
+
+class AgentState(TypedDict, total=False):
+    # input
+    question: str
+    kn_id: str
+    # one turn
+    keywords: list[dict[str, Any]]
+    schema: dict[str, Any]
+    context: dict[str, Any]
+    topic: dict[str, Any] | None
+    pending: list[ToolCall]
+    tool_calls: list[ToolCall]
+    evidence: list[dict[str, Any]]
+    answers: list[str]
+    answer: str
+    planner: Literal["rules", "llm"]
+    messages: list[dict[str, Any]]  # the LLM conversation of this turn (the LLM path only)
+    done: bool
+    errors: list[str]
+    trace: list[TraceEntry]
+    # the thread
+    history: list[dict[str, Any]]
+
+
+#: the fields one turn (re)sets; ``history`` and the inputs survive between turns of a thread
+TURN_FIELDS: dict[str, Any] = {
+    "keywords": [], "schema": {}, "context": {}, "topic": None, "pending": [], "tool_calls": [], "evidence": [],
+    "answers": [], "answer": "", "planner": "rules", "messages": [], "done": False, "errors": [], "trace": [],
+}
+
+
+def fresh_turn() -> dict[str, Any]:
+    """Empty values for every per-turn field (new lists: the caller may append)."""
+    return json.loads(json.dumps(TURN_FIELDS))
+
+
+class AgentSettings(BaseModel):
+    """Run settings of one agent run (the LangGraph run context); defaults from :class:`kgrag.config.Settings`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kn_id: str = Field(default="medical", min_length=1, max_length=200)
+    max_tool_calls: int = Field(default=4, ge=1, le=16)
+    use_llm: bool = False
+    max_question_chars: int = Field(default=2000, ge=16, le=100_000)
+    #: the most answer values listed in ``answer`` (``answers`` keeps them all)
+    max_listed: int = Field(default=30, ge=1, le=1000)
+
+    def fingerprint(self) -> str:
+        return hashlib.sha1(self.model_dump_json().encode()).hexdigest()[:12]

@@ -1,0 +1,250 @@
+"""The agent's steps, one function per graph node (``graphs/agent/graph.py`` only wires them): each takes the
+state and an :class:`AgentRun` and returns the state update, including its entry of ``trace``.
+
+    run = AgentRun(AgentSettings(kn_id="medical"), resources_for(get_settings()))
+    state = {"question": "百日咳有哪些症状"}
+    for step in (extract_keywords, schema_recall, contextual_recall, plan, tools, plan, answer): ...
+
+- ``extract_keywords``: starts a turn (per-turn fields reset, the thread's ``history`` kept); checks the input — an
+  empty or too long question, an unknown network: ``errors`` says so and ``done`` ends the turn at ``answer``;
+  keywords by contextual recall's extractor (the LLM's when the run uses one, rules as its fallback).
+- ``schema_recall``: kn_search concept recall (object and relation types) and the ranked schema intents
+  (:mod:`kgrag.agent.planner`).
+- ``contextual_recall``: the storage forms of the topic candidates (:mod:`kgrag.agent.linking`).
+- ``plan``: the next tool call — by the LLM (:mod:`kgrag.agent.llm_planner`) when the run uses one, else (or when
+  the LLM fails, said in ``errors`` and the trace) by the LLM-free planner.
+- ``tools``: runs the pending calls (:mod:`kgrag.agent.tools`); ``plan`` comes next.
+- ``answer``: values + evidence (the instances they came from) + a sentence; the turn joins ``history``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kgrag.agent import answers as ans
+from kgrag.agent.linking import TopicCandidate, storage_form_candidates, topic_candidates
+from kgrag.agent.planner import next_call, parse_label, rank_intents, topic_type
+from kgrag.agent.resources import Resources
+from kgrag.agent.state import AgentSettings, AgentState, ToolCall, fresh_turn
+from kgrag.agent.tools import run_tool
+from kgrag.network.service import NetworkNotFound
+
+__all__ = ["AgentRun", "answer", "contextual_recall", "extract_keywords", "plan", "schema_recall", "tools"]
+
+#: turns a thread keeps in ``history``
+HISTORY_TURNS = 20
+Update = dict[str, Any]
+
+
+@dataclass
+class AgentRun:
+    """One run's settings and the shared resources it works with."""
+
+    settings: AgentSettings
+    resources: Resources
+
+
+def _traced(node: str) -> Callable[[Callable[[AgentState, AgentRun], tuple[Update, str]]],
+                                   Callable[[AgentState, AgentRun], Update]]:
+    """Time a step and append ``{"node", "ms", "summary"}`` to the state's trace."""
+
+    def wrap(fn: Callable[[AgentState, AgentRun], tuple[Update, str]]) -> Callable[[AgentState, AgentRun], Update]:
+        def step(state: AgentState, run: AgentRun) -> Update:
+            started = time.perf_counter()
+            update, summary = fn(state, run)
+            trace = list(update.get("trace", state.get("trace") or []))
+            trace.append({"node": node, "ms": round((time.perf_counter() - started) * 1000, 2), "summary": summary})
+            return {**update, "trace": trace}
+
+        step.__name__ = fn.__name__
+        step.__doc__ = fn.__doc__
+        return step
+
+    return wrap
+
+
+def _stop(update: Update, error: str) -> tuple[Update, str]:
+    update["errors"] = [*update.get("errors", []), error]
+    update["done"] = True
+    return update, error
+
+
+@_traced("extract_keywords")
+def extract_keywords(state: AgentState, run: AgentRun) -> tuple[Update, str]:
+    """Start the turn: validate the input, then the question's keywords."""
+    update: Update = fresh_turn()
+    question = state.get("question")
+    kn_id = state.get("kn_id") or run.settings.kn_id
+    update["kn_id"] = kn_id
+    update["planner"] = "llm" if run.settings.use_llm else "rules"
+    if not isinstance(question, str) or not question.strip():
+        return _stop(update, "the question is empty")
+    if len(question) > run.settings.max_question_chars:
+        return _stop(update, f"the question has {len(question)} characters; at most "
+                             f"{run.settings.max_question_chars} are accepted")
+    try:
+        lexicon = run.resources.lexicon(kn_id)
+    except NetworkNotFound:
+        return _stop(update, f"unknown knowledge network {kn_id!r}")
+    from kgrag.search.contextual import extract
+
+    extraction, llm_error = extract(question, lexicon, use_llm=run.settings.use_llm)
+    if llm_error:
+        update["errors"].append(llm_error)
+    update["keywords"] = (
+        [{"text": e.text, "type": "entity", "in_dictionary": e.in_dictionary} for e in extraction.entities]
+        + [{"text": r.text, "type": "relation", "relation_types": r.relation_type_ids}
+           for r in extraction.relation_words]
+        + [{"text": a.text, "type": "attribute"} for a in extraction.attribute_values])
+    words = ", ".join(k["text"] for k in update["keywords"]) or "none"
+    return update, f"{len(update['keywords'])} keywords ({extraction.source}): {words}"
+
+
+@_traced("schema_recall")
+def schema_recall(state: AgentState, run: AgentRun) -> tuple[Update, str]:
+    """kn_search concept recall + the ranked schema intents (topic words masked)."""
+    from kgrag.search.config import KnSearchRequest
+    from kgrag.search.pipeline import kn_search
+
+    kn_id = state["kn_id"]
+    question = state["question"]
+    store = run.resources.store
+    concepts = kn_search(KnSearchRequest(query=question, kn_id=kn_id, only_schema=True), store, reranker=None)
+    object_types = [o.concept_id for o in concepts.object_types]
+    relation_types = [r.concept_id for r in concepts.relation_types]
+    named = [rid for k in state.get("keywords", []) for rid in k.get("relation_types", [])]
+    relation_ids = list(dict.fromkeys(named + relation_types))
+    network = run.resources.network(kn_id)
+    lexicon = run.resources.lexicon(kn_id)
+    spans = topic_candidates(question, lexicon)
+    mask = spans[0].keyword if spans else None
+    ranker = run.resources.ranker(kn_id)
+    intents = rank_intents(question, mask, ranker, network, relation_ids)
+    schema = {"object_types": object_types, "relation_types": relation_types,
+              "intents": [[label, round(p, 4)] for label, p in intents],
+              "ranker": "trained" if ranker is not None else "schema recall"}
+    best = ", ".join(f"{label} {p:.2f}" for label, p in intents[:3]) or "none"
+    return {"schema": schema}, f"types {object_types[:4]}; intents ({schema['ranker']}): {best}"
+
+
+def _history_topic(state: AgentState) -> TopicCandidate | None:
+    for turn in reversed(state.get("history") or []):
+        topic = turn.get("topic")
+        if topic:
+            return TopicCandidate(**{**topic, "match_type": "history"})
+    return None
+
+
+@_traced("contextual_recall")
+def contextual_recall(state: AgentState, run: AgentRun) -> tuple[Update, str]:
+    """The topic candidates' storage forms: exact stored names in the question, else contains/fuzzy forms of
+    the entity keywords for the object types the intents need."""
+    kn_id, question = state["kn_id"], state["question"]
+    network = run.resources.network(kn_id)
+    candidates = topic_candidates(question, run.resources.lexicon(kn_id))
+    intents = state["schema"].get("intents", [])
+    best = topic_type(network, intents[0][0]) if intents else None
+    keywords = [k["text"] for k in state.get("keywords", []) if k["type"] == "entity"]
+    if (best is not None and keywords and _history_topic(state) is None
+            and not any(c.object_type == best for c in candidates)):
+        types = [ot for ot in network.object_types if ot.id == best]
+        candidates += storage_form_candidates(run.resources.store, kn_id, keywords[:3], types)
+    context = {"storage_forms": [c.as_dict() for c in candidates[:20]]}
+    forms = ", ".join(f"{c.name} ({c.object_type}, {c.match_type})" for c in candidates[:5]) or "none"
+    return {"context": context}, f"{len(candidates)} storage forms: {forms}"
+
+
+def _rules_plan(state: AgentState, run: AgentRun) -> tuple[Update, str]:
+    kn_id = state["kn_id"]
+    if any(c.get("result") and ans.evidence_from(c) for c in state.get("tool_calls", [])):
+        return {"pending": [], "done": True}, "answered: no further call"
+    network = run.resources.network(kn_id)
+    candidates = [TopicCandidate(**c) for c in state.get("context", {}).get("storage_forms", [])]
+    intents = [(label, p) for label, p in state.get("schema", {}).get("intents", [])]
+    tried = {c.get("label", "") for c in state.get("tool_calls", [])}
+    found = next_call(intents, candidates, network, kn_id, tried, history_topic=_history_topic(state))
+    if found is None:
+        return {"pending": [], "done": True}, "no further call: no untried intent has a linked topic"
+    call, label, topic = found
+    call["id"] = f"call_{len(state.get('tool_calls', [])) + 1}"
+    call["label"] = label
+    return {"pending": [call], "topic": topic.as_dict()}, f"{call['name']} for {call['why']}"
+
+
+@_traced("plan")
+def plan(state: AgentState, run: AgentRun) -> tuple[Update, str]:
+    """The next tool call(s), or none (then ``answer``)."""
+    if len(state.get("tool_calls", [])) >= run.settings.max_tool_calls:
+        return {"pending": [], "done": True}, f"tool-call budget ({run.settings.max_tool_calls}) spent"
+    if state.get("planner") != "llm":
+        return _rules_plan(state, run)
+    from kgrag.agent.llm_planner import llm_plan
+
+    update, summary, failure = llm_plan(state, run)
+    if failure is None:
+        return update, summary
+    errors = [*state.get("errors", []), f"LLM planner failed ({failure}); the LLM-free plan was used"]
+    rules, rules_summary = _rules_plan(state, run)
+    return {**rules, "planner": "rules", "errors": errors}, f"LLM failed ({failure}) -> rules: {rules_summary}"
+
+
+@_traced("tools")
+def tools(state: AgentState, run: AgentRun) -> tuple[Update, str]:
+    """Run the pending calls (at most what the budget leaves)."""
+    calls = list(state.get("tool_calls", []))
+    pending = state.get("pending", [])
+    room = max(0, run.settings.max_tool_calls - len(calls))
+    done: list[ToolCall] = [run_tool(run.resources.store, c, state["kn_id"]) for c in pending[:room]]
+    over: list[ToolCall] = [ToolCall(**c, result=None, error="the tool-call budget of this run is spent")
+                            for c in pending[room:]]
+    update: Update = {"tool_calls": calls + done, "pending": []}
+    if state.get("planner") == "llm":
+        from kgrag.agent.llm_planner import tool_messages
+
+        update["messages"] = [*state.get("messages", []), *tool_messages(done + over)]
+    summary = "; ".join(f"{c['name']}: " + (f"error {c['error']}" if c.get("error") else
+                                            f"{len(ans.evidence_from(c))} values") for c in done)
+    return update, summary or "nothing to run"
+
+
+@_traced("answer")
+def answer(state: AgentState, run: AgentRun) -> tuple[Update, str]:
+    """Values, evidence and the answer sentence; the turn joins the thread's history."""
+    evidence: list[dict[str, Any]] = []
+    via = ""
+    for call in state.get("tool_calls", []):
+        rows = ans.evidence_from(call)
+        if rows:
+            evidence, via = rows, rows[0]["via"]
+            if state.get("planner") != "llm":
+                break  # the rules planner stops at its first call with values
+    values = ans.answer_values(evidence)
+    topic = state.get("topic")
+    if state.get("done") and not state.get("tool_calls") and state.get("errors") and not state.get("keywords"):
+        text = ans.failure_answer(state["errors"])
+    elif state.get("planner") == "llm" and state.get("answer"):
+        cited = sorted({r["instance"] for r in evidence} | {r["value_instance"] for r in evidence
+                                                            if r["value_instance"]})
+        text = state["answer"] + (f"\n[instances used: {', '.join(cited[:20])}]" if cited else "")
+    elif topic is None and not evidence:
+        text = ("I could not link the question to an instance of the knowledge network "
+                f"{state.get('kn_id')!r}; name the disease, drug or symptom as it is stored.")
+    else:
+        network = run.resources.network(state["kn_id"])
+        name = topic["name"] if topic else (evidence[0]["instance_name"] if evidence else "")
+        via_name = ans.element_name(network, via) if via else _intent_name(state, network)
+        text = ans.compose_answer(name, via_name, values, run.settings.max_listed)
+    turn = {"question": state.get("question", ""), "topic": topic, "answer": text}
+    history = [*(state.get("history") or []), turn][-HISTORY_TURNS:]
+    return ({"answer": text, "answers": values, "evidence": evidence, "history": history, "done": True},
+            f"{len(values)} values from {len({r['instance'] for r in evidence})} instances")
+
+
+def _intent_name(state: AgentState, network: Any) -> str:
+    intents = state.get("schema", {}).get("intents") or []
+    if not intents:
+        return "the question"
+    return ans.element_name(network, parse_label(intents[0][0])[1])
