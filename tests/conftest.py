@@ -14,4 +14,5 @@ pytest_plugins = [
     "fixtures.prefect_harness",
     "fixtures.kg_tools",
     "fixtures.freebase_kg",
+    "fixtures.medical_kn",
 ]

@@ -11,7 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from kgrag import __version__
-from kgrag.api import kg_tools, kn_search
+from kgrag.api import kg_tools, kn_query, kn_search
 from kgrag.config import Settings, get_settings
 from kgrag.errors import KgragError
 from kgrag.graph import GraphStore, open_store
@@ -49,12 +49,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 network_store.close()
 
     app = FastAPI(title="kgrag", version=__version__, lifespan=lifespan)
+    app.state.settings = settings  # what the routes read (never get_settings())
     app.state.ready = False
     app.state.stores = {}
     app.state.kg_sessions = SessionStore()
     app.state.kn_search_cache = KnSearchCache(settings.kn_search_cache_size)
     app.include_router(kg_tools.router)
     app.include_router(kn_search.router)
+    app.include_router(kn_query.router)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
