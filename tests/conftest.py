@@ -15,4 +15,5 @@ pytest_plugins = [
     "fixtures.kg_tools",
     "fixtures.freebase_kg",
     "fixtures.medical_kn",
+    "fixtures.langgraph_server",
 ]
