@@ -135,3 +135,39 @@ def answer_examples(settings: Settings, dataset: str, split: str, checkpoint: st
     for i in range(len(data)):
         lines += [""] + example_lines(answers, graph, i)
     return lines
+
+
+#: two questions make run's agent stage answers on the medical network (one relation, one property question)
+MEDICAL_AGENT_QUESTIONS = ("上气道梗阻有哪些症状", "百日咳一般要治疗多久")
+
+
+def agent_network(settings: Settings) -> str:
+    """The network make run's agent stage uses: the medical network when its data is there, else the demo one."""
+    return "medical" if (settings.data_dir / "medical" / "diseases").is_dir() else "demo"
+
+
+def ensure_network(store, kn_id: str, data_dir: Path) -> bool:
+    """Load network ``kn_id`` into ``store`` unless it is there already; True when it was loaded now."""
+    from kgrag.network.loaders.registry import load_named
+
+    if kn_id in {k for k, _ in store.list_networks()}:
+        return False
+    load_named(kn_id, store, data_dir)
+    return True
+
+
+def agent_questions(store, kn_id: str) -> list[str]:
+    """Two questions for make run's agent stage: the medical ones, or ones built from the network's own data
+    (a linked instance's name + the relation type's name) for any other network."""
+    if kn_id == "medical":
+        return list(MEDICAL_AGENT_QUESTIONS)
+    network = store.get_network(kn_id)
+    out: list[str] = []
+    for rt in network.relation_types:
+        for inst in store.query_instances(kn_id, rt.source_object_type_id, None, limit=20):
+            if store.linked_ids(kn_id, rt.id, [inst.id], True) and inst.properties.get("name"):
+                out.append(f"{inst.properties['name']} {rt.name}")
+                break
+        if len(out) == 2:
+            break
+    return out

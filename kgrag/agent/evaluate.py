@@ -8,7 +8,8 @@ Files: the CE-Prompt format (a JSON list of ``{"input", "cypher"}``; gold comput
 raw disease data, :mod:`kgrag.agent.gold`, skipped questions counted by reason) or JSONL of
 ``{"question", "answers"[, "topic"]}``. Metrics per question, averaged over the ``n`` scored questions:
 **hit** (any predicted value is gold), set **F1**, **exact** (the predicted set equals the gold set); **topic_acc**
-over the questions whose gold topic is known (the agent's linked topic name equals it); latency p50/p95 of the
+over the questions whose gold topic is known (the agent's linked topic name equals it); **both_right** where the
+gold schema label is known too (topic and the planned intent both right); latency p50/p95 of the
 whole agent turn. Values compare after stripping whitespace.
 """
 
@@ -80,6 +81,7 @@ def evaluate(items: Sequence[EvalItem], answer_fn: Callable[[str], dict[str, Any
     predictions: list[dict[str, Any]] = []
     scores: list[tuple[float, float, float]] = []
     topic_ok: list[float] = []
+    both_ok: list[float] = []
     latencies: list[float] = []
     for i, item in enumerate(items):
         started = time.perf_counter()
@@ -90,10 +92,14 @@ def evaluate(items: Sequence[EvalItem], answer_fn: Callable[[str], dict[str, Any
         hit, f1, exact = set_scores(values, item.answers)
         scores.append((hit, f1, exact))
         topic = (state.get("topic") or {}).get("name")
+        label = next((c["label"] for c in state.get("tool_calls") or [] if c.get("label")), None)
         if item.topic is not None:
             topic_ok.append(float(topic == item.topic))
+            if item.label is not None:
+                both_ok.append(float(topic == item.topic and label == item.label))
         predictions.append({"question": item.question, "answers": values, "gold": list(item.answers),
-                            "topic": topic, "gold_topic": item.topic, "hit": hit, "f1": round(f1, 4),
+                            "topic": topic, "gold_topic": item.topic, "label": label, "gold_label": item.label,
+                            "hit": hit, "f1": round(f1, 4),
                             "exact": exact, "ms": round(ms, 2), "answer": state.get("answer", ""),
                             "errors": state.get("errors", [])})
         if progress is not None:
@@ -107,6 +113,7 @@ def evaluate(items: Sequence[EvalItem], answer_fn: Callable[[str], dict[str, Any
         "exact": round(float(arr[:, 2].mean()), 4) if len(items) else 0.0,
         "topic_acc": round(float(np.mean(topic_ok)), 4) if topic_ok else None,
         "topic_n": len(topic_ok),
+        "both_right": round(float(np.mean(both_ok)), 4) if both_ok else None,
         "p50_ms": round(float(np.percentile(lat, 50)), 2),
         "p95_ms": round(float(np.percentile(lat, 95)), 2),
     }

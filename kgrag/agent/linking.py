@@ -8,13 +8,16 @@ not the user's spelling).
    stored name found at the same place does not count: 细菌性阴道炎, not 阴道炎), in the order they appear. The
    scan is a dictionary lookup per substring up to the longest stored name (≈ 1,000 lookups for a 50-character
    question), no SQL.
-2. **Contains / fuzzy forms** (only when the question holds no stored name of the wanted type): contextual
-   recall's storage-form search (:func:`kgrag.search.storage_forms.map_keyword`) for the question's entity
-   keywords, restricted to the wanted object type (手足口 -> 手足口病).
+2. **Contains forms** (only when the question holds no stored name of the wanted type): the stored names of that
+   type containing the longest substring (2+ characters) of the question that any of them contains
+   (手足口 -> 手足口病; 前列腺 -> 前列腺炎 / 前列腺增生 / …), found through a character-bigram index.
+3. **Fuzzy forms** (none of the above): contextual recall's storage-form search
+   (:func:`kgrag.search.storage_forms.map_keyword`) for the question's entity keywords (红斑狼仓 -> 红斑狼疮).
 
-:func:`choose_topic` takes the first exact form of the wanted type (users name what they ask about first);
-among contains/fuzzy forms the most similar, ties broken by how often a stored name was the topic of training
-questions (``prior``) — a count learned from the training split, not a rule per question.
+:func:`choose_topic` takes the first exact form of the wanted type (users name what they ask about first: on the
+CE-Prompt questions the first maximal span is the Cypher's topic 96.9 % of the time, the longest 96.0 %);
+among contains forms the one most often the topic of training questions (``prior``, counts learned from the
+training split), then the shortest; among fuzzy forms the most similar.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from kgrag.network.model import ObjectType
 from kgrag.search.context_models import ContextConfig
 from kgrag.search.keywords import Lexicon
 
-__all__ = ["TopicCandidate", "choose_topic", "storage_form_candidates", "topic_candidates"]
+__all__ = ["TopicCandidate", "choose_topic", "contains_candidates", "storage_form_candidates", "topic_candidates"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,44 @@ def topic_candidates(question: str, lexicon: Lexicon) -> list[TopicCandidate]:
     return out
 
 
+_bigram_index: dict[tuple[int, str], dict[str, list[str]]] = {}
+
+
+def _names_by_bigram(lexicon: Lexicon, object_type: str) -> dict[str, list[str]]:
+    """Stored names of ``object_type`` by each character bigram they contain (built once per lexicon)."""
+    key = (id(lexicon), object_type)
+    index = _bigram_index.get(key)
+    if index is None:
+        if len(_bigram_index) > 32:
+            _bigram_index.clear()
+        index = {}
+        for name, owners in lexicon.names.items():
+            if any(t == object_type for t, _ in owners):
+                for gram in {name[i : i + 2] for i in range(len(name) - 1)}:
+                    index.setdefault(gram, []).append(name)
+        _bigram_index[key] = index
+    return index
+
+
+def contains_candidates(question: str, lexicon: Lexicon, object_type: str, max_length: int = 8
+                        ) -> list[TopicCandidate]:
+    """Contains forms: stored names of ``object_type`` holding the longest question substring any name holds."""
+    index = _names_by_bigram(lexicon, object_type)
+    text = "".join(ch for ch in question if not ch.isspace())
+    for length in range(min(len(text), max_length), 1, -1):
+        found: dict[str, tuple[str, int]] = {}
+        for i in range(len(text) - length + 1):
+            sub = text[i : i + length]
+            for name in index.get(sub[:2], ()):
+                if sub in name and name not in found:
+                    found[name] = (sub, i)
+        if found:
+            return [TopicCandidate(name, object_type, next(iid for t, iid in lexicon.names[name] if t == object_type),
+                                   "contains", sub, -1, len(sub) / len(name))
+                    for name, (sub, i) in found.items()]
+    return []
+
+
 def storage_form_candidates(store: Any, kn_id: str, keywords: Sequence[str], object_types: Sequence[ObjectType],
                             config: ContextConfig | None = None) -> list[TopicCandidate]:
     """Contains/fuzzy storage forms of ``keywords`` among ``object_types`` (contextual recall's search)."""
@@ -91,10 +132,8 @@ def choose_topic(candidates: Sequence[TopicCandidate], object_type: str,
     if exact:
         return exact[0]
     prior = prior or {}
-    rank = {"contains": 1.0, "fuzzy": 0.0}
-
-    def score(c: TopicCandidate) -> tuple[float, float]:
-        return (rank.get(c.match_type, -1.0) + c.similarity, math.log1p(prior.get(c.name, 0)))
-
-    rest = [c for c in typed if c.match_type in rank]
-    return max(rest, key=score) if rest else None
+    contains = [c for c in typed if c.match_type == "contains"]
+    if contains:
+        return max(contains, key=lambda c: (math.log1p(prior.get(c.name, 0)), -len(c.name)))
+    fuzzy = [c for c in typed if c.match_type == "fuzzy"]
+    return max(fuzzy, key=lambda c: (c.similarity, math.log1p(prior.get(c.name, 0)))) if fuzzy else None

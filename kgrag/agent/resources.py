@@ -74,6 +74,11 @@ class Resources:
             self._rankers[kn_id] = ranker
         return ranker
 
+    def topic_prior(self, kn_id: str) -> dict[str, int]:
+        """How often each stored name was the topic of the ranker's training questions (empty without one)."""
+        ranker = self.ranker(kn_id)
+        return dict(getattr(ranker, "topic_prior", None) or {})
+
     def llm(self) -> ChatClient | None:
         """The OpenAI-compatible chat client when ``KGRAG_LLM_BASE_URL`` is set, else None."""
         if not self.settings.llm_enabled:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kgrag.agent import answers as ans
-from kgrag.agent.linking import TopicCandidate, storage_form_candidates, topic_candidates
+from kgrag.agent.linking import TopicCandidate, contains_candidates, storage_form_candidates, topic_candidates
 from kgrag.agent.planner import next_call, parse_label, rank_intents, topic_type
 from kgrag.agent.resources import Resources
 from kgrag.agent.state import AgentSettings, AgentState, ToolCall, fresh_turn
@@ -148,10 +148,11 @@ def contextual_recall(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     intents = state["schema"].get("intents", [])
     best = topic_type(network, intents[0][0]) if intents else None
     keywords = [k["text"] for k in state.get("keywords", []) if k["type"] == "entity"]
-    if (best is not None and keywords and _history_topic(state) is None
-            and not any(c.object_type == best for c in candidates)):
-        types = [ot for ot in network.object_types if ot.id == best]
-        candidates += storage_form_candidates(run.resources.store, kn_id, keywords[:3], types)
+    if best is not None and _history_topic(state) is None and not any(c.object_type == best for c in candidates):
+        candidates += contains_candidates(question, run.resources.lexicon(kn_id), best)
+        if keywords and not any(c.object_type == best for c in candidates):
+            types = [ot for ot in network.object_types if ot.id == best]
+            candidates += storage_form_candidates(run.resources.store, kn_id, keywords[:3], types)
     context = {"storage_forms": [c.as_dict() for c in candidates[:20]]}
     forms = ", ".join(f"{c.name} ({c.object_type}, {c.match_type})" for c in candidates[:5]) or "none"
     return {"context": context}, f"{len(candidates)} storage forms: {forms}"
@@ -165,7 +166,8 @@ def _rules_plan(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     candidates = [TopicCandidate(**c) for c in state.get("context", {}).get("storage_forms", [])]
     intents = [(label, p) for label, p in state.get("schema", {}).get("intents", [])]
     tried = {c.get("label", "") for c in state.get("tool_calls", [])}
-    found = next_call(intents, candidates, network, kn_id, tried, history_topic=_history_topic(state))
+    found = next_call(intents, candidates, network, kn_id, tried, prior=run.resources.topic_prior(kn_id),
+                      history_topic=_history_topic(state))
     if found is None:
         return {"pending": [], "done": True}, "no further call: no untried intent has a linked topic"
     call, label, topic = found
