@@ -67,9 +67,10 @@ def main() -> None:  # noqa: PLR0915 - one linear benchmark script
 
     get_settings.cache_clear()
     settings = get_settings()
-    from kgrag.agent.evaluate import EvalItem, evaluate, set_scores
     from kgrag.agent.intent_baseline import IntentBaseline
     from kgrag.agent.intent_train import load_latest_intent, train_intent, validation_examples
+
+    from kgrag.agent.evaluate import EvalItem, evaluate, set_scores
     from kgrag.network.store import NetworkStore
     from kgrag.run import ensure_network
 

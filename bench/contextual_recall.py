@@ -1,4 +1,4 @@
-"""Contextual recall (``kgrag.search.contextual.context_search``) on the medical network.
+"""Contextual recall (``kgrag.search.pipeline.context_search``) on the medical network.
 
 Figures, in one run:
 1. **Storage-form recall@5 per variant kind**: real stored names (Disease, Symptom, Drug; a seeded sample of
@@ -285,8 +285,7 @@ def main(argv: list[str] | None = None) -> None:
     from kgrag.network.loaders.registry import load_named
     from kgrag.network.store import NetworkStore
     from kgrag.search.config import KnSearchRequest
-    from kgrag.search.contextual import context_search  # the feature under test
-    from kgrag.search.kn_search import kn_search
+    from kgrag.search.pipeline import context_search, kn_search  # context_search: the feature under test
 
     db = args.db or Path(tempfile.mkdtemp(prefix="kgrag-bench-ctx-")) / "kn.db"
     fresh = not db.exists()

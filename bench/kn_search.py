@@ -32,7 +32,7 @@ from kgrag.graph.oxigraph_server import free_port
 from kgrag.network.loaders.registry import load_named
 from kgrag.network.store import NetworkStore
 from kgrag.search.config import KnSearchRequest
-from kgrag.search.kn_search import kn_search
+from kgrag.search.pipeline import kn_search
 from kgrag.search.relevance import calculate_relevance_score
 
 URL = "/api/agent-retrieval/in/v1/kn/kn_search"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from fixtures.llm_server import Delay, Error, Reply
+
 from graphs.agent.context import AgentContext
 from graphs.agent.graph import after_keywords, after_plan, graph
 from kgrag.config import get_settings

@@ -224,6 +224,19 @@ def test_kn_search_schema_brief_and_sample_data(store, reranker):
     assert gene.sample_data == {"code": 7}
 
 
+def test_kn_search_schema_brief_drops_relation_comment_and_concept_type(store, reranker):
+    brief = kn_search(_req(only_schema=True, retrieval_config={"concept_retrieval": {"schema_brief": True}}),
+                      store, reranker=reranker)
+    assert brief.relation_types
+    for rel in brief.relation_types:
+        dumped = rel.model_dump(exclude_none=True)
+        assert "comment" not in dumped and "concept_type" not in dumped
+        assert {"concept_id", "concept_name", "source_object_type_id", "target_object_type_id"} <= set(dumped)
+    full = kn_search(_req(only_schema=True), store, reranker=reranker)
+    treats = next(r for r in full.relation_types if r.concept_id == "treats")
+    assert treats.concept_type == "relation_type" and treats.comment == "药品用于治疗疾病"
+
+
 def test_kn_search_full_schema_and_property_brief(store, reranker):
     full = kn_search(_req(only_schema=True, retrieval_config={"concept_retrieval": {"enable_property_brief": False}}),
                      store, reranker=reranker)

@@ -18,10 +18,10 @@ from fastapi import APIRouter, Header, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from kgrag.network.service import NetworkNotFound, OntologyService
+from kgrag.network.service import NetworkNotFound
 from kgrag.search.cache import KnSearchCache
 from kgrag.search.config import KnSearchRequest, KnSearchResponse
-from kgrag.search.kn_search import kn_search
+from kgrag.search.pipeline import SearchStore, context_search, kn_search
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["kn_search"])
@@ -43,14 +43,14 @@ def _bad_request(message: str, field: str | None = None) -> JSONResponse:
     return JSONResponse(status_code=400, content={"error": message, "field": field})
 
 
-def network_service(request: Request) -> OntologyService:
-    """The app's knowledge-network store (opened lazily on first use)."""
+def network_service(request: Request) -> SearchStore:
+    """The app's knowledge-network store, opened lazily on first use on the database of the settings the app was
+    created with (``app.state.settings``)."""
     service = getattr(request.app.state, "network_store", None)
     if service is None:
-        from kgrag.config import get_settings
         from kgrag.network.store import NetworkStore
 
-        service = request.app.state.network_store = NetworkStore(get_settings().db_url)
+        service = request.app.state.network_store = NetworkStore(request.app.state.settings.db_url)
     return service
 
 
@@ -100,10 +100,8 @@ def context_search_route(
     """kn_search plus ``contextual_knowledge`` (spec contextual-recall.md): how the question's keywords, attribute
     values and relations are stored. Same request as kn_search; with a ``session_id`` later turns only recall
     what is new."""
-    from kgrag.search.contextual import context_search
-
     service = network_service(request)
-    return _answer("context_search", search.kn_id, lambda: context_search(search, service))  # type: ignore[arg-type]
+    return _answer("context_search", search.kn_id, lambda: context_search(search, service))
 
 
 async def validation_error_as_400(request: Request, exc: RequestValidationError) -> JSONResponse:

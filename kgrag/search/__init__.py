@@ -1,4 +1,5 @@
-"""kn_search: concept + semantic instance recall over a knowledge network (spec kn-search.md)."""
+"""kn_search: concept + semantic instance recall over a knowledge network (spec kn-search.md), and
+``context_search``: the same plus contextual recall (spec contextual-recall.md). See :mod:`kgrag.search.pipeline`."""
 
 from kgrag.search.config import (
     KnSearchActionType,
@@ -11,7 +12,8 @@ from kgrag.search.config import (
     RetrievalConfigIn,
     merge_retrieval_config,
 )
-from kgrag.search.kn_search import default_reranker, kn_search
+from kgrag.search.kn_search import default_reranker
+from kgrag.search.pipeline import context_search, kn_search
 
 __all__ = [
     "KnSearchActionType",
@@ -22,6 +24,7 @@ __all__ = [
     "KnSearchResponse",
     "RetrievalConfig",
     "RetrievalConfigIn",
+    "context_search",
     "default_reranker",
     "kn_search",
     "merge_retrieval_config",

@@ -113,6 +113,18 @@ def convert_object_type(
     )
 
 
+def convert_relation_type(rel: RelationType, brief: bool, names: dict[str, str]) -> KnSearchRelationType:
+    """Response shape of one relation type (``names``: object type id -> name). ``brief`` (schema_brief) drops
+    ``concept_type`` and ``comment``, keeping the id, name and both ends."""
+    return KnSearchRelationType(
+        concept_type=None if brief else "relation_type",
+        concept_id=rel.id, concept_name=rel.name, comment=None if brief else rel.comment,
+        source_object_type_id=rel.source_object_type_id, target_object_type_id=rel.target_object_type_id,
+        source_object_type_name=names.get(rel.source_object_type_id),
+        target_object_type_name=names.get(rel.target_object_type_id),
+    )
+
+
 def recall_concepts(
     service: OntologyService,
     kn_id: str,
@@ -145,15 +157,7 @@ def recall_concepts(
                 out.sample_data = service.sample_instance(kn_id, out.concept_id)
             except Exception as exc:  # noqa: BLE001 - a missing sample never fails the search
                 log.warning("sample data for %s/%s failed: %s", kn_id, out.concept_id, exc)
-    out_relations = [
-        KnSearchRelationType(
-            concept_id=rel.id, concept_name=rel.name, comment=rel.comment,
-            source_object_type_id=rel.source_object_type_id, target_object_type_id=rel.target_object_type_id,
-            source_object_type_name=names.get(rel.source_object_type_id),
-            target_object_type_name=names.get(rel.target_object_type_id),
-        )
-        for rel in relations
-    ]
+    out_relations = [convert_relation_type(rel, config.schema_brief, names) for rel in relations]
     out_actions = [
         KnSearchActionType(id=act.id, name=act.name, object_type_id=act.object_type_id,
                            object_type_name=names.get(act.object_type_id, ""), comment=act.comment,

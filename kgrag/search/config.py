@@ -263,10 +263,10 @@ class KnSearchObjectType(_Out):
 
 
 class KnSearchRelationType(_Out):
-    concept_type: str = "relation_type"
+    concept_type: str | None = "relation_type"  # full mode only
     concept_id: str
     concept_name: str
-    comment: str | None = None
+    comment: str | None = None  # full mode only
     source_object_type_id: str
     target_object_type_id: str
     source_object_type_name: str | None = None

@@ -1,8 +1,11 @@
 """Contextual recall (spec contextual-recall.md): after kn_search's schema recall, the preparatory knowledge a
 downstream agent needs to write a query that matches how the data is stored.
 
-    response = context_search(KnSearchRequest(query="上气道梗阻有哪些症状", kn_id="medical"), store)
-    response.contextual_knowledge.keyword_mappings[0].storage_forms  # 上气道梗阻 exact / 上、下气道梗阻 contains …
+    knowledge = contextual_recall(request, store, concepts)  # concepts: kn_search's response for request
+    knowledge.keyword_mappings[0].storage_forms  # 上气道梗阻 exact / 上、下气道梗阻 contains …
+
+Runs on a :class:`kgrag.network.service.ContextStore`; the entry points that run kn_search first
+(``context_search``, ``kn_search`` with ``include_context``) are in :mod:`kgrag.search.pipeline`.
 
 Stages (spec §3.1): 1 keywords (:mod:`kgrag.search.keywords`; an LLM when ``KGRAG_LLM_BASE_URL`` is set, validated,
 with the rules as fallback) → 2/3 keyword → type mapping and storage forms (:mod:`kgrag.search.storage_forms`) →
@@ -26,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kgrag.network.model import KnowledgeNetwork, ObjectType
-from kgrag.network.store import NetworkStore
+from kgrag.network.service import ContextStore
 from kgrag.search.config import KnSearchRequest, KnSearchResponse
 from kgrag.search.context_models import (
     AttributeCondition,
@@ -51,8 +54,7 @@ from kgrag.search.storage_forms import map_keyword
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ContextSessions", "attach_context", "context_search", "contextual_recall",
-           "validate_attribute_conditions"]
+__all__ = ["ContextSessions", "attach_context", "contextual_recall", "validate_attribute_conditions"]
 
 WORKERS = 4
 #: a fuzzy form this close to the keyword seeds the relation-path query like an exact or contains form
@@ -104,7 +106,7 @@ def _executor() -> ThreadPoolExecutor:
         return _pool
 
 
-def lexicon_for(store: NetworkStore, kn_id: str) -> Lexicon:
+def lexicon_for(store: ContextStore, kn_id: str) -> Lexicon:
     """The network's :class:`Lexicon`, built once per store and network version."""
     version = store.network_version(kn_id)
     key = (id(store), kn_id, version)
@@ -137,7 +139,7 @@ def _llm_extraction(question: str) -> Extraction | None:
         return None
     from kgrag.llm.client import ChatClient
     from kgrag.llm.json_output import chat_json
-    from kgrag.tools.filter import load_prompt
+    from kgrag.llm.prompts import load_prompt
 
     client = ChatClient.from_settings(settings)
     messages = [{"role": "system", "content": load_prompt("keyword_extraction")},
@@ -178,7 +180,7 @@ def _related_types(extraction: Extraction, network: KnowledgeNetwork) -> set[str
 
 def contextual_recall(
     request: KnSearchRequest,
-    service: NetworkStore,
+    service: ContextStore,
     concepts: KnSearchResponse,
     sessions: ContextSessions | None = None,
     use_llm: bool = True,
@@ -275,7 +277,7 @@ def contextual_recall(
     )
 
 
-def _formats_for(service: NetworkStore, kn_id: str, cond: AttributeCondition, object_types: list[ObjectType],
+def _formats_for(service: ContextStore, kn_id: str, cond: AttributeCondition, object_types: list[ObjectType],
                  config: ContextConfig) -> list[AttributeFormat]:
     """An attribute condition's formats: properties named by its words/unit, else where its value is stored."""
     named = attribute_candidates(cond, object_types)[:2]
@@ -302,7 +304,7 @@ def _run(jobs: dict[tuple[str, str], Callable[[], Any]], errors: list[str]) -> d
     return out
 
 
-def attach_context(response: KnSearchResponse, request: KnSearchRequest, service: NetworkStore,
+def attach_context(response: KnSearchResponse, request: KnSearchRequest, service: ContextStore,
                    sessions: ContextSessions | None = None, use_llm: bool = True) -> KnSearchResponse:
     """Add ``contextual_knowledge`` to a kn_search ``response``; a partial failure adds a note to ``message``."""
     knowledge = contextual_recall(request, service, response, sessions, use_llm)
@@ -312,16 +314,3 @@ def attach_context(response: KnSearchResponse, request: KnSearchRequest, service
         response.message = f"{response.message}；{note}" if response.message else note
     return response
 
-
-def context_search(
-    request: KnSearchRequest,
-    service: NetworkStore,
-    sessions: ContextSessions | None = None,
-    use_llm: bool = True,
-    **kn_search_kwargs: Any,
-) -> KnSearchResponse:
-    """kn_search (as requested) plus ``contextual_knowledge`` (the ``context_search`` route)."""
-    from kgrag.search.kn_search import kn_search
-
-    response = kn_search(request.model_copy(update={"include_context": False}), service, **kn_search_kwargs)
-    return attach_context(response, request, service, sessions, use_llm)

@@ -16,7 +16,7 @@ from collections import Counter
 from typing import Any
 
 from kgrag.network.model import Condition, DataProperty, ObjectType
-from kgrag.network.store import NetworkStore
+from kgrag.network.service import ContextStore
 from kgrag.search.context_models import AttributeCondition, AttributeFormat, ContextConfig, PrimaryFields
 from kgrag.search.keywords import CATEGORICAL_SYNONYMS
 from kgrag.search.storage_forms import name_field
@@ -85,7 +85,7 @@ def attribute_candidates(cond: AttributeCondition, object_types: list[ObjectType
     return [(ot, prop) for _, _, ot, prop in scored]
 
 
-def categorical_candidates(store: NetworkStore, kn_id: str, cond: AttributeCondition,
+def categorical_candidates(store: ContextStore, kn_id: str, cond: AttributeCondition,
                            object_types: list[ObjectType]) -> list[tuple[ObjectType, DataProperty, str]]:
     """For a categorical value (男性): ``(type, property, stored value)`` where the value or a synonym is stored."""
     word = str(cond.value).lower()
@@ -119,7 +119,7 @@ def _query_value(cond: AttributeCondition, storage: str, pattern: str, unit: str
     return value
 
 
-def attribute_format(store: NetworkStore, kn_id: str, cond: AttributeCondition, ot: ObjectType, prop: DataProperty,
+def attribute_format(store: ContextStore, kn_id: str, cond: AttributeCondition, ot: ObjectType, prop: DataProperty,
                      config: ContextConfig, stored_value: Any = None) -> AttributeFormat:
     """The storage format of ``ot.prop`` read from ``attribute_samples`` stored values (an ``exist`` query)."""
     hits = store.query_instances(kn_id, ot.id, Condition(operation="exist", field=prop.name), config.attribute_samples,
@@ -138,7 +138,7 @@ def attribute_format(store: NetworkStore, kn_id: str, cond: AttributeCondition, 
     )
 
 
-def primary_fields(store: NetworkStore, kn_id: str, ot: ObjectType, samples: int) -> PrimaryFields:
+def primary_fields(store: ContextStore, kn_id: str, ot: ObjectType, samples: int) -> PrimaryFields:
     """The type's name field (display key) and id field (first primary key, else ``id``/``*_id``, else the
     instance id), with sample values from ``samples`` instances."""
     name = name_field(ot) or ot.display_key

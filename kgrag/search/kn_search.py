@@ -1,6 +1,7 @@
-"""``kn_search``: the single entry point of spec kn-search.md (pure logic, no HTTP).
+"""Concept + semantic instance recall: kn_search's own stages (spec kn-search.md), on an :class:`OntologyService`.
 
-    response = kn_search(KnSearchRequest(query="阿司匹林", kn_id="medical"), service)
+The entry points (``kn_search`` with ``include_context``, ``context_search``) are in :mod:`kgrag.search.pipeline`;
+this module knows nothing of contextual recall.
 
 Main flow (§3.1): merge config → concept recall → ``only_schema`` stops here → no object types: message
 「未召回到相关概念，无法进行实例检索」 → semantic instance recall (+ property filter); no nodes: message
@@ -11,7 +12,9 @@ An unknown ``kn_id`` raises :class:`kgrag.network.service.NetworkNotFound` (the 
 from __future__ import annotations
 
 import logging
+from enum import Enum
 from functools import lru_cache
+from typing import Final, Literal
 
 from kgrag.network.service import OntologyService
 from kgrag.rank.rerank import EmbeddingReranker, Reranker
@@ -29,9 +32,16 @@ from kgrag.search.instances import recall_instances
 
 log = logging.getLogger(__name__)
 
-__all__ = ["default_reranker", "kn_search"]
+__all__ = ["DEFAULT_RERANKER", "RerankerArg", "default_reranker", "recall_concepts_and_instances"]
 
-_DEFAULT = object()
+
+class _Default(Enum):
+    RERANKER = "default"
+
+
+#: "use :func:`default_reranker` when ``enable_rerank`` is true" (the default of every ``reranker`` argument)
+DEFAULT_RERANKER: Final = _Default.RERANKER
+RerankerArg = Reranker | None | Literal[_Default.RERANKER]
 
 
 @lru_cache(maxsize=1)
@@ -44,39 +54,20 @@ def default_reranker() -> Reranker:
     return client if client is not None else EmbeddingReranker()
 
 
-def kn_search(
+def recall_concepts_and_instances(
     request: KnSearchRequest,
     service: OntologyService,
-    reranker: Reranker | None | object = _DEFAULT,
+    reranker: RerankerArg = DEFAULT_RERANKER,
     base_config: RetrievalConfig | None = None,
 ) -> KnSearchResponse:
-    """Run one kn_search. ``reranker`` defaults to :func:`default_reranker` (built only when
-    ``enable_rerank`` is true); ``None`` means no reranker, i.e. current order as with
-    ``enable_rerank=false``. ``base_config`` replaces the built-in defaults before the request's overrides.
-    With ``include_context`` the response also carries ``contextual_knowledge``
-    (:mod:`kgrag.search.contextual`)."""
-    response = _kn_search(request, service, reranker, base_config)
-    if request.include_context:
-        from kgrag.search.contextual import attach_context
-
-        attach_context(response, request, service)  # type: ignore[arg-type]
-    return response
-
-
-def _kn_search(
-    request: KnSearchRequest,
-    service: OntologyService,
-    reranker: Reranker | None | object,
-    base_config: RetrievalConfig | None,
-) -> KnSearchResponse:
+    """kn_search without ``include_context``. ``reranker`` defaults to :func:`default_reranker` (built only when
+    ``enable_rerank`` is true); ``None`` means no reranker, i.e. current order as with ``enable_rerank=false``.
+    ``base_config`` replaces the built-in defaults before the request's overrides."""
     config = merge_retrieval_config(request.retrieval_config, base_config)
-    concept_cfg = config.concept_retrieval
-    if request.enable_rerank and reranker is _DEFAULT:
-        reranker = default_reranker()
-    elif reranker is _DEFAULT:
-        reranker = None
-    concepts = recall_concepts(service, request.kn_id, request.query, concept_cfg, request.enable_rerank,
-                               reranker)  # type: ignore[arg-type]
+    if reranker is DEFAULT_RERANKER:
+        reranker = default_reranker() if request.enable_rerank else None
+    concepts = recall_concepts(service, request.kn_id, request.query, config.concept_retrieval,
+                               request.enable_rerank, reranker)
     response = KnSearchResponse(
         object_types=concepts.out_object_types,
         relation_types=concepts.out_relation_types,

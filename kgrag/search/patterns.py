@@ -1,7 +1,7 @@
 """Stage 5 of contextual recall: typical values along a relation and its cardinality (spec contextual-recall.md
 §2.3, §3.2 阶段5, §4.2.3, §5.2).
 
-Typical instances come from a relation-path query (interface 2, :meth:`NetworkStore.query_path`): the source side
+Typical instances come from a relation-path query (interface 2, :meth:`ContextStore.query_path`): the source side
 is ``name == form`` when a keyword of the question was found stored in the source type (场景2), else
 ``exist name`` (场景1); ``relation_samples`` per side. The cardinality is computed from all the relation's links:
 ``one_to_one`` when no source has two targets and no target two sources, ``one_to_many`` when only sources fan
@@ -12,7 +12,7 @@ such as drug -> producer is many-to-one and is called so), ``many_to_many`` othe
 from __future__ import annotations
 
 from kgrag.network.model import Condition, ObjectType, RelationType
-from kgrag.network.store import NetworkStore
+from kgrag.network.service import ContextStore
 from kgrag.search.context_models import ContextConfig, RelationPattern
 from kgrag.search.storage_forms import name_field
 
@@ -30,7 +30,7 @@ def cardinality(max_targets_per_source: int, max_sources_per_target: int) -> str
     return "one_to_one"
 
 
-def relation_pattern(store: NetworkStore, kn_id: str, rt: RelationType, types: dict[str, ObjectType],
+def relation_pattern(store: ContextStore, kn_id: str, rt: RelationType, types: dict[str, ObjectType],
                      config: ContextConfig, source_forms: list[str] | None = None,
                      target_forms: list[str] | None = None) -> RelationPattern:
     """``source_forms`` / ``target_forms``: stored forms of the question's keywords in the relation's source /

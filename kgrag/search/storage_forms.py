@@ -21,7 +21,7 @@ from __future__ import annotations
 from difflib import SequenceMatcher
 
 from kgrag.network.model import TEXT_TYPES, Condition, InstanceHit, ObjectType
-from kgrag.network.store import NetworkStore
+from kgrag.network.service import ContextStore
 from kgrag.search.context_models import ContextConfig, KeywordMapping, StorageForm
 
 __all__ = ["keyword_forms", "map_keyword", "name_field", "similarity"]
@@ -62,7 +62,7 @@ def _form(hit: InstanceHit, field: str, match_type: str, keyword: str) -> Storag
                        similarity=1.0 if match_type == "exact" else similarity(keyword, name))
 
 
-def keyword_forms(store: NetworkStore, kn_id: str, keyword: str, ot: ObjectType, field: str,
+def keyword_forms(store: ContextStore, kn_id: str, keyword: str, ot: ObjectType, field: str,
                   config: ContextConfig) -> list[StorageForm]:
     """Exact, then contains, then fuzzy forms of ``keyword`` in ``ot.field`` (see the module docstring)."""
     k = config.forms_per_strategy
@@ -91,7 +91,7 @@ def keyword_forms(store: NetworkStore, kn_id: str, keyword: str, ot: ObjectType,
     return forms
 
 
-def map_keyword(store: NetworkStore, kn_id: str, keyword: str, object_types: list[ObjectType],
+def map_keyword(store: ContextStore, kn_id: str, keyword: str, object_types: list[ObjectType],
                 config: ContextConfig, recalled: set[str], related: set[str],
                 known_types: set[str] | None = None) -> list[KeywordMapping]:
     """The keyword's mappings, best first, at most ``max_types_per_keyword``; a keyword found nowhere gives one

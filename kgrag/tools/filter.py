@@ -13,19 +13,15 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Protocol
 
 from kgrag.errors import LLMError
 from kgrag.llm.client import ChatClient
 from kgrag.llm.json_output import JSONExtractionError, iter_json_values
+from kgrag.llm.prompts import load_prompt
 from kgrag.rank.rerank import HybridReranker
 
 log = logging.getLogger(__name__)
-
-
-def load_prompt(name: str) -> str:
-    return (resources.files("kgrag.llm.prompts") / f"{name}.txt").read_text(encoding="utf-8")
 
 
 @dataclass

@@ -11,12 +11,12 @@ import string
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
 
 from pydantic import BaseModel
 
 from kgrag.llm.client import ChatClient
 from kgrag.llm.json_output import chat_json
+from kgrag.llm.prompts import load_prompt
 
 __all__ = ["PathEvidence", "PathAnswer", "verbalise_path", "build_messages", "llm_answers", "normalise_name",
            "answer_correct"]
@@ -69,15 +69,11 @@ def verbalise_path(path: PathEvidence) -> str:
     return " ".join(parts)
 
 
-def _load_template() -> str:
-    return (resources.files("kgrag.llm.prompts") / "path_answer.txt").read_text(encoding="utf-8")
-
-
 def build_messages(question: str, paths: Sequence[PathEvidence], max_paths: int = 10) -> list[dict]:
     """The chat messages asking the LLM to answer from the ``max_paths`` most probable paths, numbered."""
     best = sorted(paths, key=lambda p: p.probability, reverse=True)[:max_paths]
     listing = "\n".join(f"{i}. {verbalise_path(p)}" for i, p in enumerate(best, start=1))
-    return [{"role": "user", "content": _load_template().format(question=question, paths=listing)}]
+    return [{"role": "user", "content": load_prompt("path_answer").format(question=question, paths=listing)}]
 
 
 def llm_answers(client: ChatClient, question: str, paths: Sequence[PathEvidence], max_paths: int = 10) -> list[str]:

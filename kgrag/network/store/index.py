@@ -1,0 +1,251 @@
+"""The store's text and vector indexes: ``match`` and ``knn`` scores, representability, type search.
+
+Contract: :meth:`IndexMixin.match_scores` ranks FTS5 rows (jieba tokens of :func:`index_tokens`, ORed) and
+scores them in (0, 1]; :meth:`IndexMixin.knn_scores` is exact cosine with numpy over the float32 vectors of one
+(network, kind, type), loaded lazily and cached per network version; :meth:`IndexMixin.representable` says which
+texts the embedder can embed (others get no vector, and a knn query made of them returns nothing). Type search
+(:meth:`IndexMixin.search_object_types`, :meth:`IndexMixin.search_relation_types`) combines the two per type
+with a noisy-OR. Everything here reads; the rows are written by :mod:`kgrag.network.store.load`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from sqlalchemy import func, select, text
+
+from kgrag.network import tables as t
+from kgrag.network.store.core import StoreCore
+from kgrag.rank.tokenize import tokenize
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kgrag.rank.embedder import Embedder
+
+__all__ = ["MAX_UNKNOWN_FRACTION", "IndexMixin", "fts_query", "index_tokens"]
+
+#: a text with more unknown model tokens than this fraction gets no embedding (see NetworkStore.representable)
+MAX_UNKNOWN_FRACTION = 0.34
+
+
+@dataclass
+class _VectorIndex:
+    ids: np.ndarray  # object array of item ids, one per row
+    fields: np.ndarray  # object array of field names
+    matrix: np.ndarray  # float32 (rows, dim)
+
+
+#: FTS5 ranking over the index only, then the best rows joined back (see kgrag.network.tables)
+_FTS_MATCH = text(
+    "SELECT r.item_id AS item_id, r.field AS field, r.text AS text, m.rank AS rank FROM "
+    "(SELECT rowid AS rid, bm25(kn_text, 1.0, 0.0) AS rank FROM kn_text WHERE kn_text MATCH :q "
+    "ORDER BY rank LIMIT :n) AS m JOIN kn_text_rows AS r ON r.id = m.rid ORDER BY m.rank"
+)
+
+
+def fts_query(tokens: Sequence[str]) -> str:
+    """An FTS5 query ORing the tokens, each a quoted string (so no token is read as FTS syntax)."""
+    return " OR ".join('"' + tok.replace('"', '""') + '"' for tok in tokens)
+
+
+_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{3,}")
+
+
+def index_tokens(text_value: str) -> list[str]:
+    """Tokens for the text index and for match queries: ``kgrag.rank.tokenize`` (jieba for Chinese) plus the
+    character bigrams of every Chinese token of 3+ characters, so that words jieba segments differently in a
+    query and a document (常用药 / 常用药品) still share tokens. Order kept, duplicates dropped."""
+    out: dict[str, None] = {}
+    for tok in tokenize(text_value):
+        out.setdefault(tok, None)
+        if _CJK_RUN.fullmatch(tok):
+            for i in range(len(tok) - 1):
+                out.setdefault(tok[i : i + 2], None)
+    return list(out)
+
+
+class IndexMixin(StoreCore):
+    """``match``/``knn`` scorers and type search over the indexes (see the module docstring)."""
+
+    def __init__(self, db_url: str, embedder: Embedder | None = None) -> None:
+        super().__init__(db_url, embedder)
+        self._representable: dict[str, bool] = {}  # query text -> representable (bounded, see knn_scores)
+        self._vectors: dict[tuple[str, str, str], tuple[str, _VectorIndex]] = {}
+
+    # ------------------------------------------------------------------ scorers
+    def match_scores(
+        self, kn_id: str, kind: str, type_id: str, fields: list[str] | None, query: str, limit: int
+    ) -> dict[str, float]:
+        """Full-text candidates ``{item id: score}`` for ``query`` (:func:`index_tokens` ORed).
+
+        Score of a (item, field) row = ``coverage * (0.5 + 0.5 * bm25 / best_bm25)``, where coverage is the
+        fraction of the query's distinct tokens present in the field's tokens and best_bm25 the best bm25 among
+        the matching rows (bm25 sign flipped so larger is better): in (0, 1], 1 for the best row containing every
+        query token. An item's score is the max over its fields. At most ``limit`` items, best first.
+        """
+        tokens = index_tokens(query)
+        if not tokens:
+            return {}
+        scopes = [t.scope_token(kn_id, kind, type_id, f) for f in (fields if fields is not None else ["*"])]
+        if not scopes:
+            return {}
+        fetch = max(limit, 1) * 4
+        if self.dialect == "sqlite":
+            # the index alone ranks (rowid + bm25); only the best ``fetch`` rows are read back
+            stmt = _FTS_MATCH.bindparams(
+                q=f"scope : ({fts_query(scopes)}) AND text : ({fts_query(tokens)})", n=fetch
+            )
+        else:  # pragma: no cover - PostgreSQL path
+            ti = t.text_index
+            tsq = func.to_tsquery("simple", " | ".join(re.sub(r"[^\w]+", "", tok) or "_" for tok in tokens))
+            tsv = func.to_tsvector("simple", ti.c.text)
+            rank = -func.ts_rank(tsv, tsq)
+            stmt = (
+                select(ti.c.item_id, ti.c.field, ti.c.text, rank.label("rank"))
+                .where(ti.c.scope.in_(scopes), tsv.op("@@")(tsq))
+                .order_by(text("rank"))
+                .limit(fetch)
+            )
+        with self.engine.connect() as conn:
+            rows = conn.execute(stmt).all()
+        if not rows:
+            return {}
+        best = max(-r.rank for r in rows) or 1.0
+        query_set = set(tokens)
+        scores: dict[str, float] = {}
+        for r in rows:
+            padded = f" {r.text} "  # token lookups, not a split of a possibly long field text
+            coverage = sum(f" {tok} " in padded for tok in query_set) / len(query_set)
+            coverage = max(coverage, 0.5 / len(query_set))
+            rel = max(-r.rank, 0.0) / best if best > 0 else 1.0
+            score = min(1.0, coverage * (0.5 + 0.5 * rel))
+            if score > scores.get(r.item_id, 0.0):
+                scores[r.item_id] = score
+        top = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+        return dict(top)
+
+    def representable(self, texts: Sequence[str]) -> list[bool]:
+        """Whether the embedder can represent each text: at most :data:`MAX_UNKNOWN_FRACTION` of its model tokens
+        are the tokenizer's unknown token. The default MiniLM has no vocabulary for most Chinese characters
+        (``感冒`` → ``[UNK] [UNK]``), so such texts would all get the same vector and bogus cosines near 1;
+        they get no vector (knn skips them, match still finds them) and a knn query made of them returns nothing.
+        With a multilingual embedder (``KGRAG_EMBEDDER``) everything passes. True for all when the embedder
+        has no inspectable tokenizer."""
+        if not texts:
+            return []
+        try:
+            tokenizer = self.embedder.model.tokenizer
+            unk = tokenizer.unk_token
+        except Exception:  # noqa: BLE001 - an embedder without a HF tokenizer: trust it
+            return [True] * len(texts)
+        if unk is None:
+            return [True] * len(texts)
+        out = []
+        for text_value in texts:
+            pieces = tokenizer.tokenize(text_value)
+            unknown = sum(1 for p in pieces if p == unk)
+            out.append(bool(pieces) and unknown <= MAX_UNKNOWN_FRACTION * len(pieces))
+        return out
+
+    def _query_representable(self, query: str) -> bool:
+        """:meth:`representable` for one query text, memoised (a search asks once per object type)."""
+        known = self._representable.get(query)
+        if known is None:
+            if len(self._representable) > 4096:
+                self._representable.clear()
+            known = self._representable[query] = self.representable([query])[0]
+        return known
+
+    def _vector_index(self, kn_id: str, version: str, kind: str, type_id: str) -> _VectorIndex:
+        key = (kn_id, kind, type_id)
+        cached = self._vectors.get(key)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        v = t.vectors
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(v.c.item_id, v.c.field, v.c.vector).where(
+                    v.c.kn_id == kn_id, v.c.kind == kind, v.c.type_id == type_id
+                )
+            ).all()
+        if rows:
+            matrix = np.frombuffer(b"".join(r.vector for r in rows), dtype=np.float32).reshape(len(rows), -1)
+        else:
+            matrix = np.zeros((0, 1), np.float32)
+        index = _VectorIndex(
+            np.array([r.item_id for r in rows], dtype=object),
+            np.array([r.field for r in rows], dtype=object),
+            matrix,
+        )
+        with self._lock:
+            self._vectors[key] = (version, index)
+        return index
+
+    def knn_scores(
+        self,
+        kn_id: str,
+        kind: str,
+        type_id: str,
+        fields: list[str] | None,
+        query: str,
+        limit: int,
+        version: str | None = None,
+    ) -> dict[str, float]:
+        """Exact cosine neighbours ``{item id: score}`` of ``query``: top ``limit`` items (max over their
+        fields), scores clipped to [0, 1]."""
+        if version is None:
+            version = self._schema(kn_id)[0]
+        index = self._vector_index(kn_id, version, kind, type_id)
+        if not len(index.ids) or not query.strip() or not self._query_representable(query):
+            return {}
+        q = self.embedder.encode_query(query)
+        rows = np.arange(len(index.ids)) if fields is None else np.flatnonzero(np.isin(index.fields, fields))
+        if not len(rows):
+            return {}
+        sims = index.matrix[rows] @ q
+        # an item has at most one row per field, so the best ``limit * fields`` rows hold the best ``limit`` items
+        need = max(limit, 1) * len(fields) if fields is not None else len(sims)
+        if need < len(sims):
+            top = np.argpartition(-sims, need - 1)[:need]
+            order = top[np.lexsort((top, -sims[top]))]  # by similarity desc, ties by row (as a stable sort)
+        else:
+            order = np.argsort(-sims, kind="stable")
+        out: dict[str, float] = {}
+        for pos in order:
+            item = index.ids[rows[pos]]
+            if item not in out:
+                out[item] = float(min(1.0, max(0.0, sims[pos])))
+                if len(out) >= limit:
+                    break
+        return out
+
+    # ------------------------------------------------------------------ type search
+    def _search_types(self, kn_id: str, kind: str, query: str, limit: int) -> list[tuple[str, float]]:
+        version = self._schema(kn_id)[0]
+        if limit <= 0 or not query.strip():
+            return []
+        pool = max(limit, 50)
+        cosine = self.knn_scores(kn_id, kind, "", None, query, pool, version=version)
+        matched = self.match_scores(kn_id, kind, "", None, query, pool)
+        scores = {
+            item: 1.0 - (1.0 - cosine.get(item, 0.0)) * (1.0 - matched.get(item, 0.0))
+            for item in cosine.keys() | matched.keys()
+        }
+        return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+
+    def search_object_types(self, kn_id: str, query: str, limit: int) -> list[tuple[str, float]]:
+        """``knn(*, query) OR match(*, query)`` over object types, ``(id, score)`` by score desc.
+
+        score = ``1 - (1 - cosine) * (1 - match)`` (a noisy-OR of the clipped cosine and the normalised match
+        score of :meth:`match_scores`): either signal alone gives at least its own value (so it is never below
+        ``max(cosine, match)``), and a type supported by both ranks above one supported by a single signal —
+        which matters because the default MiniLM embedder is weak on Chinese, where match carries the signal.
+        """
+        return self._search_types(kn_id, "object_type", query, limit)
+
+    def search_relation_types(self, kn_id: str, query: str, limit: int) -> list[tuple[str, float]]:
+        """Same as :meth:`search_object_types` over relation types."""
+        return self._search_types(kn_id, "relation_type", query, limit)

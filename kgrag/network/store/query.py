@@ -1,0 +1,280 @@
+"""Queries over a loaded network: instances by condition or id, counts, names, link statistics, relation paths.
+
+Contract: :meth:`QueryMixin.query_instances` compiles a :class:`Condition` (:mod:`kgrag.network.conditions`,
+whose ``match``/``knn`` leaves are scored by :mod:`kgrag.network.store.index`) and returns scored hits first, by
+score desc, then the rest by id; :meth:`QueryMixin.query_path` follows one relation type either way (interface 2
+of contextual recall). :meth:`QueryMixin.instance_names` and :meth:`QueryMixin.link_cardinality` are cached per
+network version. Unknown object types, fields, operations and relation types raise ``ValueError``; an unknown
+network :class:`NetworkNotFound`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import func, select
+
+from kgrag.network import tables as t
+from kgrag.network.conditions import Plan, compile_condition, is_list_type
+from kgrag.network.model import Condition, InstanceHit, ObjectType
+from kgrag.network.store.index import IndexMixin
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kgrag.rank.embedder import Embedder
+
+__all__ = ["PathHit", "QueryMixin", "list_fields"]
+
+
+@dataclass
+class PathHit:
+    """One relation-path result: ``source --relation_type_id--> target`` (in the relation's own direction)."""
+
+    source: InstanceHit
+    relation_type_id: str
+    target: InstanceHit
+
+
+def list_fields(ot: ObjectType) -> list[str]:
+    """The names of an object type's list-valued data properties (``contain`` means membership there)."""
+    return [p.name for p in ot.data_properties if is_list_type(p.type)]
+
+
+class QueryMixin(IndexMixin):
+    """Instance, count, name, cardinality and path queries (see the module docstring)."""
+
+    def __init__(self, db_url: str, embedder: Embedder | None = None) -> None:
+        super().__init__(db_url, embedder)
+        self._names: dict[str, tuple[str, list[tuple[str, str, str]]]] = {}
+        self._cardinality: dict[str, tuple[str, dict[str, tuple[int, int, int]]]] = {}
+
+    # ------------------------------------------------------------------ instances
+    def compile(
+        self, kn_id: str, object_type_id: str, condition: Condition | None, limit: int
+    ) -> Plan | None:
+        """The compiled plan of ``condition`` (raises ``ValueError`` for unknown fields/operations)."""
+        version, ot = self._object_type(kn_id, object_type_id)
+        if condition is None:
+            return None
+        return compile_condition(
+            condition,
+            ot,
+            dialect=self.dialect,
+            default_limit=limit,
+            match=lambda type_id, fields, q, k: self.match_scores(kn_id, "instance", type_id, fields, q, k),
+            knn=lambda type_id, fields, q, k: self.knn_scores(
+                kn_id, "instance", type_id, fields, q, k, version=version
+            ),
+        )
+
+    @staticmethod
+    def _hit(object_type_id: str, row: Any, score: float | None) -> InstanceHit:
+        return InstanceHit(object_type_id=object_type_id, id=row.id, properties=row.properties, score=score)
+
+    def query_instances(
+        self,
+        kn_id: str,
+        object_type_id: str,
+        condition: Condition | None,
+        limit: int,
+        sort_by_score: bool = True,
+    ) -> list[InstanceHit]:
+        """Instances of ``object_type_id`` matching ``condition``, at most ``limit``.
+
+        Scored results (a knn/match leaf) come first, by score desc (ties by id), then rows that matched only
+        through unscored branches (by id). Without a scored leaf the order is by id. Raises ``ValueError`` for
+        an unknown object type, field or operation and :class:`NetworkNotFound` for an unknown network.
+        """
+        plan = self.compile(kn_id, object_type_id, condition, limit)
+        if limit <= 0:
+            return []
+        ti = t.instances
+        base = select(ti.c.id, ti.c.properties).where(
+            ti.c.kn_id == kn_id, ti.c.object_type_id == object_type_id
+        )
+        if plan is None:
+            with self.engine.connect() as conn:
+                rows = conn.execute(base.order_by(ti.c.id).limit(limit)).all()
+            return [self._hit(object_type_id, r, None) for r in rows]
+        base = base.where(plan.clause)
+        with self.engine.connect() as conn:
+            if not plan.scores:
+                rows = conn.execute(base.order_by(ti.c.id).limit(limit)).all()
+                return [self._hit(object_type_id, r, None) for r in rows]
+            scored_ids = sorted(plan.scores)
+            # ids first (no JSON decoding), then the properties of the best ``limit`` only
+            id_query = select(ti.c.id).where(ti.c.kn_id == kn_id, ti.c.object_type_id == object_type_id,
+                                             plan.clause, ti.c.id.in_(scored_ids))
+            ok = [r.id for r in conn.execute(id_query)]
+            ok.sort(key=(lambda i: (-plan.scores[i], i)) if sort_by_score else None)
+            top = ok[:limit]
+            by_id = {r.id: r for r in conn.execute(base.where(ti.c.id.in_(top)))} if top else {}
+            hits = [self._hit(object_type_id, by_id[i], plan.scores[i]) for i in top if i in by_id]
+            if len(hits) < limit:
+                rest = conn.execute(
+                    base.where(ti.c.id.not_in(scored_ids)).order_by(ti.c.id).limit(limit - len(hits))
+                ).all()
+                hits.extend(self._hit(object_type_id, r, None) for r in rest)
+        return hits
+
+    def get_instances(self, kn_id: str, object_type_id: str, ids: Sequence[str]) -> list[InstanceHit]:
+        """Instances by id (in the order given; unknown ids are skipped)."""
+        self._object_type(kn_id, object_type_id)
+        ti = t.instances
+        found: dict[str, Any] = {}
+        with self.engine.connect() as conn:
+            for start in range(0, len(ids), 900):
+                chunk = list(ids[start : start + 900])
+                for r in conn.execute(
+                    select(ti.c.id, ti.c.properties).where(
+                        ti.c.kn_id == kn_id, ti.c.object_type_id == object_type_id, ti.c.id.in_(chunk)
+                    )
+                ):
+                    found[r.id] = r
+        return [self._hit(object_type_id, found[i], None) for i in ids if i in found]
+
+    def sample_instance(self, kn_id: str, object_type_id: str) -> dict | None:
+        """The properties of the instance with the smallest id (deterministic), or None when there is none."""
+        self._object_type(kn_id, object_type_id)
+        ti = t.instances
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(ti.c.properties)
+                .where(ti.c.kn_id == kn_id, ti.c.object_type_id == object_type_id)
+                .order_by(ti.c.id)
+                .limit(1)
+            ).first()
+        return dict(row.properties) if row is not None else None
+
+    def count_instances(self, kn_id: str, object_type_id: str | None = None) -> int:
+        ti = t.instances
+        stmt = select(func.count()).select_from(ti).where(ti.c.kn_id == kn_id)
+        if object_type_id is not None:
+            stmt = stmt.where(ti.c.object_type_id == object_type_id)
+        with self.engine.connect() as conn:
+            return int(conn.execute(stmt).scalar() or 0)
+
+    def instance_names(self, kn_id: str) -> list[tuple[str, str, str]]:
+        """``(object_type_id, instance id, name)`` of every instance (``name`` = the display-key value), cached
+        per network version: the dictionary contextual recall segments questions with."""
+        version = self._schema(kn_id)[0]
+        cached = self._names.get(kn_id)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        ti = t.instances
+        with self.engine.connect() as conn:
+            rows = [(r[0], r[1], r[2]) for r in conn.execute(
+                select(ti.c.object_type_id, ti.c.id, ti.c.name).where(ti.c.kn_id == kn_id))]
+        with self._lock:
+            self._names[kn_id] = (version, rows)
+        return rows
+
+    def link_cardinality(self, kn_id: str, relation_type_id: str) -> tuple[int, int, int]:
+        """``(most targets of one source, most sources of one target, links)`` of one relation type. Computed for
+        every relation of the network at once (two grouped scans of the link indexes) and cached per version."""
+        version = self._schema(kn_id)[0]
+        cached = self._cardinality.get(kn_id)
+        if cached is None or cached[0] != version:
+            tl = t.links
+            stats: dict[str, list[int]] = {}
+            with self.engine.connect() as conn:
+                for end, column in ((0, tl.c.source_id), (1, tl.c.target_id)):
+                    per = (select(tl.c.relation_type_id.label("rid"), func.count().label("n"))
+                           .where(tl.c.kn_id == kn_id).group_by(tl.c.relation_type_id, column).subquery())
+                    for rid, most, total in conn.execute(
+                            select(per.c.rid, func.max(per.c.n), func.sum(per.c.n)).group_by(per.c.rid)):
+                        entry = stats.setdefault(rid, [0, 0, 0])
+                        entry[end], entry[2] = int(most), int(total)
+            cached = (version, {rid: (v[0], v[1], v[2]) for rid, v in stats.items()})
+            with self._lock:
+                self._cardinality[kn_id] = cached
+        return cached[1].get(relation_type_id, (0, 0, 0))
+
+    def count_links(self, kn_id: str, relation_type_id: str | None = None) -> int:
+        tl = t.links
+        stmt = select(func.count()).select_from(tl).where(tl.c.kn_id == kn_id)
+        if relation_type_id is not None:
+            stmt = stmt.where(tl.c.relation_type_id == relation_type_id)
+        with self.engine.connect() as conn:
+            return int(conn.execute(stmt).scalar() or 0)
+
+    # ------------------------------------------------------------------ relation paths (interface 2)
+    def linked_ids(self, kn_id: str, relation_type_id: str, ids: Sequence[str], forward: bool
+                   ) -> list[tuple[str, str]]:
+        """``(near, far)`` instance ids linked by ``relation_type_id`` where ``near`` is one of ``ids``: near is the
+        link's source when ``forward``, else its target. In the link table's order; ids bound in chunks."""
+        tl = t.links
+        near, far = (tl.c.source_id, tl.c.target_id) if forward else (tl.c.target_id, tl.c.source_id)
+        out: list[tuple[str, str]] = []
+        with self.engine.connect() as conn:
+            for start in range(0, len(ids), 900):
+                chunk = list(ids[start : start + 900])
+                out.extend((r[0], r[1]) for r in conn.execute(select(near, far).where(
+                    tl.c.kn_id == kn_id, tl.c.relation_type_id == relation_type_id, near.in_(chunk))))
+        return out
+
+    def query_path(
+        self,
+        kn_id: str,
+        source_type: str,
+        source_condition: Condition | None,
+        relation_type_id: str,
+        target_type: str,
+        target_condition: Condition | None,
+        limit_per_type: int = 10,
+    ) -> list[PathHit]:
+        """Instances connected by one relation: ``source_type --relation--> target_type`` where each end
+        satisfies its condition (``None`` = any).
+
+        The relation may be traversed either way: ``source_type``/``target_type`` may name the relation's target
+        and source types, and each :class:`PathHit` reports the link in the relation's own direction. The
+        ``source_type`` side is resolved first (at most ``limit_per_type`` instances, best scored first); then
+        the linked instances of ``target_type`` that satisfy ``target_condition`` (at most ``limit_per_type``
+        distinct ones, best first). Returns at most ``limit_per_type`` paths per source instance.
+        """
+        _, network, ots = self._schema(kn_id)
+        rt = next((r for r in network.relation_types if r.id == relation_type_id), None)
+        if rt is None:
+            raise ValueError(f"unknown relation type {relation_type_id!r} in network {kn_id!r}")
+        for type_id in (source_type, target_type):
+            if type_id not in ots:
+                raise ValueError(f"unknown object type {type_id!r} in network {kn_id!r}")
+        if (rt.source_object_type_id, rt.target_object_type_id) == (source_type, target_type):
+            forward = True
+        elif (rt.source_object_type_id, rt.target_object_type_id) == (target_type, source_type):
+            forward = False
+        else:
+            raise ValueError(
+                f"relation type {relation_type_id!r} links {rt.source_object_type_id!r} -> "
+                f"{rt.target_object_type_id!r}, not {source_type!r} and {target_type!r}"
+            )
+        sources = self.query_instances(kn_id, source_type, source_condition, limit_per_type)
+        if not sources:
+            return []
+        neighbours: dict[str, list[str]] = {}
+        for near_id, far_id in self.linked_ids(kn_id, relation_type_id, [s.id for s in sources], forward):
+            neighbours.setdefault(near_id, []).append(far_id)
+        far_ids = sorted({f for fs in neighbours.values() for f in fs})
+        if not far_ids:
+            return []
+        id_filter = Condition(operation="in", field="id", value=far_ids)
+        cond = (
+            id_filter
+            if target_condition is None
+            else Condition(operation="and", sub_conditions=[id_filter, target_condition])
+        )
+        targets = {
+            h.id: h for h in self.query_instances(kn_id, target_type, cond, max(limit_per_type, 1) * 10)
+        }
+        rank = {tid: i for i, tid in enumerate(targets)}
+        paths: list[PathHit] = []
+        for src in sources:
+            linked = sorted(
+                (f for f in set(neighbours.get(src.id, [])) if f in targets), key=rank.__getitem__
+            )
+            for tid in linked[:limit_per_type]:
+                tgt = targets[tid]
+                a, b = (src, tgt) if forward else (tgt, src)
+                paths.append(PathHit(source=a, relation_type_id=relation_type_id, target=b))
+        return paths
