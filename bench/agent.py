@@ -38,7 +38,7 @@ def _baseline_state(baseline: Any, store: Any, question: str) -> dict[str, Any]:
     from kgrag.agent.planner import next_call
     from kgrag.agent.tools import run_tool
 
-    topic, label = baseline.predict(question)
+    topic, label = baseline.answer_target(question)
     if topic is None:
         return {"answers": [], "topic": None, "label": label}
     network = store.get_network("medical")
@@ -67,10 +67,9 @@ def main() -> None:  # noqa: PLR0915 - one linear benchmark script
 
     get_settings.cache_clear()
     settings = get_settings()
-    from kgrag.agent.intent_baseline import IntentBaseline
-    from kgrag.agent.intent_train import load_latest_intent, train_intent, validation_examples
-
     from kgrag.agent.evaluate import EvalItem, evaluate, set_scores
+    from kgrag.agent.intent_baseline import BaselineIntent
+    from kgrag.agent.intent_train import load_latest_intent, split_questions, train_intent
     from kgrag.network.store import NetworkStore
     from kgrag.run import ensure_network
 
@@ -80,11 +79,13 @@ def main() -> None:  # noqa: PLR0915 - one linear benchmark script
     progress(f"medical network {'loaded' if loaded else 'reused'} in {time.perf_counter() - started:.1f} s")
     if load_latest_intent(settings) is None:
         started = time.perf_counter()
-        trained = train_intent(settings)
-        progress(f"intent ranker trained in {time.perf_counter() - started:.1f} s: {trained.get('summary', '')}")
-    train, validation = validation_examples(settings)
+        trained = train_intent(settings, log=progress)
+        progress(f"intent ranker trained in {time.perf_counter() - started:.1f} s: validation accuracy@1 "
+                 f"{trained['validation']['accuracy@1']:.4f}")
+    train = split_questions(settings, "train")
+    validation = split_questions(settings, "validation")
     validation = validation[: args.limit] if args.limit else validation
-    items = [EvalItem(e.question, tuple(e.answers), e.target.topic, e.target.label) for e in validation]
+    items = [EvalItem(r["question"], tuple(r["answers"]), r["topic"], r["label"]) for r in validation]
     progress(f"{len(items)} validation questions (baseline trained on the {len(train)} train questions)")
 
     from graphs.agent.graph import graph
@@ -97,8 +98,8 @@ def main() -> None:  # noqa: PLR0915 - one linear benchmark script
     agent = report["figures"]
     progress(f"agent: {agent}")
 
-    baseline_model = IntentBaseline.train([e.question for e in train], [e.target.label for e in train],
-                                          store.instance_names("medical"))
+    diseases = [name for type_id, _, name in store.instance_names("medical") if type_id == "Disease"]
+    baseline_model = BaselineIntent.train([r["question"] for r in train], [r["label"] for r in train], diseases)
     base_scores, base_topic, base_both, base_ms = [], [], [], []
     for item in items:
         t0 = time.perf_counter()

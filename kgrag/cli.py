@@ -157,6 +157,38 @@ def _run_gflownet(dataset: str, settings, train_split: str, validation_split: st
     print(metrics_table(validation["report"]))
     for line in answer_examples(settings, dataset, validation_split, result["checkpoint"]):
         console.print(escape(line), highlight=False)  # paths read "A -[directed_by]-> B": not rich markup
+    _run_agent(settings)
+
+
+def _run_agent(settings) -> None:
+    """make run's agent stage: the knowledge network (medical when its data is there, else demo), the trained
+    intent ranker (medical), then two questions answered by the LangGraph agent, each step shown."""
+    from kgrag.agent.render import state_tree
+    from kgrag.network.store import NetworkStore
+    from kgrag.run import agent_network, agent_questions, ensure_network
+
+    kn_id = agent_network(settings)
+    store = NetworkStore(settings.db_url)
+    try:
+        console.print(f"\n[bold]Agent[/]: knowledge network [cyan]{kn_id}[/] in {settings.db_url}")
+        if ensure_network(store, kn_id, settings.data_dir):
+            console.print(f"  loaded {kn_id}: {store.count_instances(kn_id)} instances, {store.count_links(kn_id)} links")
+        if kn_id == "medical":
+            from flows.train_intent import train_intent
+
+            result = train_intent()
+            v = result["validation"]
+            console.print(f"  intent ranker ({'reused' if result.get('cached') else 'trained'}): validation "
+                          f"accuracy@1 {v['accuracy@1']:.4f} (n={v['n']}), baseline "
+                          f"{result['baseline']['accuracy@1']:.4f}, majority {result['majority_accuracy']:.4f}")
+        questions = agent_questions(store, kn_id)
+    finally:
+        store.close()
+    answer = _agent_answerer(kn_id, None)
+    for question in questions:
+        console.print(state_tree(answer(question)))
+    console.print("Serve it: [bold]langgraph dev --no-browser[/] (assistant 'agent'); ask in-process: "
+                  "[bold]kgrag ask \"问题\" --kn " + kn_id + "[/]")
 
 
 @app.command()

@@ -9,7 +9,8 @@ not the user's spelling).
    scan is a dictionary lookup per substring up to the longest stored name (≈ 1,000 lookups for a 50-character
    question), no SQL.
 2. **Contains forms** (only when the question holds no stored name of the wanted type): the stored names of that
-   type containing the longest substring (2+ characters) of the question that any of them contains
+   type containing the longest substring (2+ characters, not a schema or question word, ≥ 30 % of the name) of
+   the question that any of them contains
    (手足口 -> 手足口病; 前列腺 -> 前列腺炎 / 前列腺增生 / …), found through a character-bigram index.
 3. **Fuzzy forms** (none of the above): contextual recall's storage-form search
    (:func:`kgrag.search.storage_forms.map_keyword`) for the question's entity keywords (红斑狼仓 -> 红斑狼疮).
@@ -29,7 +30,7 @@ from typing import Any, Literal
 
 from kgrag.network.model import ObjectType
 from kgrag.search.context_models import ContextConfig
-from kgrag.search.keywords import Lexicon
+from kgrag.search.keywords import STOPWORDS, Lexicon
 
 __all__ = ["TopicCandidate", "choose_topic", "contains_candidates", "storage_form_candidates", "topic_candidates"]
 
@@ -87,6 +88,16 @@ def _names_by_bigram(lexicon: Lexicon, object_type: str) -> dict[str, list[str]]
     return index
 
 
+#: a contains form must cover at least this share of the stored name (前列腺 in 前列腺炎, not 炎 in 前列腺炎)
+MIN_CONTAINED = 0.3
+
+
+def _schema_word(text: str, lexicon: Lexicon) -> bool:
+    """Words that say what is asked, not about what: relation / type words and question words (症状, 治疗, 什么)."""
+    return (text in STOPWORDS or text in lexicon.type_words
+            or any(text in word for word in lexicon.relation_words if len(word) >= len(text)))
+
+
 def contains_candidates(question: str, lexicon: Lexicon, object_type: str, max_length: int = 8
                         ) -> list[TopicCandidate]:
     """Contains forms: stored names of ``object_type`` holding the longest question substring any name holds."""
@@ -96,8 +107,10 @@ def contains_candidates(question: str, lexicon: Lexicon, object_type: str, max_l
         found: dict[str, tuple[str, int]] = {}
         for i in range(len(text) - length + 1):
             sub = text[i : i + length]
+            if _schema_word(sub, lexicon):
+                continue
             for name in index.get(sub[:2], ()):
-                if sub in name and name not in found:
+                if sub in name and name not in found and len(sub) >= MIN_CONTAINED * len(name):
                     found[name] = (sub, i)
         if found:
             return [TopicCandidate(name, object_type, next(iid for t, iid in lexicon.names[name] if t == object_type),

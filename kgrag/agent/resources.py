@@ -59,11 +59,10 @@ class Resources:
         with self._lock:
             if kn_id in self._rankers:
                 return self._rankers[kn_id]
+        from kgrag.agent.intent_train import load_latest_intent
         from kgrag.agent.planner import ranker_fits
 
         try:
-            from kgrag.agent.intent_train import load_latest_intent  # TEMP until the ranker lands
-
             ranker = load_latest_intent(self.settings)
         except Exception as exc:  # noqa: BLE001 - a broken checkpoint means "no ranker", said in the log
             log.warning("intent ranker not loaded: %s: %s", type(exc).__name__, exc)
