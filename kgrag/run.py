@@ -138,7 +138,7 @@ def answer_examples(settings: Settings, dataset: str, split: str, checkpoint: st
 
 
 #: two questions make run's agent stage answers on the medical network (one relation, one property question)
-MEDICAL_AGENT_QUESTIONS = ("上气道梗阻有哪些症状", "百日咳一般要治疗多久")
+MEDICAL_AGENT_QUESTIONS = ("上气道梗阻有哪些症状", "哪些人容易得百日咳")
 
 
 def agent_network(settings: Settings) -> str:

@@ -20,7 +20,7 @@ def test_ask_prints_the_steps_and_json(medical_settings) -> None:
     res = runner.invoke(app, ["ask", "上气道梗阻有哪些症状", "--kn", "medical"])
     assert res.exit_code == 0, res.output
     for part in ("extract_keywords", "schema_recall", "contextual_recall", "tool calls", "evidence", "answer:",
-                 "上气道梗阻", "呼吸困难"):
+                 "上气道梗阻", "呼吸困难", "Disease:上气道梗阻 -[has_symptom]-> "):
         assert part in res.output, part
     res = runner.invoke(app, ["ask", "上气道梗阻有哪些症状", "--kn", "medical", "--json"])
     state = json.loads(res.output)

@@ -38,7 +38,8 @@ def state_tree(state: dict[str, Any], evidence_rows: int = 8) -> Tree:
         calls.add(f"{escape(call.get('name', ''))}({_short(call.get('args'), 200)}) {status}")
     evidence = root.add(f"[cyan]evidence[/] ({len(state.get('evidence', []))} rows)")
     for row in state.get("evidence", [])[:evidence_rows]:
-        evidence.add(f"{escape(row['instance'])} -[{escape(row['via'])}]-> [green]{escape(row['value'])}[/]")
+        link = escape(f"{row['instance']} -[{row['via']}]-> ")  # brackets are not rich markup
+        evidence.add(f"{link}[green]{escape(row['value'])}[/]")
     for error in state.get("errors", []):
         root.add(f"[yellow]note:[/] {escape(error)}")
     root.add(f"[bold]answer:[/] {escape(state.get('answer', ''))}")
