@@ -133,3 +133,29 @@ def test_llm_calls_beyond_the_budget_are_refused(llm_env) -> None:
     assert len(state["tool_calls"]) == 2
     tool_msgs = [m for m in state["messages"] if m["role"] == "tool"]
     assert len(tool_msgs) == 3 and "budget" in tool_msgs[-1]["content"]
+
+
+# -- the trained ranker in the graph ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ranker_work(medical_db: str, tmp_path_factory) -> str:
+    """A work dir holding an intent ranker trained on 3,000 CE-Prompt questions (a small, fast budget)."""
+    from kgrag.agent.intent_train import train_intent
+    from kgrag.config import Settings
+
+    work = tmp_path_factory.mktemp("ranker-work")
+    train_intent(Settings(work_dir=work, database_url=medical_db), {"max_train_questions": 3000}, log=lambda _: None)
+    return str(work)
+
+
+def test_trained_ranker_plans_properties_and_inbound_relations(medical_settings, ranker_work, monkeypatch) -> None:
+    monkeypatch.setenv("KGRAG_WORK_DIR", ranker_work)
+    get_settings.cache_clear()
+    prop = ask("哪些人容易得百日咳")
+    assert prop["schema"]["ranker"] == "trained" and prop["tool_calls"][0]["label"] == "prop:easy_get"
+    assert prop["answers"] and prop["evidence"][0]["via"] == "easy_get"
+    inbound = ask("尿不尽是什么病引起的")
+    assert inbound["tool_calls"][0]["label"] == "rel_in:has_symptom"
+    assert inbound["topic"] == {**inbound["topic"], "name": "尿不尽", "object_type": "Symptom"}
+    assert "尿路感染" in inbound["answers"] and all(r["instance"] == "Symptom:尿不尽" for r in inbound["evidence"])

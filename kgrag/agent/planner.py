@@ -87,7 +87,7 @@ def schema_intents(question: str, network: KnowledgeNetwork, relation_ids: Seque
 
 
 def rank_intents(question: str, mask: str | None, ranker: Any | None, network: KnowledgeNetwork,
-                 relation_ids: Sequence[str], top: int = 5) -> list[Intent]:
+                 relation_ids: Sequence[str], top: int = 8) -> list[Intent]:
     """The trained ranker's intents (the topic's words masked), else :func:`schema_intents`."""
     if ranker is None:
         return schema_intents(question, network, relation_ids)[:top]
@@ -115,9 +115,15 @@ def next_call(intents: Sequence[Intent], candidates: Sequence[TopicCandidate], n
               ) -> tuple[ToolCall, str, TopicCandidate] | None:
     """The first untried intent with a topic of its type: ``(call, label, topic)``, or None.
 
+    When the question names stored instances verbatim (exact forms), the intents whose topic type is one of
+    theirs come first, whatever their probability (the linked topic decides the family of questions: a named
+    Symptom asks for ``rel_in:has_symptom``, not a Disease property); the others follow as fallbacks.
     ``history_topic`` (the thread's previous topic) stands in when the question links no topic of its own."""
-    for label, p in intents:
-        if label in tried or p < MIN_PROBABILITY:
+    exact_types = {c.object_type for c in candidates if c.match_type == "exact"}
+    fitting = [(label, p) for label, p in intents if topic_type(network, label) in exact_types]
+    ordered = fitting + [(label, p) for label, p in intents if (label, p) not in fitting]
+    for label, p in ordered:
+        if label in tried or (p < MIN_PROBABILITY and (label, p) not in fitting):
             continue
         wanted = topic_type(network, label)
         if wanted is None:
