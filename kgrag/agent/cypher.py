@@ -30,28 +30,21 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["DISEASE_PROPERTIES", "PROPERTY_TYPES", "RELATION_SCHEMA", "SKIP_REASONS", "CypherTarget",
+from kgrag.network.loaders.medical import DISEASE_PROPERTIES as NETWORK_PROPERTIES
+from kgrag.network.loaders.medical import MEDICAL_RELATION_TYPES
+
+__all__ = ["PROPERTY_TYPES", "RELATION_SCHEMA", "SKIP_REASONS", "CypherTarget",
            "ParseResult", "parse_cypher", "label_counts"]
 
-#: Disease properties the Cypher subset may ask for -> value type (as in kgrag.network.loaders.medical)
-PROPERTY_TYPES: dict[str, str] = {
-    "cure_way": "string[]", "cure_lasttime": "string", "cured_prob": "string", "easy_get": "string",
-    "get_way": "string", "get_prob": "string", "cost_money": "string", "cause": "text", "prevent": "text",
-    "desc": "text", "nursing": "text", "medical_insurance": "string",
-}
-DISEASE_PROPERTIES = tuple(PROPERTY_TYPES)
+#: Disease properties the Cypher subset may ask for -> value type: the medical network's, less ``name`` (the key)
+#: and ``category`` (the network's copy of the belongs_to departments)
+PROPERTY_TYPES: dict[str, str] = {name: spec[1] for name, spec in NETWORK_PROPERTIES.items()
+                                  if name not in ("name", "category")}
 
-#: relation type -> (source type, target type), the classic schema of the medical network
-RELATION_SCHEMA: dict[str, tuple[str, str]] = {
-    "has_symptom": ("Disease", "Symptom"),
-    "acompany_with": ("Disease", "Disease"),
-    "need_check": ("Disease", "Check"),
-    "common_drug": ("Disease", "Drug"),
-    "do_eat": ("Disease", "Food"),
-    "no_eat": ("Disease", "Food"),
-    "recommand_recipes": ("Disease", "Recipe"),
-    "belongs_to": ("Disease", "Department"),
-}
+#: relation type -> (source type, target type): the medical network's relations between a Disease and another type
+RELATION_SCHEMA: dict[str, tuple[str, str]] = {rid: (source, target)
+                                               for rid, (source, target, _, _) in MEDICAL_RELATION_TYPES.items()
+                                               if source == "Disease"}
 _RELATION_ALIASES = {"recommand_drug": "common_drug"}  # -[:common_drug|:recommand_drug]-> is one relation
 
 SKIP_REASONS = (

@@ -1,8 +1,9 @@
 """Gold answers of the CE-Prompt questions, computed from the RAW disease records (not from the network store,
-so that they check it).
+so that they check its load and its queries).
 
 A parsed :class:`~kgrag.agent.cypher.CypherTarget` runs on :func:`kgrag.data.medical.read_diseases` through
-the mapping of ``shared/data/README.md`` (has_symptom→symptoms, acompany_with→has_complication,
+the mapping of ``shared/data/README.md``, which lives once in code, in :mod:`kgrag.network.loaders.medical`
+(``RELATION_VALUES``, ``disease_properties``): has_symptom→symptoms, acompany_with→has_complication,
 need_check→inspect_info, do_eat/no_eat→good_food/avoid_food, recommand_recipes→recommand_recipes,
 belongs_to→belongs_to_department, common_drug→common_drug; properties cure_way→treat_way,
 cure_lasttime→treat_cycle, cured_prob→cure_prob, easy_get→susceptible_people, get_way→transmission_way,
@@ -30,39 +31,16 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from kgrag.agent.cypher import RELATION_SCHEMA, CypherTarget, parse_cypher
+from kgrag.agent.cypher import PROPERTY_TYPES, RELATION_SCHEMA, CypherTarget, parse_cypher
 from kgrag.data.medical import Disease, read_cypher_questions, read_diseases
+from kgrag.network.loaders.medical import RELATION_VALUES, disease_properties
 
 __all__ = ["PROPERTY_VALUES", "RELATION_VALUES", "DiseaseIndex", "GoldExample", "available_labels",
            "disease_index", "gold_answers", "load_ce_prompt", "read_gold_jsonl", "write_gold_jsonl"]
 
-#: Disease property -> its raw value (a string or a list of strings)
-PROPERTY_VALUES: dict[str, Callable[[Disease], str | list[str]]] = {
-    "cure_way": lambda d: d.gaishu_info.treat_way,
-    "cure_lasttime": lambda d: d.gaishu_info.treat_cycle,
-    "cured_prob": lambda d: d.gaishu_info.cure_prob,
-    "easy_get": lambda d: d.gaishu_info.susceptible_people,
-    "get_way": lambda d: d.gaishu_info.transmission_way,
-    "get_prob": lambda d: d.gaishu_info.disease_ratio,
-    "cost_money": lambda d: d.gaishu_info.treat_cost,
-    "cause": lambda d: d.cause_info,
-    "prevent": lambda d: d.prevent_info,
-    "desc": lambda d: d.gaishu_info.desc,
-    "nursing": lambda d: d.nursing_info,
-    "medical_insurance": lambda d: d.gaishu_info.medical_insurance,
-}
-
-#: relation -> the disease's raw list of target names
-RELATION_VALUES: dict[str, Callable[[Disease], list[str]]] = {
-    "has_symptom": lambda d: d.symptom_data.symptoms,
-    "acompany_with": lambda d: d.gaishu_info.has_complication,
-    "need_check": lambda d: d.inspect_info,
-    "do_eat": lambda d: d.food_info.good_food,
-    "no_eat": lambda d: d.food_info.avoid_food,
-    "recommand_recipes": lambda d: d.food_info.recommand_recipes,
-    "belongs_to": lambda d: d.gaishu_info.belongs_to_department,
-    "common_drug": lambda d: d.gaishu_info.common_drug,
-}
+#: Disease property -> its raw value (a string or a list of strings): the network loader's mapping
+PROPERTY_VALUES: dict[str, Callable[[Disease], object]] = {
+    prop: (lambda d, p=prop: disease_properties(d)[p]) for prop in PROPERTY_TYPES}
 
 
 def _unique(values: Iterable[str]) -> list[str]:

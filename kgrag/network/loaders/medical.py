@@ -26,7 +26,8 @@ from kgrag.data.medical import Disease, read_diseases
 from kgrag.network.loaders import NetworkData
 from kgrag.network.model import DataProperty, Instance, KnowledgeNetwork, Link, ObjectType, RelationType
 
-__all__ = ["DISEASE_PROPERTIES", "MEDICAL_RELATION_TYPES", "load_medical", "medical_network"]
+__all__ = ["DISEASE_PROPERTIES", "MEDICAL_RELATION_TYPES", "RELATION_VALUES", "disease_properties", "load_medical",
+           "medical_network"]
 
 NAME_OPS = ["knn", "match", "==", "!=", "in", "prefix", "contain", "like", "regex", "exist"]
 _TEXT_OPS = ["contain", "like", "regex", "exist"]
@@ -51,7 +52,8 @@ DISEASE_PROPERTIES: dict[str, tuple[str, str, str, list[str]]] = {
 }
 
 
-def _disease_properties(d: Disease) -> dict[str, object]:
+def disease_properties(d: Disease) -> dict[str, object]:
+    """A disease record's properties under the classic names (the data README's mapping)."""
     g = d.gaishu_info
     return {
         "name": g.name,
@@ -98,7 +100,8 @@ MEDICAL_RELATION_TYPES: dict[str, tuple[str, str, str, str]] = {
     "department_belongs_to": ("Department", "Department", "上级科室", "子科室所属的上级科室"),
 }
 
-_RELATION_VALUES = {
+#: relation -> the disease record's list of target names (the data README's mapping)
+RELATION_VALUES = {
     "has_symptom": lambda d: d.symptom_data.symptoms,
     "acompany_with": lambda d: d.gaishu_info.has_complication,
     "need_check": lambda d: d.inspect_info,
@@ -171,11 +174,11 @@ def medical_from_diseases(diseases: Iterable[Disease], kn_id: str = "medical") -
     for d in diseases:  # records first, so a record's properties win over a bare complication node
         key = f"Disease:{d.name}"
         if key not in props or len(props[key]) == 1:
-            props[key] = _disease_properties(d)
+            props[key] = disease_properties(d)
             types[key] = "Disease"
     for d in diseases:
         head = f"Disease:{d.name}"
-        for rel, get in _RELATION_VALUES.items():
+        for rel, get in RELATION_VALUES.items():
             target_type = MEDICAL_RELATION_TYPES[rel][1]
             for target in get(d):
                 links.setdefault((rel, head, node(target_type, target)), None)
