@@ -8,54 +8,41 @@
           "relation_type_path": ["has_symptom"], "limit": 20}
 
 Bodies are validated by pydantic; an unknown network, object type, relation type, field or operation is a 400
-``{"error": …, "field": …}`` naming it (like every route under ``/api/agent-retrieval/``); limits are capped
-(the response says the limit used); a backend failure is a 500 with a message, never a stack trace.
+``{"error": …, "field": …}`` naming it (the tools raise ``ToolInputError``, a ``ValueError``, even for an unknown
+network); limits are capped (the response says the limit used); a backend failure is a 500 with a message —
+the error contract of every route under ``/api/agent-retrieval/`` (:func:`kgrag.api.kn_search.answer_or_error`).
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
 
 from kgrag.agent.kn_tools import (
     InstanceSubgraphQuery,
     ObjectInstanceQuery,
-    ToolInputError,
     query_instance_subgraph,
     query_object_instance,
 )
-from kgrag.api.kn_search import network_service
+from kgrag.api.kn_search import answer_or_error, network_service
 
-log = logging.getLogger(__name__)
 router = APIRouter(tags=["kn_query"])
 
 ERRORS = {400: {"description": "invalid request (unknown network, type, relation, field or operation: named)"},
           500: {"description": "backend failure"}}
 
 
-def _run(name: str, query: Callable[[], dict[str, Any]]) -> Any:
-    try:
-        return query()
-    except ToolInputError as exc:
-        return JSONResponse(status_code=400, content={"error": str(exc), "field": None})
-    except Exception as exc:  # noqa: BLE001 - a message, never a stack trace
-        log.exception("%s failed", name)
-        return JSONResponse(status_code=500, content={"error": f"{name} failed: {type(exc).__name__}: {exc}"})
-
-
 @router.post("/api/agent-retrieval/in/v1/kn/query_object_instance", responses=ERRORS)
 def query_object_instance_route(query: ObjectInstanceQuery, request: Request) -> Any:
     """Instances of one object type matching a condition tree (optionally only some properties)."""
     store = network_service(request)
-    return _run("query_object_instance", lambda: query_object_instance(store, query))
+    return answer_or_error("query_object_instance", query.kn_id, lambda: query_object_instance(store, query))
 
 
 @router.post("/api/agent-retrieval/in/v1/kn/query_instance_subgraph", responses=ERRORS)
 def query_instance_subgraph_route(query: InstanceSubgraphQuery, request: Request) -> Any:
     """Instances reached from start instances along a path of relation types, with the links walked."""
     store = network_service(request)
-    return _run("query_instance_subgraph", lambda: query_instance_subgraph(store, query))
+    return answer_or_error("query_instance_subgraph", query.kn_id,
+                           lambda: query_instance_subgraph(store, query))

@@ -54,9 +54,9 @@ def network_service(request: Request) -> SearchStore:
     return service
 
 
-def _answer(name: str, kn_id: str, search: Callable[[], Any]) -> Any:
-    """Run ``search`` with the routes' error contract: unknown network 404, bad conditions 400, else 500 with a
-    message (never a stack trace)."""
+def answer_or_error(name: str, kn_id: str, search: Callable[[], Any]) -> Any:
+    """Run ``search`` with the routes' error contract: unknown network 404, bad input (``ValueError``, the query
+    tools' ``ToolInputError`` included) 400, else 500 with a message (never a stack trace)."""
     try:
         return search()
     except NetworkNotFound as exc:
@@ -86,7 +86,7 @@ def kn_search_route(
             return kn_search(search, service)
         return cache.get_or_compute(search, version(search.kn_id), lambda: kn_search(search, service))
 
-    return _answer("kn_search", search.kn_id, run)
+    return answer_or_error("kn_search", search.kn_id, run)
 
 
 @router.post("/api/agent-retrieval/in/v1/kn/context_search", response_model=KnSearchResponse, responses=ERRORS,
@@ -101,7 +101,7 @@ def context_search_route(
     values and relations are stored. Same request as kn_search; with a ``session_id`` later turns only recall
     what is new."""
     service = network_service(request)
-    return _answer("context_search", search.kn_id, lambda: context_search(search, service))
+    return answer_or_error("context_search", search.kn_id, lambda: context_search(search, service))
 
 
 async def validation_error_as_400(request: Request, exc: RequestValidationError) -> JSONResponse:
