@@ -69,22 +69,25 @@ def topic_candidates(question: str, lexicon: Lexicon) -> list[TopicCandidate]:
     return out
 
 
-_bigram_index: dict[tuple[int, str], dict[str, list[str]]] = {}
+#: (object type, id of the lexicon) -> (the lexicon, its names by bigram); the lexicon is kept and compared by
+#: identity, so an index is never served for another lexicon that reuses a freed id
+_bigram_index: dict[tuple[str, int], tuple[Lexicon, dict[str, list[str]]]] = {}
 
 
 def _names_by_bigram(lexicon: Lexicon, object_type: str) -> dict[str, list[str]]:
     """Stored names of ``object_type`` by each character bigram they contain (built once per lexicon)."""
-    key = (id(lexicon), object_type)
-    index = _bigram_index.get(key)
-    if index is None:
-        if len(_bigram_index) > 32:
-            _bigram_index.clear()
-        index = {}
-        for name, owners in lexicon.names.items():
-            if any(t == object_type for t, _ in owners):
-                for gram in {name[i : i + 2] for i in range(len(name) - 1)}:
-                    index.setdefault(gram, []).append(name)
-        _bigram_index[key] = index
+    key = (object_type, id(lexicon))
+    entry = _bigram_index.get(key)
+    if entry is not None and entry[0] is lexicon:
+        return entry[1]
+    if len(_bigram_index) > 32:
+        _bigram_index.clear()
+    index: dict[str, list[str]] = {}
+    for name, owners in lexicon.names.items():
+        if any(t == object_type for t, _ in owners):
+            for gram in {name[i : i + 2] for i in range(len(name) - 1)}:
+                index.setdefault(gram, []).append(name)
+    _bigram_index[key] = (lexicon, index)
     return index
 
 

@@ -120,10 +120,10 @@ def next_call(intents: Sequence[Intent], candidates: Sequence[TopicCandidate], n
     Symptom asks for ``rel_in:has_symptom``, not a Disease property); the others follow as fallbacks.
     ``history_topic`` (the thread's previous topic) stands in when the question links no topic of its own."""
     exact_types = {c.object_type for c in candidates if c.match_type == "exact"}
-    fitting = [(label, p) for label, p in intents if topic_type(network, label) in exact_types]
-    ordered = fitting + [(label, p) for label, p in intents if (label, p) not in fitting]
+    fitting = {label for label, _ in intents if topic_type(network, label) in exact_types}
+    ordered = sorted(intents, key=lambda intent: intent[0] not in fitting)  # stable: best first in each group
     for label, p in ordered:
-        if label in tried or (p < MIN_PROBABILITY and (label, p) not in fitting):
+        if label in tried or (p < MIN_PROBABILITY and label not in fitting):
             continue
         wanted = topic_type(network, label)
         if wanted is None:

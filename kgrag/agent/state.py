@@ -12,8 +12,8 @@ name, milliseconds and a short summary); ``errors`` says what went wrong, in wor
 
 from __future__ import annotations
 
+import copy
 import hashlib
-import json
 from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -70,7 +70,7 @@ TURN_FIELDS: dict[str, Any] = {
 
 def fresh_turn() -> dict[str, Any]:
     """Empty values for every per-turn field (new lists: the caller may append)."""
-    return json.loads(json.dumps(TURN_FIELDS))
+    return copy.deepcopy(TURN_FIELDS)
 
 
 class AgentSettings(BaseModel):

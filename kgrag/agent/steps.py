@@ -7,7 +7,8 @@ state and an :class:`AgentRun` and returns the state update, including its entry
 
 - ``extract_keywords``: starts a turn (per-turn fields reset, the thread's ``history`` kept); checks the input — an
   empty or too long question, an unknown network: ``errors`` says so and ``done`` ends the turn at ``answer``;
-  keywords by contextual recall's extractor (the LLM's when the run uses one, rules as its fallback).
+  keywords by contextual recall's extractor (the LLM's when the run uses one, rules as its fallback), plus the
+  stored instance names the question says verbatim (``stored_name`` keywords; one dictionary scan per turn).
 - ``schema_recall``: kn_search concept recall (object and relation types) and the ranked schema intents
   (:mod:`kgrag.agent.planner`).
 - ``contextual_recall``: the storage forms of the topic candidates (:mod:`kgrag.agent.linking`).
@@ -36,6 +37,8 @@ __all__ = ["AgentRun", "answer", "contextual_recall", "extract_keywords", "plan"
 
 #: turns a thread keeps in ``history``
 HISTORY_TURNS = 20
+#: the keyword type of a stored instance name said verbatim in the question
+STORED_NAME = "stored_name"
 Update = dict[str, Any]
 
 
@@ -94,13 +97,24 @@ def extract_keywords(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     extraction, llm_error = extract(question, lexicon, use_llm=run.settings.use_llm)
     if llm_error:
         update["errors"].append(llm_error)
-    update["keywords"] = (
+    keywords = (
         [{"text": e.text, "type": "entity", "in_dictionary": e.in_dictionary} for e in extraction.entities]
         + [{"text": r.text, "type": "relation", "relation_types": r.relation_type_ids}
            for r in extraction.relation_words]
         + [{"text": a.text, "type": "attribute"} for a in extraction.attribute_values])
-    words = ", ".join(k["text"] for k in update["keywords"]) or "none"
-    return update, f"{len(update['keywords'])} keywords ({extraction.source}): {words}"
+    words = ", ".join(k["text"] for k in keywords) or "none"
+    # the dictionary match: stored names said verbatim (the ranker's mask, contextual recall's exact forms)
+    names = [{"text": c.keyword, "type": STORED_NAME, "object_type": c.object_type, "instance_id": c.instance_id,
+              "start": c.start} for c in topic_candidates(question, lexicon)]
+    update["keywords"] = keywords + names
+    said = ", ".join(dict.fromkeys(n["text"] for n in names)) or "none"
+    return update, f"{len(keywords)} keywords ({extraction.source}): {words}; stored names: {said}"
+
+
+def _exact_forms(state: AgentState) -> list[TopicCandidate]:
+    """The stored names the question says verbatim (found by ``extract_keywords``), as exact storage forms."""
+    return [TopicCandidate(k["text"], k["object_type"], k["instance_id"], "exact", k["text"], k["start"])
+            for k in state.get("keywords", []) if k["type"] == STORED_NAME]
 
 
 @_traced("schema_recall")
@@ -118,9 +132,8 @@ def schema_recall(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     named = [rid for k in state.get("keywords", []) for rid in k.get("relation_types", [])]
     relation_ids = list(dict.fromkeys(named + relation_types))
     network = run.resources.network(kn_id)
-    lexicon = run.resources.lexicon(kn_id)
-    spans = topic_candidates(question, lexicon)
-    mask = spans[0].keyword if spans else None
+    names = _exact_forms(state)
+    mask = names[0].keyword if names else None
     ranker = run.resources.ranker(kn_id)
     intents = rank_intents(question, mask, ranker, network, relation_ids)
     schema = {"object_types": object_types, "relation_types": relation_types,
@@ -140,11 +153,11 @@ def _history_topic(state: AgentState) -> TopicCandidate | None:
 
 @_traced("contextual_recall")
 def contextual_recall(state: AgentState, run: AgentRun) -> tuple[Update, str]:
-    """The topic candidates' storage forms: exact stored names in the question, else contains/fuzzy forms of
-    the entity keywords for the object types the intents need."""
+    """The topic candidates' storage forms: the stored names the question says (exact), else contains/fuzzy
+    forms for the object type the best intent needs."""
     kn_id, question = state["kn_id"], state["question"]
     network = run.resources.network(kn_id)
-    candidates = topic_candidates(question, run.resources.lexicon(kn_id))
+    candidates = _exact_forms(state)
     intents = state["schema"].get("intents", [])
     best = topic_type(network, intents[0][0]) if intents else None
     keywords = [k["text"] for k in state.get("keywords", []) if k["type"] == "entity"]
@@ -225,7 +238,7 @@ def answer(state: AgentState, run: AgentRun) -> tuple[Update, str]:
                 break  # the rules planner stops at its first call with values
     values = ans.answer_values(evidence)
     topic = state.get("topic")
-    if state.get("done") and not state.get("tool_calls") and state.get("errors") and not state.get("keywords"):
+    if state.get("errors") and not state.get("schema"):  # refused at the input, before schema recall
         text = ans.failure_answer(state["errors"])
     elif state.get("planner") == "llm" and state.get("answer"):
         cited = sorted({r["instance"] for r in evidence} | {r["value_instance"] for r in evidence
