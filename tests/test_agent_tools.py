@@ -58,6 +58,12 @@ def test_two_step_path_and_truncation(store: NetworkStore) -> None:
         relation_type_path=["has_symptom", {"relation_type": "has_symptom", "direction": "in"}], limit=3))
     assert [s["object_type"] for s in out["steps"]] == ["Symptom", "Disease"]
     assert len(out["steps"][0]["ids"]) <= 3 and len(out["ends"]) <= 3 and out["truncated"]
+    # the evidence of a path that walks one relation twice comes from its last step only, read the way it went
+    from kgrag.agent.answers import evidence_from
+
+    assert {link["step"] for link in out["links"]} == {0, 1}
+    rows = evidence_from({"name": "query_instance_subgraph", "result": out})
+    assert rows and all(r["instance"].startswith("Symptom:") and r["value_instance"] in out["ends"] for r in rows)
 
 
 @pytest.mark.parametrize(("query", "named"), [

@@ -4,8 +4,8 @@
     text = compose_answer(topic_name, via_name, values, kn_id)
 
 A ``query_object_instance`` call that asked for some properties gives one row per value of those properties
-(list properties one row per item); a ``query_instance_subgraph`` call gives one row per instance at the end of
-the path, with the link that reached it. Values keep their stored spelling and first-seen order, without repeats.
+(list properties one row per item); a ``query_instance_subgraph`` call gives one row per link of its last step:
+the instance it reached, and the one it was reached from. Values keep their stored spelling and first-seen order, without repeats.
 """
 
 from __future__ import annotations
@@ -48,16 +48,11 @@ def evidence_from(call: ToolCall) -> list[dict[str, Any]]:
                                  "instance_name": _name(inst), "via": prop})
     elif call.get("name") == "query_instance_subgraph":
         nodes = result.get("nodes") or {}
-        ends = set(result.get("ends") or [])
-        starts = set(result.get("start") or [])
-        last = (result.get("steps") or [{}])[-1].get("relation_type")
+        last = len(result.get("steps") or []) - 1
         for link in result.get("links") or []:
-            if link["relation_type"] != last:
+            if link["step"] != last:
                 continue
-            end, near = ((link["target"], link["source"]) if link["target"] in ends and link["source"] not in ends
-                         else (link["source"], link["target"]))
-            if end not in ends or (len(result.get("steps") or []) == 1 and near not in starts):
-                continue
+            near, end = (link["source"], link["target"]) if link["forward"] else (link["target"], link["source"])
             rows.append({"value": _name(nodes.get(end, {"id": end})), "value_instance": end, "instance": near,
                          "instance_name": _name(nodes.get(near, {"id": near})), "via": link["relation_type"]})
     return rows

@@ -179,7 +179,9 @@ def _walks(network: KnowledgeNetwork, current: str, step: PathStep) -> list[tupl
 
 def query_instance_subgraph(store: QueryStore, query: InstanceSubgraphQuery) -> dict[str, Any]:
     """``{"kn_id", "limit", "start": [ids], "steps": [{"relation_type", "direction", "object_type", "ids"}],
-    "nodes": {id: instance}, "links": [{"source", "relation_type", "target"}], "ends": [ids], "truncated"}``.
+    "nodes": {id: instance}, "links": [{"source", "relation_type", "target", "step", "forward"}], "ends": [ids],
+    "truncated"}``: each link in its relation's own direction, with the step that walked it and whether that
+    walk went the relation's way (``forward``: from source to target).
 
     Each step keeps at most ``limit`` distinct instances (the first reached, in order), so a path's size is
     bounded; ``truncated`` says when a step had more."""
@@ -193,9 +195,9 @@ def query_instance_subgraph(store: QueryStore, query: InstanceSubgraphQuery) -> 
     nodes: dict[str, dict[str, Any]] = {h.id: _project(h, None) for h in hits}
     frontier, current = [h.id for h in hits], start.object_type
     steps_out: list[dict[str, Any]] = []
-    links: list[dict[str, str]] = []
+    links: list[dict[str, Any]] = []
     truncated = False
-    for step in query.steps():
+    for index, step in enumerate(query.steps()):
         walks = _walks(network, current, step)
         current = walks[0][1]
         reached: dict[str, None] = {}
@@ -206,7 +208,8 @@ def query_instance_subgraph(store: QueryStore, query: InstanceSubgraphQuery) -> 
                     continue
                 reached.setdefault(far, None)
                 source, target = (near, far) if forward else (far, near)
-                links.append({"source": source, "relation_type": step.relation_type, "target": target})
+                links.append({"source": source, "relation_type": step.relation_type, "target": target,
+                              "step": index, "forward": forward})
         frontier = list(reached)
         for hit in store.get_instances(query.kn_id, current, frontier):
             nodes.setdefault(hit.id, _project(hit, None))
