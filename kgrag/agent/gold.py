@@ -24,7 +24,6 @@ Run: ``python -m kgrag.agent.gold [out.jsonl]`` prints the counts (and writes th
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from pathlib import Path
 
 from kgrag.agent.cypher import PROPERTY_TYPES, RELATION_SCHEMA, CypherTarget, parse_cypher
 from kgrag.data.medical import Disease, read_cypher_questions, read_diseases
+from kgrag.fileio import atomic_write
 from kgrag.network.loaders.medical import RELATION_VALUES, disease_properties
 
 __all__ = ["PROPERTY_VALUES", "RELATION_VALUES", "DiseaseIndex", "GoldExample", "available_labels",
@@ -178,16 +178,9 @@ def load_ce_prompt(path: str | Path,
 def write_gold_jsonl(path: str | Path, examples: Iterable[GoldExample]) -> int:
     """Write ``{"qid", "question", "answers", "topic", "topic_type", "label"}`` lines atomically; returns
     the count."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    n = 0
-    with tmp.open("w", encoding="utf-8") as fh:
-        for ex in examples:
-            fh.write(json.dumps(ex.to_json(), ensure_ascii=False) + "\n")
-            n += 1
-    os.replace(tmp, path)
-    return n
+    lines = [json.dumps(ex.to_json(), ensure_ascii=False) + "\n" for ex in examples]
+    atomic_write(Path(path), lambda tmp: tmp.write_text("".join(lines), encoding="utf-8"))
+    return len(lines)
 
 
 def read_gold_jsonl(path: str | Path) -> list[dict]:

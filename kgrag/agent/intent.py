@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -36,6 +35,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kgrag.agent.cypher import RELATION_SCHEMA
+from kgrag.fileio import atomic_write, write_json
 
 __all__ = ["MASK", "IntentConfig", "IntentRanker", "char_ngrams", "label_topic_type", "mask_question",
            "normalize_text"]
@@ -113,12 +113,6 @@ def _digest(*parts: bytes) -> str:
     for p in parts:
         h.update(p)
     return h.hexdigest()[:12]
-
-
-def _atomic_write(path: Path, write) -> None:  # noqa: ANN001 - write(tmp_path)
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    write(tmp)
-    os.replace(tmp, path)
 
 
 class IntentRanker:
@@ -253,12 +247,11 @@ class IntentRanker:
             with tmp.open("wb") as fh:
                 np.savez(fh, weights=self.weights, bias=self.bias, idf=self.idf)
 
-        _atomic_write(folder / "ranker.npz", write_npz)
+        atomic_write(folder / "ranker.npz", write_npz)
         meta = {"format": FORMAT_VERSION, "fingerprint": self.fingerprint, "config": self.config.model_dump(),
                 "config_fingerprint": self.config.fingerprint(), "labels": self.labels,
                 "metrics": self.metrics, "topic_prior": self.topic_prior, "vocabulary": self.vocabulary}
-        _atomic_write(folder / "ranker.json",
-                      lambda tmp: tmp.write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8"))
+        write_json(folder / "ranker.json", meta)
         return folder
 
     @classmethod

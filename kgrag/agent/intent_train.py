@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 import re
 import time
@@ -48,6 +47,7 @@ from kgrag.agent.intent import IntentConfig, IntentRanker, char_ngrams, mask_que
 from kgrag.agent.intent_baseline import BaselineIntent
 from kgrag.config import Settings
 from kgrag.errors import KgragError
+from kgrag.fileio import write_json
 
 __all__ = ["DATASET", "accuracy_markdown", "annotation_oracle", "annotation_style", "confusion_markdown",
            "evaluate_ranker", "intent_run_dir", "latest_intent_dir", "load_latest_intent", "noise_bounds",
@@ -345,12 +345,6 @@ def _record_latest(settings: Settings, run_dir: Path) -> None:
     record_latest(settings, DATASET, run_dir, kind=KIND)
 
 
-def _write_json(path: Path, obj: dict) -> None:
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(obj, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def train_intent(settings: Settings, config: IntentConfig | dict | None = None, force: bool = False,
                  log: Callable[[str], None] = print) -> dict:
     """Train, evaluate and save the ranker (see the module docstring); returns the metrics
@@ -399,9 +393,9 @@ def train_intent(settings: Settings, config: IntentConfig | dict | None = None, 
     ranker.save(run_dir)
     write_gold_jsonl(run_dir / "train.jsonl", train)
     write_gold_jsonl(run_dir / "validation.jsonl", validation)
-    _write_json(run_dir / "split.json", {"seed": cfg.seed, "validation_fraction": cfg.validation_fraction,
+    write_json(run_dir / "split.json", {"seed": cfg.seed, "validation_fraction": cfg.validation_fraction,
                                          "train": [ex.qid for ex in train],
-                                         "validation": [ex.qid for ex in validation]})
+                                         "validation": [ex.qid for ex in validation]}, indent=1)
     confusion_png = plot_confusion(evaluation["confusion"], run_dir / "confusion.png",
                                    f"Intent ranker, validation (n={len(validation)})")
     predictions = evaluation.pop("predictions")
@@ -415,10 +409,10 @@ def train_intent(settings: Settings, config: IntentConfig | dict | None = None, 
         "n_features": len(ranker.vocabulary), "seconds": time.perf_counter() - t_start,
         "confusion_png": str(confusion_png),
     }
-    _write_json(run_dir / "metrics.json", result)
-    _write_json(run_dir / "validation_predictions.json",
-                {ex.qid: {"gold": ex.label, "predicted": p}
-                 for ex, p in zip(validation, predictions, strict=True)})
+    write_json(run_dir / "metrics.json", result, indent=1, default=str)
+    write_json(run_dir / "validation_predictions.json",
+               {ex.qid: {"gold": ex.label, "predicted": p} for ex, p in zip(validation, predictions, strict=True)},
+               indent=1)
     _record_latest(settings, run_dir)
     return result
 

@@ -7,12 +7,12 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
 
 from kgrag.config import Settings
+from kgrag.fileio import write_json
 
 __all__ = ["load_history", "save_history", "thread_file"]
 
@@ -35,8 +35,4 @@ def load_history(settings: Settings, thread_id: str) -> list[dict[str, Any]]:
 
 def save_history(settings: Settings, thread_id: str, history: list[dict[str, Any]]) -> None:
     """Write atomically (a reader never sees half a file)."""
-    path = thread_file(settings, thread_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"history": history}, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, path)
+    write_json(thread_file(settings, thread_id), {"history": history})
