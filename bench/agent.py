@@ -32,7 +32,7 @@ def progress(message: str) -> None:
     print(f"[bench.agent] {message}", flush=True)
 
 
-def _baseline_state(baseline: Any, store: Any, question: str) -> dict[str, Any]:
+def _baseline_state(baseline: Any, store: Any, lexicon: Any, question: str) -> dict[str, Any]:
     """The baseline's (topic, label) executed through the agent's own query tools."""
     from kgrag.agent.answers import answer_values, evidence_from
     from kgrag.agent.linking import TopicCandidate
@@ -43,7 +43,10 @@ def _baseline_state(baseline: Any, store: Any, question: str) -> dict[str, Any]:
     if topic is None:
         return {"answers": [], "topic": None, "label": label}
     network = store.get_network("medical")
-    candidate = TopicCandidate(topic, "Disease", f"Disease:{topic}", "exact", topic, 0)
+    instance_id = next((iid for type_id, iid in lexicon.names.get(topic, []) if type_id == "Disease"), None)
+    if instance_id is None:  # the lexicon keeps names of 2+ characters
+        return {"answers": [], "topic": {"name": topic}, "label": label}
+    candidate = TopicCandidate(topic, "Disease", instance_id, "exact", topic, 0)
     found = next_call([(label, 1.0)], [candidate], network, "medical", set())
     if found is None:
         return {"answers": [], "topic": {"name": topic}, "label": label}
@@ -99,12 +102,15 @@ def main() -> None:  # noqa: PLR0915 - one linear benchmark script
     agent = report["figures"]
     progress(f"agent: {agent}")
 
+    from kgrag.search.contextual import lexicon_for
+
+    lexicon = lexicon_for(store, "medical")
     diseases = [name for type_id, _, name in store.instance_names("medical") if type_id == "Disease"]
     baseline_model = BaselineIntent.train([r["question"] for r in train], [r["label"] for r in train], diseases)
     base_scores, base_topic, base_both, base_ms = [], [], [], []
     for item in items:
         t0 = time.perf_counter()
-        state = _baseline_state(baseline_model, store, item.question)
+        state = _baseline_state(baseline_model, store, lexicon, item.question)
         base_ms.append((time.perf_counter() - t0) * 1000)
         base_scores.append(set_scores(state["answers"], item.answers))
         topic = (state["topic"] or {}).get("name")

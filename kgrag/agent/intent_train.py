@@ -123,7 +123,8 @@ def _labels_by_text(examples: Sequence[GoldExample]) -> dict[str, set[str]]:
 
 # ---- evaluation -------------------------------------------------------------------------------------------
 def _per_label(gold: Sequence[str], pred: Sequence[str], train_counts: Counter) -> list[dict]:
-    labels = sorted(set(gold) | set(pred), key=lambda lab: (-Counter(gold)[lab], lab))
+    support = Counter(gold)
+    labels = sorted(set(gold) | set(pred), key=lambda lab: (-support[lab], lab))
     rows = []
     for lab in labels:
         tp = sum(1 for g, p in zip(gold, pred, strict=True) if g == lab and p == lab)
