@@ -69,6 +69,23 @@ class ActionType(_Model):
     tags: list[str] = Field(default_factory=list)
 
 
+class TextConfig(_Model):
+    """Which instance texts become retrievable text chunks and entity descriptions (query modes).
+
+    ``sections``: object type id -> its long-text properties, in reading order; each value is split into
+    chunks of at most ``chunk_tokens`` tokens (sentence-aligned, ``overlap_tokens`` carried over) whose
+    ``source_ids`` name the instance. ``descriptions``: object type id -> the property that describes an
+    instance (its first ``description_tokens`` tokens); types not named get a description generated from
+    their links.
+    """
+
+    sections: dict[str, list[str]] = Field(default_factory=dict)
+    descriptions: dict[str, str] = Field(default_factory=dict)
+    chunk_tokens: int = Field(default=512, ge=32, le=8192)
+    overlap_tokens: int = Field(default=64, ge=0, le=1024)
+    description_tokens: int = Field(default=120, ge=8, le=2048)
+
+
 class KnowledgeNetwork(_Model):
     kn_id: str
     name: str
@@ -76,6 +93,8 @@ class KnowledgeNetwork(_Model):
     object_types: list[ObjectType] = Field(default_factory=list)
     relation_types: list[RelationType] = Field(default_factory=list)
     action_types: list[ActionType] = Field(default_factory=list)
+    #: text chunks and descriptions for the query modes; None = no chunks (entities still get descriptions)
+    text: TextConfig | None = None
 
 
 class Instance(_Model):

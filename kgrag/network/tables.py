@@ -10,9 +10,11 @@ Tables (every row carries ``kn_id``; a network is replaced as a whole, in one tr
     kn_links          kn_id, relation_type_id, source_id, target_id (indexed both ways)
     kn_vectors        kn_id, kind, type_id, item_id, field, vector (float32 bytes, L2-normalised)
     kn_text_rows      id, text, scope, kn_id, kind, type_id, item_id, field: what ``match`` searches (see below)
+    kn_chunks         (kn_id, id) PK, doc_id, object_type_id, section, position, text, tokens, source_ids JSON
 
 ``kind`` is ``instance`` (then ``type_id`` is the object type), ``object_type`` or ``relation_type`` (then
-``type_id`` is ``""`` and ``item_id`` the type id; ``field`` is ``"*"``).
+``type_id`` is ``""`` and ``item_id`` the type id; ``field`` is ``"*"``), or ``chunk`` (``item_id`` the chunk id,
+``field`` its section).
 
 Text index: ``kn_text_rows.text`` holds jieba/ASCII tokens (plus CJK bigrams, ``kgrag.network.store.index_tokens``)
 joined by spaces; on SQLite ``kn_text`` is an FTS5 virtual table ``(text, scope)`` over those rows (external
@@ -111,6 +113,21 @@ vectors = Table(
     Index("ix_kn_vectors_type", "kn_id", "kind", "type_id"),
 )
 
+#: text chunks of instances' long texts (``kgrag.network.chunking``), read by the query modes
+chunks = Table(
+    "kn_chunks",
+    metadata,
+    Column("kn_id", String(200), primary_key=True),
+    Column("id", String(64), primary_key=True),
+    Column("doc_id", String(1000), nullable=False),
+    Column("object_type_id", String(300), nullable=False),
+    Column("section", String(300), nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("text", Text, nullable=False),
+    Column("tokens", Integer, nullable=False),
+    Column("source_ids", JSON, nullable=False),
+)
+
 #: the rows of the text index (a plain table on every dialect; on SQLite ``kn_text`` indexes it, see below)
 text_index = Table(
     "kn_text_rows",
@@ -175,7 +192,7 @@ def scope_token(kn_id: str, kind: str, type_id: str, field: str) -> str:
     return "s" + hashlib.sha1(f"{kn_id}\0{kind}\0{type_id}\0{field}".encode()).hexdigest()[:24]
 
 
-DATA_TABLES = (object_types, relation_types, action_types, instances, links, vectors, text_index)
+DATA_TABLES = (object_types, relation_types, action_types, instances, links, vectors, text_index, chunks)
 
 
 def create_schema(conn: Connection) -> None:

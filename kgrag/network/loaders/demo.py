@@ -15,7 +15,15 @@ from collections import Counter, defaultdict
 
 from kgrag.data.demo import demo_kg
 from kgrag.network.loaders import NetworkData
-from kgrag.network.model import DataProperty, Instance, KnowledgeNetwork, Link, ObjectType, RelationType
+from kgrag.network.model import (
+    DataProperty,
+    Instance,
+    KnowledgeNetwork,
+    Link,
+    ObjectType,
+    RelationType,
+    TextConfig,
+)
 
 __all__ = ["demo_network"]
 
@@ -123,6 +131,10 @@ def demo_network(kn_id: str = "demo", seed: int = 0) -> NetworkData:
             props.append(
                 DataProperty(name="value", type="integer", condition_operations=["==", ">", "<", "range"])
             )
+        if type_id in _DESCRIBED:
+            props.append(DataProperty(name="description", type="text", comment=f"What the data says about the "
+                                      f"{type_id.lower()}, written from its facts", condition_operations=[
+                                          "match", "contain", "exist"]))
         object_types.append(
             ObjectType(
                 id=type_id,
@@ -133,11 +145,14 @@ def demo_network(kn_id: str = "demo", seed: int = 0) -> NetworkData:
                 display_key="name",
             )
         )
+    descriptions = _descriptions(triples, types, kg.names)
     instances = []
     for key in sorted(types):
         type_id = types[key]
         name = kg.names.get(key) or f"{type_id} {key}"
         props: dict[str, object] = {"name": name}
+        if type_id in _DESCRIBED:
+            props["description"] = descriptions.get(key, "")
         if type_id == "Year" and name.isdigit():
             props["value"] = int(name)
         instances.append(Instance(object_type_id=type_id, id=key, properties=props))
@@ -155,5 +170,36 @@ def demo_network(kn_id: str = "demo", seed: int = 0) -> NetworkData:
         comment="A small fictional world in Freebase shape: films, people, places, teams",
         object_types=object_types,
         relation_types=relation_types,
+        text=TextConfig(sections={t: ["description"] for t in used if t in _DESCRIBED},
+                        descriptions={t: "description" for t in used if t in _DESCRIBED}, chunk_tokens=128,
+                        overlap_tokens=16),
     )
     return network, instances, links
+
+
+#: named types that get a ``description`` text (chunked for the query modes)
+_DESCRIBED = ("Person", "Film", "Team", "Country", "City")
+
+
+def _descriptions(triples, types: dict[str, str], names: dict[str, str]) -> dict[str, str]:  # noqa: ANN001
+    """One sentence per fact an entity takes part in, written from the triples (a CVT's named members are one
+    fact: "Performance: Ann Lee, Night Train, Captain Grey"); the text the demo network's chunks are made of."""
+    sentences: dict[str, list[str]] = defaultdict(list)
+    members: dict[str, list[tuple[str, str]]] = defaultdict(list)  # cvt -> (relation, named member)
+    for t in triples:
+        if types[t.head] in _CVT:
+            members[t.head].append((t.relation, t.tail))
+            continue
+        if types[t.tail] in _CVT:
+            members[t.tail].append((t.relation, t.head))
+            continue
+        head, tail = names.get(t.head, t.head), names.get(t.tail, t.tail)
+        line = f"{head} {_rel_name(t.relation)} {tail}."
+        sentences[t.head].append(line)
+        sentences[t.tail].append(line)
+    for cvt, parts in members.items():
+        named = [(rel, key) for rel, key in parts if key in names]
+        line = f"{types[cvt]}: " + ", ".join(f"{_rel_name(rel)} {names[key]}" for rel, key in named) + "."
+        for _, key in named:
+            sentences[key].append(line)
+    return {key: " ".join(dict.fromkeys(lines)) for key, lines in sentences.items()}

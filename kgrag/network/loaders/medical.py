@@ -13,8 +13,9 @@ name become one instance (the first record's properties) with the union of their
 has no record of its own becomes a Disease instance with only a name.
 
 Indexing: names are ``knn`` + ``match`` (short: one embedding each); ``desc`` and ``easy_get`` are ``match``
-only; the long texts ``cause``/``prevent``/``nursing`` are stored and searchable with ``contain``/``like``
-(segmenting 10M characters with jieba on every load is not worth it).
+only; the long texts ``cause``/``prevent``/``nursing``/``symptom_detail``/``diet`` are stored and searchable with
+``contain``/``like`` (segmenting 10M characters with jieba on every load is not worth it). For the query modes
+the disease texts (:data:`TEXT_SECTIONS`) are chunked (``TextConfig``) and ``desc`` describes a disease.
 """
 
 from __future__ import annotations
@@ -24,7 +25,15 @@ from pathlib import Path
 
 from kgrag.data.medical import Disease, read_diseases
 from kgrag.network.loaders import NetworkData
-from kgrag.network.model import DataProperty, Instance, KnowledgeNetwork, Link, ObjectType, RelationType
+from kgrag.network.model import (
+    DataProperty,
+    Instance,
+    KnowledgeNetwork,
+    Link,
+    ObjectType,
+    RelationType,
+    TextConfig,
+)
 
 __all__ = ["DISEASE_PROPERTIES", "MEDICAL_RELATION_TYPES", "RELATION_VALUES", "disease_properties", "load_medical",
            "medical_network"]
@@ -40,6 +49,8 @@ DISEASE_PROPERTIES: dict[str, tuple[str, str, str, list[str]]] = {
     "cause": ("病因", "text", "疾病的病因", _TEXT_OPS),
     "prevent": ("预防", "text", "预防措施", _TEXT_OPS),
     "nursing": ("护理", "text", "护理方法", _TEXT_OPS),
+    "symptom_detail": ("症状详情", "text", "症状的详细描述、临床表现", _TEXT_OPS),
+    "diet": ("饮食建议", "text", "饮食宜忌的说明", _TEXT_OPS),
     "cure_way": ("治疗方式", "string[]", "治疗方式（药物治疗、手术治疗……）", ["contain", "exist"]),
     "cure_lasttime": ("治疗周期", "string", "治疗周期，如 1-2个月", _SHORT_OPS),
     "cured_prob": ("治愈率", "string", "治愈概率，如 98%", _SHORT_OPS),
@@ -61,6 +72,8 @@ def disease_properties(d: Disease) -> dict[str, object]:
         "cause": d.cause_info,
         "prevent": d.prevent_info,
         "nursing": d.nursing_info,
+        "symptom_detail": "\n".join(d.symptom_data.symptom_detail),
+        "diet": "\n".join(t for t in (d.food_info.good_diet_text, d.food_info.avoid_diet_text) if t),
         "cure_way": list(dict.fromkeys(g.treat_way)),
         "cure_lasttime": g.treat_cycle,
         "cured_prob": g.cure_prob,
@@ -72,6 +85,9 @@ def disease_properties(d: Disease) -> dict[str, object]:
         "category": list(dict.fromkeys(g.belongs_to_department)),
     }
 
+
+#: the disease texts the query modes chunk, in reading order
+TEXT_SECTIONS = ("desc", "symptom_detail", "cause", "prevent", "nursing", "diet")
 
 # (target type, display name, comment)
 _ENTITY_TYPES: dict[str, tuple[str, str]] = {
@@ -153,6 +169,7 @@ def medical_network(kn_id: str = "medical") -> KnowledgeNetwork:
         comment="中文医疗知识图谱（寻医问药网 xywy.com）：疾病、症状、检查、药品、食物、食谱、科室",
         object_types=object_types,
         relation_types=relation_types,
+        text=TextConfig(sections={"Disease": list(TEXT_SECTIONS)}, descriptions={"Disease": "desc"}),
     )
 
 

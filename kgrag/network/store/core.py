@@ -26,6 +26,7 @@ from kgrag.network.service import NetworkNotFound
 
 if TYPE_CHECKING:  # pragma: no cover
     from kgrag.rank.embedder import Embedder
+    from kgrag.rank.embedders import TextEmbedder
 
 __all__ = ["StoreCore"]
 
@@ -70,6 +71,7 @@ class StoreCore:
         self._lock = threading.RLock()
         self._schemas: dict[str, tuple[str, KnowledgeNetwork, dict[str, ObjectType]]] = {}
         self._checked: dict[str, float] = {}  # kn_id -> monotonic time its cached version was last confirmed
+        self._embedders: dict[str, tuple[str, TextEmbedder]] = {}  # kn_id -> (version, the model it was loaded with)
 
     # ------------------------------------------------------------------ setup
     @staticmethod
@@ -108,6 +110,30 @@ class StoreCore:
 
             self._embedder = Embedder.from_settings()
         return self._embedder
+
+    def embedder_for(self, kn_id: str) -> TextEmbedder:
+        """The embedder that made ``kn_id``'s vectors (its recorded ``embedder`` name), so queries land in the
+        same space: the store's own embedder when the names agree or none was recorded, else
+        :func:`kgrag.rank.embedders.make_embedder` of the recorded name (e.g. ``fasttext:…`` domain vectors)."""
+        version = self._schema(kn_id)[0]
+        cached = self._embedders.get(kn_id)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        with self.engine.connect() as conn:
+            name = conn.execute(select(t.networks.c.embedder).where(t.networks.c.kn_id == kn_id)).scalar() or ""
+        from kgrag.config import get_settings
+
+        own_name = self._embedder.model_name if self._embedder is not None else get_settings().embedder
+        embedder: TextEmbedder
+        if not name or name == own_name:
+            embedder = self.embedder
+        else:
+            from kgrag.rank.embedders import make_embedder
+
+            embedder = make_embedder(name, get_settings().cache_dir)
+        with self._lock:
+            self._embedders[kn_id] = (version, embedder)
+        return embedder
 
     def close(self) -> None:
         self.engine.dispose()

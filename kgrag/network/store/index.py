@@ -24,6 +24,7 @@ from kgrag.rank.tokenize import tokenize
 
 if TYPE_CHECKING:  # pragma: no cover
     from kgrag.rank.embedder import Embedder
+    from kgrag.rank.embedders import TextEmbedder
 
 __all__ = ["MAX_UNKNOWN_FRACTION", "IndexMixin", "fts_query", "index_tokens"]
 
@@ -72,7 +73,7 @@ class IndexMixin(StoreCore):
 
     def __init__(self, db_url: str, embedder: Embedder | None = None) -> None:
         super().__init__(db_url, embedder)
-        self._representable: dict[str, bool] = {}  # query text -> representable (bounded, see knn_scores)
+        self._representable: dict[tuple[str, str], bool] = {}  # (model, query) -> representable (bounded)
         self._vectors: dict[tuple[str, str, str], tuple[str, _VectorIndex]] = {}
 
     # ------------------------------------------------------------------ scorers
@@ -127,17 +128,22 @@ class IndexMixin(StoreCore):
         top = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
         return dict(top)
 
-    def representable(self, texts: Sequence[str]) -> list[bool]:
+    def representable(self, texts: Sequence[str], embedder: TextEmbedder | None = None) -> list[bool]:
         """Whether the embedder can represent each text: at most :data:`MAX_UNKNOWN_FRACTION` of its model tokens
         are the tokenizer's unknown token. The default MiniLM has no vocabulary for most Chinese characters
         (``感冒`` → ``[UNK] [UNK]``), so such texts would all get the same vector and bogus cosines near 1;
         they get no vector (knn skips them, match still finds them) and a knn query made of them returns nothing.
         With a multilingual embedder (``KGRAG_EMBEDDER``) everything passes. True for all when the embedder
-        has no inspectable tokenizer."""
+        has no inspectable tokenizer; an embedder with its own ``representable`` (domain vectors) answers itself.
+        ``embedder`` defaults to the store's."""
         if not texts:
             return []
+        embedder = embedder or self.embedder
+        own = getattr(embedder, "representable", None)
+        if own is not None:
+            return list(own(texts))
         try:
-            tokenizer = self.embedder.model.tokenizer
+            tokenizer = embedder.model.tokenizer  # type: ignore[union-attr]
             unk = tokenizer.unk_token
         except Exception:  # noqa: BLE001 - an embedder without a HF tokenizer: trust it
             return [True] * len(texts)
@@ -150,13 +156,14 @@ class IndexMixin(StoreCore):
             out.append(bool(pieces) and unknown <= MAX_UNKNOWN_FRACTION * len(pieces))
         return out
 
-    def _query_representable(self, query: str) -> bool:
-        """:meth:`representable` for one query text, memoised (a search asks once per object type)."""
-        known = self._representable.get(query)
+    def _query_representable(self, query: str, embedder: TextEmbedder) -> bool:
+        """:meth:`representable` for one query text, memoised per model (a search asks once per object type)."""
+        key = (embedder.model_name, query)
+        known = self._representable.get(key)
         if known is None:
             if len(self._representable) > 4096:
                 self._representable.clear()
-            known = self._representable[query] = self.representable([query])[0]
+            known = self._representable[key] = self.representable([query], embedder)[0]
         return known
 
     def _vector_index(self, kn_id: str, version: str, kind: str, type_id: str) -> _VectorIndex:
@@ -199,9 +206,12 @@ class IndexMixin(StoreCore):
         if version is None:
             version = self._schema(kn_id)[0]
         index = self._vector_index(kn_id, version, kind, type_id)
-        if not len(index.ids) or not query.strip() or not self._query_representable(query):
+        if not len(index.ids) or not query.strip():
             return {}
-        q = self.embedder.encode_query(query)
+        embedder = self.embedder_for(kn_id)
+        if not self._query_representable(query, embedder):
+            return {}
+        q = embedder.encode_query(query)
         rows = np.arange(len(index.ids)) if fields is None else np.flatnonzero(np.isin(index.fields, fields))
         if not len(rows):
             return {}

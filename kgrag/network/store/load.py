@@ -15,15 +15,20 @@ import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sqlalchemy import delete, select
 from sqlalchemy.engine import Connection
 
 from kgrag.network import tables as t
+from kgrag.network.chunking import chunk_instances
 from kgrag.network.model import Instance, KnowledgeNetwork, Link, ObjectType
 from kgrag.network.store.index import IndexMixin, index_tokens
+from kgrag.rank.tokens import TokenCounter
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kgrag.rank.embedders import TextEmbedder
 
 __all__ = ["LoadMixin", "LoadStats"]
 
@@ -40,6 +45,7 @@ class LoadStats:
     links: int
     text_rows: int
     vectors: int
+    chunks: int
     seconds: float
     prepare_seconds: float
     write_seconds: float
@@ -65,16 +71,23 @@ class LoadMixin(IndexMixin):
     """:meth:`load` and :meth:`delete` (see the module docstring)."""
 
     def load(
-        self, network: KnowledgeNetwork, instances: Iterable[Instance], links: Iterable[Link]
+        self,
+        network: KnowledgeNetwork,
+        instances: Iterable[Instance],
+        links: Iterable[Link],
+        embedder: TextEmbedder | None = None,
     ) -> LoadStats:
         """Replace network ``network.kn_id`` by this one, in one transaction (see the module docstring).
+
+        ``embedder`` (default: the store's) makes every vector of this network; its ``model_name`` is recorded
+        and later queries of the network embed with the same model (:meth:`StoreCore.embedder_for`).
 
         Raises ``ValueError`` for an inconsistent network: duplicate type ids, a relation type naming an unknown
         object type, an instance of an unknown type, a duplicate instance id within a type, a link of an unknown
         relation type or whose endpoint is not an instance of the relation's source/target type.
         """
         start = time.perf_counter()
-        rows = self._prepare(network, instances, links)
+        rows = self._prepare(network, instances, links, embedder or self.embedder)
         prepared = time.perf_counter()
         self._write(network.kn_id, rows)
         done = time.perf_counter()
@@ -83,6 +96,7 @@ class LoadMixin(IndexMixin):
             self._checked.pop(network.kn_id, None)
             for key in [k for k in self._vectors if k[0] == network.kn_id]:
                 del self._vectors[key]
+            self._embedders.pop(network.kn_id, None)
         return LoadStats(
             kn_id=network.kn_id,
             object_types=len(network.object_types),
@@ -92,6 +106,7 @@ class LoadMixin(IndexMixin):
             links=len(rows["links"]),
             text_rows=len(rows["text"]),
             vectors=len(rows["vectors"]),
+            chunks=len(rows["chunks"]),
             seconds=done - start,
             prepare_seconds=prepared - start,
             write_seconds=done - prepared,
@@ -122,9 +137,11 @@ class LoadMixin(IndexMixin):
         return object_types
 
     def _prepare(
-        self, network: KnowledgeNetwork, instances: Iterable[Instance], links: Iterable[Link]
+        self, network: KnowledgeNetwork, instances: Iterable[Instance], links: Iterable[Link],
+        embedder: TextEmbedder,
     ) -> dict[str, list[dict[str, Any]]]:
         kn = network.kn_id
+        instances = list(instances)
         object_types = self._check_schema(network)
         relation_types = {rt.id: rt for rt in network.relation_types}
         match_fields = {
@@ -265,12 +282,18 @@ class LoadMixin(IndexMixin):
                     )
                 vector_keys.append((kind, "", typ.id, "*"))
                 vector_texts.append(f"{typ.name} {typ.comment}".strip() or typ.id)
-        keep = self.representable(vector_texts)
+        chunk_rows: list[dict[str, Any]] = []
+        if network.text is not None and network.text.sections:
+            for chunk in chunk_instances(instances, network.text, TokenCounter.default()):
+                chunk_rows.append({"kn_id": kn, **chunk.__dict__})
+                vector_keys.append(("chunk", "", chunk.id, chunk.section))
+                vector_texts.append(chunk.text)
+        keep = self.representable(vector_texts, embedder)
         vector_keys = [k for k, ok in zip(vector_keys, keep, strict=True) if ok]
         vector_texts = [v for v, ok in zip(vector_texts, keep, strict=True) if ok]
         vector_rows: list[dict[str, Any]] = []
         if vector_texts:
-            matrix = self.embedder.encode(vector_texts, batch_size=128)
+            matrix = embedder.encode(vector_texts, batch_size=128)
             for (kind, type_id, item_id, field_name), vec in zip(vector_keys, matrix, strict=True):
                 vector_rows.append(
                     {
@@ -287,6 +310,8 @@ class LoadMixin(IndexMixin):
             "links": len(link_rows),
             "text_rows": len(text_rows),
             "vectors": len(vector_rows),
+            "chunks": len(chunk_rows),
+            "text": network.text.model_dump(mode="json") if network.text is not None else None,
             "instances_by_type": {k: len(v) for k, v in ids_by_type.items()},
         }
         return {
@@ -296,7 +321,7 @@ class LoadMixin(IndexMixin):
                     "name": network.name,
                     "comment": network.comment,
                     "version": uuid.uuid4().hex,
-                    "embedder": self.embedder.model_name if vector_rows else "",
+                    "embedder": embedder.model_name if vector_rows else "",
                     "loaded_at": time.time(),
                     "stats": stats,
                 }
@@ -306,6 +331,7 @@ class LoadMixin(IndexMixin):
             "links": link_rows,
             "text": text_rows,
             "vectors": vector_rows,
+            "chunks": chunk_rows,
         }
 
     _TABLES = {
@@ -317,6 +343,7 @@ class LoadMixin(IndexMixin):
         "links": t.links,
         "text": t.text_index,
         "vectors": t.vectors,
+        "chunks": t.chunks,
     }
 
     def _write(self, kn_id: str, rows: dict[str, list[dict[str, Any]]]) -> None:
@@ -331,6 +358,7 @@ class LoadMixin(IndexMixin):
                 "links",
                 "text",
                 "vectors",
+                "chunks",
             ):
                 self._insert(conn, name, rows[name])
             if conn.dialect.name == "sqlite":
