@@ -438,6 +438,64 @@ def ask(
         console.print(state_tree(state))
 
 
+class QueryModeName(StrEnum):
+    local = "local"
+    global_ = "global"
+    hybrid = "hybrid"
+    naive = "naive"
+    mix = "mix"
+    bypass = "bypass"
+
+
+@app.command("query")
+@friendly_errors
+def query_cmd(
+    question: Annotated[str, typer.Argument(help="The question, in the network's language.")],
+    kn: Annotated[str, typer.Option(help="Knowledge network id (kgrag kn list).")] = "medical",
+    mode: Annotated[QueryModeName, typer.Option(help="Query mode (spec query-modes.md).")] = QueryModeName.mix,
+    top_k: Annotated[int, typer.Option(help="Entities retrieved.")] = 40,
+    chunk_top_k: Annotated[int, typer.Option(help="Chunks kept per chunk route.")] = 20,
+    max_total_tokens: Annotated[int, typer.Option(help="Whole prompt budget.")] = 30000,
+    only_need_context: Annotated[bool, typer.Option("--only-need-context", help="Return the context only.")] = False,
+    only_need_prompt: Annotated[bool, typer.Option("--only-need-prompt", help="Return the prompt only.")] = False,
+    hl: Annotated[list[str] | None, typer.Option("--hl", help="Preset high-level keyword (repeatable).")] = None,
+    ll: Annotated[list[str] | None, typer.Option("--ll", help="Preset low-level keyword (repeatable).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print {response, context, raw_data} as JSON.")] = False,
+) -> None:
+    """Retrieve (and answer) in one query mode: local / global / hybrid / naive / mix / bypass."""
+    from pydantic import ValidationError
+
+    from kgrag.llm.client import ChatClient
+    from kgrag.modes.params import QueryParam
+    from kgrag.modes.query import kg_query
+    from kgrag.modes.render import result_summary
+    from kgrag.network.store import NetworkStore
+
+    settings = get_settings()
+    try:
+        param = QueryParam(mode=mode.value, top_k=top_k, chunk_top_k=chunk_top_k, max_total_tokens=max_total_tokens,
+                           only_need_context=only_need_context, only_need_prompt=only_need_prompt,
+                           hl_keywords=hl or [], ll_keywords=ll or [])
+    except ValidationError as exc:
+        raise KgragError(f"invalid query parameters: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from None
+    store = NetworkStore(settings.db_url)
+    llm = ChatClient.from_settings(settings) if settings.llm_enabled and not (only_need_context or only_need_prompt) else None
+    try:
+        result = kg_query(question, store, kn, param, llm)
+    except LookupError:
+        raise KgragError(f"knowledge network {kn!r} not found (kgrag kn list; kgrag kn load {kn})") from None
+    except ValueError as exc:
+        raise KgragError(str(exc)) from None
+    finally:
+        store.close()
+        if llm is not None:
+            llm.close()
+    if json_out:
+        print(json.dumps(result.model_dump(mode="json"), ensure_ascii=False))
+        return
+    console.print(result_summary(question, result))
+
+
 @app.command("agent-eval")
 @friendly_errors
 def agent_eval_cmd(

@@ -16,7 +16,7 @@ from typing import Any
 from kgrag.agent.state import ToolCall
 from kgrag.network.model import KnowledgeNetwork
 
-__all__ = ["answer_values", "compose_answer", "element_name", "evidence_from", "failure_answer"]
+__all__ = ["answer_values", "compose_answer", "element_name", "evidence_from", "failure_answer", "passages_from"]
 
 
 def _values(value: Any) -> list[str]:
@@ -87,3 +87,15 @@ def compose_answer(topic: str, via: str, values: Sequence[str], max_listed: int)
 def failure_answer(errors: Sequence[str]) -> str:
     """The answer of a turn that could not run: what went wrong, in the state's words."""
     return "I could not answer: " + "; ".join(errors) if errors else "I could not answer this question."
+
+
+def passages_from(calls: Sequence[ToolCall], limit: int = 3, chars: int = 120) -> str:
+    """The first chunks a ``query_modes`` call returned, one ``[n] title: text…`` line each ("" when none)."""
+    for call in calls:
+        result = call.get("result") or {}
+        if call.get("name") != "query_modes" or not result.get("chunks"):
+            continue
+        titles = {r["reference_id"]: r["title"] for r in result.get("references", [])}
+        return "\n".join(f"[{c['reference_id']}] {titles.get(c['reference_id'], '')}: {c['content'][:chars]}…"
+                         for c in result["chunks"][:limit])
+    return ""

@@ -182,6 +182,12 @@ def _rules_plan(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     found = next_call(intents, candidates, network, kn_id, tried, prior=run.resources.topic_prior(kn_id),
                       history_topic=_history_topic(state))
     if found is None:
+        if not any(c.get("name") == "query_modes" for c in state.get("tool_calls", [])):
+            # nothing structured to ask: the network's texts may still hold the answer
+            call = ToolCall(id=f"call_{len(state.get('tool_calls', [])) + 1}", name="query_modes",
+                            args={"query": state["question"], "mode": "mix"}, why="no linked topic: text retrieval",
+                            label="query_modes")
+            return {"pending": [call]}, "query_modes (mix): no untried intent has a linked topic"
         return {"pending": [], "done": True}, "no further call: no untried intent has a linked topic"
     call, label, topic = found
     call["id"] = f"call_{len(state.get('tool_calls', [])) + 1}"
@@ -221,7 +227,8 @@ def tools(state: AgentState, run: AgentRun) -> tuple[Update, str]:
 
         update["messages"] = [*state.get("messages", []), *tool_messages(done + over)]
     summary = "; ".join(f"{c['name']}: " + (f"error {c['error']}" if c.get("error") else
-                                            f"{len(ans.evidence_from(c))} values") for c in done)
+                                            (c.get("result") or {}).get("summary")
+                                            or f"{len(ans.evidence_from(c))} values") for c in done)
     return update, summary or "nothing to run"
 
 
@@ -247,6 +254,9 @@ def answer(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     elif topic is None and not evidence:
         text = ("I could not link the question to an instance of the knowledge network "
                 f"{state.get('kn_id')!r}; name the disease, drug or symptom as it is stored.")
+        passages = ans.passages_from(state.get("tool_calls", []))
+        if passages:
+            text += " Related passages from its texts:\n" + passages
     else:
         network = run.resources.network(state["kn_id"])
         name = topic["name"] if topic else (evidence[0]["instance_name"] if evidence else "")

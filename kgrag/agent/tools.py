@@ -4,7 +4,8 @@
     call["result"] or call["error"]
 
 Tools: ``kn_search`` and ``context_search`` (schema + instance recall, storage forms; args ``{"query"}``),
-``query_object_instance`` and ``query_instance_subgraph`` (:mod:`kgrag.agent.kn_tools`). Every call runs on the
+``query_object_instance`` and ``query_instance_subgraph`` (:mod:`kgrag.agent.kn_tools`), ``query_modes`` (the
+context of one query mode, :mod:`kgrag.modes`; its ``summary`` gives the mode and tokens per section). Every call runs on the
 run's network: a ``kn_id`` argument naming another one is an error, never a switch. Invalid arguments (pydantic
 validation, unknown types / relations / fields) come back as ``error`` — for the LLM path the model reads it and
 may try again; nothing raises out of :func:`run_tool` but a bug.
@@ -15,7 +16,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -50,6 +51,44 @@ def _search(store: Any, args: SearchArgs, kn_id: str, context: bool) -> dict[str
     return response.model_dump(mode="json", exclude_none=True)
 
 
+class QueryModesArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=2000, description="the question")
+    mode: Literal["local", "global", "hybrid", "naive", "mix"] = Field(
+        default="mix", description="local: named things + their texts; global: their relations; hybrid: both; "
+        "naive: text passages by similarity; mix: everything")
+    top_k: int = Field(default=20, ge=1, le=100, description="entities retrieved")
+    chunk_top_k: int = Field(default=5, ge=1, le=50, description="text chunks per chunk route")
+    max_total_tokens: int = Field(default=4000, ge=256, le=30000, description="context budget in tokens")
+    hl_keywords: list[str] = Field(default_factory=list, max_length=20)
+    ll_keywords: list[str] = Field(default_factory=list, max_length=20)
+
+
+def _query_modes(store: Any, args: QueryModesArgs, kn_id: str) -> dict[str, Any]:
+    """The context of one query mode (no LLM answer: the agent answers), sized for a tool result: the spec's
+    entity / relation budgets scaled to ``max_total_tokens`` (6000 and 8000 of 30000)."""
+    from kgrag.modes.params import QueryParam
+    from kgrag.modes.query import kg_query
+    from kgrag.modes.render import trace_summary
+
+    total = args.max_total_tokens
+    param = QueryParam(mode=args.mode, top_k=args.top_k, chunk_top_k=args.chunk_top_k, max_total_tokens=total,
+                       max_entity_tokens=total * 6000 // 30000, max_relation_tokens=total * 8000 // 30000,
+                       only_need_context=True, hl_keywords=args.hl_keywords, ll_keywords=args.ll_keywords)
+    raw = kg_query(args.query, store, kn_id, param).raw_data
+    return {
+        "mode": args.mode,
+        "summary": trace_summary(raw),
+        "keywords": raw["keywords"],
+        "tokens": raw["tokens"],
+        "entities": [f"{e['entity']} ({e['type']})" for e in raw["entities"]],
+        "relations": [r["description"] for r in raw["relations"]],
+        "chunks": [{"reference_id": c["reference_id"], "content": c["content"]} for c in raw["chunks"]],
+        "references": raw["references"],
+    }
+
+
 _TOOLS: dict[str, tuple[type[BaseModel], Callable[[Any, Any, str], dict[str, Any]], str]] = {
     "kn_search": (SearchArgs, lambda store, a, kn: _search(store, a, kn, False),
                   "Recall the schema (object and relation types) and instances related to a query."),
@@ -62,6 +101,10 @@ _TOOLS: dict[str, tuple[type[BaseModel], Callable[[Any, Any, str], dict[str, Any
     "query_instance_subgraph": (InstanceSubgraphQuery, lambda store, a, kn: query_instance_subgraph(store, a),
                                 "Instances reached from start instances along a path of relation types "
                                 "(direction out, in, both or auto), with the links."),
+    "query_modes": (QueryModesArgs, lambda store, a, kn: _query_modes(store, a, kn),
+                    "LightRAG-style retrieval over the network's entities, relations and text chunks (disease "
+                    "descriptions, causes, prevention, nursing …) in one mode; returns the context with "
+                    "reference ids. Use it for open questions the structured tools cannot answer."),
 }
 TOOL_NAMES = tuple(_TOOLS)
 

@@ -11,7 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from kgrag import __version__
-from kgrag.api import kg_tools, kn_query, kn_search
+from kgrag.api import kg_tools, kn_query, kn_search, query_modes
 from kgrag.config import Settings, get_settings
 from kgrag.errors import KgragError
 from kgrag.graph import GraphStore, open_store
@@ -47,6 +47,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             network_store = getattr(app.state, "network_store", None)
             if network_store is not None:
                 network_store.close()
+            llm_client = getattr(app.state, "llm_client", None)
+            if llm_client is not None:
+                llm_client.close()
 
     app = FastAPI(title="kgrag", version=__version__, lifespan=lifespan)
     app.state.settings = settings  # what the routes read (never get_settings())
@@ -57,10 +60,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(kg_tools.router)
     app.include_router(kn_search.router)
     app.include_router(kn_query.router)
+    app.include_router(query_modes.router)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-        if request.url.path.startswith("/api/agent-retrieval/"):
+        if request.url.path.startswith(("/api/agent-retrieval/", "/api/query")):
             return await kn_search.validation_error_as_400(request, exc)
         return await request_validation_exception_handler(request, exc)
 

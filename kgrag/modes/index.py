@@ -19,6 +19,7 @@ Descriptions are made on demand for the few rows a context shows (:meth:`entity_
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -34,6 +35,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from kgrag.rank.embedders import TextEmbedder
 
 __all__ = ["ModeIndex"]
+
+_CJK = re.compile(r"[\u4e00-\u9fff]")
 
 _cache: dict[tuple[str, str], ModeIndex] = {}
 _cache_lock = threading.Lock()
@@ -266,12 +269,15 @@ class ModeIndex:
         """One edge as the context shows it: both ends, the relation, a sentence, keywords and weight."""
         s, o, r = int(self.edge_src[edge]), int(self.edge_tgt[edge]), int(self.edge_rel[edge])
         src, tgt = str(self.entity_names[s]), str(self.entity_names[o])
+        src_type, tgt_type = self.type_names[self.entity_types[s]], self.type_names[self.entity_types[o]]
+        name = self.relation_names[r]
+        sentence = (f"{src}（{src_type}）的{name}：{tgt}（{tgt_type}）" if _CJK.search(name)
+                    else f"{src} ({src_type}) {name} {tgt} ({tgt_type})")
         return {
             "entity1": src,
             "entity2": tgt,
             "relation": self.relation_ids[r],
-            "description": f"{src}（{self.type_names[self.entity_types[s]]}）的{self.relation_names[r]}："
-            f"{tgt}（{self.type_names[self.entity_types[o]]}）",
+            "description": sentence,
             "keywords": self.relation_names[r],
             "weight": float(self.edge_weight[edge]),
         }
