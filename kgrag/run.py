@@ -150,8 +150,8 @@ def ensure_network(store, kn_id: str, data_dir: Path) -> bool:
     """Load network ``kn_id`` into ``store`` unless it is there already; True when it was loaded now."""
     from kgrag.network.loaders.registry import load_named
 
-    if kn_id in {k for k, _ in store.list_networks()}:
-        return False
+    if kn_id in {k for k, _ in store.list_networks()} and "chunks" in store.network_stats(kn_id):
+        return False  # (a store loaded before text chunks existed is reloaded once)
     load_named(kn_id, store, data_dir)
     return True
 

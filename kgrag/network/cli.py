@@ -12,6 +12,7 @@ from typing import Annotated, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from kgrag.errors import KgragError
@@ -85,7 +86,7 @@ def load_cmd(
     """
     from kgrag.network.loaders.registry import load_named
 
-    stats = load_named(name.value, _store(db), data_dir)
+    stats = load_named(name.value, _store(db), data_dir, log=lambda line: console.print(escape(line)))
     table = Table(title=f"loaded {stats.kn_id}", show_header=True, header_style="bold")
     for col in ("object types", "relation types", "instances", "links", "text rows", "vectors", "seconds"):
         table.add_column(col, justify="right")

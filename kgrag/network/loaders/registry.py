@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,6 +43,13 @@ def build_named(name: str, data_dir: str | Path | None = None) -> NetworkData:
     raise KgragError(f"unknown network {name!r}; choose one of {', '.join(NAMED_NETWORKS)}")
 
 
-def load_named(name: str, store: NetworkStore, data_dir: str | Path | None = None) -> LoadStats:
-    """Build network ``name`` and load it into ``store`` (idempotent: replaces any earlier load)."""
-    return store.load(*build_named(name, data_dir))
+def load_named(name: str, store: NetworkStore, data_dir: str | Path | None = None,
+               log: Callable[[str], None] | None = None) -> LoadStats:
+    """Build network ``name`` and load it into ``store`` (idempotent: replaces any earlier load), with Chinese
+    vectors for a Chinese network (:func:`kgrag.network.embedding.network_embedder`)."""
+    from kgrag.config import get_settings
+    from kgrag.network.embedding import network_embedder
+
+    network, instances, links = build_named(name, data_dir)
+    embedder = network_embedder(network, instances, get_settings(), log=log)
+    return store.load(network, instances, links, embedder=embedder)
