@@ -189,6 +189,24 @@ def _run_agent(settings) -> None:
         console.print(state_tree(answer(question)))
     console.print("Serve it: [bold]langgraph dev --no-browser[/] (assistant 'agent'); ask in-process: "
                   "[bold]kgrag ask \"问题\" --kn " + kn_id + "[/]")
+    _run_modes(settings, kn_id, questions[:1])
+
+
+def _run_modes(settings, kn_id: str, questions: list[str]) -> None:
+    """make run's query-modes stage: the first agent question in hybrid mode (context only: no LLM needed)."""
+    from kgrag.modes.params import QueryParam
+    from kgrag.modes.query import kg_query
+    from kgrag.modes.render import result_summary
+    from kgrag.network.store import NetworkStore
+
+    store = NetworkStore(settings.db_url)
+    try:
+        for question in questions:
+            result = kg_query(question, store, kn_id, QueryParam(mode="hybrid", only_need_context=True))
+            console.print(result_summary(question, result))
+    finally:
+        store.close()
+    console.print("Other modes: [bold]kgrag query \"问题\" --kn " + kn_id + " --mode local|global|hybrid|naive|mix[/]")
 
 
 @app.command()

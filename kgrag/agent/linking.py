@@ -52,15 +52,7 @@ class TopicCandidate:
 def topic_candidates(question: str, lexicon: Lexicon) -> list[TopicCandidate]:
     """Exact storage forms: maximal spans of ``question`` that are stored names, by position (then longer first)."""
     names = lexicon.names
-    longest = lexicon.max_name_length
-    spans: list[tuple[int, int]] = []
-    n = len(question)
-    for i in range(n):
-        for j in range(min(n, i + longest), i + 1, -1):  # longest first: the first hit at i is maximal at i
-            if question[i:j] in names:
-                spans.append((i, j))
-                break
-    maximal = [(i, j) for i, j in spans if not any(a <= i and j <= b and (a, b) != (i, j) for a, b in spans)]
+    maximal = lexicon.name_spans(question)
     out: list[TopicCandidate] = []
     for i, j in maximal:
         text = question[i:j]

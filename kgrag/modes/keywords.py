@@ -4,9 +4,9 @@
 
 Order: preset ``param.hl_keywords`` / ``ll_keywords`` skip extraction (either list given = both taken as given);
 with an LLM client the model is asked for ``{"high_level_keywords", "low_level_keywords"}`` (validated JSON,
-bounded retries); when it fails, or without a client, the rules run: contextual recall's extractor
-(:func:`kgrag.search.keywords.extract_keywords` over the network's stored names) gives the entity keywords as
-low-level and the relation/schema words as high-level. A question with neither falls back to the question
+bounded retries); when it fails, or without a client, the rules run: the stored names the question contains
+(maximal spans) and contextual recall's entity keywords (:func:`kgrag.search.keywords.extract_keywords`) are
+low-level, its relation/schema words high-level. A question with neither falls back to the question
 itself as its one low-level keyword, so retrieval still has something to search with.
 """
 
@@ -48,8 +48,11 @@ def rule_keywords(query: str, store: NetworkStore, kn_id: str) -> ModeKeywords:
     from kgrag.search.contextual import lexicon_for
     from kgrag.search.keywords import extract_keywords
 
-    extraction = extract_keywords(query, lexicon_for(store, kn_id))
-    low = _clean([e.text for e in extraction.entities] + [a.text for a in extraction.attribute_values])
+    lexicon = lexicon_for(store, kn_id)
+    extraction = extract_keywords(query, lexicon)
+    stored = [query[i:j] for i, j in lexicon.name_spans(query) if query[i:j] not in lexicon.relation_words
+              and query[i:j] not in lexicon.type_words]
+    low = _clean(stored + [e.text for e in extraction.entities] + [a.text for a in extraction.attribute_values])
     high = _clean([w.text for w in extraction.relation_words])
     if not low and not high:
         low = [query.strip()]

@@ -12,14 +12,15 @@
 | bypass | –                 | –             | –                   | –                |
 
 * ``search_entities``: each keyword is embedded on its own; an entity's similarity is its best cosine to any
-  keyword; the ``top_k`` most similar are then ordered by degree (spec: more important entities first), ties by
-  similarity. Global mode searches with every keyword because its edges hang off entities: high-level words
+  keyword; the ``top_k`` most similar are then ordered by degree (spec: more important entities first) within
+  similarity bands of 0.1 — a pure degree order put hubs (a symptom of 2,000 diseases) before the entity the
+  question names, whose rows the entity budget then cut. Global mode searches with every keyword because its edges hang off entities: high-level words
   alone (症状) name no entity.
-* ``related_edges``: every edge at those entities, each once, ordered by weight then degree (the sum of both
-  ends' degrees). An edge's weight is its stored weight times how well its relation matches the high-level
-  keywords (1 when none is given), so 症状 puts ``has_symptom`` edges first.
-* ``entity_chunks``: the chunks whose ``source_id`` is one of the entities; the ``chunk_top_k`` closest to the
-  query vector (LightRAG's vector pick), ties in entity order.
+* ``related_edges``: every edge at those entities, each once, ordered by weight, then entity order, then degree
+  (the sum of both ends' degrees). An edge's weight is its stored weight times how well its relation matches the
+  high-level keywords (1 when none is given), so 症状 puts ``has_symptom`` edges first.
+* ``entity_chunks``: the chunks whose ``source_id`` is one of the entities, in entity order, each entity's
+  chunks closest to the query vector first (LightRAG's vector pick within an entity); the first ``chunk_top_k``.
 * ``vector_chunks``: the ``chunk_top_k`` chunks closest to the query vector.
 Every step is numpy over the :class:`~kgrag.modes.index.ModeIndex` arrays.
 """
@@ -66,14 +67,20 @@ def _top(scores: np.ndarray, k: int) -> np.ndarray:
     return part[np.lexsort((part, -scores[part]))]
 
 
+#: similarity bands of this width rank entities first by relevance, then (within a band) by degree
+SIMILARITY_BAND = 0.1
+
+
 def search_entities(index: ModeIndex, keyword_vectors: np.ndarray, top_k: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(entity rows, similarities)``: the ``top_k`` best by similarity, then ordered by degree."""
+    """``(entity rows, similarities)``: the ``top_k`` most similar, ordered by similarity band
+    (:data:`SIMILARITY_BAND`), within a band by degree (the spec's "more important first"), then similarity."""
     if not len(keyword_vectors) or not index.has_vector.any():
         return np.zeros(0, np.int64), np.zeros(0, np.float32)
     sims = (index.entity_vectors @ keyword_vectors.T).max(axis=1)
     sims[~index.has_vector] = -np.inf
     top = _top(sims, min(top_k, int(index.has_vector.sum())))
-    order = np.lexsort((-sims[top], -index.degree[top]))
+    band = np.floor(sims[top] / SIMILARITY_BAND + 1e-6)
+    order = np.lexsort((-sims[top], -index.degree[top], -band))
     return top[order].astype(np.int64), sims[top[order]].astype(np.float32)
 
 
@@ -106,26 +113,33 @@ def _relevance(index: ModeIndex, high_level: list[str]) -> np.ndarray:
 
 
 def related_edges(index: ModeIndex, entities: np.ndarray, relevance: np.ndarray) -> np.ndarray:
-    """Distinct edges at ``entities``, ordered by weight (stored × relevance), then degree, then id."""
+    """Distinct edges at ``entities``, ordered by weight (stored × relevance), then by the rank of their
+    best-ranked endpoint among ``entities`` (so a retrieved entity's edges stay together, in entity order), then
+    degree, then id."""
     edges = index.edges_of(entities)
     if not len(edges):
         return edges
+    rank = np.full(len(index.entity_ids), len(entities), dtype=np.int64)
+    rank[entities] = np.arange(len(entities))
     weight = index.edge_weight[edges] * relevance[index.edge_rel[edges]]
     degree = index.degree[index.edge_src[edges]] + index.degree[index.edge_tgt[edges]]
-    return edges[np.lexsort((edges, -degree, -weight))]
+    endpoint = np.minimum(rank[index.edge_src[edges]], rank[index.edge_tgt[edges]])
+    return edges[np.lexsort((edges, -degree, endpoint, -weight))]
 
 
 def entity_chunks(index: ModeIndex, entities: np.ndarray, query_vector: np.ndarray | None, k: int) -> np.ndarray:
-    """The ``k`` chunks of ``entities`` closest to the query (entity order when there is no vector)."""
+    """The first ``k`` chunks of ``entities``: in entity order, an entity's chunks closest to the query first."""
     chunks = index.chunks_of(entities)
     if not len(chunks):
         return chunks
-    chunks = chunks[np.sort(np.unique(chunks, return_index=True)[1])]  # first occurrence order
-    if query_vector is None or not index.chunk_has_vector[chunks].any():
+    first = np.sort(np.unique(chunks, return_index=True)[1])
+    chunks = chunks[first]  # first occurrence order = entity order
+    owner = np.repeat(np.arange(len(entities)), [index.source_offsets[e + 1] - index.source_offsets[e]
+                                                  for e in entities])[first]
+    if query_vector is None:
         return chunks[:k]
-    sims = index.chunk_vectors[chunks] @ query_vector
-    sims[~index.chunk_has_vector[chunks]] = -np.inf
-    return chunks[_top(sims, min(k, len(chunks)))]
+    sims = np.where(index.chunk_has_vector[chunks], index.chunk_vectors[chunks] @ query_vector, -np.inf)
+    return chunks[np.lexsort((-sims, owner))][:k]
 
 
 def vector_chunks(index: ModeIndex, query_vector: np.ndarray | None, k: int) -> np.ndarray:

@@ -118,6 +118,18 @@ class Lexicon:
                 lex.type_words[ot.name.strip()] = ot.id
         return lex
 
+    def name_spans(self, text: str) -> list[tuple[int, int]]:
+        """Maximal spans ``(start, end)`` of ``text`` that are stored names, by position (longest at each start;
+        spans inside a longer one dropped)."""
+        spans: list[tuple[int, int]] = []
+        n = len(text)
+        for i in range(n):
+            for j in range(min(n, i + self.max_name_length), i + 1, -1):  # longest first: maximal at i
+                if text[i:j] in self.names:
+                    spans.append((i, j))
+                    break
+        return [(i, j) for i, j in spans if not any(a <= i and j <= b and (a, b) != (i, j) for a, b in spans)]
+
     def relation_ids(self, token: str) -> set[str]:
         """Relation types a token names: equal to a schema word, or (2+ chars) inside one."""
         found = set(self.relation_words.get(token, ()))
