@@ -19,6 +19,7 @@ Descriptions are made on demand for the few rows a context shows (:meth:`entity_
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ import numpy as np
 from sqlalchemy import select
 
 from kgrag.network import tables as t
-from kgrag.network.model import KnowledgeNetwork, TextConfig
+from kgrag.network.model import DataProperty, KnowledgeNetwork, ObjectType, TextConfig
 
 if TYPE_CHECKING:  # pragma: no cover
     from kgrag.network.store import NetworkStore
@@ -73,6 +74,7 @@ class ModeIndex:
     type_ids: list[str]
     type_names: list[str]
     entity_descriptions: np.ndarray  # object (n,): description property text or ""
+    entity_facts: np.ndarray  # object (n,): [(property display name, short value)] of its short properties
     degree: np.ndarray  # int64 (n,)
     entity_vectors: np.ndarray  # float32 (n, dim)
     has_vector: np.ndarray  # bool (n,)
@@ -142,6 +144,17 @@ class ModeIndex:
                     ti.c.kn_id == kn_id, ti.c.object_type_id == type_id
                 )
                 descriptions.update((r[0], r[1] or "") for r in conn.execute(stmt))
+            facts: dict[str, list[tuple[str, str]]] = {}
+            for ot in network.object_types:
+                for prop in _fact_properties(ot, text_config):
+                    stmt = select(ti.c.id, ti.c.properties[prop.name].as_string()).where(
+                        ti.c.kn_id == kn_id, ti.c.object_type_id == ot.id
+                    )
+                    label = prop.display_name or prop.name
+                    for r in conn.execute(stmt):
+                        value = _fact_value(r[1])
+                        if value:
+                            facts.setdefault(r[0], []).append((label, value))
             links = conn.execute(
                 select(tl.c.relation_type_id, tl.c.source_id, tl.c.target_id).where(tl.c.kn_id == kn_id)
             ).all()
@@ -198,6 +211,7 @@ class ModeIndex:
             type_ids=type_ids,
             type_names=[ot.name for ot in network.object_types],
             entity_descriptions=np.array([descriptions.get(r[0], "") for r in rows], dtype=object),
+            entity_facts=np.array([facts.get(r[0], []) for r in rows] + [[]], dtype=object)[:-1],
             degree=degree.astype(np.int64),
             entity_vectors=entity_vectors,
             has_vector=has_vector,
@@ -248,22 +262,21 @@ class ModeIndex:
         return str(known)
 
     def _describe(self, row: int, max_chars: int) -> str:
-        text = str(self.entity_descriptions[row] or "").strip()
+        """``<description text, clipped>`` + ``; <property>: <value>`` for its short properties + ``; <relation>
+        ×n (three best-known neighbours…)`` for up to :data:`DESCRIBED_RELATIONS` of its relations."""
         type_name = self.type_names[self.entity_types[row]]
-        if text:
-            return text if len(text) <= max_chars else text[:max_chars] + "…"
+        text = str(self.entity_descriptions[row] or "").strip()
+        parts = [text if len(text) <= max_chars else text[:max_chars] + "…"] if text else []
+        parts += [f"{label}: {value}" for label, value in self.entity_facts[row]]
         edges = self.incidence_edges[self.incidence_offsets[row] : self.incidence_offsets[row + 1]]
-        if not len(edges):
-            return f"{type_name}: {self.entity_names[row]}"
-        parts = []
         rels = self.edge_rel[edges]
-        for rel in np.unique(rels)[:4]:
+        for rel in np.unique(rels)[:DESCRIBED_RELATIONS]:
             mine = edges[rels == rel]
             others = np.where(self.edge_src[mine] == row, self.edge_tgt[mine], self.edge_src[mine])
             top = others[np.argsort(-self.degree[others], kind="stable")[:3]]
             names = "、".join(str(self.entity_names[o]) for o in top)
             parts.append(f"{self.relation_names[rel]} ×{len(mine)} ({names}{'…' if len(mine) > 3 else ''})")
-        return f"{type_name}「{self.entity_names[row]}」: " + "; ".join(parts)
+        return f"{type_name}「{self.entity_names[row]}」: " + ("; ".join(parts) or "-")
 
     def relation_row(self, edge: int) -> dict[str, object]:
         """One edge as the context shows it: both ends, the relation, a sentence, keywords and weight."""
@@ -281,6 +294,35 @@ class ModeIndex:
             "keywords": self.relation_names[r],
             "weight": float(self.edge_weight[edge]),
         }
+
+
+#: relations (by type) an entity description summarises
+DESCRIBED_RELATIONS = 8
+#: a property value longer than this is a text, not a fact for the description
+FACT_CHARS = 80
+
+
+def _fact_properties(ot: ObjectType, text_config: TextConfig | None) -> list[DataProperty]:
+    """Short properties worth stating in a description: not the name, not text-typed, not chunked sections."""
+    skip = {ot.display_key}
+    if text_config is not None:
+        skip |= set(text_config.sections.get(ot.id, [])) | {text_config.descriptions.get(ot.id, "")}
+    return [p for p in ot.data_properties if p.name not in skip and p.type.split("(")[0].strip().lower() != "text"]
+
+
+def _fact_value(raw: str | None) -> str:
+    """A stored value as one short line ('' when empty or too long): JSON lists joined with 、."""
+    if raw is None or raw == "":
+        return ""
+    value = raw
+    if raw.startswith("["):
+        try:
+            items = json.loads(raw)
+            value = "、".join(str(v) for v in items if v not in (None, ""))
+        except ValueError:
+            pass
+    value = value.strip()
+    return value if 0 < len(value) <= FACT_CHARS else ""
 
 
 def _dim(name_vectors: list, chunk_vectors: list, embedder: TextEmbedder) -> int:
