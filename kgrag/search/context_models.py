@@ -29,7 +29,9 @@ __all__ = [
 ]
 
 Comparator = Literal["==", "!=", ">", ">=", "<", "<=", "range"]
-MatchType = Literal["exact", "contains", "fuzzy"]
+#: how a storage form relates to the keyword: the name itself, a name containing it, a variant of it, or the name
+#: of an instance that records the keyword as one of its other names (``aliases``; 心梗 -> 心肌梗死)
+MatchType = Literal["exact", "alias", "contains", "fuzzy"]
 StorageFormat = Literal["number", "string", "date", "range_string", "boolean", "unknown"]
 ValuePattern = Literal["integer", "float", "string_with_unit", "range", "date", "string", "boolean", "unknown"]
 Cardinality = Literal["one_to_one", "one_to_many", "many_to_one", "many_to_many"]
@@ -83,7 +85,9 @@ class StorageForm(_Out):
     match_type: MatchType
     sample_instance_id: str
     sample_instance_name: str
-    similarity: float = 1.0  # how close ``form`` is to the keyword (1 for exact)
+    #: how close ``form`` is to the keyword (1 for exact); for ``alias`` how close the recorded alias is; for a
+    #: ``fuzzy`` knn neighbour the larger of the character similarity and the embedding cosine
+    similarity: float = 1.0
 
 
 class KeywordMapping(_Out):
@@ -169,3 +173,5 @@ class ContextConfig(BaseModel):
     max_relations: int = Field(default=5, ge=0, le=20)
     primary_field_samples: int = Field(default=3, ge=1, le=10)
     min_fuzzy_similarity: float = Field(default=0.4, ge=0.0, le=1.0)
+    #: a knn neighbour at least this close (cosine) is a fuzzy form whatever its character similarity
+    min_knn_cosine: float = Field(default=0.75, ge=0.0, le=1.0)

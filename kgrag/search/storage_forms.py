@@ -5,26 +5,48 @@ For one keyword and one object type, through the store's condition queries (inte
 (its display key), at most ``forms_per_strategy`` forms per strategy:
 
 * ``exact``    — ``name == keyword``;
+* ``alias``    — the keyword is (or nearly is) a recorded other name of an instance: the type has an alias
+  property (:func:`alias_field`: ``aliases`` / ``alias`` / ``other_names``, a list or string) and
+  ``alias contain keyword`` finds it (list: membership; string: one of its 、/,/; separated items), or ``match``
+  on the alias property (when declared) finds an alias with :func:`similarity` ≥ :data:`ALIAS_SIMILARITY`.
+  The form is the instance's stored *name* (心梗 -> 心肌梗死); ``similarity`` is the keyword's closeness to the
+  alias (1 when equal). Ranked right after exact forms;
 * ``contains`` — ``name contain keyword`` (上气道梗阻 -> 上、下气道梗阻), the closest forms first;
 * ``fuzzy``    — character-level variants: ``match`` candidates (jieba tokens + CJK bigrams, so 上气道阻塞 and
   上呼吸道梗阻 share tokens with 上气道梗阻) and embedding neighbours (``knn``, when the field has vectors),
-  re-ranked by :func:`similarity` and kept above ``min_fuzzy_similarity``.
+  re-ranked by :func:`similarity` and kept above ``min_fuzzy_similarity`` — or, for a ``knn`` neighbour, when its
+  cosine is at least ``min_knn_cosine`` (a synonym the characters do not show: vectors); such a form's
+  ``similarity`` is the larger of the two.
 
 With ``skip_when_exact`` (spec §6.1.4) an exact hit ends the search for that type. A keyword's confidence for a
-type: exact 0.95; otherwise ``0.55 + 0.35 × best similarity`` for contains, ``0.8 × best similarity`` for fuzzy;
-+0.05 when concept recall selected the type, +0.1 when the question's relation words name a relation whose other
-end is this type (X有哪些症状: X is the source of has_symptom) — capped at 1.
+type: exact 0.95; alias 0.9; otherwise ``0.55 + 0.35 × best similarity`` for contains, ``0.8 × best similarity``
+for fuzzy; +0.05 when concept recall selected the type, +0.1 when the question's relation words name a relation
+whose other end is this type (X有哪些症状: X is the source of has_symptom) — capped at 1. When the lexicon
+restricts the search to the types where the keyword is a stored name (``known_types``), types where it is a
+recorded alias are searched too.
+
+    forms = keyword_forms(store, "medical", "心梗", disease_type, "name", ContextConfig())
+    # [StorageForm(form='心肌梗死', match_type='alias', similarity=1.0, …), …]
 """
 
 from __future__ import annotations
 
+import re
 from difflib import SequenceMatcher
 
+from kgrag.network.conditions import is_list_type
 from kgrag.network.model import TEXT_TYPES, Condition, InstanceHit, ObjectType
 from kgrag.network.service import ContextStore
 from kgrag.search.context_models import ContextConfig, KeywordMapping, StorageForm
 
-__all__ = ["keyword_forms", "map_keyword", "name_field", "similarity"]
+__all__ = ["ALIAS_FIELDS", "ALIAS_SIMILARITY", "alias_field", "alias_forms", "keyword_forms", "map_keyword",
+           "name_field", "similarity"]
+
+#: property names holding an instance's other names, in order of preference
+ALIAS_FIELDS = ("aliases", "alias", "other_names")
+#: a recorded alias at least this close to the keyword (:func:`similarity`) counts as the keyword
+ALIAS_SIMILARITY = 0.8
+_ALIAS_SPLIT = re.compile(r"[、,，;；/|]")
 
 _PUNCT = str.maketrans("", "", "、，,。.·・-_/()（）[]【】 　'\"“”")
 
@@ -56,6 +78,50 @@ def name_field(ot: ObjectType) -> str | None:
     return None
 
 
+def alias_field(ot: ObjectType) -> str | None:
+    """The property holding an instance's other names: the first of :data:`ALIAS_FIELDS` that the type has, of a
+    list or text type; None when it has none."""
+    props = {p.name: p for p in ot.data_properties}
+    for name in ALIAS_FIELDS:
+        prop = props.get(name)
+        if prop is not None and (is_list_type(prop.type) or prop.type.split("(")[0].strip().lower() in TEXT_TYPES):
+            return name
+    return None
+
+
+def _aliases_of(hit: InstanceHit, field: str) -> list[str]:
+    value = hit.properties.get(field)
+    if isinstance(value, list | tuple):
+        return [str(v) for v in value if v is not None]
+    return [a.strip() for a in _ALIAS_SPLIT.split(str(value))] if value else []
+
+
+def alias_forms(store: ContextStore, kn_id: str, keyword: str, ot: ObjectType, field: str,
+                config: ContextConfig) -> list[StorageForm]:
+    """Forms of instances of ``ot`` that record ``keyword`` (or a near-equal name) as an alias: the stored name
+    (``field``) with ``match_type="alias"``, closest alias first (see the module docstring). [] when the type
+    has no alias property."""
+    afield = alias_field(ot)
+    if afield is None:
+        return []
+    k = config.forms_per_strategy
+    hits = store.query_instances(kn_id, ot.id, Condition(operation="contain", field=afield, value=keyword),
+                                 max(k * 4, 20), sort_by_score=False)
+    ops = next((p.condition_operations for p in ot.data_properties if p.name == afield), [])
+    if "match" in ops:
+        hits += store.query_instances(kn_id, ot.id, Condition(operation="match", field=afield, value=keyword,
+                                                              limit=max(k * 6, 30)), max(k * 6, 30))
+    best: dict[str, tuple[float, InstanceHit]] = {}
+    for hit in hits:
+        closeness = max((similarity(keyword, a) for a in _aliases_of(hit, afield)), default=0.0)
+        if closeness >= ALIAS_SIMILARITY and closeness > best.get(hit.id, (0.0, hit))[0]:
+            best[hit.id] = (closeness, hit)
+    forms = [_form(hit, field, "alias", keyword).model_copy(update={"similarity": closeness})
+             for closeness, hit in best.values()]
+    forms.sort(key=lambda f: (-f.similarity, len(f.form), f.form))
+    return forms[:k]
+
+
 def _form(hit: InstanceHit, field: str, match_type: str, keyword: str) -> StorageForm:
     name = str(hit.properties.get(field, hit.id))
     return StorageForm(form=name, match_type=match_type, sample_instance_id=hit.id, sample_instance_name=name,
@@ -72,6 +138,9 @@ def keyword_forms(store: ContextStore, kn_id: str, keyword: str, ot: ObjectType,
     if forms and config.skip_when_exact:
         return forms
     seen = {f.sample_instance_id for f in forms}
+    aliases = [f for f in alias_forms(store, kn_id, keyword, ot, field, config) if f.sample_instance_id not in seen]
+    forms += aliases
+    seen |= {f.sample_instance_id for f in aliases}
     contains = [_form(h, field, "contains", keyword) for h in store.query_instances(
         kn_id, ot.id, Condition(operation="contain", field=field, value=keyword), max(k * 10, 50),
         sort_by_score=False) if h.id not in seen]
@@ -79,15 +148,26 @@ def keyword_forms(store: ContextStore, kn_id: str, keyword: str, ot: ObjectType,
     forms += contains[:k]
     seen |= {f.sample_instance_id for f in contains[:k]}
     ops = next((p.condition_operations for p in ot.data_properties if p.name == field), [])
-    fuzzy_subs = [Condition(operation=op, field=field, value=keyword, limit=max(k * 6, 30))
-                  for op in ("match", "knn") if op in ops]
-    if fuzzy_subs:
-        cond = fuzzy_subs[0] if len(fuzzy_subs) == 1 else Condition(operation="or", sub_conditions=fuzzy_subs)
-        candidates = [_form(h, field, "fuzzy", keyword)
-                      for h in store.query_instances(kn_id, ot.id, cond, max(k * 6, 30)) if h.id not in seen]
-        candidates = [f for f in candidates if f.similarity >= config.min_fuzzy_similarity]
-        candidates.sort(key=lambda f: (-f.similarity, len(f.form), f.form))
-        forms += candidates[:k]
+    pool = max(k * 6, 30)
+    # match and knn separately, so a knn neighbour's cosine is known (an ``or`` would mix the two scores)
+    candidates: dict[str, StorageForm] = {}
+    for op in ("match", "knn"):
+        if op not in ops:
+            continue
+        for h in store.query_instances(kn_id, ot.id, Condition(operation=op, field=field, value=keyword,
+                                                               limit=pool), pool):
+            if h.id in seen:
+                continue
+            form = _form(h, field, "fuzzy", keyword)
+            cosine = h.score if op == "knn" and h.score is not None else 0.0
+            if form.similarity < config.min_fuzzy_similarity and cosine < config.min_knn_cosine:
+                continue
+            if cosine >= config.min_knn_cosine and cosine > form.similarity:
+                form = form.model_copy(update={"similarity": round(cosine, 4)})
+            if h.id not in candidates or form.similarity > candidates[h.id].similarity:
+                candidates[h.id] = form
+    fuzzy = sorted(candidates.values(), key=lambda f: (-f.similarity, len(f.form), f.form))
+    forms += fuzzy[:k]
     return forms
 
 
@@ -99,7 +179,11 @@ def map_keyword(store: ContextStore, kn_id: str, keyword: str, object_types: lis
     name (from the lexicon) — searched first; when it is given and not empty only those are searched."""
     candidates = [ot for ot in object_types if name_field(ot) is not None]
     if known_types:
-        candidates = [ot for ot in candidates if ot.id in known_types]
+        # also the types where the keyword is a recorded alias (眼震: a stored Symptom, an alias of 眼球震颤)
+        aliased = {ot.id for ot in candidates if ot.id not in known_types and (afield := alias_field(ot))
+                   and store.query_instances(kn_id, ot.id, Condition(operation="contain", field=afield,
+                                                                     value=keyword), 1, sort_by_score=False)}
+        candidates = [ot for ot in candidates if ot.id in known_types or ot.id in aliased]
     mappings: list[KeywordMapping] = []
     for ot in candidates:
         field = name_field(ot)
@@ -109,7 +193,8 @@ def map_keyword(store: ContextStore, kn_id: str, keyword: str, object_types: lis
             continue
         best = max(f.similarity for f in forms)
         kinds = {f.match_type for f in forms}
-        confidence = 0.95 if "exact" in kinds else 0.55 + 0.35 * best if "contains" in kinds else 0.8 * best
+        confidence = (0.95 if "exact" in kinds else 0.9 if "alias" in kinds else 0.55 + 0.35 * best
+                      if "contains" in kinds else 0.8 * best)
         confidence += 0.05 * (ot.id in recalled) + 0.1 * (ot.id in related)
         mappings.append(KeywordMapping(keyword=keyword, object_type_id=ot.id, primary_field=field,
                                        match_fields=[field], storage_forms=forms,

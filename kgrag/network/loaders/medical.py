@@ -16,14 +16,19 @@ Indexing: names are ``knn`` + ``match`` (short: one embedding each); ``desc`` an
 only; the long texts ``cause``/``prevent``/``nursing``/``symptom_detail``/``diet`` are stored and searchable with
 ``contain``/``like`` (segmenting 10M characters with jieba on every load is not worth it). For the query modes
 the disease texts (:data:`TEXT_SECTIONS`) are chunked (``TextConfig``) and ``desc`` describes a disease.
+
+Aliases: a Disease's ``aliases`` (别名, ``string[]``, ``match``/``contain``/``exist``) are the other names the
+texts of any record give it (又称/俗称/简称 …, :func:`kgrag.network.aliases.alias_index`), so contextual recall can
+map 心梗 to 心肌梗死 (``kgrag.search.storage_forms``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 from kgrag.data.medical import Disease, read_diseases
+from kgrag.network.aliases import alias_index
 from kgrag.network.loaders import NetworkData
 from kgrag.network.model import (
     DataProperty,
@@ -60,6 +65,8 @@ DISEASE_PROPERTIES: dict[str, tuple[str, str, str, list[str]]] = {
     "cost_money": ("治疗费用", "string", "治疗费用说明", _TEXT_OPS),
     "medical_insurance": ("医保疾病", "string", "是否医保疾病（是/否）", _SHORT_OPS),
     "category": ("所属科室", "string[]", "所属科室（列表）", ["contain", "exist"]),
+    "aliases": ("别名", "string[]", "疾病的其他名称：又称、俗称、简称、旧称等（从疾病文本中抽取）",
+                ["match", "contain", "exist"]),
 }
 
 
@@ -173,8 +180,13 @@ def medical_network(kn_id: str = "medical") -> KnowledgeNetwork:
     )
 
 
-def medical_from_diseases(diseases: Iterable[Disease], kn_id: str = "medical") -> NetworkData:
-    """The network, instances and links for these disease records."""
+def medical_from_diseases(diseases: Iterable[Disease], kn_id: str = "medical",
+                          exclude_aliases: Collection[tuple[str, str]] = ()) -> NetworkData:
+    """The network, instances and links for these disease records.
+
+    ``aliases`` (a Disease's other names) come from :func:`kgrag.network.aliases.alias_index` over every record's
+    texts (:data:`TEXT_SECTIONS`); ``exclude_aliases`` holds ``(disease name, alias)`` pairs left out (held-out
+    benchmarks). A disease with no alias has no ``aliases`` property."""
     network = medical_network(kn_id)
     props: dict[str, dict[str, object]] = {}  # instance id -> properties (insertion order)
     types: dict[str, str] = {}
@@ -205,6 +217,13 @@ def medical_from_diseases(diseases: Iterable[Disease], kn_id: str = "medical") -
                 links.setdefault(
                     ("department_belongs_to", node("Department", child), node("Department", parent)), None
                 )
+    excluded = set(exclude_aliases)
+    records = [(d.name, [str(p[s] or "") for s in TEXT_SECTIONS]) for d in diseases for p in [disease_properties(d)]]
+    disease_names = [str(v["name"]) for k, v in props.items() if types[k] == "Disease"]
+    for name, aliases in alias_index(records, disease_names).items():
+        kept = [a for a in aliases if (name, a) not in excluded]
+        if kept:
+            props[f"Disease:{name}"]["aliases"] = kept
     instances = [Instance(object_type_id=types[k], id=k, properties=v) for k, v in props.items()]
     link_list = [Link(relation_type_id=r, source_id=s, target_id=t) for r, s, t in links]
     return network, instances, link_list
