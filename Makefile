@@ -23,7 +23,9 @@ $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev,agent]"
-	$(PY) -m pip check
+	@# lightrag-hku (make bench-install) is installed --no-deps on purpose: its unmet requirements are not ours
+	@out=$$($(PY) -m pip check 2>&1); rc=$$?; bad=$$(echo "$$out" | grep -vE '^(lightrag-hku|pipmaster) '); \
+	if [ $$rc -ne 0 ] && [ -n "$$bad" ]; then echo "$$out"; exit 1; fi; echo "pip check: ok"
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -262,3 +262,25 @@ def test_chunker_packs_sentences_with_overlap() -> None:
     assert all(f"第{i}句" in joined for i in range(40))
     long = "无标点" * 100
     assert all(n <= 40 for _, n in chunk_text(long, counter, 40, 8))
+
+
+def test_a_recorded_alias_finds_its_entity() -> None:
+    from kgrag.network.model import DataProperty, Instance, KnowledgeNetwork, ObjectType, TextConfig
+
+    ops = ["knn", "match", "==", "contain"]
+    disease = ObjectType(id="Disease", name="Disease", display_key="name", data_properties=[
+        DataProperty(name="name", type="string", condition_operations=ops),
+        DataProperty(name="aliases", type="string[]", condition_operations=["contain"]),
+        DataProperty(name="desc", type="text", condition_operations=["contain"])])
+    network = KnowledgeNetwork(kn_id="tiny", name="tiny", object_types=[disease],
+                               text=TextConfig(sections={"Disease": ["desc"]}, descriptions={"Disease": "desc"}))
+    names = ["Myocardial infarction", "Migraine", "Measles", "Mumps", "Malaria"]
+    instances = [Instance(object_type_id="Disease", id=f"d{i}", properties={
+        "name": n, "aliases": ["kx-17 syndrome"] if i == 0 else [], "desc": f"{n} is a disease."})
+        for i, n in enumerate(names)]
+    store = NetworkStore("sqlite://")
+    store.load(network, instances, [])
+    raw = kg_query("what helps with kx-17 syndrome", store, "tiny",
+                   QueryParam(mode="local", only_need_context=True, ll_keywords=["kx-17 syndrome"], top_k=3)).raw_data
+    assert raw["entities"][0]["entity"] == "Myocardial infarction"
+    assert raw["chunks"][0]["content"] == "Myocardial infarction is a disease."

@@ -6,8 +6,9 @@
 What it holds (built from the SQL store in one pass, no per-query SQL):
 
 * **entities** — every instance: id, name, object type, degree (links at either end), the description property's
-  text when the network's ``TextConfig.descriptions`` names one, and the name vector the network was loaded with
-  (``kn_vectors`` rows of the type's display key; a zero row when the name has none).
+  text when the network's ``TextConfig.descriptions`` names one, its short properties, the other names it records
+  (an ``aliases`` property, :func:`kgrag.search.storage_forms.alias_field`), and the name vector the network was
+  loaded with (``kn_vectors`` rows of the type's display key; a zero row when the name has none).
 * **relations** — every link as parallel int arrays (source, target, relation type) plus ``incidence``: a CSR list
   of the links at each entity, so an entity set's edges are one gather, not a query per entity.
 * **chunks** — ``kn_chunks`` rows: text, token count, vector (``kn_vectors`` kind ``chunk``), and a CSR list of the
@@ -30,6 +31,7 @@ from sqlalchemy import select
 
 from kgrag.network import tables as t
 from kgrag.network.model import DataProperty, KnowledgeNetwork, ObjectType, TextConfig
+from kgrag.search.storage_forms import alias_field
 
 if TYPE_CHECKING:  # pragma: no cover
     from kgrag.network.store import NetworkStore
@@ -99,6 +101,7 @@ class ModeIndex:
     source_offsets: np.ndarray  # (n + 1,)
     source_chunks: np.ndarray  # chunk ids grouped by source entity
     text_config: TextConfig | None
+    alias_rows: dict[str, list[int]]  # a recorded other name (aliases property) -> the entities recording it
     #: per-item memo of what a context shows (descriptions, JSON-line token counts); items are immutable per
     #: version, so a hot query never formats or tokenizes the same entity, edge or chunk twice
     memo: dict[tuple[str, int], object] = field(default_factory=dict)
@@ -144,6 +147,17 @@ class ModeIndex:
                     ti.c.kn_id == kn_id, ti.c.object_type_id == type_id
                 )
                 descriptions.update((r[0], r[1] or "") for r in conn.execute(stmt))
+            aliases: dict[str, list[str]] = {}  # alias -> instance ids recording it
+            for ot in network.object_types:
+                field_name = alias_field(ot)
+                if field_name is None:
+                    continue
+                stmt = select(ti.c.id, ti.c.properties[field_name].as_string()).where(
+                    ti.c.kn_id == kn_id, ti.c.object_type_id == ot.id
+                )
+                for r in conn.execute(stmt):
+                    for alias in _alias_values(r[1]):
+                        aliases.setdefault(alias, []).append(r[0])
             facts: dict[str, list[tuple[str, str]]] = {}
             for ot in network.object_types:
                 for prop in _fact_properties(ot, text_config):
@@ -190,6 +204,8 @@ class ModeIndex:
         keep = (src >= 0) & (tgt >= 0)
         src, tgt, rel = src[keep], tgt[keep], rel[keep]
         degree = np.bincount(src, minlength=n) + np.bincount(tgt, minlength=n)
+        alias_rows = {alias: [int(r) for r in _lookup(sorted_ids, order, np.array(ids, dtype=str)) if r >= 0]
+                      for alias, ids in aliases.items()}
         edges = np.arange(len(src), dtype=np.int64)
         inc_offsets, inc_edges = _csr(np.concatenate([src, tgt]), np.concatenate([edges, edges]), n)
         chunk_docs = _lookup(sorted_ids, order, np.array([r.doc_id for r in chunk_rows], dtype=str))
@@ -234,6 +250,7 @@ class ModeIndex:
             source_offsets=src_offsets,
             source_chunks=src_chunks,
             text_config=text_config,
+            alias_rows=alias_rows,
         )
 
     # ------------------------------------------------------------------ lookups
@@ -308,6 +325,17 @@ def _fact_properties(ot: ObjectType, text_config: TextConfig | None) -> list[Dat
     if text_config is not None:
         skip |= set(text_config.sections.get(ot.id, [])) | {text_config.descriptions.get(ot.id, "")}
     return [p for p in ot.data_properties if p.name not in skip and p.type.split("(")[0].strip().lower() != "text"]
+
+
+def _alias_values(raw: str | None) -> list[str]:
+    if not raw:
+        return []
+    if raw.startswith("["):
+        try:
+            return [str(v).strip() for v in json.loads(raw) if str(v).strip()]
+        except ValueError:
+            return []
+    return [a.strip() for a in re.split(r"[、,，;；/|]", raw) if a.strip()]
 
 
 def _fact_value(raw: str | None) -> str:

@@ -71,13 +71,19 @@ def _top(scores: np.ndarray, k: int) -> np.ndarray:
 SIMILARITY_BAND = 0.1
 
 
-def search_entities(index: ModeIndex, keyword_vectors: np.ndarray, top_k: int) -> tuple[np.ndarray, np.ndarray]:
+def search_entities(index: ModeIndex, keyword_vectors: np.ndarray, top_k: int,
+                    keywords: list[str] | tuple[str, ...] = ()) -> tuple[np.ndarray, np.ndarray]:
     """``(entity rows, similarities)``: the ``top_k`` most similar, ordered by similarity band
-    (:data:`SIMILARITY_BAND`), within a band by degree (the spec's "more important first"), then similarity."""
+    (:data:`SIMILARITY_BAND`), within a band by degree (the spec's "more important first"), then similarity.
+    An entity that records one of ``keywords`` as another name (心梗 for 心肌梗死) has similarity 1."""
     if not len(keyword_vectors) or not index.has_vector.any():
         return np.zeros(0, np.int64), np.zeros(0, np.float32)
     sims = (index.entity_vectors @ keyword_vectors.T).max(axis=1)
     sims[~index.has_vector] = -np.inf
+    for keyword in keywords:
+        rows = index.alias_rows.get(keyword)
+        if rows:
+            sims[rows] = 1.0
     top = _top(sims, min(top_k, int(index.has_vector.sum())))
     band = np.floor(sims[top] / SIMILARITY_BAND + 1e-6)
     order = np.lexsort((-sims[top], -index.degree[top], -band))
@@ -172,7 +178,8 @@ def run_search(index: ModeIndex, mode: str, keywords: ModeKeywords, query: str, 
         query_vector = q[0] if len(q) else None
     if use_entities:
         words = keywords.low_level if mode == "local" else [*keywords.low_level, *keywords.high_level]
-        hits.entities, hits.entity_scores = search_entities(index, _encode(index, words or [query]), param.top_k)
+        hits.entities, hits.entity_scores = search_entities(index, _encode(index, words or [query]), param.top_k,
+                                                            words)
     if use_edges:
         hits.edges = related_edges(index, hits.entities, relation_relevance(index, keywords.high_level))
     if use_entity_chunks:
