@@ -4,7 +4,7 @@ Thin wrapper of :mod:`kgrag.rank.train_domain`: reads every text of network ``kn
 store (``Settings.db_url``), trains FastText over jieba tokens with :class:`DomainEmbeddingConfig` (defaults
 plus ``config`` overrides) into ``<work_dir>/models/embeddings/<kn_id>/`` (``meta.json`` + ``vectors.npz``,
 replaced atomically), then evaluates: the instance names nearest (cosine, ``DomainEmbedder.similarity``) to a
-few probe words (心梗 / 老慢支 / 感冒 for a Chinese network, else the most frequent vocabulary words) and, where
+few probe words (心梗 / 老慢支 / 感冒 for a Chinese network, else frequent vocabulary words) and, where
 instance texts say "又称X" …, the alias → name recall@k. Publishes a markdown summary and a probe table as
 Prefect artifacts and returns the model folder; use it with ``make_embedder("fasttext:<folder>")``.
 
@@ -94,7 +94,8 @@ def _summary_markdown(kn_id: str, folder: str, meta: dict[str, Any], evaluation:
         f"model `{folder}`, fingerprint `{meta['fingerprint'][:12]}`", "",
         "| texts | characters | sentences | tokens | vocabulary | dim | n-grams | tokenize s | train s |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-        f"| {corpus.get('texts')} | {corpus.get('characters')} | {corpus.get('sentences')} | {corpus.get('tokens')} "
+        f"| {corpus.get('texts')} | {corpus.get('characters')} | {corpus.get('sentences')} "
+        f"| {corpus.get('tokens')} "
         f"| {len(meta['vocab'])} | {meta['dim']} | {meta['min_n']}–{meta['max_n']} "
         f"| {timings.get('tokenize_seconds')} | {timings.get('train_seconds')} |", "",
         f"config `{json.dumps(meta['config'], ensure_ascii=False)}`", "",
@@ -105,8 +106,10 @@ def _summary_markdown(kn_id: str, folder: str, meta: dict[str, Any], evaluation:
                   "| pairs | recall@1 | recall@5 | recall@10 | median rank |", "|---:|---:|---:|---:|---:|",
                   f"| {aliases['pairs']} | {aliases['recall@1']:.3f} | {aliases['recall@5']:.3f} "
                   f"| {aliases['recall@10']:.3f} | {aliases['median_rank']} |", ""]
-    lines += ["## Nearest instance names", "", "| probe | rank | name | cosine |", "|---|---:|---|---:|"]
-    lines += [f"| {r['probe']} | {r['rank']} | {r['name']} | {r['cosine']:.4f} |" for r in evaluation["table"]]
+    lines += [f"## Nearest instance names ({len(evaluation['probes'])} probes; evaluation took "
+              f"{evaluation['seconds']} s)", "", "| probe | rank | name | cosine |", "|---|---:|---|---:|"]
+    lines += [f"| {r['probe']} | {r['rank']} | {r['name']} | {r['cosine']:.4f} |"
+              for r in evaluation["table"]]
     return "\n".join(lines) + "\n"
 
 
@@ -135,7 +138,7 @@ def _key(kn_id: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Train domain word embeddings on a knowledge network's text.")
+    parser = argparse.ArgumentParser(description="Train domain word embeddings on a network's own text.")
     parser.add_argument("--kn-id", default="medical")
     parser.add_argument("--config", default=None, help="JSON object of DomainEmbeddingConfig fields")
     parser.add_argument("--probes", nargs="*", default=None, help="probe words for the nearest-names table")

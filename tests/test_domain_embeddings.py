@@ -1,5 +1,5 @@
-"""Domain FastText embeddings (kgrag.rank.domain / train_domain / embedders) and the train-embeddings flow, on a
-small generated Chinese medical corpus."""
+"""Domain FastText embeddings (kgrag.rank.domain / train_domain / embedders) and the train-embeddings flow,
+on a small generated Chinese medical corpus."""
 
 from __future__ import annotations
 
@@ -93,14 +93,16 @@ def test_training_writes_a_pickle_free_folder(trained: DomainEmbedder, corpus: l
     assert sorted(p.name for p in folder.iterdir()) == ["meta.json", "vectors.npz"]
     assert [p.name for p in folder.parent.iterdir()] == ["tiny"]  # no temporary folder left behind
     meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
-    assert meta["dim"] == 32 and meta["min_n"] == 2 and meta["max_n"] == 4 and meta["bucket"] == 20_000
+    assert meta["dim"] == 32 and meta["min_n"] == 1 and meta["max_n"] == 3 and meta["bucket"] == 20_000
     assert meta["config"] == DomainEmbeddingConfig(**SMALL).model_dump()
     assert meta["config_fingerprint"] == DomainEmbeddingConfig(**SMALL).fingerprint()
     assert meta["corpus"]["texts"] == len(corpus) and meta["corpus"]["tokens"] > 2000
     assert "心肌梗死" in meta["vocab"] and len(meta["vocab"]) == len(meta["counts"])
     with np.load(folder / "vectors.npz", allow_pickle=False) as npz:
-        assert set(npz.files) == {"vectors", "vectors_ngrams", "trained_buckets"}
-        assert npz["vectors"].shape == (len(meta["vocab"]), 32) and npz["vectors_ngrams"].shape == (20_000, 32)
+        assert set(npz.files) == {"vectors", "vectors_ngrams", "trained_buckets", "fingerprint"}
+        assert str(npz["fingerprint"]) == meta["fingerprint"]
+        assert npz["vectors"].shape == (len(meta["vocab"]), 32)
+        assert npz["vectors_ngrams"].shape == (20_000, 32)
     assert trained.model_name == f"fasttext:{folder}@{meta['fingerprint'][:12]}"
     assert trained.dim == 32
 
@@ -112,7 +114,8 @@ def test_reload_gives_identical_vectors(trained: DomainEmbedder, corpus: list[st
     assert np.array_equal(again.encode(texts), trained.encode(texts))
 
 
-def test_vectors_are_unit_norm_and_empty_texts_get_zero_rows(trained: DomainEmbedder, corpus: list[str]) -> None:
+def test_vectors_are_unit_norm_and_empty_texts_get_zero_rows(trained: DomainEmbedder,
+                                                             corpus: list[str]) -> None:
     texts = [*corpus[:30], "", "。，！", "the of", "心梗", "心梗"]
     vectors = trained.encode(texts)
     assert vectors.dtype == np.float32 and vectors.shape == (len(texts), 32)
@@ -205,7 +208,8 @@ def test_retraining_replaces_the_folder_and_the_cached_embedder(tmp_path: Path, 
     with pytest.raises(ValueError, match="two or more tokens"):
         train_domain_embeddings(["。", "的"], tmp_path / "empty", DomainEmbeddingConfig(**SMALL))
     with pytest.raises(ValueError, match="min_count"):
-        train_domain_embeddings(["心肌梗死胸痛", "糖尿病多饮"], tmp_path / "rare", DomainEmbeddingConfig(**SMALL))
+        train_domain_embeddings(["心肌梗死胸痛", "糖尿病多饮"], tmp_path / "rare",
+                                DomainEmbeddingConfig(**SMALL))
     assert not (tmp_path / "empty").exists() and not (tmp_path / "rare").exists()
 
 
@@ -225,7 +229,8 @@ def test_config_fingerprint_is_stable() -> None:
 
 
 def test_sentences_and_parallel_tokenisation(corpus: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    assert split_sentences("发热3.5天。咳嗽！胸闷?\n乏力; ok. done") == ["发热3.5天", "咳嗽", "胸闷", "乏力", "ok", "done"]
+    assert split_sentences("发热3.5天。咳嗽！胸闷?\n乏力; ok. done") == [
+        "发热3.5天", "咳嗽", "胸闷", "乏力", "ok", "done"]
     sentences = corpus_sentences(["心肌梗死的症状有胸痛。单独。", "", "高血压\n头痛头晕"])
     assert sentences == [["心肌梗死", "症状", "胸痛"], ["头痛", "头晕"]]  # one-token sentences dropped
     serial = tokenize_many(corpus, processes=1)
@@ -236,10 +241,10 @@ def test_sentences_and_parallel_tokenisation(corpus: list[str], monkeypatch: pyt
 
 
 def test_alias_pairs_and_recall(trained: DomainEmbedder) -> None:
-    records = [("心肌梗死", "心肌梗死又称心梗，俗称“心脏病发作”。"), ("甲状腺功能亢进症", "简称甲亢或甲状腺毒症。"),
-               ("感冒", "感冒又称感冒。")]
-    assert alias_pairs(records) == [("心梗", "心肌梗死"), ("心脏病发作", "心肌梗死"), ("甲亢", "甲状腺功能亢进症"),
-                                    ("甲状腺毒症", "甲状腺功能亢进症")]
+    records = [("心肌梗死", "心肌梗死又称心梗，俗称“心脏病发作”。"),
+               ("甲状腺功能亢进症", "简称甲亢或甲状腺毒症。"), ("感冒", "感冒又称感冒。")]
+    assert alias_pairs(records) == [("心梗", "心肌梗死"), ("心脏病发作", "心肌梗死"),
+                                    ("甲亢", "甲状腺功能亢进症"), ("甲状腺毒症", "甲状腺功能亢进症")]
     pairs = [(alias, name) for name, (alias, _dep, _symptoms) in DISEASES.items()]
     result = alias_recall(trained, [*pairs, ("无关", "不在名单")], list(DISEASES), ks=(1, 5))
     assert result["pairs"] == len(pairs) and 0 <= result["recall@1"] <= result["recall@5"] <= 1
@@ -290,7 +295,8 @@ def _artifact_keys() -> set[str]:
 
 
 @pytest.mark.slow  # the session's Prefect harness takes 10-40 s to start; the flow itself runs in ~5 s
-def test_train_embeddings_flow_on_a_tiny_store(prefect_harness, work_settings, trained: DomainEmbedder) -> None:
+def test_train_embeddings_flow_on_a_tiny_store(prefect_harness, work_settings,
+                                               trained: DomainEmbedder) -> None:
     from flows.train_embeddings import train_embeddings
 
     store = NetworkStore(work_settings.db_url, embedder=trained)

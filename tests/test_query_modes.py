@@ -19,6 +19,7 @@ from kgrag.modes.context import row_tokens, truncate
 from kgrag.modes.index import ModeIndex
 from kgrag.modes.params import ChatMessage, QueryParam
 from kgrag.modes.query import FAIL_RESPONSE, kg_query
+from kgrag.modes.search import SIMILARITY_BAND
 from kgrag.network.chunking import chunk_text
 from kgrag.network.loaders.demo import demo_network
 from kgrag.network.store import NetworkStore
@@ -99,11 +100,24 @@ def test_entities_are_ordered_by_degree_and_edges_by_weight_then_degree(store: N
     raw = ctx(store, "global", top_k=10)
     ids = [e["instance_id"] for e in raw["entities"]]
     row = {str(i): n for n, i in enumerate(index.entity_ids)}
-    degrees = [int(index.degree[row[i]]) for i in ids]
-    assert degrees == sorted(degrees, reverse=True)
+    sims = [float(s) for s in ModeIndex_scores(store, raw)]
+    bands = [int(np.floor(s / SIMILARITY_BAND + 1e-6)) for s in sims]
+    assert bands == sorted(bands, reverse=True)  # by similarity band first …
+    for band in set(bands):  # … then by degree within a band
+        degrees = [int(index.degree[row[i]]) for i, b in zip(ids, bands, strict=True) if b == band]
+        assert degrees == sorted(degrees, reverse=True)
     assert raw["keywords"]["high_level"]  # "direct" names a relation: its edges come first
     first = raw["relations"][0]["relation"]
     assert "directed_by" in first or "film" in first
+
+
+def ModeIndex_scores(store: NetworkStore, raw: dict) -> list[float]:  # noqa: N802
+    """The similarity of each kept entity to its best keyword (what search_entities ranked by)."""
+    index = ModeIndex.for_store(store, "demo")
+    words = [*raw["keywords"]["low_level"], *raw["keywords"]["high_level"]]
+    vectors = np.stack([index.embedder.encode_query(w) for w in words])
+    row = {str(i): n for n, i in enumerate(index.entity_ids)}
+    return [float((index.entity_vectors[row[e["instance_id"]]] @ vectors.T).max()) for e in raw["entities"]]
 
 
 def test_entity_budget_truncates_at_the_boundary(store: NetworkStore) -> None:

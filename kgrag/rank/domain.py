@@ -1,18 +1,19 @@
-"""Domain word embeddings (FastText over jieba tokens) behind the same surface as :class:`kgrag.rank.embedder.Embedder`.
+"""Domain word vectors (FastText over jieba tokens) with the surface of :class:`kgrag.rank.embedder.Embedder`.
 
-    DomainEmbedder("work/models/embeddings/medical").similarity("心梗", ["心肌梗死", "感冒"])  # float64 cosines
+    DomainEmbedder("work/models/embeddings/medical").similarity("心梗", ["心肌梗死", "感冒"])  # cosines
 
 Contract: a folder written by :func:`kgrag.rank.train_domain.train_domain_embeddings` holds ``meta.json``
 (vocabulary, ``min_n``/``max_n``/``bucket``/``dim``, training config, fingerprint, corpus stats) and
 ``vectors.npz`` (``vectors``: the trained word vectors, ``vectors_ngrams``: the n-gram bucket vectors,
-``trained_buckets``: which buckets some vocabulary word's n-grams hashed into). Nothing is pickled and
+``trained_buckets``: which buckets some vocabulary word's n-grams hashed into, ``fingerprint``: meta.json's,
+so a reader racing a retrain notices a mismatched pair). Nothing is pickled and
 gensim is only imported for its n-gram hash functions. A word's FastText vector is its row of ``vectors`` when
 it is in the vocabulary, else the mean of the bucket vectors of its character n-grams — computed with gensim's
 own ``ft_ngram_hashes``, so it equals gensim's ``model.wv[word]``. A word *gets a vector* when it is in the
 vocabulary or at least one of its n-grams falls in a trained bucket (a word whose buckets were never trained
 would get gensim's random initial values). A text's vector is the mean of the L2-normalised vectors of its
 tokens (:func:`kgrag.rank.tokenize.tokenize`, with the stop-word setting the model was trained with) that get
-a vector, L2-normalised; a text without such a token gets a zero row (see :meth:`DomainEmbedder.representable`).
+a vector, L2-normalised; a text without such a token gets a zero row (:meth:`DomainEmbedder.representable`).
 
 Encoding is vectorised: tokens map to row ids through dicts, rows are gathered with numpy and summed per text
 with ``np.add.reduceat`` in bounded chunks; out-of-vocabulary word vectors are cached per embedder. Large
@@ -106,8 +107,18 @@ def tokenize_many(
             current, size = [], 0
     if current:
         chunks.append(current)
-    with mp.get_context("fork").Pool(min(procs, len(chunks))) as pool:
+    # close + join, not terminate: a SIGTERM would run the parent's inherited signal handlers in the workers
+    # (Prefect installs one), which then print a traceback
+    pool = mp.get_context("fork").Pool(min(procs, len(chunks)))
+    try:
         parts = pool.map(partial(_tokenize_chunk, stopwords=stopwords), chunks, chunksize=1)
+    except BaseException:
+        pool.terminate()
+        raise
+    else:
+        pool.close()
+    finally:
+        pool.join()
     return [tokens for part in parts for tokens in part]
 
 
@@ -142,19 +153,25 @@ class DomainEmbedder:
                 f"no domain embedding model in {self.folder} (expected {META_FILE} and {VECTORS_FILE}; "
                 "train one with flows/train_embeddings.py)"
             )
-        self.meta: dict[str, Any] = json.loads(meta_path.read_text(encoding="utf-8"))
-        with np.load(vectors_path, allow_pickle=False) as npz:
-            words = np.asarray(npz["vectors"], dtype=np.float32)
-            self._ngrams = np.ascontiguousarray(npz["vectors_ngrams"], dtype=np.float32)
-            self._trained = np.asarray(npz["trained_buckets"], dtype=bool)
+        for attempt in range(3):  # a retrain may swap the folder between the two reads: read both again
+            self.meta: dict[str, Any] = json.loads(meta_path.read_text(encoding="utf-8"))
+            with np.load(vectors_path, allow_pickle=False) as npz:
+                words = np.asarray(npz["vectors"], dtype=np.float32)
+                self._ngrams = np.ascontiguousarray(npz["vectors_ngrams"], dtype=np.float32)
+                self._trained = np.asarray(npz["trained_buckets"], dtype=bool)
+                stored = str(npz["fingerprint"]) if "fingerprint" in npz.files else self.meta["fingerprint"]
+            if stored == self.meta["fingerprint"]:
+                break
+            if attempt == 2:
+                raise ValueError(f"{self.folder}: {VECTORS_FILE} ({stored[:12]}) and {META_FILE} "
+                                 f"({self.meta['fingerprint'][:12]}) belong to different models")
         vocab: list[str] = self.meta["vocab"]
-        if words.shape[0] != len(vocab) or words.shape[1] != self.meta["dim"]:
+        dim, bucket = self.meta["dim"], self.meta["bucket"]
+        if words.shape != (len(vocab), dim):
             raise ValueError(f"{vectors_path}: vectors {words.shape} do not match meta.json "
-                             f"({len(vocab)} words, dim {self.meta['dim']})")
-        if self._ngrams.shape != (self.meta["bucket"], self.meta["dim"]) or self._trained.shape != (
-            self.meta["bucket"],
-        ):
-            raise ValueError(f"{vectors_path}: n-gram buckets do not match meta.json (bucket {self.meta['bucket']})")
+                             f"({len(vocab)} words, dim {dim})")
+        if self._ngrams.shape != (bucket, dim) or self._trained.shape != (bucket,):
+            raise ValueError(f"{vectors_path}: n-gram buckets do not match meta.json (bucket {bucket})")
         self._words, self._word_norms = _unit_rows(words)
         self.vocab: dict[str, int] = {word: i for i, word in enumerate(vocab)}
         self.min_n: int = int(self.meta["min_n"])
@@ -178,9 +195,9 @@ class DomainEmbedder:
 
     # ------------------------------------------------------------------ words
     def word_vector(self, word: str) -> np.ndarray | None:
-        """``word``'s FastText vector as gensim's ``model.wv[word]`` gives it (not normalised): the trained word
-        vector, or for an out-of-vocabulary word the mean of its n-gram buckets; ``None`` when it has no n-gram
-        (a word shorter than ``min_n - 2`` characters)."""
+        """``word``'s FastText vector as gensim's ``model.wv[word]`` gives it (not normalised): the trained
+        word vector, or for an out-of-vocabulary word the mean of its n-gram buckets; ``None`` when it has no
+        n-gram (a word shorter than ``min_n - 2`` characters)."""
         row = self.vocab.get(word)
         if row is not None:
             return self._words[row] * self._word_norms[row]
@@ -208,7 +225,7 @@ class DomainEmbedder:
         return unit
 
     def _token_table(self, tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """Unit vectors ``(len(tokens), dim)`` of distinct tokens and whether each gets a vector (lock held)."""
+        """Unit vectors ``(len(tokens), dim)`` of distinct tokens, and whether each gets one (lock held)."""
         table = np.zeros((len(tokens), self.dim), dtype=np.float32)
         get = self.vocab.get
         rows = np.fromiter((get(token, -1) for token in tokens), dtype=np.int64, count=len(tokens))
@@ -264,8 +281,8 @@ class DomainEmbedder:
         return out, ok
 
     def encode(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
-        """Vectors for ``texts`` in order: float32, shape ``(len(texts), dim)``, unit L2 norm (a zero row for a
-        text with no token that gets a vector). ``batch_size`` is accepted for ``Embedder`` compatibility."""
+        """Vectors for ``texts`` in order: float32, shape ``(len(texts), dim)``, unit L2 norm (a zero row for
+        a text with no token that gets a vector). ``batch_size`` is accepted for ``Embedder``'s sake."""
         if isinstance(texts, str):
             raise TypeError("encode() takes a sequence of texts; wrap a single text in a list")
         texts = list(texts)

@@ -2,12 +2,13 @@
 
     make_embedder("fasttext:work/models/embeddings/medical").encode(["心肌梗死"])  # (1, dim) float32
 
-Contract: :func:`make_embedder` turns a model name into an embedder with the :class:`TextEmbedder` surface. A name
-``fasttext:<folder>`` or ``fasttext:<folder>@<fingerprint prefix>`` (what
-:attr:`kgrag.rank.domain.DomainEmbedder.model_name` gives) loads the :class:`~kgrag.rank.domain.DomainEmbedder`
-in ``<folder>`` — one instance per folder and process, reloaded when the folder's ``meta.json`` changes (a
-retrain); a missing folder raises ``FileNotFoundError``, and a fingerprint that the folder's weights do not
-start with raises ``ValueError`` (vectors made with other weights would not be comparable: re-embed them).
+Contract: :func:`make_embedder` turns a model name into an embedder with the :class:`TextEmbedder` surface.
+A name ``fasttext:<folder>`` or ``fasttext:<folder>@<fingerprint prefix>`` (what
+:attr:`kgrag.rank.domain.DomainEmbedder.model_name` gives) loads the
+:class:`~kgrag.rank.domain.DomainEmbedder` in ``<folder>`` — one instance per folder and process, reloaded
+when the folder's ``meta.json`` changes (a retrain); a missing folder raises ``FileNotFoundError``, and a
+fingerprint that the folder's weights do not start with raises ``ValueError`` (vectors made with other weights
+would not be comparable: re-embed them).
 Any other name gives ``kgrag.rank.embedder.Embedder(name, cache_dir=cache_dir)``.
 """
 
@@ -31,7 +32,8 @@ __all__ = ["TextEmbedder", "clear_cache", "make_embedder", "parse_fasttext_name"
 @runtime_checkable
 class TextEmbedder(Protocol):
     """What callers of an embedder rely on (``Embedder`` and ``DomainEmbedder`` both provide it). Note that
-    ``isinstance(x, TextEmbedder)`` reads ``x.dim``, which makes a not-yet-loaded ``Embedder`` load its model."""
+    ``isinstance(x, TextEmbedder)`` reads ``x.dim``, which makes a not-yet-loaded ``Embedder`` load its
+    model."""
 
     model_name: str
     stats: EmbedderStats
@@ -86,7 +88,7 @@ def _load_domain(name: str) -> DomainEmbedder:
     if fingerprint is not None and not embedder.fingerprint.startswith(fingerprint):
         raise ValueError(
             f"embedder {name!r}: {folder} now holds weights {embedder.fingerprint[:12]}, not {fingerprint} "
-            "(the model was retrained; re-embed what was encoded with the old weights, e.g. reload the network)"
+            "(the model was retrained; re-embed what the old weights encoded, e.g. reload the network)"
         )
     return embedder
 

@@ -288,12 +288,20 @@ class LoadMixin(IndexMixin):
                 chunk_rows.append({"kn_id": kn, **chunk.__dict__})
                 vector_keys.append(("chunk", "", chunk.id, chunk.section))
                 vector_texts.append(chunk.text)
-        keep = self.representable(vector_texts, embedder)
+        if getattr(embedder, "representable", None) is not None:
+            # an embedder that knows its own vocabulary (domain vectors): encode once, a zero row = unrepresentable
+            matrix = embedder.encode(vector_texts, batch_size=128) if vector_texts else np.zeros((0, 1), np.float32)
+            keep = (np.abs(matrix).sum(axis=1) > 0).tolist()
+            matrix = matrix[np.asarray(keep, dtype=bool)] if vector_texts else matrix
+        else:  # check first: encoding texts of unknown tokens costs model time for useless vectors
+            keep = self.representable(vector_texts, embedder)
+            matrix = None
         vector_keys = [k for k, ok in zip(vector_keys, keep, strict=True) if ok]
         vector_texts = [v for v, ok in zip(vector_texts, keep, strict=True) if ok]
         vector_rows: list[dict[str, Any]] = []
         if vector_texts:
-            matrix = embedder.encode(vector_texts, batch_size=128)
+            if matrix is None:
+                matrix = embedder.encode(vector_texts, batch_size=128)
             for (kind, type_id, item_id, field_name), vec in zip(vector_keys, matrix, strict=True):
                 vector_rows.append(
                     {
