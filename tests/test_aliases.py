@@ -62,6 +62,7 @@ def test_extracts_the_other_names(name: str, text: str, expected: list[str]) -> 
     ("口腔念珠菌病", "本型的颊粘膜病损又称托牙性口炎。"),  # 本型: a subtype
     ("心绞痛", "心肌梗死又称心梗。"),  # another disease's alias
     ("小儿呼吸道合胞病毒肺炎", "呼吸道合胞病毒(RSV)简称合胞病毒，属副黏病毒科。"),  # the virus, not the disease
+    ("慢性肾盂肾炎", "慢性肾盂肾炎是重要的疾病，应重视预防，所谓早期预防，又称“一级预防”。"),  # 一级预防 names 早期预防
 ])
 def test_does_not_extract_non_names(name: str, text: str) -> None:
     assert extract_aliases(name, [text]) == []
@@ -73,6 +74,7 @@ def test_clean_alias() -> None:
     assert clean_alias("B.C.G") is None and clean_alias("第3") is None and clean_alias("家族性") is None
     assert clean_alias("此种贫血") is None and clean_alias("本态性高血压") == "本态性高血压"
     assert clean_alias("一" * 16) is None
+    assert clean_alias("过熟儿post maurity") == "过熟儿"  # an unbracketed English gloss
 
 
 def test_alias_index_attributes_statements_across_records() -> None:
@@ -83,6 +85,8 @@ def test_alias_index_attributes_statements_across_records() -> None:
     ]
     index = alias_index(records, names=["胆碱能性荨麻疹"])
     assert index == {"心肌梗死": ["心梗"], "心绞痛": ["胸痹"], "胆碱能性荨麻疹": ["胆碱性荨麻疹"]}
+    assert alias_index([("x", ["所以患甲状腺功能亢进症(简称甲亢)的母亲"])], names=["甲亢"]) == {
+        "甲亢": ["甲状腺功能亢进症"]}  # 患 is not part of the name
     # a stored name ending a clause counts only as a whole noun (not 的肺气肿), and pronouns only for the record
     assert alias_index([("肺病", ["合并肺大泡的肺气肿（也称大泡型肺气肿）。"]), ("X", ["本病又称甲乙病。"])],
                        names=["肺气肿"]) == {"X": ["甲乙病"]}
@@ -154,7 +158,8 @@ NAME_OPS = ["knn", "match", "==", "contain", "prefix"]
 
 
 def tiny_network(exclude: set[tuple[str, str]] = frozenset()) -> tuple[KnowledgeNetwork, list[Instance], list[Link]]:
-    aliases = {"心肌梗死": ["心梗", "心肌梗塞"], "慢性支气管炎": ["老慢支"], "眼球震颤": ["眼震"]}
+    aliases = {"心肌梗死": ["心梗", "心肌梗塞"], "慢性支气管炎": ["老慢支"], "眼球震颤": ["眼震"],
+               "乙型肝炎": ["乙型病毒性肝炎"]}
     net = KnowledgeNetwork(kn_id="al", name="alias test", object_types=[
         ObjectType(id="disease", name="疾病", data_properties=[
             DataProperty(name="name", type="string", condition_operations=NAME_OPS),
@@ -168,7 +173,7 @@ def tiny_network(exclude: set[tuple[str, str]] = frozenset()) -> tuple[Knowledge
     ], relation_types=[RelationType(id="has_symptom", name="症状", comment="疾病的症状",
                                     source_object_type_id="disease", target_object_type_id="symptom")])
     diseases = []
-    for name in ["心肌梗死", "急性心肌梗死", "心肌梗塞后综合征", "慢性支气管炎", "眼球震颤", "癫痫", "臁疮"]:
+    for name in ["心肌梗死", "急性心肌梗死", "心肌梗塞后综合征", "慢性支气管炎", "眼球震颤", "癫痫", "臁疮", "乙型肝炎"]:
         kept = [a for a in aliases.get(name, []) if (name, a) not in exclude]
         diseases.append(Instance(object_type_id="disease", id=f"d:{name}",
                                  properties={"name": name, **({"aliases": kept} if kept else {})}))
@@ -206,6 +211,8 @@ def test_a_recorded_alias_gives_the_stored_name_right_after_exact_forms(store: N
     assert [f.match_type for f in forms[1:]][:1] == ["contains"]  # 心肌梗塞后综合征 after the alias form
     near = keyword_forms(store, "al", "心肌梗塞症", disease, "name", ContextConfig())  # near-equal alias
     assert near[0].form == "心肌梗死" and near[0].match_type == "alias" and 0.8 <= near[0].similarity < 1
+    changed = keyword_forms(store, "al", "甲型病毒性肝炎", disease, "name", ContextConfig())  # 甲 for 乙: similar,
+    assert "alias" not in {f.match_type for f in changed}  # but another name
     drug = keyword_forms(store, "al", "乙酰水杨酸", types_of(store)["drug"], "name", ContextConfig())
     assert [(f.form, f.match_type) for f in drug] == [("阿司匹林", "alias")]
 

@@ -2,29 +2,39 @@
 学名/或称 … statements and bracketed forms such as ``心肌梗死（简称心梗）``.
 
     extract_aliases("过敏性紫癜", ["过敏性紫癜又称出血性毛细血管中毒症，是一种……"])  # ['出血性毛细血管中毒症']
-    alias_index([("心肌梗死", ["……"]), ("心绞痛", ["……心肌梗死（简称心梗）……"])])  # {'心肌梗死': ['心梗']}
+    alias_index([("心肌梗死", []), ("心绞痛", ["心绞痛可进展为心肌梗死（简称心梗）。"])])  # {'心肌梗死': ['心梗']}
 
 Contract:
 
 * A *statement* is one pattern word inside one sentence (sentences end at 。！？；; or a line break). The names
   it gives follow the pattern (an optional 为/作/之为/: after it): quoted (“…”, 「…」, "…", ‘…’, 『…』, each
-  quote's content split at 、/，/或/和) or bare runs of text, separated by 、, 或, 和, 及, 以及, 与 — or by ，
-  when the next piece is a short name (at most :data:`COMMA_NAME_CHARS` characters, no verb or function
-  word) ending at a separator or the sentence end; a bracketed gloss after a name (``(Stroke)``) is skipped.
-  Names are cleaned (quotes, brackets, glosses, surrounding punctuation) and kept only when they hold a
-  Chinese character, are 2–:data:`MAX_ALIAS_CHARS` characters long, hold no verb/function word that makes a
-  clause of them (是, 为, 的 …) and are not generic words (:data:`GENERIC`: 本病, 该病 …).
+  quote's content split at 、/，/或/和/及/与) or bare runs of text, separated by 、, 或, 或者 — by 和/及/与/以及
+  only when the parts are names ending alike or all 4+ characters without 的 (脂肪和碳水化合物诱导的高脂血症 stays
+  one name) — or by ，when the next piece is a short name (at most :data:`COMMA_NAME_CHARS` characters, no verb
+  or function word, sharing its last character or a character bigram with a name already read: 紫绀，发绀)
+  ending at a separator or the sentence end. A bracketed gloss after or inside a name (``(Stroke)``,
+  ``麸质(gluten)过敏性肠病``) is skipped.
+  Names are cleaned (quotes, brackets, glosses, surrounding punctuation, spaces between Chinese characters) and
+  kept only when they hold two Chinese characters (or one in 3+ characters: Wilson病), are at most
+  :data:`MAX_ALIAS_CHARS` characters long, hold no verb/function word that makes a clause of them (是, 为, 引起
+  …), do not end in 性/型 (an adjective whose head was left out) and are neither generic words (:data:`GENERIC`:
+  本病, 后者 …) nor demonstratives (此种贫血).
 * The *subject* of a statement is the clause right before the pattern (brackets removed, adverbs such as
-  故/因此/临床上/俗 stripped, then the text after the last ，：、), or, for a pattern inside brackets, the clause
-  before the opening bracket (``心肌梗死（acute myocardial infarction，简称心梗）``). When that clause is empty
-  (``……，又称X``) the sentence's subject is used (its first clause, cut before 是/为/系/指), and for a sentence
-  opening with the pattern (``……。又称X``) the previous sentence's subject.
-* A statement's names are attributed to a thing when its subject is the thing's stored name exactly; in the
-  thing's own texts also when the subject is a pronoun (本病, 该病, 本征 …) or a near variant of its own name
-  (character ratio ≥ :data:`OWN_VARIANT_RATIO`, and not another stored name). Symmetrically, when the subject
-  is a clean name that is not stored but one of the given names is a stored name, the subject and the other
-  names are attributed to that stored name when it is the first name given (``胆碱性荨麻疹又称胆碱能性荨麻疹``);
-  a subject borrowed from another sentence or clause only counts when it is the record's own name.
+  故/因此/临床上/俗 stripped, then the text after the last ，：、; leading connectives such as 所谓/患 dropped), or,
+  for a pattern inside brackets, the clause before the opening bracket (``心肌梗死（acute myocardial
+  infarction，简称心梗）``). When that clause is empty (``……，又称X``) the clause before the comma is used when it
+  is a bare name, else the sentence's subject (its first clause, cut before 是/为/系/指), and for a sentence
+  opening with the pattern (``……。又称X，简称Y``) the previous sentence's subject.
+* A statement's names are attributed to a stored name when its subject is that name exactly (a subject borrowed
+  from another clause or sentence: only when it is the record's own name); for a bracketed gloss also to the
+  longest stored name ending the subject clause right after a function character (进展为心肌梗死（简称心梗）, not
+  ……的肺气肿（也称……）). In the record's own texts also when the subject is a pronoun (本病, 该病, 本征, 它 …) or
+  a near variant of its own name (character ratio ≥ :data:`OWN_VARIANT_RATIO`, or its name without a
+  小儿/老年人/妊娠合并 … qualifier: 小儿X's text speaks of X) that is neither its name cut short (肩峰下滑囊 for
+  肩峰下滑囊炎: the organ) or extended, nor its name with words inserted (急性X: a kind of X); the variant
+  itself is then an alias too. Symmetrically, when the subject is a clean name that is not stored and the first
+  name given is a stored name, the subject and the other names are attributed to that stored name
+  (``胆碱性荨麻疹又称胆碱能性荨麻疹``).
 * Results are deduplicated in order of appearance; the thing's own name (ignoring punctuation and case) is
   never its alias.
 
@@ -109,7 +119,8 @@ _TRAILING_ADVERBS = (
 #: words stripped from the start of a subject clause
 _LEADING_WORDS = (
     "所谓的", "所谓", "其中", "另外", "此外", "因此", "所以", "而且", "但是", "临床上", "医学上", "目前", "现在",
-    "通常", "一般", "如", "即", "而", "但", "故", "其",
+    "通常", "一般", "罹患", "患有", "伴有", "合并", "出现", "引起", "导致", "如", "即", "而", "但", "故", "其", "患",
+    "伴",
 )
 _ENUMERATION = re.compile(
     r"^(?:[①-⑳]|[(（]\s*[0-9一二三四五六七八九十]{1,3}\s*[)）]|[0-9]{1,2}\s*[.．、)）]|[一二三四五六七八九十]{1,3}\s*[、.．]|"
@@ -117,6 +128,7 @@ _ENUMERATION = re.compile(
 )
 #: names that point at something rather than name it (此种贫血, 该类疾病)
 _DEMONSTRATIVE = re.compile(r"^(?:此|该|本|这|那|上述|下述|前述)(?:种|类|些|个|组)")
+_TRAILING_GLOSS = re.compile(r"(?<=[\u4e00-\u9fff])\s*[A-Za-z][A-Za-z .\-']*[a-z][A-Za-z .\-']*$")
 _SUBJECT_CUT = re.compile(r"是|系|为|指")
 _SEPARATOR_WORDS = ("或者", "或")
 #: words that separate names only when the names around them share a head (鼻硬结病和咽硬结病), else they are
@@ -135,6 +147,7 @@ def clean_alias(text: str) -> str | None:
     name = _BRACKETED.sub("", text)
     name = name[0] + re.sub("[“”「」『』‘’]", "", name[1:-1]) + name[-1] if len(name) > 2 else name
     name = name.strip(" \t　“”\"'‘’「」『』《》()（）[]【】,，、.。:：;；")
+    name = _TRAILING_GLOSS.sub("", name)  # 过熟儿post maurity: an English gloss without brackets
     name = re.sub(r"\s+", "", name) if _CJK.search(name) else name.strip()
     if len(name) > MAX_ALIAS_CHARS or len(_CJK.findall(name)) < 2 and not (_CJK.search(name) and len(name) >= 3):
         return None
@@ -299,7 +312,7 @@ def _clean_subject(clause: str) -> str:
     while changed and s:
         changed = False
         for word in _LEADING_WORDS:
-            if s.startswith(word) and len(s) > len(word):
+            if s.startswith(word) and len(s) >= len(word) + 2:
                 s, changed = s[len(word):].lstrip(), True
                 break
     return s.strip(" \t　“”\"'‘’「」『』《》:：")
@@ -379,8 +392,12 @@ def statements(text: str) -> list[Statement]:
             subject = _clean_subject(_last_clause(_clean_subject(pre)))
             direct = bool(subject)
             if not subject:
-                stripped = _clean_subject(pre)
-                subject = previous_subject if not stripped.strip() else sentence_subject
+                stripped = _clean_subject(pre).rstrip("，,：: ")
+                before = _clean_subject(_last_clause(stripped))
+                if before and _clean_subject_name(before):  # 所谓早期预防，又称一级预防: the clause before
+                    subject, direct = before, True
+                else:
+                    subject = previous_subject if not stripped.strip() else sentence_subject
             names = _names_after(post)
             if names:
                 out.append(Statement(subject, names, direct))

@@ -30,7 +30,7 @@ __all__ = [
 
 Comparator = Literal["==", "!=", ">", ">=", "<", "<=", "range"]
 #: how a storage form relates to the keyword: the name itself, a name containing it, a variant of it, or the name
-#: of an instance that records the keyword as one of its other names (``aliases``; 心梗 -> 心肌梗死)
+#: of an instance that records the keyword as one of its other names (``aliases``; 脑溢血 -> 脑出血)
 MatchType = Literal["exact", "alias", "contains", "fuzzy"]
 StorageFormat = Literal["number", "string", "date", "range_string", "boolean", "unknown"]
 ValuePattern = Literal["integer", "float", "string_with_unit", "range", "date", "string", "boolean", "unknown"]

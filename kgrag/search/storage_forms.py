@@ -8,15 +8,18 @@ For one keyword and one object type, through the store's condition queries (inte
 * ``alias``    — the keyword is (or nearly is) a recorded other name of an instance: the type has an alias
   property (:func:`alias_field`: ``aliases`` / ``alias`` / ``other_names``, a list or string) and
   ``alias contain keyword`` finds it (list: membership; string: one of its 、/,/; separated items), or ``match``
-  on the alias property (when declared) finds an alias with :func:`similarity` ≥ :data:`ALIAS_SIMILARITY`.
-  The form is the instance's stored *name* (心梗 -> 心肌梗死); ``similarity`` is the keyword's closeness to the
+  on the alias property (when declared) finds an alias equal to it but for case and punctuation, or one that
+  contains it or is contained in it with :func:`similarity` ≥ :data:`ALIAS_SIMILARITY` (眼震有 ~ 眼震).
+  The form is the instance's stored *name* (脑溢血 -> 脑出血); ``similarity`` is the keyword's closeness to the
   alias (1 when equal). Ranked right after exact forms;
 * ``contains`` — ``name contain keyword`` (上气道梗阻 -> 上、下气道梗阻), the closest forms first;
 * ``fuzzy``    — character-level variants: ``match`` candidates (jieba tokens + CJK bigrams, so 上气道阻塞 and
   上呼吸道梗阻 share tokens with 上气道梗阻) and embedding neighbours (``knn``, when the field has vectors),
-  re-ranked by :func:`similarity` and kept above ``min_fuzzy_similarity`` — or, for a ``knn`` neighbour, when its
-  cosine is at least ``min_knn_cosine`` (a synonym the characters do not show: vectors); such a form's
-  ``similarity`` is the larger of the two.
+  kept when their :func:`similarity` is at least ``min_fuzzy_similarity`` — or, for a ``knn`` neighbour, when its
+  cosine is at least ``min_knn_cosine`` (a synonym the characters do not show: vectors; its ``similarity`` is
+  then the cosine) — and ranked by similarity + :data:`KNN_WEIGHT` × cosine (0 for a ``match``-only candidate):
+  the character similarity leads, the vectors break near-ties (domain FastText gives names sharing a character
+  cosines near 1, so the cosine alone is a poor ranking).
 
 With ``skip_when_exact`` (spec §6.1.4) an exact hit ends the search for that type. A keyword's confidence for a
 type: exact 0.95; alias 0.9; otherwise ``0.55 + 0.35 × best similarity`` for contains, ``0.8 × best similarity``
@@ -25,8 +28,8 @@ whose other end is this type (X有哪些症状: X is the source of has_symptom) 
 restricts the search to the types where the keyword is a stored name (``known_types``), types where it is a
 recorded alias are searched too.
 
-    forms = keyword_forms(store, "medical", "心梗", disease_type, "name", ContextConfig())
-    # [StorageForm(form='心肌梗死', match_type='alias', similarity=1.0, …), …]
+    forms = keyword_forms(store, "medical", "脑溢血", disease_type, "name", ContextConfig())
+    # [StorageForm(form='脑出血', match_type='alias', similarity=1.0, …), …]
 """
 
 from __future__ import annotations
@@ -39,13 +42,15 @@ from kgrag.network.model import TEXT_TYPES, Condition, InstanceHit, ObjectType
 from kgrag.network.service import ContextStore
 from kgrag.search.context_models import ContextConfig, KeywordMapping, StorageForm
 
-__all__ = ["ALIAS_FIELDS", "ALIAS_SIMILARITY", "alias_field", "alias_forms", "keyword_forms", "map_keyword",
+__all__ = ["ALIAS_FIELDS", "ALIAS_SIMILARITY", "KNN_WEIGHT", "alias_field", "alias_forms", "keyword_forms", "map_keyword",
            "name_field", "similarity"]
 
 #: property names holding an instance's other names, in order of preference
 ALIAS_FIELDS = ("aliases", "alias", "other_names")
 #: a recorded alias at least this close to the keyword (:func:`similarity`) counts as the keyword
 ALIAS_SIMILARITY = 0.8
+#: weight of a knn neighbour's cosine in the fuzzy ranking (character similarity + weight × cosine)
+KNN_WEIGHT = 0.5
 _ALIAS_SPLIT = re.compile(r"[、,，;；/|]")
 
 _PUNCT = str.maketrans("", "", "、，,。.·・-_/()（）[]【】 　'\"“”")
@@ -96,6 +101,21 @@ def _aliases_of(hit: InstanceHit, field: str) -> list[str]:
     return [a.strip() for a in _ALIAS_SPLIT.split(str(value))] if value else []
 
 
+def _alias_closeness(keyword: str, alias: str) -> float:
+    """1 when equal ignoring case and punctuation (Hamman-Rich综合征 ~ HammanRich综合征); :func:`similarity` when
+    one contains the other and that is at least :data:`ALIAS_SIMILARITY` (眼震有 ~ 眼震: a word left attached);
+    else 0 — a changed character (甲型 / 乙型) is another name, not the same alias."""
+    a, b = keyword.lower().translate(_PUNCT), alias.lower().translate(_PUNCT)
+    if not a or not b:
+        return 0.0
+    if a == b:
+        return 1.0
+    if a in b or b in a:
+        closeness = similarity(keyword, alias)
+        return closeness if closeness >= ALIAS_SIMILARITY else 0.0
+    return 0.0
+
+
 def alias_forms(store: ContextStore, kn_id: str, keyword: str, ot: ObjectType, field: str,
                 config: ContextConfig) -> list[StorageForm]:
     """Forms of instances of ``ot`` that record ``keyword`` (or a near-equal name) as an alias: the stored name
@@ -113,8 +133,8 @@ def alias_forms(store: ContextStore, kn_id: str, keyword: str, ot: ObjectType, f
                                                               limit=max(k * 6, 30)), max(k * 6, 30))
     best: dict[str, tuple[float, InstanceHit]] = {}
     for hit in hits:
-        closeness = max((similarity(keyword, a) for a in _aliases_of(hit, afield)), default=0.0)
-        if closeness >= ALIAS_SIMILARITY and closeness > best.get(hit.id, (0.0, hit))[0]:
+        closeness = max((_alias_closeness(keyword, a) for a in _aliases_of(hit, afield)), default=0.0)
+        if closeness > 0 and closeness > best.get(hit.id, (0.0, hit))[0]:
             best[hit.id] = (closeness, hit)
     forms = [_form(hit, field, "alias", keyword).model_copy(update={"similarity": closeness})
              for closeness, hit in best.values()]
@@ -150,7 +170,7 @@ def keyword_forms(store: ContextStore, kn_id: str, keyword: str, ot: ObjectType,
     ops = next((p.condition_operations for p in ot.data_properties if p.name == field), [])
     pool = max(k * 6, 30)
     # match and knn separately, so a knn neighbour's cosine is known (an ``or`` would mix the two scores)
-    candidates: dict[str, StorageForm] = {}
+    candidates: dict[str, tuple[float, StorageForm]] = {}  # id -> (rank, form)
     for op in ("match", "knn"):
         if op not in ops:
             continue
@@ -160,14 +180,15 @@ def keyword_forms(store: ContextStore, kn_id: str, keyword: str, ot: ObjectType,
                 continue
             form = _form(h, field, "fuzzy", keyword)
             cosine = h.score if op == "knn" and h.score is not None else 0.0
-            if form.similarity < config.min_fuzzy_similarity and cosine < config.min_knn_cosine:
-                continue
-            if cosine >= config.min_knn_cosine and cosine > form.similarity:
-                form = form.model_copy(update={"similarity": round(cosine, 4)})
-            if h.id not in candidates or form.similarity > candidates[h.id].similarity:
-                candidates[h.id] = form
-    fuzzy = sorted(candidates.values(), key=lambda f: (-f.similarity, len(f.form), f.form))
-    forms += fuzzy[:k]
+            if form.similarity < config.min_fuzzy_similarity:
+                if cosine < config.min_knn_cosine:
+                    continue
+                form = form.model_copy(update={"similarity": round(cosine, 4)})  # kept by its vector alone
+            rank = similarity(keyword, form.form) + KNN_WEIGHT * cosine
+            if h.id not in candidates or rank > candidates[h.id][0]:
+                candidates[h.id] = (rank, form)
+    fuzzy = sorted(candidates.values(), key=lambda rf: (-rf[0], len(rf[1].form), rf[1].form))
+    forms += [f for _, f in fuzzy[:k]]
     return forms
 
 

@@ -19,7 +19,7 @@ the disease texts (:data:`TEXT_SECTIONS`) are chunked (``TextConfig``) and ``des
 
 Aliases: a Disease's ``aliases`` (别名, ``string[]``, ``match``/``contain``/``exist``) are the other names the
 texts of any record give it (又称/俗称/简称 …, :func:`kgrag.network.aliases.alias_index`), so contextual recall can
-map 心梗 to 心肌梗死 (``kgrag.search.storage_forms``).
+map 脑溢血 to 脑出血 (``kgrag.search.storage_forms``).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from kgrag.network.model import (
     TextConfig,
 )
 
-__all__ = ["DISEASE_PROPERTIES", "MEDICAL_RELATION_TYPES", "RELATION_VALUES", "disease_properties", "load_medical",
+__all__ = ["ALIASES_PROPERTY", "DISEASE_PROPERTIES", "MEDICAL_RELATION_TYPES", "RELATION_VALUES", "disease_properties", "load_medical",
            "medical_network"]
 
 NAME_OPS = ["knn", "match", "==", "!=", "in", "prefix", "contain", "like", "regex", "exist"]
@@ -65,9 +65,12 @@ DISEASE_PROPERTIES: dict[str, tuple[str, str, str, list[str]]] = {
     "cost_money": ("治疗费用", "string", "治疗费用说明", _TEXT_OPS),
     "medical_insurance": ("医保疾病", "string", "是否医保疾病（是/否）", _SHORT_OPS),
     "category": ("所属科室", "string[]", "所属科室（列表）", ["contain", "exist"]),
-    "aliases": ("别名", "string[]", "疾病的其他名称：又称、俗称、简称、旧称等（从疾病文本中抽取）",
-                ["match", "contain", "exist"]),
 }
+#: the Disease property holding its other names; not a record field (it is read from every record's texts), so
+#: it is not in DISEASE_PROPERTIES / disease_properties
+ALIASES_PROPERTY = DataProperty(name="aliases", display_name="别名", type="string[]",
+                                comment="疾病的其他名称：又称、俗称、简称、旧称等（从疾病文本中抽取）",
+                                condition_operations=["match", "contain", "exist"])
 
 
 def disease_properties(d: Disease) -> dict[str, object]:
@@ -144,7 +147,7 @@ def medical_network(kn_id: str = "medical") -> KnowledgeNetwork:
             props = [
                 DataProperty(name=p, display_name=dn, type=ty, comment=c, condition_operations=list(ops))
                 for p, (dn, ty, c, ops) in DISEASE_PROPERTIES.items()
-            ]
+            ] + [ALIASES_PROPERTY.model_copy(deep=True)]
         else:
             props = [
                 DataProperty(
