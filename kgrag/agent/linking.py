@@ -134,11 +134,15 @@ def storage_form_candidates(store: Any, kn_id: str, keywords: Sequence[str], obj
 
 def choose_topic(candidates: Sequence[TopicCandidate], object_type: str,
                  prior: Mapping[str, int] | None = None) -> TopicCandidate | None:
-    """The topic of type ``object_type``: the first exact form, else the best contains/fuzzy form."""
+    """The topic of type ``object_type``: the first exact form, else the closest alias form (the keyword is a
+    name the instance records, e.g. 心梗), else the best contains/fuzzy form."""
     typed = [c for c in candidates if c.object_type == object_type]
     exact = sorted((c for c in typed if c.match_type == "exact"), key=lambda c: (c.start, -len(c.name)))
     if exact:
         return exact[0]
+    aliases = [c for c in typed if c.match_type == "alias"]  # the keyword is a recorded other name of it
+    if aliases:
+        return max(aliases, key=lambda c: c.similarity)
     prior = prior or {}
     contains = [c for c in typed if c.match_type == "contains"]
     if contains:
