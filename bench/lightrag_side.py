@@ -157,7 +157,7 @@ def _run(coro: Coroutine[Any, Any, _T]) -> _T:
 
 class _SharedTokenizer:
     """``encode``/``decode`` of the caller's tokenizer, shared rather than copied by LightRAG's ``asdict``
-    deep copy (kgrag's ``TokenCounter`` holds a ``threading.Lock``, which cannot be deep-copied)."""
+    deep copy (one tokenizer for both systems, not a copy per LightRAG config object)."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
@@ -538,36 +538,11 @@ def lightrag_query(
     return LightRAGResult(response.get("content") or "", seconds, raw, calls, texts)
 
 
-def lightrag_context(
-    rag: LightRAG,
-    query: str,
-    mode: str,
-    hl_keywords: list[str],
-    ll_keywords: list[str],
-    *,
-    top_k: int = 40,
-    chunk_top_k: int = 20,
-    max_entity_tokens: int = 6000,
-    max_relation_tokens: int = 8000,
-    max_total_tokens: int = 30000,
-) -> tuple[str, float]:
-    """LightRAG's context for ``query`` in ``mode`` and the wall seconds of the query call.
-
-    ``QueryParam(mode, only_need_context=True, hl_keywords, ll_keywords, top_k, chunk_top_k, max_*_tokens,
-    enable_rerank=False)``; ``""`` when LightRAG finds nothing (and always for ``bypass``).
-    """
-    r = lightrag_query(
-        rag,
-        query,
-        mode,
-        hl_keywords,
-        ll_keywords,
-        top_k=top_k,
-        chunk_top_k=chunk_top_k,
-        max_entity_tokens=max_entity_tokens,
-        max_relation_tokens=max_relation_tokens,
-        max_total_tokens=max_total_tokens,
-    )
+def lightrag_context(rag: LightRAG, query: str, mode: str, hl_keywords: list[str], ll_keywords: list[str],
+                     **budgets: int) -> tuple[str, float]:
+    """LightRAG's context for ``query`` in ``mode`` and the wall seconds of the query call (:func:`lightrag_query`
+    with the same keyword-only budgets); ``""`` when LightRAG finds nothing (and always for ``bypass``)."""
+    r = lightrag_query(rag, query, mode, hl_keywords, ll_keywords, **budgets)
     return r.context, r.seconds
 
 

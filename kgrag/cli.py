@@ -18,6 +18,7 @@ from rich.table import Table
 
 from kgrag.config import get_settings
 from kgrag.errors import KgragError
+from kgrag.modes.params import MODES
 from kgrag.network.cli import kn_app
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -456,13 +457,8 @@ def ask(
         console.print(state_tree(state))
 
 
-class QueryModeName(StrEnum):
-    local = "local"
-    global_ = "global"
-    hybrid = "hybrid"
-    naive = "naive"
-    mix = "mix"
-    bypass = "bypass"
+#: the query modes as a choice for typer (one source: kgrag.modes.params.MODES)
+QueryModeName = StrEnum("QueryModeName", {mode: mode for mode in MODES})
 
 
 @app.command("query")

@@ -117,7 +117,8 @@ def build_context(
         relation_rows, param.max_relation_tokens, row_tokens(index, "edge", edge_items, relation_rows, counter, "id")
     )
     chunk_budget = param.max_total_tokens - fixed_tokens - entity_tokens - relation_tokens
-    order = _candidates(interleave(hits.entity_chunks, hits.vector_chunks), chunk_budget)
+    merged = interleave(hits.entity_chunks, hits.vector_chunks)
+    order = _candidates(merged, chunk_budget)
     references: dict[int, int] = {}  # source entity row (or -1 - chunk) -> reference id
     chunk_rows = []
     for c in order:
@@ -158,5 +159,5 @@ def build_context(
         tokens={"entities": entity_tokens, "relations": relation_tokens, "chunks": chunk_tokens,
                 "chunk_budget": max(chunk_budget, 0)},
         dropped={"entities": len(hits.entities) - len(entities), "relations": len(hits.edges) - len(relations),
-                 "chunks": len(interleave(hits.entity_chunks, hits.vector_chunks)) - len(chunks)},
+                 "chunks": len(merged) - len(chunks)},
     )

@@ -21,7 +21,6 @@ Descriptions are made on demand for the few rows a context shows (:meth:`entity_
 from __future__ import annotations
 
 import json
-import re
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -31,7 +30,8 @@ from sqlalchemy import select
 
 from kgrag.network import tables as t
 from kgrag.network.model import DataProperty, KnowledgeNetwork, ObjectType, TextConfig
-from kgrag.search.storage_forms import alias_field
+from kgrag.rank.tokenize import has_cjk
+from kgrag.search.storage_forms import alias_field, alias_values
 
 if TYPE_CHECKING:  # pragma: no cover
     from kgrag.network.store import NetworkStore
@@ -39,7 +39,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["ModeIndex"]
 
-_CJK = re.compile(r"[\u4e00-\u9fff]")
 
 _cache: dict[tuple[str, str], ModeIndex] = {}
 _cache_lock = threading.Lock()
@@ -156,7 +155,7 @@ class ModeIndex:
                     ti.c.kn_id == kn_id, ti.c.object_type_id == ot.id
                 )
                 for r in conn.execute(stmt):
-                    for alias in _alias_values(r[1]):
+                    for alias in alias_values(_stored(r[1])):
                         aliases.setdefault(alias, []).append(r[0])
             facts: dict[str, list[tuple[str, str]]] = {}
             for ot in network.object_types:
@@ -301,7 +300,7 @@ class ModeIndex:
         src, tgt = str(self.entity_names[s]), str(self.entity_names[o])
         src_type, tgt_type = self.type_names[self.entity_types[s]], self.type_names[self.entity_types[o]]
         name = self.relation_names[r]
-        sentence = (f"{src}（{src_type}）的{name}：{tgt}（{tgt_type}）" if _CJK.search(name)
+        sentence = (f"{src}（{src_type}）的{name}：{tgt}（{tgt_type}）" if has_cjk(name)
                     else f"{src} ({src_type}) {name} {tgt} ({tgt_type})")
         return {
             "entity1": src,
@@ -327,28 +326,21 @@ def _fact_properties(ot: ObjectType, text_config: TextConfig | None) -> list[Dat
     return [p for p in ot.data_properties if p.name not in skip and p.type.split("(")[0].strip().lower() != "text"]
 
 
-def _alias_values(raw: str | None) -> list[str]:
-    if not raw:
-        return []
-    if raw.startswith("["):
+def _stored(raw: str | None) -> str | list:
+    """A property read with ``as_string()``: a list comes back as its JSON text, decoded here."""
+    if raw and raw.startswith("["):
         try:
-            return [str(v).strip() for v in json.loads(raw) if str(v).strip()]
+            return json.loads(raw)
         except ValueError:
-            return []
-    return [a.strip() for a in re.split(r"[、,，;；/|]", raw) if a.strip()]
+            return raw
+    return raw or ""
 
 
 def _fact_value(raw: str | None) -> str:
-    """A stored value as one short line ('' when empty or too long): JSON lists joined with 、."""
-    if raw is None or raw == "":
-        return ""
-    value = raw
-    if raw.startswith("["):
-        try:
-            items = json.loads(raw)
-            value = "、".join(str(v) for v in items if v not in (None, ""))
-        except ValueError:
-            pass
+    """A stored value as one short line ('' when empty or too long): lists joined with 、."""
+    value = _stored(raw)
+    if isinstance(value, list):
+        value = "、".join(str(v) for v in value if v not in (None, ""))
     value = value.strip()
     return value if 0 < len(value) <= FACT_CHARS else ""
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["MODES", "ChatMessage", "QueryMode", "QueryParam", "QueryRequest", "QueryResult"]
 
 QueryMode = Literal["local", "global", "hybrid", "naive", "mix", "bypass"]
-MODES: tuple[str, ...] = ("local", "global", "hybrid", "naive", "mix", "bypass")
+MODES: tuple[str, ...] = get_args(QueryMode)
 
 
 class ChatMessage(BaseModel):

@@ -16,7 +16,6 @@ token count per section and the time per stage (ms).
 
 from __future__ import annotations
 
-import re
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +24,8 @@ from kgrag.modes.index import ModeIndex
 from kgrag.modes.keywords import mode_keywords
 from kgrag.modes.params import QueryParam, QueryResult
 from kgrag.modes.prompt import build_messages, prompt_text
-from kgrag.modes.search import SOURCES, run_search
+from kgrag.modes.search import run_search, sources
+from kgrag.rank.tokenize import has_cjk
 from kgrag.rank.tokens import TokenCounter
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -36,7 +36,6 @@ __all__ = ["FAIL_RESPONSE", "kg_query"]
 
 #: what ``bypass`` (and a search that finds nothing) answers — LightRAG's ``fail_response``
 FAIL_RESPONSE = "Sorry, I'm not able to provide an answer to that question.[no-context]"
-_CJK = re.compile(r"[\u4e00-\u9fff]")
 _NO_LLM = {
     "zh": "未配置 LLM（KGRAG_LLM_BASE_URL 为空），未生成回答；检索到的上下文见 context。",
     "en": "No LLM is configured (KGRAG_LLM_BASE_URL is empty), so no answer was generated; the retrieved "
@@ -49,7 +48,7 @@ _LLM_FAILED = {
 
 
 def _language(text: str) -> str:
-    return "zh" if _CJK.search(text) else "en"
+    return "zh" if has_cjk(text) else "en"
 
 
 def kg_query(
@@ -57,8 +56,7 @@ def kg_query(
 ) -> QueryResult:
     """Run one query over network ``kn_id`` (see the module docstring)."""
     param = param or QueryParam()
-    searched = dict(zip(("entities", "relations", "chunks_via_entities", "chunks_by_vector"),
-                        SOURCES[param.mode], strict=True))
+    searched = sources(param.mode)
     if param.mode == "bypass":
         return QueryResult(response=FAIL_RESPONSE, raw_data={"mode": "bypass", "searched": searched})
     timings: dict[str, float] = {}

@@ -35,7 +35,7 @@ from kgrag.modes.index import ModeIndex
 from kgrag.modes.keywords import ModeKeywords
 from kgrag.modes.params import QueryParam
 
-__all__ = ["SOURCES", "SearchHits", "run_search", "search_entities", "related_edges", "entity_chunks",
+__all__ = ["SOURCES", "SearchHits", "sources", "run_search", "search_entities", "related_edges", "entity_chunks",
            "vector_chunks"]
 
 #: mode -> (entities, relations, chunks via entities, chunks by vector)
@@ -49,6 +49,14 @@ SOURCES: dict[str, tuple[bool, bool, bool, bool]] = {
 }
 
 
+SOURCE_NAMES = ("entities", "relations", "chunks_via_entities", "chunks_by_vector")
+
+
+def sources(mode: str) -> dict[str, bool]:
+    """What ``mode`` searches, by name (``raw_data["searched"]``)."""
+    return dict(zip(SOURCE_NAMES, SOURCES[mode], strict=True))
+
+
 @dataclass
 class SearchHits:
     entities: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -56,7 +64,6 @@ class SearchHits:
     edges: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     entity_chunks: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     vector_chunks: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    searched: dict[str, bool] = field(default_factory=dict)
 
 
 def _top(scores: np.ndarray, k: int) -> np.ndarray:
@@ -168,8 +175,7 @@ def _encode(index: ModeIndex, texts: list[str]) -> np.ndarray:
 def run_search(index: ModeIndex, mode: str, keywords: ModeKeywords, query: str, param: QueryParam) -> SearchHits:
     """Search the stores ``mode`` names (see the module table)."""
     use_entities, use_edges, use_entity_chunks, use_vector_chunks = SOURCES[mode]
-    hits = SearchHits(searched={"entities": use_entities, "relations": use_edges,
-                                "chunks_via_entities": use_entity_chunks, "chunks_by_vector": use_vector_chunks})
+    hits = SearchHits()
     if mode == "bypass":
         return hits
     query_vector = None

@@ -13,11 +13,11 @@ name, and queries of that network embed with the same model.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kgrag.network.model import Instance, KnowledgeNetwork
+from kgrag.rank.tokenize import has_cjk
 
 if TYPE_CHECKING:  # pragma: no cover
     from kgrag.config import Settings
@@ -25,7 +25,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["instance_corpus", "is_chinese", "network_embedder"]
 
-_CJK = re.compile(r"[\u4e00-\u9fff]")
 SAMPLE = 2000
 
 
@@ -34,20 +33,15 @@ def is_chinese(network: KnowledgeNetwork, instances: Sequence[Instance]) -> bool
     keys = {ot.id: ot.display_key for ot in network.object_types}
     names = [str(i.properties.get(keys.get(i.object_type_id, "name"), "")) for i in instances[:SAMPLE]]
     names = [n for n in names if n]
-    return bool(names) and sum(bool(_CJK.search(n)) for n in names) * 2 > len(names)
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value] if value else []
-    if isinstance(value, list | tuple):
-        return [v for v in value if isinstance(v, str) and v]
-    return []
+    return bool(names) and sum(has_cjk(n) for n in names) * 2 > len(names)
 
 
 def instance_corpus(instances: Sequence[Instance]) -> list[str]:
-    """Every text value of every instance (names included): what the domain embeddings are trained on."""
-    return [text for inst in instances for value in inst.properties.values() for text in _strings(value)]
+    """Every text value of every instance (names included), each distinct text once — the corpus
+    ``flows/train_embeddings.py`` trains on from the store (:func:`kgrag.rank.train_domain.distinct_texts`)."""
+    from kgrag.rank.train_domain import distinct_texts, property_strings
+
+    return distinct_texts(("", property_strings(inst.properties)) for inst in instances)
 
 
 def network_embedder(network: KnowledgeNetwork, instances: Sequence[Instance], settings: Settings,

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pragma: no cover
     import jieba
 
-__all__ = ["ENGLISH_STOPWORDS", "CHINESE_STOPWORDS", "add_words", "tokenize"]
+__all__ = ["ENGLISH_STOPWORDS", "CHINESE_STOPWORDS", "add_words", "tokenize", "has_cjk"]
 
 
 def _wordset(words: str) -> frozenset[str]:
@@ -57,6 +57,13 @@ CHINESE_STOPWORDS: frozenset[str] = _wordset(
 )
 
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
+
+
+def has_cjk(text: str) -> bool:
+    """Whether ``text`` holds a Chinese (CJK ideograph) character."""
+    return _CJK.search(text) is not None
+
+
 _ASCII_WORD = re.compile(r"\d+(?:\.\d+)+|[a-z0-9]+")
 
 _segmenter: jieba.Tokenizer | None = None

@@ -10,7 +10,6 @@ A Chinese character is one token (known or ``[UNK]``), an English word one or mo
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -21,7 +20,8 @@ __all__ = ["TokenCounter"]
 
 
 class TokenCounter:
-    """Counts, encodes and decodes tokens with one ``tokenizers.Tokenizer`` (thread-safe, batch-parallel)."""
+    """Counts, encodes and decodes tokens with one ``tokenizers.Tokenizer`` (thread-safe in Rust; a batch is
+    encoded in parallel)."""
 
     def __init__(self, tokenizer_json: str | Path) -> None:
         from tokenizers import Tokenizer
@@ -31,7 +31,6 @@ class TokenCounter:
         tok.no_truncation()
         tok.no_padding()
         self._tok = tok
-        self._lock = threading.Lock()
 
     @staticmethod
     @lru_cache(maxsize=1)

@@ -266,6 +266,29 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
+def property_strings(properties: dict[str, Any] | None) -> dict[str, list[str]]:
+    """``{property: [texts]}``: string properties and the strings of list properties, stripped, blanks dropped."""
+    out = {}
+    for key, value in (properties or {}).items():
+        strings = [s.strip() for s in _strings(value) if s and s.strip()]
+        if strings:
+            out[key] = strings
+    return out
+
+
+def distinct_texts(records: Iterable[tuple[str, dict[str, list[str]]]]) -> list[str]:
+    """The training corpus of ``(name, property_strings)`` records: every name and text, each distinct text
+    once, in record order."""
+    seen: dict[str, None] = {}
+    for name, props in records:
+        if name and name.strip():
+            seen.setdefault(name.strip(), None)
+        for strings in props.values():
+            for text in strings:
+                seen.setdefault(text, None)
+    return list(seen)
+
+
 def instance_texts(store: NetworkStore, kn_id: str) -> list[tuple[str, str, dict[str, list[str]]]]:
     """``(object type id, name, {property: [texts]})`` for every instance of ``kn_id`` (by type and id):
     string properties and the strings of list properties, blanks dropped. Raises
@@ -277,26 +300,14 @@ def instance_texts(store: NetworkStore, kn_id: str) -> list[tuple[str, str, dict
     out = []
     with store.engine.connect() as conn:
         for row in conn.execute(stmt):
-            props = {}
-            for key, value in (row.properties or {}).items():
-                strings = [s.strip() for s in _strings(value) if s and s.strip()]
-                if strings:
-                    props[key] = strings
-            out.append((row.object_type_id, row.name, props))
+            out.append((row.object_type_id, row.name, property_strings(row.properties)))
     return out
 
 
 def network_texts(store: NetworkStore, kn_id: str) -> list[str]:
     """Every text of ``kn_id``'s instances — names and every string / list-of-string property — each distinct
     text once, in store order (type, id, property)."""
-    seen: dict[str, None] = {}
-    for _type, name, props in instance_texts(store, kn_id):
-        if name and name.strip():
-            seen.setdefault(name.strip(), None)
-        for strings in props.values():
-            for text in strings:
-                seen.setdefault(text, None)
-    return list(seen)
+    return distinct_texts((name, props) for _type, name, props in instance_texts(store, kn_id))
 
 
 # ---------------------------------------------------------------------------------------------- evaluation

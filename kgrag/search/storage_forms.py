@@ -42,7 +42,7 @@ from kgrag.network.model import TEXT_TYPES, Condition, InstanceHit, ObjectType
 from kgrag.network.service import ContextStore
 from kgrag.search.context_models import ContextConfig, KeywordMapping, StorageForm
 
-__all__ = ["ALIAS_FIELDS", "ALIAS_SIMILARITY", "KNN_WEIGHT", "alias_field", "alias_forms", "keyword_forms", "map_keyword",
+__all__ = ["ALIAS_FIELDS", "ALIAS_SIMILARITY", "KNN_WEIGHT", "alias_field", "alias_forms", "alias_values", "keyword_forms", "map_keyword",
            "name_field", "similarity"]
 
 #: property names holding an instance's other names, in order of preference
@@ -94,11 +94,18 @@ def alias_field(ot: ObjectType) -> str | None:
     return None
 
 
-def _aliases_of(hit: InstanceHit, field: str) -> list[str]:
-    value = hit.properties.get(field)
+def alias_values(value: object) -> list[str]:
+    """The other names an alias property value holds: a list's items, or a string's 、/,/;-separated parts
+    (stripped, blanks dropped)."""
     if isinstance(value, list | tuple):
-        return [str(v) for v in value if v is not None]
-    return [a.strip() for a in _ALIAS_SPLIT.split(str(value))] if value else []
+        items = [str(v) for v in value if v is not None]
+    else:
+        items = _ALIAS_SPLIT.split(str(value)) if value else []
+    return [a.strip() for a in items if a.strip()]
+
+
+def _aliases_of(hit: InstanceHit, field: str) -> list[str]:
+    return alias_values(hit.properties.get(field))
 
 
 def _alias_closeness(keyword: str, alias: str) -> float:
