@@ -1,7 +1,7 @@
 """Answer evaluation flow: the trained GFlowNet policy on a g_agent split, or the whole chain on a question file.
 
 ``evaluate(dataset, split="validation")`` answers ``<split>_g_agent.pt``; ``evaluate(dataset, questions=PATH)`` runs
-prep lookups → PPR → retriever → g_agent → policy → answers on any MetaQA-format file. Both report Hits@1 / Hit /
+the online reasoner (PPR → retriever + chain prior → g_agent → policy → answers) on any MetaQA-format file. Both report Hits@1 / Hit /
 F1 per hop with denominators (JSON under ``work/<dataset>/hrag/eval/answers_<name>.json`` and a Prefect artifact).
 Run: ``python -m flows.evaluate --dataset metaqa [--split validation | --questions PATH --hop N]`` or
 ``kgrag eval``.
@@ -18,14 +18,15 @@ from prefect.artifacts import create_markdown_artifact
 
 from kgrag.config import get_settings
 from kgrag.hrag import pipeline as retrieval
+from kgrag.hrag.file_eval import evaluate_file
 from kgrag.hrag.gflownet.evaluate import (
-    evaluate_file,
     evaluate_split,
     flat_figures,
     load_trained_policy,
     metrics_table,
     write_answers_report,
 )
+from kgrag.hrag.reasoner import HRAGReasoner
 from kgrag.hrag.text import TextEmbeddings
 from kgrag.rank.embedder import Embedder
 
@@ -33,13 +34,15 @@ from kgrag.rank.embedder import Embedder
 @flow(name="evaluate", log_prints=True)
 def evaluate(dataset: str = "metaqa", split: str = "validation", questions: str | None = None,
              hop: int | None = None, retriever_checkpoint: str | None = None,
-             policy_checkpoint: str | None = None) -> dict:
-    """Hits@1 / Hit / F1 of the latest (or given) checkpoints on ``split`` or on the ``questions`` file."""
+             policy_checkpoint: str | None = None, no_brackets: bool = False) -> dict:
+    """Hits@1 / Hit / F1 of the latest (or given) checkpoints on ``split`` or on the ``questions`` file (with
+    ``no_brackets``: topics linked from the text with its brackets removed)."""
     settings = get_settings()
     if questions:
-        answers, info = evaluate_file(settings, dataset, Path(questions), hop, retriever_checkpoint,
-                                      policy_checkpoint)
-        name = f"file_{Path(questions).stem}"
+        reasoner = HRAGReasoner.load(settings, dataset, _path(retriever_checkpoint), _path(policy_checkpoint))
+        answers = evaluate_file(reasoner, Path(questions), hop, no_brackets)
+        info = answers.info
+        name = f"file_{Path(questions).stem}" + ("_no_brackets" if no_brackets else "")
     else:
         trained = load_trained_policy(settings, dataset, policy_checkpoint)
         graph = retrieval.load_graph(settings, dataset)
@@ -47,11 +50,15 @@ def evaluate(dataset: str = "metaqa", split: str = "validation", questions: str 
         answers = evaluate_split(settings, dataset, split, trained, text)
         info = {"split": split, "policy": str(trained.checkpoint), "threshold": trained.threshold}
         name = split
-    path = write_answers_report(retrieval.hrag_dir(settings, dataset) / "eval", name, answers, info)
+    path = write_answers_report(retrieval.hrag_dir(settings, dataset) / "eval", name, answers.report, info)
     title = f"Answers on {dataset} {name}"
     create_markdown_artifact(key=f"answers-{dataset}-{name}".replace("_", "-").lower()[:60], description=title,
                              markdown=f"# {title}\n\n{metrics_table(answers.report)}\n")
     return {"report": answers.report, "info": info, "file": str(path), "figures": flat_figures(answers.report)}
+
+
+def _path(value: str | None) -> Path | None:
+    return Path(value) if value else None
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -60,8 +67,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--split", default="validation")
     parser.add_argument("--questions", default=None)
     parser.add_argument("--hop", type=int, default=None)
+    parser.add_argument("--no-brackets", action="store_true", help="link topics from the text, brackets removed")
     args = parser.parse_args(argv)
-    result = evaluate(dataset=args.dataset, split=args.split, questions=args.questions, hop=args.hop)
+    result = evaluate(dataset=args.dataset, split=args.split, questions=args.questions, hop=args.hop,
+                      no_brackets=args.no_brackets)
     print(metrics_table(result["report"]))
     print(json.dumps(result["figures"]))
 

@@ -30,10 +30,10 @@ def evaluate_split(dataset: str, split: str, checkpoint: str | None, anchor_top_
     evaluation = evaluate_samples(trained, samples)
     title = f"Retriever recall@K, {dataset} {split} (n={len(samples)})"
     paths = write_report(pipeline.hrag_dir(settings, dataset) / "eval", split, evaluation, title)
-    top_k = anchor_top_k or cfg.anchor_top_k
-    g_agent = pipeline.build_g_agent(trained.graph, samples, evaluation.ptr, evaluation.scores, top_k,
-                                     oracle=split == "train",
-                                     meta={"split": split, "dataset": dataset, "checkpoint": str(trained.checkpoint)})
+    if anchor_top_k:
+        trained.config = trained.config.model_copy(update={"anchor_top_k": anchor_top_k})
+    g_agent = trained.g_agent(samples, evaluation, oracle=split == "train",
+                              meta={"split": split, "dataset": dataset, "checkpoint": str(trained.checkpoint)})
     g_path = g_agent.save(pipeline.g_agent_file(settings, dataset, split))
     key = f"retriever-eval-{dataset}-{split}"
     create_table_artifact(table=[{"rows": k, **{m: round(v, 4) if isinstance(v, float) else v for m, v in row.items()}}

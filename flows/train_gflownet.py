@@ -80,7 +80,7 @@ def calibrate(dataset: str, checkpoint: str, validation_split: str, validation_f
     save_checkpoint(state, Path(checkpoint))
     answers.metrics = answer_metrics(answers.ranked, data.gold, trained.threshold)
     answers.report = summarise(answers.metrics, data.hops)
-    path = write_answers_report(retrieval.hrag_dir(settings, dataset) / "eval", validation_split, answers,
+    path = write_answers_report(retrieval.hrag_dir(settings, dataset) / "eval", validation_split, answers.report,
                                 {"threshold": trained.threshold, "checkpoint": checkpoint})
     return {"threshold": trained.threshold, "report": answers.report, "file": str(path)}
 

@@ -397,19 +397,27 @@ def eval_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="Print {n, hits@1, hit, f1} as JSON on the last line.")] = False,
     dataset: Annotated[Dataset, typer.Option(help="Prepared dataset (graph + trained retriever and policy).")] = Dataset.metaqa,
     split: Annotated[str, typer.Option(help="Without --questions: the g_agent split to answer.")] = "validation",
+    no_brackets: Annotated[bool, typer.Option("--no-brackets", help="With --questions: strip the [topic] marks and "
+                                              "link the topic entities from the text.")] = False,
 ) -> None:
     """Answer questions with the latest retriever + GFlowNet policy and print Hits@1 / Hit / F1 per hop. With
-    --questions the whole chain runs on the file (prep lookups → PPR → retriever → g_agent → policy → answers)."""
+    --questions the whole chain runs on the file (PPR → retriever + chain prior → g_agent → policy → answers)."""
     from flows.evaluate import evaluate
     from kgrag.hrag.gflownet.evaluate import metrics_table
 
     if hop is not None and hop < 0:
         raise KgragError("--hop must be >= 0")
-    result = evaluate(dataset=dataset.value, split=split, questions=str(questions) if questions else None, hop=hop)
+    if no_brackets and questions is None:
+        raise KgragError("--no-brackets needs --questions (a g_agent split has its topics already)")
+    result = evaluate(dataset=dataset.value, split=split, questions=str(questions) if questions else None, hop=hop,
+                      no_brackets=no_brackets)
     info = result["info"]
     if questions is not None and not json_out:
         console.print(f"{info['questions']} questions from {questions} ({info['malformed_lines']} malformed lines "
                       f"skipped; {info['unresolved_topic']} with an unknown topic entity counted as misses)")
+        if no_brackets:
+            console.print(f"topics linked from the text: {info['linked_wrong']} linked to another entity, "
+                          f"{info['unlinked']} not linked (counted as misses)")
     print(metrics_table(result["report"]))
     if json_out:
         print(json.dumps(result["figures"]))

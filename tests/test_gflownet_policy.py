@@ -182,8 +182,11 @@ def test_answer_ranking_and_metrics_on_fixed_paths() -> None:
     batch = collate([q], tokens(1), ENTITIES)
     found = [[FoundPath(0, [0], 1, 0.5), FoundPath(0, [2], 2, 0.2), FoundPath(0, [4], 3, 0.25),
               FoundPath(0, [1, 0], 0, 0.05)]]  # the last one ends at the topic: never an answer
-    ranked = rank_answers(found, batch)
+    ranked = rank_answers(found, batch, complete=False)
     assert ranked == [[(101, 0.5), (103, 0.25), (102, 0.2)]]
+    # chain completion: 101 and 102 are both reached by the chain "r0 forward" (mass 0.5 + 0.2); the tie breaks by
+    # the beam score; r1's chain reaches 103 alone; the path back to the topic is no answer
+    assert rank_answers(found, batch) == [[(101, 0.7), (102, 0.7), (103, 0.25)]]
     gold = [{101, 102}]
     m = answer_metrics(ranked, gold, threshold=1.0)  # predicted {101}
     assert m["hits@1"][0] == 1 and m["hit"][0] == 1 and m["f1"][0] == pytest.approx(2 * 1 * 0.5 / 1.5)

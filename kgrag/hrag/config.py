@@ -7,7 +7,10 @@ import json
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["RetrieverConfig"]
+__all__ = ["RetrieverConfig", "MATERIALISATION"]
+
+#: fields that shape g_agent, not the trained scorer (a loaded checkpoint takes their current values)
+MATERIALISATION = {"anchor_top_k", "chain_weight", "chain_max", "chain_min_share"}
 
 
 class RetrieverConfig(BaseModel):
@@ -38,8 +41,14 @@ class RetrieverConfig(BaseModel):
     # g_agent (spec §4.4)
     anchor_top_k: int = Field(200, ge=1, description="triples kept per question in g_agent (a materialisation "
                               "setting, not part of the trained scorer: a loaded checkpoint takes the current value)")
+    # the relation-chain prior (kgrag.hrag.chains), also a materialisation setting
+    chain_weight: float = Field(100.0, ge=0, description="score added per unit of P(chain) to the triples on a "
+                                "predicted chain's walks (0 = no prior: the scorer alone ranks)")
+    chain_max: int = Field(3, ge=1, le=16, description="most probable chains walked per question")
+    chain_min_share: float = Field(0.05, gt=0, le=1, description="a chain is walked when its probability is at "
+                                   "least this share of the best chain's")
 
     def fingerprint(self) -> str:
         """Hash of the fields that change the trained model (not the g_agent size)."""
-        fields = self.model_dump(exclude={"anchor_top_k"})
+        fields = self.model_dump(exclude=MATERIALISATION)
         return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:12]

@@ -13,7 +13,9 @@ import numpy as np
 from kgrag.config import Settings
 from kgrag.graph.csr import CSRGraph
 from kgrag.hrag import pipeline
-from kgrag.hrag.config import RetrieverConfig
+from kgrag.hrag.chains import ChainPrior, ChainWalker, chain_candidates
+from kgrag.hrag.config import MATERIALISATION, RetrieverConfig
+from kgrag.hrag.g_agent import GAgentSplit
 from kgrag.hrag.metrics import DEFAULT_KS, plot_recall, recall_report, report_table
 from kgrag.hrag.questions import read_question_file
 from kgrag.hrag.retriever import TripleScorer, score_samples
@@ -33,6 +35,28 @@ class TrainedRetriever:
     checkpoint: Path
     graph: CSRGraph
     text: TextEmbeddings
+    prior: ChainPrior | None = None  # the relation-chain prior (None: the scorer alone ranks)
+    walker: ChainWalker | None = None
+
+    def chain_candidates(self, samples: RetrievalSamples, vectors: np.ndarray | None = None
+                         ) -> list[tuple[np.ndarray, np.ndarray]] | None:
+        """Per question the chain prior's triples and chain probabilities (None without a prior); ``vectors``:
+        the questions' sentence vectors when already at hand."""
+        cfg = self.config
+        if self.prior is None or cfg.chain_weight <= 0:
+            return None
+        self.walker = self.walker or ChainWalker(self.graph)
+        topics = [samples.question(i).topics.tolist() for i in range(len(samples))]
+        vectors = self.text.questions(samples.texts) if vectors is None else vectors
+        return chain_candidates(self.walker, self.prior, samples.texts, vectors, topics, cfg.anchor_top_k,
+                                cfg.chain_max, cfg.chain_min_share)
+
+    def g_agent(self, samples: RetrievalSamples, evaluation: Evaluation, oracle: bool, meta: dict,
+                vectors: np.ndarray | None = None) -> GAgentSplit:
+        """g_agent of ``samples`` (spec §4.4) from their scores, with the chain prior when there is one."""
+        return pipeline.build_g_agent(self.graph, samples, evaluation.ptr, evaluation.scores,
+                                      self.config.anchor_top_k, oracle, meta, self.chain_candidates(samples, vectors),
+                                      self.config.chain_weight)
 
 
 @dataclass
@@ -48,14 +72,20 @@ class Evaluation:
 
 
 def load_trained(settings: Settings, dataset: str, checkpoint: Path | None = None) -> TrainedRetriever:
-    """The retriever of ``checkpoint`` (default: the latest trained for ``dataset``) with its graph and text vectors;
-    its config is the saved one but for ``anchor_top_k``, g_agent's size, which follows the current default."""
+    """The retriever of ``checkpoint`` (default: the latest trained for ``dataset``) with its graph, text vectors
+    and relation-chain prior (learned from the train split, cached); its config is the saved one but for the
+    g_agent settings (``MATERIALISATION``: size, chain prior), which follow the current defaults."""
     path = Path(checkpoint) if checkpoint else pipeline.latest_checkpoint(settings, dataset)
     model, state = load_scorer(path)
     graph = pipeline.load_graph(settings, dataset)
     text = TextEmbeddings.for_graph(graph, pipeline.hrag_dir(settings, dataset), Embedder.from_settings(settings))
-    saved = {k: v for k, v in state["config"].items() if k != "anchor_top_k"}
-    return TrainedRetriever(model, RetrieverConfig(**saved), path, graph, text)
+    saved = {k: v for k, v in state["config"].items() if k not in MATERIALISATION}
+    config = RetrieverConfig(**saved)
+    prior = None
+    if config.chain_weight > 0:
+        splits = pipeline.available_splits(settings, dataset)
+        prior = pipeline.chain_prior(settings, dataset, graph, text, "train" if "train" in splits else splits[0])
+    return TrainedRetriever(model, config, path, graph, text, prior)
 
 
 def evaluate_samples(trained: TrainedRetriever, samples: RetrievalSamples, ks=DEFAULT_KS) -> Evaluation:

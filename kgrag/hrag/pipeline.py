@@ -24,16 +24,21 @@ import numpy as np
 from kgrag.config import Settings
 from kgrag.errors import KgragError
 from kgrag.graph.csr import CSRGraph
+from kgrag.hrag.chains import ChainPrior, train_chain_prior
 from kgrag.hrag.config import RetrieverConfig
 from kgrag.hrag.g_agent import GAgentSplit, g_agent_path, materialize
+from kgrag.hrag.gflownet.plan_labels import cached_chains
 from kgrag.hrag.ppr import PersonalizedPageRank
 from kgrag.hrag.questions import HragQuestion, prepared_questions
 from kgrag.hrag.samples import RetrievalSamples, build_samples
+from kgrag.hrag.text import TextEmbeddings
 
 __all__ = ["SAMPLES_VERSION", "hrag_dir", "load_graph", "split_samples", "question_samples", "checkpoint_dir",
-           "record_latest", "latest_checkpoint", "build_g_agent", "split_questions", "available_splits", "g_agent_file"]
+           "record_latest", "latest_checkpoint", "build_g_agent", "chain_prior", "with_chain_prior", "split_questions", "available_splits", "g_agent_file"]
 
 SAMPLES_VERSION = "samples-v1"  # bump when the samples' content changes
+CHAIN_PRIOR_VERSION = "chain-prior-v1"  # bump when the chain prior's model or labels change
+MAX_CHAIN_STEPS = 3  # longest relation chain the prior learns (MetaQA: 3 hops)
 
 
 def hrag_dir(settings: Settings, dataset: str) -> Path:
@@ -118,14 +123,74 @@ def latest_checkpoint(settings: Settings, dataset: str, kind: str = "retriever")
                      f"run `kgrag train-{kind} --dataset {dataset}` first")
 
 
+def chain_prior(settings: Settings, dataset: str, graph: CSRGraph, text: TextEmbeddings,
+                split: str = "train") -> ChainPrior:
+    """The relation-chain prior learned from ``split``'s questions (all of them), kept in
+    ``hrag/chain_prior_<key>.npz`` (key: version, graph, questions)."""
+    questions = prepared_questions(settings.dataset_dir(dataset), [split])
+    if not questions:
+        raise KgragError(f"no {split!r} questions to learn the relation-chain prior from")
+    folder = hrag_dir(settings, dataset)
+    digest = hashlib.sha256(f"{CHAIN_PRIOR_VERSION}:{graph.num_entities}:{graph.num_triples}:{text.dim}".encode())
+    for q in questions:
+        digest.update(f"{q.text}\t{q.topics}\t{q.answers}\t{q.hop}\n".encode())
+    path = folder / f"chain_prior_{digest.hexdigest()[:16]}.npz"
+    if path.is_file():
+        return ChainPrior.load(path)
+    labels = cached_chains(folder, graph, [q.topics for q in questions], [q.answers for q in questions],
+                           [q.hop for q in questions], MAX_CHAIN_STEPS)
+    texts = [q.text for q in questions]
+    prior = train_chain_prior(texts, text.questions(texts), labels)
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}.npz")
+    prior.save(tmp)
+    os.replace(tmp, path)
+    return prior
+
+
+def with_chain_prior(graph: CSRGraph, samples: RetrievalSamples, ptr: np.ndarray, scores: np.ndarray,
+                     candidates: Sequence[tuple[np.ndarray, np.ndarray]], weight: float
+                     ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+    """Per question ``(triples, scores, labels)``: G_retrieval's scored triples joined by the prior's chain triples
+    (``candidates[i]``: ids and chain probabilities); a chain triple scores ``s + weight · P(chain)``, with ``s``
+    its retriever score, or for one PPR left out the lowest score of the question's G_retrieval."""
+    out_t, out_s, out_l = [], [], []
+    for i in range(len(samples)):
+        q = samples.question(i)
+        triples, s = q.triples.astype(np.int64), scores[ptr[i] : ptr[i + 1]].astype(np.float32)
+        labels = q.labels.astype(np.float32)
+        ids, prob = candidates[i]
+        if ids.size:
+            order = np.argsort(triples, kind="stable")
+            at = np.searchsorted(triples[order], ids).clip(max=max(triples.size - 1, 0))
+            inside = triples[order][at] == ids if triples.size else np.zeros(ids.size, dtype=bool)
+            s = s.copy()
+            s[order[at[inside]]] += weight * prob[inside]
+            floor = np.float32(s.min()) if s.size else np.float32(0.0)
+            new = ids[~inside]
+            triples = np.concatenate([triples, new])
+            s = np.concatenate([s, floor + weight * prob[~inside]])
+            labels = np.concatenate([labels, np.isin(new, q.positives).astype(np.float32)])
+        out_t.append(triples)
+        out_s.append(s)
+        out_l.append(labels)
+    return out_t, out_s, out_l
+
+
 def build_g_agent(graph: CSRGraph, samples: RetrievalSamples, ptr: np.ndarray, scores: np.ndarray, top_k: int,
-                  oracle: bool, meta: dict) -> GAgentSplit:
+                  oracle: bool, meta: dict,
+                  candidates: Sequence[tuple[np.ndarray, np.ndarray]] | None = None,
+                  chain_weight: float = 0.0) -> GAgentSplit:
     """g_agent of a split (spec §4.4): per question the top-``top_k`` triples by score, plus in oracle mode (train)
-    every shortest-path triple — those PPR left out of G_retrieval too, given a score below all scored ones."""
+    every shortest-path triple — those PPR left out of G_retrieval too, given a score below all scored ones. With
+    the chain prior's ``candidates`` the scores are :func:`with_chain_prior`'s."""
+    joined = with_chain_prior(graph, samples, ptr, scores, candidates, chain_weight) if candidates else None
     records = []
     for i in range(len(samples)):
         q = samples.question(i)
-        triples, s, labels = q.triples, scores[ptr[i] : ptr[i + 1]], q.labels.astype(np.float32)
+        if joined is None:
+            triples, s, labels = q.triples, scores[ptr[i] : ptr[i + 1]], q.labels.astype(np.float32)
+        else:
+            triples, s, labels = joined[0][i], joined[1][i], joined[2][i]
         if oracle:  # inject the GT triples G_retrieval lacks, below every scored triple
             missing = np.setdiff1d(q.positives, triples, assume_unique=True)
             if missing.size:

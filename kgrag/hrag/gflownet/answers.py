@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from kgrag.hrag.gflownet.chain_search import chain_paths, chain_search, rank_chains
 from kgrag.hrag.gflownet.data import PoolBatch, QuestionGraph, collate
 from kgrag.hrag.gflownet.env import CandidatePool, PathState, initial_state, legal_actions, step
+from kgrag.hrag.gflownet.found import FoundPath
 from kgrag.hrag.gflownet.policy import PathPolicy, PoolEmbedding
 from kgrag.hrag.text import QuestionTokens
 
@@ -32,14 +33,6 @@ __all__ = ["FoundPath", "beam_search", "answer_questions", "rank_answers", "answ
            "THRESHOLDS"]
 
 THRESHOLDS = (0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
-
-
-@dataclass
-class FoundPath:
-    question: int  # row in the batch
-    candidates: list[int]  # oriented candidates in walk order (2e = edge e as stored, 2e + 1 reversed)
-    terminal: int  # local node the path ends at
-    probability: float
 
 
 @torch.no_grad()
@@ -121,19 +114,57 @@ def continuing_mass(policy: PathPolicy, pool: CandidatePool, pooled: PoolEmbeddi
     return plan.masked_fill(~present, float("-inf")).logsumexp(dim=1)
 
 
-def rank_answers(found: Sequence[Sequence[FoundPath]], batch: PoolBatch,
-                 exclude_topics: bool = True) -> list[list[tuple[int, float]]]:
-    """Per question: ``(global entity id, summed path probability)`` best first (ties: smaller id)."""
+def rank_answers(found: Sequence[Sequence[FoundPath]], batch: PoolBatch, exclude_topics: bool = True,
+                 complete: bool = True) -> list[list[tuple[int, float]]]:
+    """Per question: ``(global entity id, score)`` best first (ties: the larger beam score, then the smaller id).
+
+    Without ``complete`` an entity's score is the summed probability of the found paths ending at it (its beam
+    score). With ``complete`` (chain completion) the found paths are grouped by their relation chain (the
+    sequence of relations and directions walked); a chain's mass is its paths' summed probability, and every
+    entity the chain reaches inside the pool — walked from the topics, topics never re-entered — scores the
+    chain's mass (summed over chains): the beam finds which chain the question asks for, the walk gives the whole
+    answer set (a beam of 16 paths cannot hold a 40-answer set)."""
     ranked = []
+    actions = PathPolicy.candidate_actions(batch.relation) if complete else None
     for i, paths in enumerate(found):
-        scores: dict[int, float] = {}
+        beam: dict[int, float] = {}
         for p in paths:
             if exclude_topics and bool(batch.pool.is_topic[i, p.terminal]):
                 continue
             entity = int(batch.node_ids[i, p.terminal])
-            scores[entity] = scores.get(entity, 0.0) + p.probability
-        ranked.append(sorted(scores.items(), key=lambda kv: (-kv[1], kv[0])))
+            beam[entity] = beam.get(entity, 0.0) + p.probability
+        scores = dict(beam)
+        if complete and paths:
+            scores = _completed(paths, batch, actions, i) or scores
+        ranked.append(sorted(scores.items(), key=lambda kv: (-kv[1], -beam.get(kv[0], 0.0), kv[0])))
     return ranked
+
+
+def _completed(paths: Sequence[FoundPath], batch: PoolBatch, actions: torch.Tensor, row: int) -> dict[int, float]:
+    """Chain completion of one question (see :func:`rank_answers`): entity → summed mass of the chains reaching
+    it inside the pool."""
+    pool = batch.pool
+    valid = pool.valid[row].numpy()
+    src, dst = pool.head[row].numpy()[valid], pool.tail[row].numpy()[valid]
+    act = actions[row].numpy()[valid]
+    topic = pool.is_topic[row].numpy()
+    node_ids = batch.node_ids[row].numpy()
+    mass: dict[tuple[int, ...], float] = {}
+    for p in paths:
+        chain = tuple(int(actions[row, c]) for c in p.candidates)
+        mass[chain] = mass.get(chain, 0.0) + p.probability
+    scores: dict[int, float] = {}
+    for chain, m in mass.items():
+        reached = topic.copy()
+        for a in chain:
+            step = act == a
+            nxt = np.zeros_like(reached)
+            nxt[dst[step & reached[src]]] = True
+            reached = nxt & ~topic
+        for local in np.flatnonzero(reached).tolist():
+            entity = int(node_ids[local])
+            scores[entity] = scores.get(entity, 0.0) + m
+    return scores
 
 
 def predicted_set(ranked: Sequence[tuple[int, float]], threshold: float) -> list[int]:
@@ -179,16 +210,29 @@ def summarise(metrics: dict[str, np.ndarray], hops: Sequence[int]) -> dict[str, 
 
 def answer_questions(policy: PathPolicy, questions: Sequence[QuestionGraph], tokens: QuestionTokens,
                      entity_vectors: np.ndarray, width: int, max_steps: int, exclude_topics: bool = True,
-                     batch_size: int = 64,
-                     lookahead: int = 8) -> tuple[list[list[tuple[int, float]]], list[list[FoundPath]]]:
-    """Ranked answers and found paths of every question, in batches (found paths index rows of their batch)."""
+                     batch_size: int = 64, lookahead: int = 8, complete: bool = True,
+                     reasoner: str = "beam", evidence: int = 3) -> tuple[list[list[tuple[int, float]]],
+                                                                          list[list[FoundPath]]]:
+    """Ranked answers and found paths of every question, in batches (found paths index rows of their batch).
+
+    ``reasoner``: ``"beam"`` — the policy's beam over paths (:func:`beam_search`, the encoder at every step);
+    ``"planner"`` — the planner's beam over relation chains walked in the pool
+    (:func:`~kgrag.hrag.gflownet.chain_search.chain_search`, no encoder), its found paths one walk per chain for
+    each of the ``evidence`` best answers."""
     ranked: list[list[tuple[int, float]]] = []
     found: list[list[FoundPath]] = []
     policy.eval()
     for lo in range(0, len(questions), batch_size):
         batch = collate(questions[lo : lo + batch_size], tokens[lo : lo + batch_size], entity_vectors)
-        paths = beam_search(policy, batch.to(policy.relation_vectors.device), width, max_steps,
-                            lookahead=lookahead)
-        ranked.extend(rank_answers(paths, batch, exclude_topics))
+        batch = batch.to(policy.relation_vectors.device)
+        if reasoner == "planner":
+            chains = chain_search(policy, batch, width, max_steps)
+            part = rank_chains(chains, batch)
+            ranked.extend(part)
+            found.extend([p for e, _ in r[:evidence] for p in chain_paths(c, batch, i, e, limit=1)]
+                         for i, (c, r) in enumerate(zip(chains, part, strict=True)))
+            continue
+        paths = beam_search(policy, batch, width, max_steps, lookahead=lookahead)
+        ranked.extend(rank_answers(paths, batch, exclude_topics, complete))
         found.extend(paths)
     return ranked, found

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["GFlowNetConfig", "POLICY_VERSION"]
 
-POLICY_VERSION = "policy-v5"  # bump when the policy's architecture or training changes (names new checkpoints)
+POLICY_VERSION = "policy-v6"  # bump when the policy's architecture or training changes (names new checkpoints)
 
 
 class GFlowNetConfig(BaseModel):
@@ -62,9 +62,15 @@ class GFlowNetConfig(BaseModel):
                                 " · beam_width` most probable paths by the mass that can go on one step further;"
                                 " 1 = plain beam")
     exclude_topics: bool = Field(True, description="a topic entity is never an answer")
+    reasoner: Literal["beam", "planner"] = Field("planner", description="answer search: 'beam' — the policy's "
+                                                 "beam over paths (the encoder at every step); 'planner' — the "
+                                                 "planner's beam over relation chains walked in g_agent (fast)")
+    chain_completion: bool = Field(True, description="answer with every entity the found paths' relation chains "
+                                   "reach in g_agent, scored by the chain's mass (False: the beam's path ends only)")
 
     def fingerprint(self) -> str:
         """Hash of the fields that change the trained policy (not the answering settings)."""
-        untrained = {"beam_width", "beam_lookahead", "exclude_topics", "validation_questions", "device"}
+        untrained = {"beam_width", "beam_lookahead", "exclude_topics", "chain_completion", "reasoner",
+                     "validation_questions", "device"}
         fields = self.model_dump(exclude=untrained)
         return hashlib.sha256(f"{POLICY_VERSION}:{json.dumps(fields, sort_keys=True)}".encode()).hexdigest()[:12]

@@ -1,8 +1,7 @@
-"""Answering with a trained policy: on a g_agent split, or on any MetaQA-format question file (the whole chain).
+"""Answering with a trained policy on a g_agent split, and the report helpers (tables, examples).
 
-The whole chain for a file: prep lookups (names → entities) → PPR G_retrieval → retriever scores → pruned g_agent
-(Top-K) → policy beam search → ranked answers → Hits@1 / Hit / F1. Questions whose topic entity the graph lacks
-stay in the denominator as misses.
+The whole chain on a question file (PPR → retriever → g_agent → policy) is :mod:`kgrag.hrag.file_eval`, through
+the online reasoner (:mod:`kgrag.hrag.reasoner`).
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ import numpy as np
 from kgrag.config import Settings
 from kgrag.graph.csr import CSRGraph
 from kgrag.hrag import pipeline as retrieval
-from kgrag.hrag.evaluate import evaluate_samples, load_trained
 from kgrag.hrag.g_agent import GAgentSplit
 from kgrag.hrag.gflownet import pipeline
 from kgrag.hrag.gflownet.answers import FoundPath, answer_metrics, answer_questions, summarise
@@ -25,10 +23,9 @@ from kgrag.hrag.gflownet.data import QuestionGraph
 from kgrag.hrag.gflownet.llm_answer import PathEvidence, verbalise_path
 from kgrag.hrag.gflownet.policy import PathPolicy
 from kgrag.hrag.gflownet.train import AgentData, load_policy
-from kgrag.hrag.questions import read_question_file
 from kgrag.hrag.text import TextEmbeddings
 
-__all__ = ["TrainedPolicy", "Answers", "load_trained_policy", "answer_data", "evaluate_split", "evaluate_file",
+__all__ = ["TrainedPolicy", "Answers", "load_trained_policy", "answer_data", "evaluate_split",
            "metrics_table", "flat_figures", "write_answers_report", "path_evidence", "example_lines"]
 
 
@@ -61,7 +58,8 @@ def answer_data(trained: TrainedPolicy, data: AgentData, entity_vectors: np.ndar
     cfg = trained.config
     ranked, found = answer_questions(trained.policy, data.questions, data.tokens, entity_vectors, cfg.beam_width,
                                      cfg.max_steps, cfg.exclude_topics,
-                                     lookahead=cfg.beam_lookahead)
+                                     lookahead=cfg.beam_lookahead, complete=cfg.chain_completion,
+                                     reasoner=cfg.reasoner)
     metrics = answer_metrics(ranked, data.gold, trained.threshold)
     hops = data.hops + list(miss_hops or [0] * misses)
     if misses:
@@ -75,28 +73,6 @@ def evaluate_split(settings: Settings, dataset: str, split: str, trained: Traine
     agent = GAgentSplit.load(g_agent or retrieval.g_agent_file(settings, dataset, split))
     data = pipeline.agent_data(agent, text, pipeline.split_gold(settings, dataset, split))
     return answer_data(trained, data, text.entities)
-
-
-def evaluate_file(settings: Settings, dataset: str, path: Path, hop: int | None = None,
-                  retriever_checkpoint: Path | None = None,
-                  policy_checkpoint: Path | None = None) -> tuple[Answers, dict]:
-    """The whole chain on a MetaQA-format file with the latest (or given) retriever and policy."""
-    retriever = load_trained(settings, dataset, retriever_checkpoint)
-    trained = load_trained_policy(settings, dataset, policy_checkpoint)
-    read = read_question_file(Path(path), retriever.graph, hop)
-    folder = retrieval.hrag_dir(settings, dataset) / "files"
-    samples = retrieval.question_samples(retriever.graph, read.questions, retriever.config, folder, Path(path).stem)
-    scored = evaluate_samples(retriever, samples)
-    agent = retrieval.build_g_agent(retriever.graph, samples, scored.ptr, scored.scores,
-                                    retriever.config.anchor_top_k, oracle=False,
-                                    meta={"split": "file", "dataset": dataset, "file": str(path)})
-    data = pipeline.agent_data(agent, retriever.text, read.questions)
-    misses = len(read.unresolved_topic)
-    answers = answer_data(trained, data, retriever.text.entities, misses, [read.questions[0].hop] * misses)
-    info = {"file": str(path), "questions": len(read.questions) + misses, "malformed_lines": len(read.malformed_lines),
-            "unresolved_topic": misses, "unresolved_answers": read.unresolved_answers,
-            "retriever": str(retriever.checkpoint), "policy": str(trained.checkpoint), "threshold": trained.threshold}
-    return answers, info
 
 
 def metrics_table(report: dict[str, dict]) -> str:
@@ -114,10 +90,10 @@ def flat_figures(report: dict[str, dict]) -> dict[str, float | int]:
     return {"n": row["n"], "hits@1": row["hits@1"], "hit": row["hit"], "f1": row["f1"]}
 
 
-def write_answers_report(folder: Path, name: str, answers: Answers, extra: dict) -> Path:
+def write_answers_report(folder: Path, name: str, report: dict[str, dict], extra: dict) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"answers_{name}.json"
-    path.write_text(json.dumps({"report": answers.report, **extra}, indent=1, default=str))
+    path.write_text(json.dumps({"report": report, **extra}, indent=1, default=str))
     return path
 
 

@@ -49,12 +49,31 @@ class RelationPlanner(nn.Module):
                 relation_vectors: torch.Tensor) -> torch.Tensor:
         """``question`` (B, L, text_dim) token vectors, ``prefix`` (B, T) actions taken (−1 padding at the end);
         returns (B, T + 1, 2R + 1) ``log P_plan`` of the next action after each prefix."""
-        question = self.read(question)
         hidden, _ = self.gru(self._inputs(prefix, relation_vectors))  # (B, T + 1, dim)
-        logits = (self.attend(hidden) @ question.transpose(1, 2)) * hidden.shape[-1] ** -0.5  # (B, T + 1, L)
+        return self._head(hidden, self.read(question), question_mask)
+
+    def _head(self, hidden: torch.Tensor, question: torch.Tensor, question_mask: torch.Tensor) -> torch.Tensor:
+        """(B, T, dim) GRU states and (B, L, dim) read question tokens → (B, T, 2R + 1) ``log P_plan``."""
+        logits = (self.attend(hidden) @ question.transpose(1, 2)) * hidden.shape[-1] ** -0.5  # (B, T, L)
         weights = logits.masked_fill(~question_mask[:, None], float("-inf")).softmax(dim=-1)
         read = weights @ question
         return self.out(torch.cat([hidden, read], dim=-1)).log_softmax(dim=-1)
+
+    def step(self, read: torch.Tensor, question_mask: torch.Tensor, last: torch.Tensor | None,
+             state: torch.Tensor | None, relation_vectors: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One step of :meth:`forward`, incremental: ``read`` (B, L, dim) = ``self.read(question)`` computed once,
+        ``last`` (B,) the action just taken (None at the start) and ``state`` (1, B, dim) the GRU state before it;
+        returns (B, 2R + 1) ``log P_plan`` of the next action and the new state. Equal to :meth:`forward`'s row
+        ``t`` for the prefix walked so far."""
+        b = read.shape[0]
+        if last is None:
+            last = torch.full((b,), self.num_actions, dtype=torch.long, device=read.device)  # the start token
+            x = self.action(last)
+        else:
+            x = self.action(last) + self.relation_text(relation_vectors)[
+                (last // 2).clamp(max=relation_vectors.shape[0] - 1)] * (last < self.stop)[:, None]
+        hidden, state = self.gru(x[:, None], state)
+        return self._head(hidden, read, question_mask)[:, 0], state
 
 
 def walk_actions(walks: torch.Tensor, relation: torch.Tensor) -> torch.Tensor:

@@ -218,5 +218,6 @@ def _validate(policy: PathPolicy, data: AgentData, entity_vectors: np.ndarray, c
     with torch.device(cfg.device):
         ranked, _ = answer_questions(policy, data.questions, data.tokens, entity_vectors, cfg.beam_width,
                                      cfg.max_steps, cfg.exclude_topics,
-                                     lookahead=cfg.beam_lookahead)
+                                     lookahead=cfg.beam_lookahead, complete=cfg.chain_completion,
+                                     reasoner=cfg.reasoner)
     return float(answer_metrics(ranked, data.gold, threshold=1.0)["hits@1"].mean())

@@ -1,0 +1,206 @@
+"""H-RAG online: answer questions in memory with the trained chain, PPR → retriever (+ chain prior) → g_agent →
+GFlowNet beam → ranked answers with the paths that reached them.
+
+    answer = HRAGReasoner.load(get_settings(), "metaqa").answer("who directed the films starring Tom Hanks")
+
+:class:`HRAGReasoner` loads the graph, the retriever and its chain prior, the policy, PPR and the entity linker
+once; each call writes nothing to disk (question vectors are kept in memory per masked wording: MetaQA's
+questions share a few hundred). Topic entities come from ``[brackets]`` when the text has them, else from the
+entity linker over the plain text (:mod:`kgrag.hrag.linker`). :meth:`HRAGReasoner.rank` answers many questions
+at once and is what ``kgrag eval`` runs; :meth:`HRAGReasoner.answer` is the one-question view of the same path.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from kgrag.config import Settings
+from kgrag.hrag.evaluate import Evaluation, TrainedRetriever, load_trained
+from kgrag.hrag.gflownet.answers import FoundPath, answer_questions, predicted_set
+from kgrag.hrag.gflownet.data import QuestionGraph, agent_questions
+from kgrag.hrag.gflownet.evaluate import TrainedPolicy, load_trained_policy, path_evidence
+from kgrag.hrag.gflownet.llm_answer import PathEvidence, verbalise_path
+from kgrag.hrag.linker import EntityLinker
+from kgrag.hrag.ppr import PersonalizedPageRank
+from kgrag.hrag.questions import HragQuestion, masked_text, prepared_questions
+from kgrag.hrag.retriever import score_samples
+from kgrag.hrag.samples import build_samples
+from kgrag.hrag.text import MAX_QUESTION_TOKENS, QuestionTokens
+from kgrag.rank.embedder import Embedder
+
+__all__ = ["RankedAnswer", "Answer", "Ranking", "HRAGReasoner", "answer_question"]
+
+
+@dataclass(frozen=True)
+class RankedAnswer:
+    entity: int  # graph row
+    name: str
+    score: float
+    paths: tuple[PathEvidence, ...]  # the most probable found paths ending at it (may be empty: chain completion)
+
+
+@dataclass
+class Answer:
+    question: str
+    linked: str  # the question with its topic span(s) in [brackets]
+    topics: list[str]
+    answers: list[RankedAnswer]  # best first, at most k
+    predicted: list[str]  # the answer set: every answer scoring at least threshold × the best
+    ms: dict[str, float] = field(default_factory=dict)
+    note: str = ""  # why there is no answer, when there is none
+
+    def lines(self) -> list[str]:
+        """Readable lines: question, answers (top 5), the best answer's paths."""
+        out = [f"Question: {self.linked}", "Answers: " + (", ".join(f"{a.name} {a.score:.3f}"
+                                                                     for a in self.answers[:5]) or self.note)]
+        for a in self.answers[:1]:
+            out += [f"  path p={p.probability:.3f}: {verbalise_path(p)}" for p in a.paths[:3]]
+        return out
+
+
+@dataclass
+class Ranking:
+    """What :meth:`HRAGReasoner.rank` returns for many questions: per question the ranked ``(entity, score)``
+    list and the found paths (``found[i]`` index the local nodes of ``graphs[i]``)."""
+
+    ranked: list[list[tuple[int, float]]]
+    found: list[list[FoundPath]]
+    graphs: list[QuestionGraph]
+    ms: dict[str, float]
+
+
+class HRAGReasoner:
+    """The trained H-RAG chain, loaded once (see the module docstring)."""
+
+    def __init__(self, retriever: TrainedRetriever, policy: TrainedPolicy, linker: EntityLinker | None = None,
+                 batch_size: int = 64) -> None:
+        self.retriever = retriever
+        self.policy = policy
+        self.graph = retriever.graph
+        self.ppr = PersonalizedPageRank(self.graph, tol=retriever.config.ppr_tol)
+        self.linker = linker or EntityLinker.from_graph(self.graph)
+        self.batch_size = batch_size
+        model_name = retriever.text.embedder.model_name
+        self._encoder = Embedder(model_name, cache_dir=None)  # no disk cache: a call writes nothing
+        self._vectors: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # masked wording → (sentence, tokens)
+        self.policy.policy.eval()
+
+    @classmethod
+    def load(cls, settings: Settings, dataset: str, retriever_checkpoint: Path | None = None,
+             policy_checkpoint: Path | None = None) -> HRAGReasoner:
+        retriever = load_trained(settings, dataset, retriever_checkpoint)
+        policy = load_trained_policy(settings, dataset, policy_checkpoint)
+        train = prepared_questions(settings.dataset_dir(dataset), ["train"])
+        linker = EntityLinker.from_graph(retriever.graph, [masked_text(q.text) for q in train])
+        return cls(retriever, policy, linker)
+
+    # ------------------------------------------------------------------ encoding
+    def _encode(self, texts: Sequence[str]) -> tuple[np.ndarray, QuestionTokens]:
+        """Sentence vectors (Q, D) and token vectors of the masked questions; each new wording is encoded once
+        per process, in one model call for both."""
+        masked = [masked_text(t) for t in texts]
+        new = [t for t in dict.fromkeys(masked) if t not in self._vectors]
+        if new:
+            outputs = self._encoder.model.encode(new, output_value=None, batch_size=128, convert_to_numpy=False,
+                                                 show_progress_bar=False)
+            for text, out in zip(new, outputs, strict=True):
+                sentence = out["sentence_embedding"].float().cpu().numpy()
+                tokens = out["token_embeddings"][:MAX_QUESTION_TOKENS].float().cpu().numpy()
+                self._vectors[text] = (sentence / max(float(np.linalg.norm(sentence)), 1e-12), tokens)
+        dim = self.retriever.text.dim
+        sentence = np.zeros((len(masked), dim), np.float32)
+        vectors = np.zeros((len(masked), MAX_QUESTION_TOKENS, dim), np.float16)
+        mask = np.zeros((len(masked), MAX_QUESTION_TOKENS), bool)
+        for i, text in enumerate(masked):
+            s, t = self._vectors[text]
+            sentence[i], vectors[i, : len(t)], mask[i, : len(t)] = s, t, True
+        return sentence, QuestionTokens(vectors, mask)
+
+    # ------------------------------------------------------------------ the chain
+    def rank(self, questions: Sequence[HragQuestion]) -> Ranking:
+        """Ranked answers and found paths of ``questions`` (their ``topics`` set; ``answers`` are not read)."""
+        ms: dict[str, float] = {}
+        clock = time.perf_counter()
+
+        def lap(name: str) -> None:
+            nonlocal clock
+            now = time.perf_counter()
+            ms[name] = ms.get(name, 0.0) + 1000 * (now - clock)
+            clock = now
+
+        blind = [HragQuestion(q.qid, q.text, list(q.topics), [], q.hop, q.split) for q in questions]
+        sentence, tokens = self._encode([q.text for q in blind])
+        lap("encode")
+        r, cfg = self.retriever, self.retriever.config
+        samples = build_samples(self.graph, blind, cfg.top_n, cfg.max_triples, ppr=self.ppr)
+        lap("ppr")
+        ptr, scores = score_samples(r.model, self.graph, r.text, samples, question_vec=sentence)
+        lap("score")
+        g_agent = r.g_agent(samples, Evaluation({}, ptr, scores, 0.0), oracle=False, meta={"split": "online"},
+                            vectors=sentence)
+        graphs = agent_questions(g_agent)
+        lap("g_agent")
+        p = self.policy
+        ranked, found = answer_questions(p.policy, graphs, tokens, r.text.entities, p.config.beam_width,
+                                         p.config.max_steps, p.config.exclude_topics, batch_size=self.batch_size,
+                                         lookahead=p.config.beam_lookahead, complete=p.config.chain_completion,
+                                         reasoner=p.config.reasoner)
+        lap("reason")
+        return Ranking(ranked, found, graphs, ms)
+
+    def link(self, question: str, topics: Sequence[int] | None = None) -> tuple[list[int], str]:
+        """Topic entities of ``question`` (given ones first, then [brackets], then the linker) and the text with
+        them in brackets."""
+        if topics:
+            return list(topics), question
+        return self.linker.topics(question)
+
+    def answer(self, question: str, topics: Sequence[int] | None = None, *, k: int = 10) -> Answer:
+        """One question: ranked answers (at most ``k``) with the paths that reached them, and the answer set."""
+        start = time.perf_counter()
+        rows, linked = self.link(question, topics)
+        names = [self._name(e) for e in rows]
+        if not rows:
+            return Answer(question, question, [], [], [], {"link": 1000 * (time.perf_counter() - start)},
+                          note="no topic entity found in the question: name one the graph stores, or put it in "
+                               "[brackets]")
+        link_ms = 1000 * (time.perf_counter() - start)
+        ranking = self.rank([HragQuestion("q", linked, rows, [], 0, "online")])
+        ranked, found, graph = ranking.ranked[0], ranking.found[0], ranking.graphs[0]
+        by_end: dict[int, list[PathEvidence]] = {}
+        for path in found:
+            entity = int(graph.node_ids[path.terminal])
+            by_end.setdefault(entity, []).append(path_evidence(graph, path, self.graph))
+        answers = [RankedAnswer(e, self._name(e), s, tuple(by_end.get(e, ())[:3])) for e, s in ranked[:k]]
+        predicted = [self._name(e) for e in predicted_set(ranked, self.policy.threshold)]
+        ms = {"link": link_ms, **ranking.ms, "total": 1000 * (time.perf_counter() - start)}
+        note = "" if answers else "no path from the topic entity reached an answer inside g_agent"
+        return Answer(question, linked, names, answers, predicted, ms, note)
+
+    def _name(self, entity: int) -> str:
+        return self.graph.entity_names[entity] or self.graph.entity_ids[entity]
+
+
+def answer_question(question: str, topics: Sequence[int] | None = None, *, k: int = 10,
+                    reasoner: HRAGReasoner | None = None, dataset: str = "metaqa") -> Answer:
+    """One question through a reasoner (loaded for ``dataset`` with the current settings when not given; pass one
+    to reuse it across calls)."""
+    from kgrag.config import get_settings
+
+    reasoner = reasoner or _default(dataset, get_settings())
+    return reasoner.answer(question, topics, k=k)
+
+
+_LOADED: dict[tuple[str, str], HRAGReasoner] = {}
+
+
+def _default(dataset: str, settings: Settings) -> HRAGReasoner:
+    key = (dataset, str(settings.work_dir))
+    if key not in _LOADED:
+        _LOADED[key] = HRAGReasoner.load(settings, dataset)
+    return _LOADED[key]
