@@ -17,6 +17,7 @@ from datetime import timedelta
 from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
+from tqdm.auto import tqdm
 
 from kgrag.config import get_settings
 from kgrag.hrag import pipeline
@@ -48,7 +49,13 @@ def retrieval_samples(dataset: str, split: str, config_json: str) -> dict:
     """G_retrieval + features + labels of one split (PPR batched over topic sets); returns counts."""
     settings = get_settings()
     cfg = RetrieverConfig.model_validate_json(config_json)
-    samples = pipeline.split_samples(settings, dataset, pipeline.load_graph(settings, dataset), split, cfg)
+    with tqdm(desc=f"G_retrieval ({split}, PPR)", unit="topic set", leave=False, disable=None) as bar:
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        samples = pipeline.split_samples(settings, dataset, pipeline.load_graph(settings, dataset), split, cfg,
+                                         progress=progress)
     counts = samples.question_triple_counts()
     return {"split": split, "questions": len(samples), "mean_triples": float(counts.mean()),
             "no_path": int((samples.positive_counts() == 0).sum())}

@@ -13,11 +13,15 @@ from flows.train_gflownet import train_gflownet
 from flows.train_retriever import train_retriever
 from kgrag.cli import app
 from kgrag.hrag.config import RetrieverConfig
+from kgrag.hrag.file_eval import strip_brackets
 from kgrag.hrag.g_agent import GAgentSplit
+from kgrag.hrag.questions import read_question_file
+from kgrag.hrag.reasoner import HRAGReasoner
 from kgrag.prep.steps import read_prepared_questions
 
 GFLOWNET_TINY = {"dim": 16, "heads": 2, "layers": 1, "ffn": 32, "entity_dim": 4, "batch_questions": 8, "steps": 80,
-                 "checkpoint_every": 20, "validation_questions": 18, "beam_width": 4, "lr": 1e-2, "explore_steps": 40}
+                 "checkpoint_every": 20, "validation_questions": 18, "beam_width": 4, "lr": 1e-2, "explore_steps": 40,
+                 "plan_warmup": 300}
 TINY = {"top_n": 100, "max_triples": 600, "epochs": 3, "batch_questions": 4, "negatives": 32, "hidden": 32,
         "proj": 16, "entity_proj": 8, "early_stop_k": 10, "patience": 3}
 
@@ -73,6 +77,29 @@ def test_train_and_eval_flows_on_demo(prefect_harness, work_settings, tmp_path):
     assert 0.0 <= figures["f1"] <= figures["hit"] <= 1.0 and figures["hits@1"] <= figures["hit"]
     res = runner.invoke(app, ["eval", "--dataset", "demo", "--split", "test"])
     assert res.exit_code == 0 and "Hits@1" in res.output, res.output
+    # topics linked from the text, brackets stripped: the same interface; one demo question names two entities
+    # ("which character did [Greta Ishikawa] play in The Silent Harbor"): the linker gives one topic, the film
+    res = runner.invoke(app, ["eval", "--dataset", "demo", "--questions", str(qfile), "--no-brackets", "--json"])
+    assert res.exit_code == 0, res.output
+    linked = json.loads(res.output.strip().splitlines()[-1])
+    assert linked["n"] == 18 and linked["hits@1"] >= figures["hits@1"] - 1 / 18 - 1e-9, (linked, figures)
+    res = runner.invoke(app, ["eval", "--dataset", "demo", "--no-brackets"])
+    assert res.exit_code == 1 and "--no-brackets needs --questions" in res.output
+
+    # one question in memory equals the batch path, and writes nothing
+    reasoner = HRAGReasoner.load(work_settings, "demo")
+    read = read_question_file(qfile, reasoner.graph)
+    batch = reasoner.rank(read.questions)
+    before = sorted(p.name for p in work_settings.work_dir.rglob("*"))
+    for q, ranked in zip(read.questions, batch.ranked, strict=True):
+        single = reasoner.answer(q.text, k=50)
+        assert [(a.entity, round(a.score, 5)) for a in single.answers] == [(e, round(s, 5)) for e, s in ranked[:50]]
+        assert single.answers and single.answers[0].paths and single.ms["total"] > 0
+    assert sorted(p.name for p in work_settings.work_dir.rglob("*")) == before
+    plain = reasoner.answer(strip_brackets(read.questions[0].text))
+    assert plain.topics and plain.linked == read.questions[0].text.strip() or plain.answers
+    nothing = reasoner.answer("zzqx qqzz")
+    assert nothing.answers == [] and "no topic entity" in nothing.note
 
 
 def _uniform_policy_hits1(settings, checkpoint: str) -> float:

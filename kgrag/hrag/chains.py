@@ -32,10 +32,11 @@ import numpy as np
 import torch
 
 from kgrag.graph.csr import CSRGraph
+from kgrag.hrag.g_agent import GAgentSplit
 from kgrag.hrag.gflownet.plan_labels import QuestionChains
 from kgrag.hrag.questions import masked_text
 
-__all__ = ["ChainPrior", "ChainWalker", "train_chain_prior", "chain_candidates", "chain_text"]
+__all__ = ["ChainPrior", "ChainWalker", "train_chain_prior", "chain_candidates", "chain_text", "chains_held"]
 
 _WORD = re.compile(r"\w+")
 
@@ -259,4 +260,30 @@ def chain_candidates(walker: ChainWalker, prior: ChainPrior, texts: Sequence[str
             ids.append(found)
             probs.append(np.full(found.size, p, dtype=np.float32))
         out.append((np.concatenate(ids), np.concatenate(probs)))
+    return out
+
+
+def chains_held(split: GAgentSplit, labels: QuestionChains) -> np.ndarray:
+    """Per question of ``split``: does one of its label chains (``labels`` aligned with the split), walked inside
+    its g_agent from the topics (topics never re-entered), reach a gold answer — the chain is in g_agent."""
+    out = np.zeros(len(split), dtype=bool)
+    for i in range(len(split)):
+        s = split.sample(i)
+        head, rel, tail = s["edge_head"].numpy(), s["edge_relation"].numpy(), s["edge_tail"].numpy()
+        nodes = s["node_ids"].numpy()
+        topic = np.isin(nodes, nodes[s["topic_local"].numpy()])
+        gold = np.zeros(nodes.size, dtype=bool)
+        gold[s["answer_local"].numpy()] = True
+        local_head, local_tail = np.searchsorted(nodes, head), np.searchsorted(nodes, tail)
+        for chain in labels.of(i):
+            reached = topic.copy()
+            for a in (int(a) for a in chain if a >= 0):
+                move = rel == a // 2
+                src, dst = (local_tail, local_head) if a % 2 else (local_head, local_tail)
+                nxt = np.zeros_like(reached)
+                nxt[dst[move & reached[src]]] = True
+                reached = nxt & ~topic
+            if (reached & gold).any():
+                out[i] = True
+                break
     return out

@@ -226,7 +226,11 @@ def answer_questions(policy: PathPolicy, questions: Sequence[QuestionGraph], tok
         batch = collate(questions[lo : lo + batch_size], tokens[lo : lo + batch_size], entity_vectors)
         batch = batch.to(policy.relation_vectors.device)
         if reasoner == "planner":
-            chains = chain_search(policy, batch, width, max_steps)
+            part_questions = questions[lo : lo + batch_size]
+            raw = torch.zeros(batch.relation.shape)
+            for i, q in enumerate(part_questions):
+                raw[i, : q.scores.numel()] = q.scores
+            chains = chain_search(policy, batch, width, max_steps, edge_scores=raw)
             part = rank_chains(chains, batch)
             ranked.extend(part)
             found.extend([p for e, _ in r[:evidence] for p in chain_paths(c, batch, i, e, limit=1)]

@@ -14,7 +14,7 @@ candidate edge from the frontier is a dead end: its planner mass is lost, not re
 ``renormalise=False``). A prefix that stops is a found chain: its probability is ``P_plan(actions, Stop)``, the
 entities it reaches (topics never re-entered, as :class:`~kgrag.hrag.chains.ChainWalker`) score it, summed
 over chains. Ties (a chain's answers all score its mass) break by the best retriever score among the chain's
-last-hop edges into the entity, then by entity id. Every operation is a batched tensor op over the questions'
+last-hop edges into the entity (raw, as g_agent stores it), then by entity id. Every operation is a batched tensor op over the questions'
 prefixes; the planner runs once per step on all live prefixes.
 """
 
@@ -43,16 +43,18 @@ class FoundChain:
 
 @torch.no_grad()
 def chain_search(policy: PathPolicy, batch: PoolBatch, width: int = 8, max_steps: int = 3,
-                 min_share: float = 1e-6) -> list[list[FoundChain]]:
+                 min_share: float = 1e-6, edge_scores: torch.Tensor | None = None) -> list[list[FoundChain]]:
     """Per question of ``batch`` the chains that stopped within the beam, most probable first. The beam is dense:
-    ``width`` prefixes per question (row ``q · width + k``), an empty slot at log-probability −inf."""
+    ``width`` prefixes per question (row ``q · width + k``), an empty slot at log-probability −inf.
+    ``edge_scores`` (B, E): the retriever's raw edge scores for the ties (default: the batch's standardised ones,
+    clipped, which flatten the chain prior's boosted edges into ties)."""
     b, n = batch.pool.is_topic.shape
     stop, inf = policy.planner.stop, float("-inf")
     q = torch.arange(b).repeat_interleave(width)  # (R,) each beam row's question
     actions = PathPolicy.candidate_actions(batch.relation)[q]  # (R, C)
     valid = batch.pool.valid[q]
     src, dst = batch.pool.head.clamp(min=0)[q], batch.pool.tail.clamp(min=0)[q]
-    score = batch.score.repeat_interleave(2, dim=1)[q]  # each oriented candidate's (standardised) edge score
+    score = (batch.score if edge_scores is None else edge_scores).repeat_interleave(2, dim=1)[q]  # per candidate
     topic = batch.pool.is_topic[q]
     planner, relations = policy.planner, policy.relation_vectors
     read, mask = planner.read(batch.question)[q], batch.question_mask[q]  # the question read once

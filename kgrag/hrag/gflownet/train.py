@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from kgrag.hrag.gflownet.answers import answer_metrics, answer_questions
 from kgrag.hrag.gflownet.config import GFlowNetConfig
@@ -107,7 +108,7 @@ def warm_up_planner(policy: PathPolicy, plan: PlanData, cfg: GFlowNetConfig) -> 
     optimiser = torch.optim.AdamW(policy.planner.parameters(), lr=cfg.lr)
     rng = np.random.default_rng([cfg.seed, 7])
     loss = torch.zeros(())
-    for _ in range(cfg.plan_warmup):
+    for _ in tqdm(range(cfg.plan_warmup), desc="planner warm-up", unit="step", leave=False, disable=None):
         loss = _plan_loss(policy, plan, rng, cfg.batch_questions)
         optimiser.zero_grad()
         loss.backward()
@@ -164,7 +165,7 @@ def train_gflownet(cfg: GFlowNetConfig, train: AgentData, validation: AgentData,
     end = cfg.steps if stop_after is None else min(cfg.steps, stop_after)
     window: dict[str, float] = {"loss": 0.0, "reward": 0.0, "correct": 0.0, "recall": 0.0, "length": 0.0, "n": 0}
     t0 = time.perf_counter()
-    for s in range(start, end):
+    for s in tqdm(range(start, end), desc="GFlowNet training", unit="step", leave=False, disable=None):
         policy.train()
         rows = _batch_rows(len(train), cfg.batch_questions, cfg.seed, s)
         batch = collate([train.questions[i] for i in rows], train.tokens[rows], entity_vectors).to(device)
