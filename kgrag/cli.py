@@ -91,12 +91,14 @@ def prepare(
 @app.command()
 @friendly_errors
 def run() -> None:
-    """The main job (what `make run` runs): prepare MetaQA when ../shared/data has it (else the demo KG),
-    print the summary table, then answer one dev question with SPARQL on the store."""
+    """The main job (what `make run` runs): prepare MetaQA when ../shared/data has it (else the demo KG), answer one
+    dev question with SPARQL, train the H-RAG retriever and reasoner on a budget, answer the validation split and
+    two questions in memory, then the agent over the knowledge network; prints the wall time of each stage."""
     from flows.prepare_data import prepare_data
-    from kgrag.run import default_dataset, sparql_example
+    from kgrag.run import StageClock, default_dataset, retriever_splits, sparql_example
 
     settings = get_settings()
+    clock = StageClock()
     dataset = default_dataset(settings)
     console.print(f"[bold]kgrag run[/]: dataset [cyan]{dataset}[/] (data dir {settings.data_dir}, work dir {settings.work_dir})")
     result = prepare_data(dataset=dataset)
@@ -110,17 +112,33 @@ def run() -> None:
     console.print(f"[bold]Store answers[/] ({len(example.answers)}): {', '.join(example.answers)}")
     console.print(f"[bold]Gold answers[/] ({len(example.gold)}): {', '.join(example.gold)}")
     console.print(f"[bold]Match[/]: {'yes' if example.matches else 'no'}")
-    _run_retriever(dataset, settings)
+    clock.lap("prepare + SPARQL example")
+    train_split, validation_split = retriever_splits(dataset)
+    _run_retriever(dataset, settings, train_split, validation_split)
+    clock.lap("H-RAG retriever: train + recall + g_agent")
+    _run_gflownet(dataset, settings, train_split, validation_split)
+    clock.lap("H-RAG reasoner: train + answer the validation split")
+    _run_online(dataset, settings, validation_split)
+    clock.lap("H-RAG online: two questions in memory")
+    kn_id, questions = _run_agent(settings)
+    clock.lap("agent over the knowledge network")
+    _run_modes(settings, kn_id, questions[:1])
+    clock.lap("query modes")
+    table = Table(title=f"make run: {clock.total:.0f} s wall")
+    table.add_column("stage")
+    table.add_column("seconds", justify="right")
+    for name, seconds in clock.stages:
+        table.add_row(name, f"{seconds:.1f}")
+    console.print(table)
 
 
-def _run_retriever(dataset: str, settings) -> None:
+def _run_retriever(dataset: str, settings, train_split: str, validation_split: str) -> None:
     """make run's H-RAG retrieval stage: train the retriever on a small budget, evaluate it, write g_agent."""
     from flows.retriever_eval import retriever_eval
     from flows.train_retriever import train_retriever
     from kgrag.hrag.metrics import report_table
-    from kgrag.run import RUN_RETRIEVER_CONFIG, g_agent_example, retriever_splits
+    from kgrag.run import RUN_RETRIEVER_CONFIG, g_agent_example
 
-    train_split, validation_split = retriever_splits(dataset)
     console.print(f"\n[bold]H-RAG retriever[/]: training on {train_split} (budget {RUN_RETRIEVER_CONFIG}), "
                   f"early stop on {validation_split}")
     trained = train_retriever(dataset=dataset, config=RUN_RETRIEVER_CONFIG, train_split=train_split,
@@ -129,20 +147,20 @@ def _run_retriever(dataset: str, settings) -> None:
         console.print(f"  epoch {row['epoch']}: loss {row['loss']:.4f}, {row['train_seconds']:.1f}s")
     result = retriever_eval(dataset=dataset, run_all_splits=dataset != "demo", split=validation_split)
     part = result[validation_split]
-    console.print(f"\n[bold]Retriever recall@K[/] ({dataset} {validation_split}; answer = an answer entity in the top-K "
-                  f"triples, path = share of shortest-path triples in the top-K, ceiling in brackets)")
+    console.print(f"\n[bold]Retriever recall@K[/] ({dataset} {validation_split}; the scorer alone: answer = an answer "
+                  f"entity in the top-K triples, path = share of shortest-path triples in the top-K, ceiling in "
+                  f"brackets; g_agent adds the relation-chain prior)")
     print(report_table(part["report"]))
     console.print(f"g_agent files: {', '.join(p['g_agent'] for p in result.values())}")
     for line in g_agent_example(settings, dataset, validation_split):
         console.print(escape(line), highlight=False)
-    _run_gflownet(dataset, settings, train_split, validation_split)
 
 
 def _run_gflownet(dataset: str, settings, train_split: str, validation_split: str) -> None:
     """make run's System 2 stage: train the GFlowNet path policy on g_agent, answer the validation split."""
     from flows.train_gflownet import train_gflownet
     from kgrag.hrag.gflownet.evaluate import metrics_table
-    from kgrag.run import answer_examples, gflownet_budget
+    from kgrag.run import gflownet_budget
 
     budget = gflownet_budget(dataset)
     console.print(f"\n[bold]H-RAG GFlowNet reasoner[/]: training on {train_split} g_agent "
@@ -153,15 +171,22 @@ def _run_gflownet(dataset: str, settings, train_split: str, validation_split: st
         console.print(f"  step {row['step']}: loss {row['loss']:.3f}, sampled paths correct {row['correct']:.3f}, "
                       f"val hits@1 {row['val_hits@1']:.4f}, {row['train_seconds']:.0f}s")
     validation = result["validation"]
-    console.print(f"\n[bold]Answers without an LLM[/] ({dataset} {validation_split}, g_agent Top-K, beam search; "
-                  f"F1 threshold {validation['threshold']} chosen on this split; percent)")
+    console.print(f"\n[bold]Answers without an LLM[/] ({dataset} {validation_split}, every question; g_agent Top-K, "
+                  f"the planner's chain search + chain completion; F1 threshold {validation['threshold']} chosen on "
+                  f"this split; percent)")
     print(metrics_table(validation["report"]))
-    for line in answer_examples(settings, dataset, validation_split, result["checkpoint"]):
+
+
+def _run_online(dataset: str, settings, validation_split: str) -> None:
+    """make run's online stage: two validation questions, brackets removed, answered in memory with their paths."""
+    from kgrag.run import answer_examples
+
+    console.print("\n[bold]H-RAG online[/]: answer_question on two validation questions typed without [brackets]")
+    for line in answer_examples(settings, dataset, validation_split):
         console.print(escape(line), highlight=False)  # paths read "A -[directed_by]-> B": not rich markup
-    _run_agent(settings)
 
 
-def _run_agent(settings) -> None:
+def _run_agent(settings) -> tuple[str, list[str]]:
     """make run's agent stage: the knowledge network (medical when its data is there, else demo), the trained
     intent ranker (medical), then two questions answered by the LangGraph agent, each step shown."""
     from kgrag.agent.render import state_tree
@@ -190,7 +215,7 @@ def _run_agent(settings) -> None:
         console.print(state_tree(answer(question)))
     console.print("Serve it: [bold]langgraph dev --no-browser[/] (assistant 'agent'); ask in-process: "
                   "[bold]kgrag ask \"问题\" --kn " + kn_id + "[/]")
-    _run_modes(settings, kn_id, questions[:1])
+    return kn_id, questions
 
 
 def _run_modes(settings, kn_id: str, questions: list[str]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,8 +67,9 @@ def sparql_example(dataset: str, settings: Settings | None = None, prefer_qtype:
     return None
 
 
-#: the retriever budget of ``make run`` (the full budget is ``kgrag train-retriever`` with the defaults)
-RUN_RETRIEVER_CONFIG = {"max_train_questions": 5000, "epochs": 4, "early_stop_questions": 300}
+#: the retriever budget of ``make run`` (the full budget is ``kgrag train-retriever`` with the defaults: every train
+#: question, 6 epochs); the relation-chain prior it uses is learned from every train question either way
+RUN_RETRIEVER_CONFIG = {"max_train_questions": 2000, "epochs": 3, "early_stop_questions": 300}
 
 
 def retriever_splits(dataset: str) -> tuple[str, str]:
@@ -101,9 +103,9 @@ def g_agent_example(settings: Settings, dataset: str, split: str, top: int = 5) 
 
 
 #: the GFlowNet budget of ``make run`` on MetaQA (the full budget is ``kgrag train-gflownet`` with the defaults:
-#: 1000 steps): validation Hits@1 peaks early (the planner reads the relations within its warm-up), so a short run
-#: with frequent checks keeps the best checkpoint
-RUN_GFLOWNET_CONFIG: dict = {"steps": 50, "checkpoint_every": 25, "validation_questions": 300}
+#: 2000 planner warm-up steps, 1000 TB steps): answers come from the planner's chain search, which its warm-up
+#: teaches within a few hundred steps; the TB steps train the encoder the beam reasoner uses
+RUN_GFLOWNET_CONFIG: dict = {"steps": 20, "checkpoint_every": 10, "validation_questions": 300, "plan_warmup": 600}
 #: the demo KG has 18 questions: a few dozen steps show the stage
 DEMO_GFLOWNET_CONFIG: dict = {"steps": 40, "checkpoint_every": 20, "batch_questions": 18}
 
@@ -112,29 +114,45 @@ def gflownet_budget(dataset: str) -> dict:
     return DEMO_GFLOWNET_CONFIG if dataset == "demo" else RUN_GFLOWNET_CONFIG
 
 
-def answer_examples(settings: Settings, dataset: str, split: str, checkpoint: str, count: int = 2) -> list[str]:
-    """Two answered questions of ``split`` (the first 2-hop and the first 3-hop one, else the first ones) with
-    their ranked answers and most probable paths."""
-    from kgrag.hrag import pipeline as retrieval
-    from kgrag.hrag.g_agent import GAgentSplit
-    from kgrag.hrag.gflownet import pipeline
-    from kgrag.hrag.gflownet.evaluate import answer_data, example_lines, load_trained_policy
-    from kgrag.hrag.text import TextEmbeddings
-    from kgrag.rank.embedder import Embedder
+def answer_examples(settings: Settings, dataset: str, split: str, count: int = 2) -> list[str]:
+    """Two questions of ``split`` (the first 2-hop and the first 3-hop one, else the first ones) answered in memory
+    by the online reasoner, their topic brackets removed (the linker finds the topic in the text): ranked answers,
+    the answer set and the best answer's paths."""
+    from kgrag.hrag.file_eval import strip_brackets
+    from kgrag.hrag.questions import prepared_questions
+    from kgrag.hrag.reasoner import HRAGReasoner
 
-    graph = retrieval.load_graph(settings, dataset)
-    g_agent = GAgentSplit.load(retrieval.g_agent_file(settings, dataset, split))
-    hops = g_agent.hops.tolist()
-    picks = [next((i for i, h in enumerate(hops) if h == hop), None) for hop in (2, 3)]
-    picks = [i for i in picks if i is not None] or list(range(min(count, len(hops))))
-    text = TextEmbeddings.for_graph(graph, retrieval.hrag_dir(settings, dataset), Embedder.from_settings(settings))
-    chosen = g_agent.subset(picks[:count])
-    data = pipeline.agent_data(chosen, text, pipeline.split_gold(settings, dataset, split))
-    answers = answer_data(load_trained_policy(settings, dataset, Path(checkpoint)), data, text.entities)
-    lines = []
-    for i in range(len(data)):
-        lines += [""] + example_lines(answers, graph, i)
+    questions = prepared_questions(settings.dataset_dir(dataset), [split])
+    picks = [next((q for q in questions if q.hop == hop), None) for hop in (2, 3)]
+    chosen = [q for q in picks if q is not None] or questions[:count]
+    reasoner = HRAGReasoner.load(settings, dataset)
+    lines: list[str] = []
+    for q in chosen[:count]:
+        answer = reasoner.answer(strip_brackets(q.text))
+        gold = {reasoner.graph.entity_names[e] or reasoner.graph.entity_ids[e] for e in q.answers}
+        lines += ["", *answer.lines(),
+                  f"  answer set ({len(answer.predicted)}): {', '.join(answer.predicted[:8])}"
+                  f"{' …' if len(answer.predicted) > 8 else ''}; gold {len(gold)}, "
+                  f"{len(gold & set(answer.predicted))} found; {answer.ms['total']:.0f} ms"]
     return lines
+
+
+class StageClock:
+    """Wall time per stage of ``make run``: ``lap(name)`` closes the stage that ran since the last lap."""
+
+    def __init__(self) -> None:
+        self.start = self.last = time.perf_counter()
+        self.stages: list[tuple[str, float]] = []
+
+    def lap(self, name: str) -> float:
+        now = time.perf_counter()
+        self.stages.append((name, now - self.last))
+        self.last = now
+        return self.stages[-1][1]
+
+    @property
+    def total(self) -> float:
+        return time.perf_counter() - self.start
 
 
 #: two questions make run's agent stage answers on the medical network (one relation, one property question)
