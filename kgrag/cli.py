@@ -6,6 +6,7 @@ import functools
 import json
 import os
 import sys
+import time
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
@@ -197,16 +198,20 @@ def _run_agent(settings) -> tuple[str, list[str]]:
     store = NetworkStore(settings.db_url)
     try:
         console.print(f"\n[bold]Agent[/]: knowledge network [cyan]{kn_id}[/] in {settings.db_url}")
+        start = time.perf_counter()
         if ensure_network(store, kn_id, settings.data_dir):
-            console.print(f"  loaded {kn_id}: {store.count_instances(kn_id)} instances, {store.count_links(kn_id)} links")
+            console.print(f"  loaded {kn_id}: {store.count_instances(kn_id)} instances, {store.count_links(kn_id)} "
+                          f"links ({time.perf_counter() - start:.0f} s, the domain vectors' training included)")
         if kn_id == "medical":
             from flows.train_intent import train_intent
 
+            start = time.perf_counter()
             result = train_intent()
             v = result["validation"]
             console.print(f"  intent ranker ({'reused' if result.get('cached') else 'trained'}): validation "
                           f"accuracy@1 {v['accuracy@1']:.4f} (n={v['n']}), baseline "
-                          f"{result['baseline']['accuracy@1']:.4f}, majority {result['majority_accuracy']:.4f}")
+                          f"{result['baseline']['accuracy@1']:.4f}, majority {result['majority_accuracy']:.4f} "
+                          f"({time.perf_counter() - start:.0f} s)")
         questions = agent_questions(store, kn_id)
     finally:
         store.close()
@@ -392,7 +397,8 @@ def train_gflownet_cmd(
     dataset: Annotated[Dataset, typer.Option(help="Prepared dataset with g_agent files (run retriever-eval).")] = Dataset.metaqa,
     steps: Annotated[int | None, typer.Option(help="Optimiser steps (one batch of trajectories each).")] = None,
     objective: Annotated[str | None, typer.Option(help="tb (trajectory balance) or subtb.")] = None,
-    device: Annotated[str | None, typer.Option(help="torch device, e.g. cuda (default cpu).")] = None,
+    device: Annotated[str | None, typer.Option(help="torch device: auto (the default: the GPU when present), cpu, "
+                                               "cuda, mps.")] = None,
     config: Annotated[str | None, typer.Option(help="JSON object of GFlowNetConfig fields.")] = None,
     train_g_agent: Annotated[Path | None, typer.Option(help="data.cache_paths.train (default: the work dir's).")] = None,
     validation_g_agent: Annotated[Path | None, typer.Option(help="data.cache_paths.validation.")] = None,

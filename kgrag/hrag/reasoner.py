@@ -64,8 +64,10 @@ class Answer:
 
     def lines(self) -> list[str]:
         """Readable lines: question, answers (top 5), the best answer's paths."""
-        out = [f"Question: {self.linked}", "Answers: " + (", ".join(f"{a.name} {a.score:.3f}"
-                                                                     for a in self.answers[:5]) or self.note)]
+        floor = 1e-3 * self.answers[0].score if self.answers else 0.0  # what the beam found by a hair: not shown
+        shown = [a for a in self.answers[:5] if a.score >= floor]
+        out = [f"Question: {self.linked}", "Answers: " + (", ".join(f"{a.name} {a.score:.3f}" for a in shown)
+                                                          or self.note)]
         for a in self.answers[:1]:
             out += [f"  path p={p.probability:.3f}: {verbalise_path(p)}" for p in a.paths[:3]]
         return out

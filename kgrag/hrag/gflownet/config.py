@@ -55,7 +55,8 @@ class GFlowNetConfig(BaseModel):
     validation_questions: int = Field(500, ge=1, description="validation questions answered at each checkpoint")
     max_train_questions: int = Field(0, ge=0, description="0 = every question of the train g_agent")
     seed: int = 0
-    device: str = Field("cpu", pattern=r"^(cpu|cuda(:\d+)?|mps)$", description="torch device of training")
+    device: str = Field("auto", pattern=r"^(auto|cpu|cuda(:\d+)?|mps)$",
+                        description="torch device of training; auto = the GPU when torch sees one, else the CPU")
     # answering
     beam_width: int = Field(16, ge=1, description="paths kept per step by the answer beam search")
     beam_lookahead: int = Field(8, ge=1, description="the beam keeps the best `beam_width` of the `beam_lookahead"
@@ -67,6 +68,15 @@ class GFlowNetConfig(BaseModel):
                                                  "planner's beam over relation chains walked in g_agent (fast)")
     chain_completion: bool = Field(True, description="answer with every entity the found paths' relation chains "
                                    "reach in g_agent, scored by the chain's mass (False: the beam's path ends only)")
+
+    @property
+    def torch_device(self) -> str:
+        """``device`` resolved: ``auto`` is ``cuda`` when a GPU is present, else ``cpu``."""
+        if self.device != "auto":
+            return self.device
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
 
     def fingerprint(self) -> str:
         """Hash of the fields that change the trained policy (not the answering settings)."""

@@ -128,7 +128,7 @@ def train_gflownet(cfg: GFlowNetConfig, train: AgentData, validation: AgentData,
     checkpoint_dir = Path(checkpoint_dir)
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
     last, best = checkpoint_dir / "last.pt", checkpoint_dir / "best.pt"
-    device = torch.device(cfg.device)
+    device = torch.device(cfg.torch_device)
     policy = new_policy(cfg, relation_vectors).to(device)
     head_params = [*policy.log_z.parameters(), *policy.log_flow.parameters()]
     head_ids = {id(p) for p in head_params}
@@ -216,7 +216,7 @@ def train_gflownet(cfg: GFlowNetConfig, train: AgentData, validation: AgentData,
 
 def _validate(policy: PathPolicy, data: AgentData, entity_vectors: np.ndarray, cfg: GFlowNetConfig) -> float:
     policy.eval()
-    with torch.device(cfg.device):
+    with torch.device(cfg.torch_device):
         ranked, _ = answer_questions(policy, data.questions, data.tokens, entity_vectors, cfg.beam_width,
                                      cfg.max_steps, cfg.exclude_topics,
                                      lookahead=cfg.beam_lookahead, complete=cfg.chain_completion,
