@@ -18,6 +18,7 @@ from prefect.cache_policies import NO_CACHE
 from kgrag.config import get_settings
 from kgrag.hrag import pipeline
 from kgrag.hrag.evaluate import evaluate_samples, load_trained, png_markdown, write_report
+from kgrag.hrag.g_agent import GAgentSplit
 from kgrag.hrag.metrics import report_table
 
 
@@ -25,15 +26,25 @@ from kgrag.hrag.metrics import report_table
 def evaluate_split(dataset: str, split: str, checkpoint: str | None, anchor_top_k: int | None) -> dict:
     settings = get_settings()
     trained = load_trained(settings, dataset, checkpoint)
+    if anchor_top_k:
+        trained.config = trained.config.model_copy(update={"anchor_top_k": anchor_top_k})
     cfg = trained.config
+    key = trained.g_agent_key(settings.dataset_dir(dataset) / "questions.jsonl", split)
+    g_file, report_file = pipeline.g_agent_file(settings, dataset, split), pipeline.hrag_dir(settings, dataset) / "eval"
+    if g_file.is_file() and (report_file / f"{split}.json").is_file():  # a re-run: what is written is current
+        g_agent = GAgentSplit.load(g_file)
+        if g_agent.meta.get("key") == key:
+            saved = json.loads((report_file / f"{split}.json").read_text())
+            return {"split": split, "report": saved["report"], "g_agent": str(g_file),
+                    "g_agent_summary": g_agent.summary(), "triples_per_second": saved["triples_per_second"],
+                    "files": {k: str(report_file / f"{split}.{k}") for k in ("json", "md", "png")}, "reused": True}
     samples = pipeline.split_samples(settings, dataset, trained.graph, split, cfg)
     evaluation = evaluate_samples(trained, samples)
     title = f"Retriever recall@K, {dataset} {split} (n={len(samples)})"
     paths = write_report(pipeline.hrag_dir(settings, dataset) / "eval", split, evaluation, title)
-    if anchor_top_k:
-        trained.config = trained.config.model_copy(update={"anchor_top_k": anchor_top_k})
     g_agent = trained.g_agent(samples, evaluation, oracle=split == "train",
-                              meta={"split": split, "dataset": dataset, "checkpoint": str(trained.checkpoint)})
+                              meta={"split": split, "dataset": dataset, "checkpoint": str(trained.checkpoint),
+                                    "key": key})
     g_path = g_agent.save(pipeline.g_agent_file(settings, dataset, split))
     key = f"retriever-eval-{dataset}-{split}"
     create_table_artifact(table=[{"rows": k, **{m: round(v, 4) if isinstance(v, float) else v for m, v in row.items()}}

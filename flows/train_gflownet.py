@@ -10,6 +10,7 @@ Run: ``python -m flows.train_gflownet --dataset metaqa`` or ``kgrag train-gflown
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -28,6 +29,7 @@ from kgrag.hrag.gflownet.answers import answer_metrics, choose_threshold, summar
 from kgrag.hrag.gflownet.config import GFlowNetConfig
 from kgrag.hrag.gflownet.evaluate import answer_data, load_trained_policy, metrics_table, write_answers_report
 from kgrag.hrag.gflownet.plots import plot_learning_curve
+from kgrag.hrag.gflownet.train import finished_run
 from kgrag.hrag.gflownet.train import train_gflownet as run_training
 from kgrag.hrag.text import TextEmbeddings
 from kgrag.hrag.train import save_checkpoint
@@ -44,16 +46,22 @@ def _paths(dataset: str, splits: tuple[str, str], cache_paths: dict[str, str] | 
 def train(dataset: str, config_json: str, train_split: str, validation_split: str, cache_paths: dict) -> dict:
     settings = get_settings()
     cfg = GFlowNetConfig.model_validate_json(config_json)
+    files = _paths(dataset, (train_split, validation_split), cache_paths)
+    run_dir = pipeline.run_dir(settings, dataset, cfg)
+    done = finished_run(run_dir, cfg)
+    if done is not None:  # a re-run: nothing to load
+        pipeline.record_latest(settings, dataset, run_dir)
+        return {"checkpoint": str(done.checkpoint), "best_step": done.best_step, "best_hits1": done.best_hits1,
+                "history": done.history, "resumed_from": done.resumed_from, "train_seconds": done.train_seconds,
+                "validation_file": str(files[validation_split])}
     graph = retrieval.load_graph(settings, dataset)
     text = TextEmbeddings.for_graph(graph, retrieval.hrag_dir(settings, dataset), Embedder.from_settings(settings))
-    files = _paths(dataset, (train_split, validation_split), cache_paths)
     train_data = pipeline.agent_data(GAgentSplit.load(files[train_split]), text,
                                      pipeline.split_gold(settings, dataset, train_split), cfg.max_pool_edges,
                                      cfg.gt_walks, cfg.seed)
     validation = pipeline.agent_data(GAgentSplit.load(files[validation_split]), text,
                                      pipeline.split_gold(settings, dataset, validation_split))
     plan = pipeline.plan_data(settings, dataset, train_split, graph, text, cfg.max_steps)
-    run_dir = pipeline.run_dir(settings, dataset, cfg)
     result = run_training(cfg, train_data, validation, text.entities, text.relations, run_dir,
                           log=lambda line: sys.stderr.write(line + "\n"),
                           meta={"dataset": dataset, "g_agent": {k: str(v) for k, v in files.items()}}, plan=plan)
@@ -69,6 +77,12 @@ def calibrate(dataset: str, checkpoint: str, validation_split: str, validation_f
     ``best.pt`` and report Hits@1 / Hit / F1 per hop with that threshold."""
     settings = get_settings()
     trained = load_trained_policy(settings, dataset, Path(checkpoint))
+    report_file = retrieval.hrag_dir(settings, dataset) / "eval" / f"answers_{validation_split}.json"
+    key = _calibration_key(Path(checkpoint), Path(validation_file), trained.config)
+    if report_file.is_file():  # a re-run with the same policy, g_agent and answering settings: the saved report
+        saved = json.loads(report_file.read_text())
+        if saved.get("key") == key and saved.get("checkpoint") == checkpoint:
+            return {"threshold": saved["threshold"], "report": saved["report"], "file": str(report_file)}
     graph = retrieval.load_graph(settings, dataset)
     text = TextEmbeddings.for_graph(graph, retrieval.hrag_dir(settings, dataset), Embedder.from_settings(settings))
     data = pipeline.agent_data(GAgentSplit.load(validation_file), text,
@@ -81,8 +95,20 @@ def calibrate(dataset: str, checkpoint: str, validation_split: str, validation_f
     answers.metrics = answer_metrics(answers.ranked, data.gold, trained.threshold)
     answers.report = summarise(answers.metrics, data.hops)
     path = write_answers_report(retrieval.hrag_dir(settings, dataset) / "eval", validation_split, answers.report,
-                                {"threshold": trained.threshold, "checkpoint": checkpoint})
+                                {"threshold": trained.threshold, "checkpoint": checkpoint,
+                                 "key": _calibration_key(Path(checkpoint), Path(validation_file), trained.config)})
     return {"threshold": trained.threshold, "report": answers.report, "file": str(path)}
+
+
+def _calibration_key(checkpoint: Path, validation_file: Path, cfg: GFlowNetConfig) -> str:
+    """What a calibration depends on: the policy's weights (its step and fingerprint), the validation g_agent file
+    and the answering settings."""
+    state = torch.load(checkpoint, map_location="cpu", weights_only=True)
+    stat = validation_file.stat()
+    raw = json.dumps([state["step"], state["fingerprint"], str(validation_file), stat.st_mtime_ns, stat.st_size,
+                      cfg.model_dump(include={"beam_width", "beam_lookahead", "exclude_topics", "chain_completion",
+                                              "reasoner"})])
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 
 @flow(name="train-gflownet", log_prints=True)

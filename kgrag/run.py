@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -164,14 +165,63 @@ def agent_network(settings: Settings) -> str:
     return "medical" if (settings.data_dir / "medical" / "diseases").is_dir() else "demo"
 
 
+def network_loaded(store, kn_id: str) -> bool:
+    """``kn_id`` is in ``store`` with its text chunks (a store loaded before chunks existed is reloaded once)."""
+    return kn_id in {k for k, _ in store.list_networks()} and "chunks" in store.network_stats(kn_id)
+
+
 def ensure_network(store, kn_id: str, data_dir: Path) -> bool:
     """Load network ``kn_id`` into ``store`` unless it is there already; True when it was loaded now."""
     from kgrag.network.loaders.registry import load_named
 
-    if kn_id in {k for k, _ in store.list_networks()} and "chunks" in store.network_stats(kn_id):
-        return False  # (a store loaded before text chunks existed is reloaded once)
+    if network_loaded(store, kn_id):
+        return False
     load_named(kn_id, store, data_dir)
     return True
+
+
+class NetworkLoad:
+    """make run's knowledge network, loaded in a child process while the H-RAG stages run: a first load of the
+    medical network trains its domain vectors (minutes on 2 cores), work that does not need the H-RAG stages.
+    :meth:`wait` joins it and returns its seconds (None when nothing was loaded in the background)."""
+
+    def __init__(self, settings: Settings) -> None:
+        from kgrag.network.store import NetworkStore
+
+        self.kn_id = agent_network(settings)
+        store = NetworkStore(settings.db_url)
+        try:
+            loaded = network_loaded(store, self.kn_id)
+        finally:
+            store.close()
+        self._process = None
+        if not loaded:
+            context = multiprocessing.get_context("spawn")
+            self._seconds = context.Queue()
+            self._process = context.Process(target=_load_in_child, args=(self.kn_id, self._seconds), daemon=True,
+                                            name=f"load-{self.kn_id}")
+            self._process.start()
+
+    def wait(self) -> float | None:
+        if self._process is None:
+            return None
+        self._process.join()
+        seconds = None if self._seconds.empty() else float(self._seconds.get())
+        self._process = None
+        return seconds  # None also when the child failed: the agent stage then loads in-process, errors shown
+
+
+def _load_in_child(kn_id: str, seconds) -> None:
+    from kgrag.network.store import NetworkStore
+
+    settings = get_settings()
+    start = time.perf_counter()
+    store = NetworkStore(settings.db_url)
+    try:
+        ensure_network(store, kn_id, settings.data_dir)
+    finally:
+        store.close()
+    seconds.put(time.perf_counter() - start)
 
 
 def agent_questions(store, kn_id: str) -> list[str]:

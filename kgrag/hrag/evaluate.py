@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import time
 from dataclasses import dataclass
@@ -50,6 +51,19 @@ class TrainedRetriever:
         vectors = self.text.questions(samples.texts) if vectors is None else vectors
         return chain_candidates(self.walker, self.prior, samples.texts, vectors, topics, cfg.anchor_top_k,
                                 cfg.chain_max, cfg.chain_min_share)
+
+    def g_agent_key(self, questions_file: Path, split: str) -> str:
+        """What a split's g_agent depends on: the checkpoint file, the config (g_agent settings included), the
+        prepared questions, the chain prior's weights and the split."""
+        digest = hashlib.sha256()
+        stat, questions = self.checkpoint.stat(), Path(questions_file).stat()
+        digest.update(json.dumps([str(self.checkpoint), stat.st_mtime_ns, stat.st_size, self.config.model_dump(),
+                                  str(questions_file), questions.st_mtime_ns, questions.st_size, split,
+                                  pipeline.SAMPLES_VERSION, pipeline.CHAIN_PRIOR_VERSION]).encode())
+        if self.prior is not None:
+            for array in (self.prior.chains, self.prior.weight, self.prior.bias):
+                digest.update(np.ascontiguousarray(array).tobytes())
+        return digest.hexdigest()[:16]
 
     def g_agent(self, samples: RetrievalSamples, evaluation: Evaluation, oracle: bool, meta: dict,
                 vectors: np.ndarray | None = None) -> GAgentSplit:

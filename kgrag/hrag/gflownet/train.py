@@ -30,7 +30,7 @@ from kgrag.hrag.gflownet.rollout import path_rewards, replay_actions, sample_tra
 from kgrag.hrag.text import QuestionTokens
 from kgrag.hrag.train import restore_model, save_checkpoint
 
-__all__ = ["AgentData", "TrainResult", "train_gflownet", "load_policy", "exploration", "new_policy"]
+__all__ = ["finished_run", "AgentData", "TrainResult", "train_gflownet", "load_policy", "exploration", "new_policy"]
 
 
 @dataclass
@@ -60,6 +60,19 @@ class TrainResult:
     history: list[dict] = field(default_factory=list)
     resumed_from: int = 0  # steps already done when this call started
     train_seconds: float = 0.0  # sampling + optimisation, all calls of the run (validation excluded)
+
+
+def finished_run(checkpoint_dir: Path, cfg: GFlowNetConfig) -> TrainResult | None:
+    """The result of the run in ``checkpoint_dir`` when it trained ``cfg`` to its last step (a re-run then needs
+    no data), else None."""
+    last, best = Path(checkpoint_dir) / "last.pt", Path(checkpoint_dir) / "best.pt"
+    if not (last.is_file() and best.is_file()):
+        return None
+    state = torch.load(last, map_location="cpu", weights_only=True)
+    if state.get("fingerprint") != cfg.fingerprint() or state.get("step", 0) < cfg.steps:
+        return None
+    return TrainResult(best, state["best_step"], state["best_hits1"], state["history"], state["step"],
+                       state["train_seconds"])
 
 
 def exploration(cfg: GFlowNetConfig, step: int) -> float:
