@@ -95,12 +95,22 @@ def run() -> None:
     """The main job (what `make run` runs): prepare MetaQA when ../shared/data has it (else the demo KG), answer one
     dev question with SPARQL, train the H-RAG retriever and reasoner on a budget, answer the validation split and
     two questions in memory, then the agent over the knowledge network; prints the wall time of each stage."""
-    from flows.prepare_data import prepare_data
-    from kgrag.run import NetworkLoad, StageClock, default_dataset, retriever_splits, sparql_example
+    from kgrag.run import NetworkLoad, StageClock
 
     settings = get_settings()
     clock = StageClock()
     network = NetworkLoad(settings)  # the agent stage's network loads in the background meanwhile
+    try:
+        _run_stages(settings, clock, network)
+    finally:
+        network.close()
+
+
+def _run_stages(settings, clock, network) -> None:
+    """make run's stages in order (see :func:`run`), each closed on ``clock``."""
+    from flows.prepare_data import prepare_data
+    from kgrag.run import default_dataset, retriever_splits, sparql_example
+
     dataset = default_dataset(settings)
     console.print(f"[bold]kgrag run[/]: dataset [cyan]{dataset}[/] (data dir {settings.data_dir}, work dir {settings.work_dir})")
     result = prepare_data(dataset=dataset)
@@ -200,6 +210,8 @@ def _run_agent(settings, network=None) -> tuple[str, list[str]]:
     background = network.wait() if network is not None else None  # before opening the store it writes
     store = NetworkStore(settings.db_url)
     try:
+        if network is not None and network.started and background is None:
+            console.print(f"  the background load of {kn_id} did not finish (its error is above): loading it now")
         if background is not None:
             console.print(f"  loaded {kn_id} in the background while the H-RAG stages ran: "
                           f"{store.count_instances(kn_id)} instances, {store.count_links(kn_id)} links "

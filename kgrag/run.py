@@ -195,10 +195,12 @@ class NetworkLoad:
         finally:
             store.close()
         self._process = None
+        self.started = not loaded
         if not loaded:
             context = multiprocessing.get_context("spawn")
             self._seconds = context.Queue()
-            self._process = context.Process(target=_load_in_child, args=(self.kn_id, self._seconds), daemon=True,
+            # not a daemon: the load tokenises with a process pool of its own; close() stops it if make run ends
+            self._process = context.Process(target=_load_in_child, args=(self.kn_id, self._seconds),
                                             name=f"load-{self.kn_id}")
             self._process.start()
 
@@ -209,6 +211,13 @@ class NetworkLoad:
         seconds = None if self._seconds.empty() else float(self._seconds.get())
         self._process = None
         return seconds  # None also when the child failed: the agent stage then loads in-process, errors shown
+
+    def close(self) -> None:
+        """Stop a load still running (make run ended before its agent stage)."""
+        if self._process is not None and self._process.is_alive():
+            self._process.terminate()
+            self._process.join()
+        self._process = None
 
 
 def _load_in_child(kn_id: str, seconds) -> None:
