@@ -13,8 +13,10 @@ A beam over action prefixes, one frontier (a set of pool nodes) per prefix. At e
 candidate edge from the frontier is a dead end: its planner mass is lost, not re-spread (as the encoder beam's
 ``renormalise=False``). A prefix that stops is a found chain: its probability is ``P_plan(actions, Stop)``, the
 entities it reaches (topics never re-entered, as :class:`~kgrag.hrag.chains.ChainWalker`) score it, summed
-over chains. Ties (a chain's answers all score its mass) break by the best retriever score among the chain's
-last-hop edges into the entity (raw, as g_agent stores it), then by entity id. Every operation is a batched tensor op over the questions'
+over chains. Ties (a chain's answers all score its mass) break, one hop from the topics, by the policy's select
+logit of the edge at the start state (the encoder's preference, as the beam's path probability breaks them; one
+encoder pass per question), farther by the best raw retriever score among the chain's last-hop edges into the
+entity, then by entity id. Every operation is a batched tensor op over the questions'
 prefixes; the planner runs once per step on all live prefixes.
 """
 
@@ -27,6 +29,7 @@ import numpy as np
 import torch
 
 from kgrag.hrag.gflownet.data import PoolBatch
+from kgrag.hrag.gflownet.env import initial_state
 from kgrag.hrag.gflownet.found import FoundPath
 from kgrag.hrag.gflownet.policy import PathPolicy
 
@@ -43,11 +46,14 @@ class FoundChain:
 
 @torch.no_grad()
 def chain_search(policy: PathPolicy, batch: PoolBatch, width: int = 8, max_steps: int = 3,
-                 min_share: float = 1e-6, edge_scores: torch.Tensor | None = None) -> list[list[FoundChain]]:
+                 min_share: float = 1e-6, edge_scores: torch.Tensor | None = None,
+                 first_hop_encoder: bool = True) -> list[list[FoundChain]]:
     """Per question of ``batch`` the chains that stopped within the beam, most probable first. The beam is dense:
     ``width`` prefixes per question (row ``q · width + k``), an empty slot at log-probability −inf.
     ``edge_scores`` (B, E): the retriever's raw edge scores for the ties (default: the batch's standardised ones,
-    clipped, which flatten the chain prior's boosted edges into ties)."""
+    clipped, which flatten the chain prior's boosted edges into ties). With ``first_hop_encoder`` the ties of the
+    entities one hop from the topics break as the encoder beam's would: by the policy's select logit of the edge
+    at the start state (one encoder pass per question, not one per beam row and step)."""
     b, n = batch.pool.is_topic.shape
     stop, inf = policy.planner.stop, float("-inf")
     q = torch.arange(b).repeat_interleave(width)  # (R,) each beam row's question
@@ -55,6 +61,10 @@ def chain_search(policy: PathPolicy, batch: PoolBatch, width: int = 8, max_steps
     valid = batch.pool.valid[q]
     src, dst = batch.pool.head.clamp(min=0)[q], batch.pool.tail.clamp(min=0)[q]
     score = (batch.score if edge_scores is None else edge_scores).repeat_interleave(2, dim=1)[q]  # per candidate
+    first = score
+    if first_hop_encoder:
+        start = policy(policy.embed_pool(batch), initial_state(batch.pool)).select_logits  # (B, C)
+        first = start.masked_fill(~batch.pool.valid, inf)[q]
     topic = batch.pool.is_topic[q]
     planner, relations = policy.planner, policy.relation_vectors
     read, mask = planner.read(batch.question)[q], batch.question_mask[q]  # the question read once
@@ -94,7 +104,8 @@ def chain_search(policy: PathPolicy, batch: PoolBatch, width: int = 8, max_steps
         action = (pick % a).view(-1)
         moves = (actions == action[:, None]) & valid & frontier[parent].gather(1, src)
         frontier = (torch.zeros((b * width, n)).scatter_add_(1, dst, moves.float()) > 0) & ~topic
-        tie = torch.full((b * width, n), inf).scatter_reduce(1, dst, score.masked_fill(~moves, inf), "amax")
+        tie = torch.full((b * width, n), inf).scatter_reduce(1, dst, (first if t == 0 else score)
+                                                             .masked_fill(~moves, inf), "amax")
         state = state[:, parent]
         prefix = prefix[parent].clone()
         prefix[:, t] = action
