@@ -1,0 +1,1 @@
+"""Operations: scheduled deployments of the offline flows."""
