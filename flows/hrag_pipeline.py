@@ -15,22 +15,26 @@ from prefect import flow
 from flows.retriever_eval import retriever_eval
 from flows.train_gflownet import train_gflownet
 from flows.train_retriever import train_retriever
+from kgrag.run import retriever_splits
 
 
 @flow(name="hrag-pipeline", log_prints=True)
 def hrag_pipeline(dataset: str = "metaqa", retriever_config: dict | None = None,
-                  gflownet_config: dict | None = None, train_split: str = "train",
-                  validation_split: str = "validation") -> dict:
-    """Retriever, g_agent of every split, then the reasoner; returns each step's summary."""
+                  gflownet_config: dict | None = None, train_split: str | None = None,
+                  validation_split: str | None = None) -> dict:
+    """Retriever, g_agent of every split, then the reasoner; returns each step's summary. The splits default to
+    the dataset's (train / validation; the demo KG's one ``test`` split for both)."""
+    default_train, default_validation = retriever_splits(dataset)
+    train_split, validation_split = train_split or default_train, validation_split or default_validation
     retriever = train_retriever(dataset=dataset, config=retriever_config, train_split=train_split,
                                 validation_split=validation_split)
     evaluated = retriever_eval(dataset=dataset, run_all_splits=True)
     reasoner = train_gflownet(dataset=dataset, config=gflownet_config, train_split=train_split,
                               validation_split=validation_split)
-    return {"retriever": {k: retriever[k] for k in ("checkpoint", "best_epoch", "best_metric")},
+    return {"retriever": {k: retriever[k] for k in ("checkpoint", "best_epoch", "best_metric", "resumed_from")},
             "g_agent": {split: part["g_agent"] for split, part in evaluated.items()},
             "reasoner": {"checkpoint": reasoner["checkpoint"], "threshold": reasoner["validation"]["threshold"],
-                         "report": reasoner["validation"]["report"]}}
+                         "report": reasoner["validation"]["report"], "resumed_from": reasoner["resumed_from"]}}
 
 
 def main(argv: list[str] | None = None) -> None:
