@@ -8,19 +8,14 @@ always stop it: what tests and the agent benchmark use.
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
-
-from kgrag.errors import KgragError
 from kgrag.graph.oxigraph_server import free_port
+from kgrag.server_process import server_process
 
 __all__ = ["REPO_ROOT", "langgraph_dev"]
 
@@ -37,31 +32,8 @@ def langgraph_dev(env: Mapping[str, str] | None = None, port: int | None = None,
     full_env = {**os.environ, "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGSMITH_TRACING": "false",
                 "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **(env or {})}
     langgraph = Path(sys.executable).with_name("langgraph")
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen([str(langgraph), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1",
-                                 "--port", str(port), "--config", str(REPO_ROOT / "langgraph.json")],
-                                cwd=REPO_ROOT, env=full_env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + startup_seconds
-        while True:
-            if proc.poll() is not None:
-                raise KgragError(f"langgraph dev exited ({proc.returncode}):\n{log_path.read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{url}/ok", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise KgragError(f"langgraph dev not ready in {startup_seconds} s:\n{log_path.read_text()[-3000:]}")
-            time.sleep(0.5)
+    with server_process([str(langgraph), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port",
+                         str(port), "--config", str(REPO_ROOT / "langgraph.json")], full_env, log_path,
+                        f"{url}/ok", "langgraph dev", startup_seconds, cwd=REPO_ROOT):
         yield url
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)

@@ -8,18 +8,13 @@ tests and local use; always stopped on exit.
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
-
-from kgrag.errors import KgragError
 from kgrag.graph.oxigraph_server import free_port
+from kgrag.server_process import server_process
 
 __all__ = ["prefect_server"]
 
@@ -36,29 +31,7 @@ def prefect_server(home: Path, port: int | None = None, startup_seconds: float =
            "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{home / 'prefect.db'}"}
     env.pop("PREFECT_API_URL", None)
     prefect = Path(sys.executable).with_name("prefect")
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen([str(prefect), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-                                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}/api"
-    try:
-        deadline = time.monotonic() + startup_seconds
-        while True:
-            if proc.poll() is not None:
-                raise KgragError(f"prefect server exited ({proc.returncode}):\n{log_path.read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise KgragError(f"prefect server not ready in {startup_seconds} s:\n{log_path.read_text()[-3000:]}")
-            time.sleep(0.5)
+    with server_process([str(prefect), "server", "start", "--host", "127.0.0.1", "--port", str(port)], env,
+                        log_path, f"{url}/health", "prefect server", startup_seconds):
         yield url
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)

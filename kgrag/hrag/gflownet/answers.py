@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from kgrag.hrag.gflownet.chain_search import chain_paths, chain_search, rank_chains
+from kgrag.hrag.gflownet.chain_search import chain_paths, chain_search, pool_frontiers, rank_chains
 from kgrag.hrag.gflownet.data import PoolBatch, QuestionGraph, collate
 from kgrag.hrag.gflownet.env import CandidatePool, PathState, initial_state, legal_actions, step
 from kgrag.hrag.gflownet.found import FoundPath
@@ -145,8 +145,7 @@ def _completed(paths: Sequence[FoundPath], batch: PoolBatch, actions: torch.Tens
     it inside the pool."""
     pool = batch.pool
     valid = pool.valid[row].numpy()
-    src, dst = pool.head[row].numpy()[valid], pool.tail[row].numpy()[valid]
-    act = actions[row].numpy()[valid]
+    src, dst, act = pool.head[row].numpy(), pool.tail[row].numpy(), actions[row].numpy()
     topic = pool.is_topic[row].numpy()
     node_ids = batch.node_ids[row].numpy()
     mass: dict[tuple[int, ...], float] = {}
@@ -155,12 +154,7 @@ def _completed(paths: Sequence[FoundPath], batch: PoolBatch, actions: torch.Tens
         mass[chain] = mass.get(chain, 0.0) + p.probability
     scores: dict[int, float] = {}
     for chain, m in mass.items():
-        reached = topic.copy()
-        for a in chain:
-            step = act == a
-            nxt = np.zeros_like(reached)
-            nxt[dst[step & reached[src]]] = True
-            reached = nxt & ~topic
+        reached = pool_frontiers(valid, act, src, dst, topic, chain)[-1]
         for local in np.flatnonzero(reached).tolist():
             entity = int(node_ids[local])
             scores[entity] = scores.get(entity, 0.0) + m

@@ -33,7 +33,7 @@ from kgrag.hrag.gflownet.env import initial_state
 from kgrag.hrag.gflownet.found import FoundPath
 from kgrag.hrag.gflownet.policy import PathPolicy
 
-__all__ = ["FoundChain", "chain_search", "rank_chains", "chain_paths"]
+__all__ = ["FoundChain", "chain_search", "rank_chains", "chain_paths", "pool_frontiers"]
 
 
 @dataclass
@@ -132,6 +132,18 @@ def rank_chains(found: Sequence[Sequence[FoundChain]], batch: PoolBatch) -> list
     return ranked
 
 
+def pool_frontiers(valid: np.ndarray, act: np.ndarray, src: np.ndarray, dst: np.ndarray, topic: np.ndarray,
+                   chain: Sequence[int]) -> list[np.ndarray]:
+    """One question's pool walked along ``chain``: the boolean node sets after each step (index 0: the topics),
+    topics never re-entered; ``valid``/``act``/``src``/``dst`` per oriented candidate."""
+    layers = [topic.copy()]
+    for a in chain:
+        nxt = np.zeros_like(topic)
+        nxt[dst[valid & (act == a) & layers[-1][src]]] = True
+        layers.append(nxt & ~topic)
+    return layers
+
+
 def chain_paths(chains: Sequence[FoundChain], batch: PoolBatch, row: int, entity: int,
                 limit: int = 3) -> list[FoundPath]:
     """Up to ``limit`` walks (as :class:`FoundPath`, the chain's probability each) of the found chains that end at
@@ -146,12 +158,7 @@ def chain_paths(chains: Sequence[FoundChain], batch: PoolBatch, row: int, entity
     for chain in chains:
         if not local.size or local[0] not in set(chain.reached.tolist()):
             continue
-        layers = [topic.copy()]  # forward frontiers, then walk back through them
-        for a in chain.actions:
-            nxt = np.zeros_like(topic)
-            step = valid & (act == a) & layers[-1][src]
-            nxt[dst[step]] = True
-            layers.append(nxt & ~topic)
+        layers = pool_frontiers(valid, act, src, dst, topic, chain.actions)  # then walk back through them
         node, walk = int(local[0]), []
         for t in range(len(chain.actions), 0, -1):
             options = np.flatnonzero(valid & (act == chain.actions[t - 1]) & (dst == node) & layers[t - 1][src])
