@@ -475,17 +475,24 @@ def eval_cmd(
         print(json.dumps(result["figures"]))
 
 
-def _agent_answerer(kn: str, llm: bool | None):
-    """``answer(question, history) -> final state`` running the agent graph in-process."""
+def _agent_answerer(kn: str, llm: bool | None, kg: str | None = None, style: str | None = None):
+    """``answer(question, history) -> final state`` running the agent graph in-process (on the triple graph
+    ``kg`` when given, else on the knowledge network ``kn``)."""
     from graphs.agent.context import AgentContext
     from graphs.agent.graph import graph
 
-    context = AgentContext(kn_id=kn, use_llm=llm)
+    context = AgentContext(kn_id=kn, use_llm=llm, kg=kg, llm_style=style)
+    where = {"kg": kg} if kg else {"kn_id": kn}
 
     def answer(question: str, history: list | None = None) -> dict:
-        return graph.invoke({"question": question, "kn_id": kn, "history": history or []}, context=context)
+        return graph.invoke({"question": question, **where, "history": history or []}, context=context)
 
     return answer
+
+
+class LLMStyle(StrEnum):
+    kg_query = "kg-query"
+    tools = "tools"
 
 
 @app.command()
@@ -493,10 +500,12 @@ def _agent_answerer(kn: str, llm: bool | None):
 def ask(
     question: Annotated[str, typer.Argument(help="The question, in the network's language.")],
     kn: Annotated[str, typer.Option(help="Knowledge network id (kgrag kn list).")] = "medical",
+    kg: Annotated[str | None, typer.Option(help="A triple graph behind SPARQL instead (metaqa, demo, freebase).")] = None,
     thread: Annotated[str | None, typer.Option(help="Conversation thread id: a follow-up resolves to its topic.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the final state as JSON.")] = False,
     llm: Annotated[bool | None, typer.Option("--llm/--no-llm", help="Plan with the LLM (default: when "
                                              "KGRAG_LLM_BASE_URL is set).")] = None,
+    style: Annotated[LLMStyle, typer.Option(help="With --kg and an LLM: <kg-query> text or tool calls.")] = LLMStyle.kg_query,
 ) -> None:
     """Answer one question with the agent (keywords → schema recall → contextual recall → tool calls → answer)
     and print each step as a tree."""
@@ -508,7 +517,7 @@ def ask(
         history = load_history(settings, thread) if thread else []
     except ValueError as exc:
         raise KgragError(str(exc)) from None
-    state = _agent_answerer(kn, llm)(question, history)
+    state = _agent_answerer(kn, llm, kg, style.value)(question, history)
     if thread:
         save_history(settings, thread, state.get("history", []))
     if json_out:
@@ -573,8 +582,13 @@ def query_cmd(
 @app.command("agent-eval")
 @friendly_errors
 def agent_eval_cmd(
-    questions: Annotated[Path, typer.Option(help="CE-Prompt JSON ([{input, cypher}]) or JSONL of {question, answers}.")],
+    questions: Annotated[Path, typer.Option(help="CE-Prompt JSON ([{input, cypher}]) or JSONL of {question, answers}; "
+                                            "with --kg: MetaQA lines (question<TAB>a1|a2).")],
     kn: Annotated[str, typer.Option(help="Knowledge network id.")] = "medical",
+    kg: Annotated[str | None, typer.Option(help="A triple graph behind SPARQL instead (metaqa, demo, freebase).")] = None,
+    no_brackets: Annotated[bool, typer.Option("--no-brackets", help="With --kg: strip the [topic] marks; the agent "
+                                              "links the topic from the text.")] = False,
+    style: Annotated[LLMStyle, typer.Option(help="With --kg and an LLM: <kg-query> text or tool calls.")] = LLMStyle.kg_query,
     out: Annotated[Path | None, typer.Option(help="Write one prediction per line (JSONL) here.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print {n, hit, f1, exact, topic_acc, p50_ms} as JSON "
                                            "on the last line.")] = False,
@@ -585,16 +599,19 @@ def agent_eval_cmd(
     and latency (gold of CE-Prompt files: the Cypher executed on the raw disease data; skips counted)."""
     from rich.progress import Progress
 
-    from kgrag.agent.evaluate import evaluate, read_questions
+    from kgrag.agent.evaluate import evaluate, read_metaqa, read_questions
 
     if not questions.is_file():
         raise KgragError(f"no question file at {questions}")
+    if no_brackets and not kg:
+        raise KgragError("--no-brackets needs --kg (MetaQA-format questions mark their topic in [brackets])")
     try:
-        items, skipped = read_questions(questions, get_settings().data_dir / "medical" / "diseases")
+        items, skipped = (read_metaqa(questions, no_brackets) if kg else
+                          read_questions(questions, get_settings().data_dir / "medical" / "diseases"))
     except ValueError as exc:
         raise KgragError(str(exc)) from None
     items = items[:limit] if limit else items
-    answer = _agent_answerer(kn, llm)
+    answer = _agent_answerer(kn, llm, kg, style.value)
     with Progress(console=err_console, transient=True) as progress:
         task = progress.add_task("answering", total=len(items))
         report = evaluate(items, answer, lambda i: progress.update(task, completed=i))
@@ -603,15 +620,17 @@ def agent_eval_cmd(
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in report["predictions"]),
                        encoding="utf-8")
-    table = Table(title=f"agent on {questions.name} (kn {kn})", header_style="bold")
-    for col in ("n", "hit", "f1", "exact", "topic_acc", "p50_ms", "p95_ms"):
+    table = Table(title=f"agent on {questions.name} ({f'kg {kg}' if kg else f'kn {kn}'})", header_style="bold")
+    columns = ("n", "hits@1", "hit", "f1", "exact", "topic_acc", "p50_ms", "p95_ms")
+    for col in columns:
         table.add_column(col, justify="right")
-    table.add_row(*(str(figures[c]) for c in ("n", "hit", "f1", "exact", "topic_acc", "p50_ms", "p95_ms")))
+    table.add_row(*(str(figures[c]) for c in columns))
     console.print(table)
     if skipped:
         console.print("skipped: " + ", ".join(f"{reason} {count}" for reason, count in skipped.most_common()))
     if json_out:
-        print(json.dumps({k: figures[k] for k in ("n", "hit", "f1", "exact", "topic_acc", "p50_ms")}))
+        keys = ("n", "hits@1", "hit", "f1", "p50_ms") if kg else ("n", "hit", "f1", "exact", "topic_acc", "p50_ms")
+        print(json.dumps({k: figures[k] for k in keys}))
 
 
 @app.command("config")

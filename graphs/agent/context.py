@@ -17,6 +17,8 @@ __all__ = ["AgentContext", "resolve"]
 @dataclass
 class AgentContext:
     kn_id: str | None = None
+    kg: str | None = None
+    llm_style: str | None = None
     max_tool_calls: int | None = None
     use_llm: bool | None = None
     max_question_chars: int | None = None

@@ -2,8 +2,10 @@
 
     langgraph dev --no-browser        # serves ``graph`` as assistant "agent" (langgraph.json)
     graph.invoke({"question": "百日咳有哪些症状", "kn_id": "medical"})["answer"]
+    graph.invoke({"question": "who directed the films starring Tom Hanks", "kg": "metaqa"})["answers"]
 
-Thin wiring: every node is a step of :mod:`kgrag.agent.steps`, run with the run's settings (the context, over
+Thin wiring: every node is a step of :mod:`kgrag.agent.steps` (a knowledge network) or of
+:mod:`kgrag.agent.kg_steps` (a triple graph behind SPARQL, when the input or context names ``kg``), run with the run's settings (the context, over
 :class:`kgrag.config.Settings`) and the shared resources. Routers are typed. Compiled without a checkpointer: the
 LangGraph server brings its own (threads); ``kgrag ask`` passes a thread's history in the input.
 """
@@ -18,20 +20,25 @@ from langgraph.runtime import Runtime
 
 from graphs.agent.context import AgentContext, resolve
 from graphs.agent.state import AgentInput, AgentState
-from kgrag.agent import steps
+from kgrag.agent import kg_steps, steps
 from kgrag.agent.resources import resources_for
+from kgrag.agent.state import kind_of
 from kgrag.config import get_settings
 
 __all__ = ["build_graph", "graph"]
 
 
-def _node(step: Callable[[AgentState, steps.AgentRun], dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+Step = Callable[[AgentState, steps.AgentRun], dict[str, Any]]
+
+
+def _node(kn_step: Step, kg_step: Step) -> Callable[..., dict[str, Any]]:
+    """The node runs the step of the run's kind: a knowledge network, or a triple graph (``kg``)."""
     def node(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         settings = get_settings()
         run = steps.AgentRun(resolve(runtime.context, settings), resources_for(settings))
-        return step(state, run)
+        return (kg_step if kind_of(state, run.settings) == "kg" else kn_step)(state, run)
 
-    node.__name__ = step.__name__
+    node.__name__ = kn_step.__name__
     return node
 
 
@@ -47,9 +54,8 @@ def after_plan(state: AgentState) -> Literal["tools", "answer"]:
 
 def build_graph() -> StateGraph:
     builder = StateGraph(AgentState, context_schema=AgentContext, input_schema=AgentInput)
-    for step in (steps.extract_keywords, steps.schema_recall, steps.contextual_recall, steps.plan, steps.tools,
-                 steps.answer):
-        builder.add_node(step.__name__, _node(step))
+    for name in ("extract_keywords", "schema_recall", "contextual_recall", "plan", "tools", "answer"):
+        builder.add_node(name, _node(getattr(steps, name), getattr(kg_steps, name)))
     builder.add_edge(START, "extract_keywords")
     builder.add_conditional_edges("extract_keywords", after_keywords)
     builder.add_edge("schema_recall", "contextual_recall")

@@ -2,12 +2,13 @@
 
     items, skipped = read_questions(Path("questions.jsonl"))
     report = evaluate(items, answer_fn)      # answer_fn(question) -> the agent's final state
-    report["figures"]                         # {"n", "hit", "f1", "exact", "topic_acc", "p50_ms", "p95_ms"}
+    report["figures"]                         # {"n", "hits@1", "hit", "f1", "exact", "topic_acc", "p50_ms", …}
 
 Files: the CE-Prompt format (a JSON list of ``{"input", "cypher"}``; gold computed by executing the Cypher on the
-raw disease data, :mod:`kgrag.agent.gold`, skipped questions counted by reason) or JSONL of
-``{"question", "answers"[, "topic"]}``. Metrics per question, averaged over the ``n`` scored questions:
-**hit** (any predicted value is gold), set **F1**, **exact** (the predicted set equals the gold set); **topic_acc**
+raw disease data, :mod:`kgrag.agent.gold`, skipped questions counted by reason), JSONL of
+``{"question", "answers"[, "topic"]}``, or (a triple graph) MetaQA lines ``question<TAB>a1|a2``
+(:func:`read_metaqa`). Metrics per question, averaged over the ``n`` scored questions:
+**hits@1** (the top answer is gold: the first ranked answer on a triple graph, else the first value), **hit** (any predicted value is gold), set **F1**, **exact** (the predicted set equals the gold set); **topic_acc**
 over the questions whose gold topic is known (the agent's linked topic name equals it); **both_right** where the
 gold schema label is known too (topic and the planned intent both right); latency p50/p95 of the
 whole agent turn. Values compare after stripping whitespace.
@@ -25,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["EvalItem", "evaluate", "read_questions", "set_scores"]
+__all__ = ["EvalItem", "evaluate", "read_metaqa", "read_questions", "set_scores", "top_answer"]
 
 
 @dataclass(frozen=True)
@@ -75,11 +76,41 @@ def read_questions(path: Path, diseases_dir: Path | None = None) -> tuple[list[E
     return items, skipped
 
 
+def read_metaqa(path: Path, no_brackets: bool = False) -> tuple[list[EvalItem], Counter]:
+    """Items of a MetaQA-format file (``question<TAB>a1|a2``; the topic in [brackets], its name the item's
+    ``topic``), the brackets stripped with ``no_brackets``; unusable lines counted by reason."""
+    from kgrag.data.metaqa import parse_question_line
+    from kgrag.hrag.file_eval import strip_brackets
+
+    items: list[EvalItem] = []
+    skipped: Counter = Counter()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        parsed = parse_question_line(line)
+        if isinstance(parsed, str):
+            skipped[parsed] += 1
+            continue
+        text, topics, answers = parsed
+        items.append(EvalItem(strip_brackets(text) if no_brackets else text, tuple(answers), topics[0]))
+    return items, skipped
+
+
+def top_answer(state: dict[str, Any]) -> str | None:
+    """The run's best answer: the first ranked one (a triple graph), else the first value."""
+    ranked = state.get("ranked") or []
+    if ranked:
+        return str(ranked[0]["name"])
+    values = state.get("answers") or []
+    return str(values[0]) if values else None
+
+
 def evaluate(items: Sequence[EvalItem], answer_fn: Callable[[str], dict[str, Any]],
              progress: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Answer every item; ``{"figures": {...}, "predictions": [...]}`` (one prediction per item, in order)."""
     predictions: list[dict[str, Any]] = []
     scores: list[tuple[float, float, float]] = []
+    firsts: list[float] = []
     topic_ok: list[float] = []
     both_ok: list[float] = []
     latencies: list[float] = []
@@ -91,6 +122,8 @@ def evaluate(items: Sequence[EvalItem], answer_fn: Callable[[str], dict[str, Any
         values = list(state.get("answers") or [])
         hit, f1, exact = set_scores(values, item.answers)
         scores.append((hit, f1, exact))
+        top = top_answer(state)
+        firsts.append(float(top is not None and top.strip() in _norm(item.answers)))
         topic = (state.get("topic") or {}).get("name")
         label = next((c["label"] for c in state.get("tool_calls") or [] if c.get("label")), None)
         if item.topic is not None:
@@ -99,7 +132,7 @@ def evaluate(items: Sequence[EvalItem], answer_fn: Callable[[str], dict[str, Any
                 both_ok.append(float(topic == item.topic and label == item.label))
         predictions.append({"question": item.question, "answers": values, "gold": list(item.answers),
                             "topic": topic, "gold_topic": item.topic, "label": label, "gold_label": item.label,
-                            "hit": hit, "f1": round(f1, 4),
+                            "hits@1": firsts[-1], "hit": hit, "f1": round(f1, 4),
                             "exact": exact, "ms": round(ms, 2), "answer": state.get("answer", ""),
                             "errors": state.get("errors", [])})
         if progress is not None:
@@ -108,6 +141,7 @@ def evaluate(items: Sequence[EvalItem], answer_fn: Callable[[str], dict[str, Any
     lat = np.array(latencies or [0.0])
     figures = {
         "n": len(items),
+        "hits@1": round(float(np.mean(firsts)), 4) if firsts else 0.0,
         "hit": round(float(arr[:, 0].mean()), 4) if len(items) else 0.0,
         "f1": round(float(arr[:, 1].mean()), 4) if len(items) else 0.0,
         "exact": round(float(arr[:, 2].mean()), 4) if len(items) else 0.0,

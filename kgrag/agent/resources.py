@@ -1,5 +1,5 @@
 """What agent runs share, held outside the (serialisable) state: the network store, each network's lexicon and
-schema, the trained intent ranker and the LLM client. One :class:`Resources` per settings (cached), so a served
+schema, the trained intent ranker, the LLM client and the triple graphs (:mod:`kgrag.agent.triple_kg`). One :class:`Resources` per settings (cached), so a served
 graph opens the store and loads the ranker once.
 
     resources = resources_for(get_settings()); resources.ranker("medical")
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from kgrag.config import Settings
 
 if TYPE_CHECKING:  # pragma: no cover
+    from kgrag.agent.triple_kg import TripleKG
     from kgrag.llm.client import ChatClient
     from kgrag.network.model import KnowledgeNetwork
     from kgrag.network.store import NetworkStore
@@ -34,6 +35,8 @@ class Resources:
         self._store: NetworkStore | None = None
         self._rankers: dict[str, Any] = {}
         self._llm: ChatClient | None = None
+        self._kgs: dict[str, TripleKG] = {}
+        self._kg_locks: dict[str, threading.Lock] = {}
 
     @property
     def store(self) -> NetworkStore:
@@ -78,6 +81,20 @@ class Resources:
         ranker = self.ranker(kn_id)
         return dict(getattr(ranker, "topic_prior", None) or {})
 
+    def triple_kg(self, kg: str) -> TripleKG:
+        """The triple graph ``kg`` (store, linker, reasoner, sessions), opened once; raises
+        :class:`kgrag.errors.KgragError` for an unknown or unprepared one (not cached: it may be prepared later)."""
+        with self._lock:
+            if kg in self._kgs:
+                return self._kgs[kg]
+            lock = self._kg_locks.setdefault(kg, threading.Lock())
+        with lock:  # loading the reasoner takes seconds: one loader per KG, others wait for it
+            if kg not in self._kgs:
+                from kgrag.agent.triple_kg import TripleKG
+
+                self._kgs[kg] = TripleKG.open(self.settings, kg)
+            return self._kgs[kg]
+
     def llm(self) -> ChatClient | None:
         """The OpenAI-compatible chat client when ``KGRAG_LLM_BASE_URL`` is set, else None."""
         if not self.settings.llm_enabled:
@@ -97,6 +114,9 @@ class Resources:
             if self._llm is not None:
                 self._llm.close()
                 self._llm = None
+            for kg in self._kgs.values():
+                kg.close()
+            self._kgs.clear()
 
 
 @lru_cache(maxsize=8)

@@ -4,7 +4,8 @@ and ``kgrag ask --json`` all carry it as it is. Stores, rankers and clients are 
 
     AgentSettings(kn_id="medical", max_tool_calls=4).fingerprint()
 
-One turn fills, node by node: ``keywords`` → ``schema`` → ``context`` (+ ``topic``) → ``tool_calls`` (planned in
+A run works on a knowledge network (``kn_id``) or, when ``kg`` is given, on a triple graph behind SPARQL
+(:mod:`kgrag.agent.kg_steps`); the nodes are the same. One turn fills, node by node: ``keywords`` → ``schema`` → ``context`` (+ ``topic``) → ``tool_calls`` (planned in
 ``plan``, run by ``tools``) → ``answer`` / ``answers`` / ``evidence``. ``trace`` has one entry per node run (its
 name, milliseconds and a short summary); ``errors`` says what went wrong, in words. A thread keeps ``history``
 (question, topic, answer per turn): a follow-up without a topic of its own resolves to the previous one.
@@ -18,7 +19,7 @@ from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["AgentSettings", "AgentState", "TURN_FIELDS", "ToolCall", "TraceEntry", "fresh_turn"]
+__all__ = ["AgentSettings", "AgentState", "TURN_FIELDS", "ToolCall", "TraceEntry", "fresh_turn", "kind_of"]
 
 
 class TraceEntry(TypedDict):
@@ -42,6 +43,8 @@ class AgentState(TypedDict, total=False):
     # input
     question: str
     kn_id: str
+    kg: str  # a triple graph behind SPARQL (metaqa, demo, freebase …): the triple kind of the loop
+    session_id: str  # the thread's KG session (held by id in kgrag.agent.triple_kg, never in the state)
     # one turn
     keywords: list[dict[str, Any]]
     schema: dict[str, Any]
@@ -51,9 +54,11 @@ class AgentState(TypedDict, total=False):
     tool_calls: list[ToolCall]
     evidence: list[dict[str, Any]]
     answers: list[str]
+    ranked: list[dict[str, Any]]  # the triple kind: ranked answers with scores (best first)
     answer: str
     planner: Literal["rules", "llm"]
     messages: list[dict[str, Any]]  # the LLM conversation of this turn (the LLM path only)
+    usage: dict[str, int]  # the LLM path: calls and tokens of this turn
     done: bool
     errors: list[str]
     trace: list[TraceEntry]
@@ -64,8 +69,14 @@ class AgentState(TypedDict, total=False):
 #: the fields one turn (re)sets; ``history`` and the inputs survive between turns of a thread
 TURN_FIELDS: dict[str, Any] = {
     "keywords": [], "schema": {}, "context": {}, "topic": None, "pending": [], "tool_calls": [], "evidence": [],
-    "answers": [], "answer": "", "planner": "rules", "messages": [], "done": False, "errors": [], "trace": [],
+    "answers": [], "ranked": [], "answer": "", "planner": "rules", "messages": [], "usage": {}, "done": False,
+    "errors": [], "trace": [],
 }
+
+
+def kind_of(state: AgentState, settings: AgentSettings) -> Literal["kn", "kg"]:
+    """Which kind of KG a run works on: a triple graph when the state (or the run's settings) names ``kg``."""
+    return "kg" if state.get("kg") or settings.kg else "kn"
 
 
 def fresh_turn() -> dict[str, Any]:
@@ -79,6 +90,10 @@ class AgentSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     kn_id: str = Field(default="medical", min_length=1, max_length=200)
+    #: a triple graph (kgrag.tools.factory.NAMESPACES): when set, the run works on it instead of a network
+    kg: str | None = Field(default=None, min_length=1, max_length=200)
+    #: how the model calls tools on a triple graph: the spec's <kg-query> text protocol, or OpenAI tool calls
+    llm_style: Literal["kg-query", "tools"] = "kg-query"
     max_tool_calls: int = Field(default=4, ge=1, le=16)
     use_llm: bool = False
     max_question_chars: int = Field(default=2000, ge=16, le=100_000)

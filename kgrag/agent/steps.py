@@ -33,7 +33,7 @@ from kgrag.agent.state import AgentSettings, AgentState, ToolCall, fresh_turn
 from kgrag.agent.tools import run_tool
 from kgrag.network.service import NetworkNotFound
 
-__all__ = ["AgentRun", "answer", "contextual_recall", "extract_keywords", "plan", "schema_recall", "tools"]
+__all__ = ["AgentRun", "HISTORY_TURNS", "Update", "stop", "traced", "answer", "contextual_recall", "extract_keywords", "plan", "schema_recall", "tools"]
 
 #: turns a thread keeps in ``history``
 HISTORY_TURNS = 20
@@ -50,7 +50,7 @@ class AgentRun:
     resources: Resources
 
 
-def _traced(node: str) -> Callable[[Callable[[AgentState, AgentRun], tuple[Update, str]]],
+def traced(node: str) -> Callable[[Callable[[AgentState, AgentRun], tuple[Update, str]]],
                                    Callable[[AgentState, AgentRun], Update]]:
     """Time a step and append ``{"node", "ms", "summary"}`` to the state's trace."""
 
@@ -69,13 +69,13 @@ def _traced(node: str) -> Callable[[Callable[[AgentState, AgentRun], tuple[Updat
     return wrap
 
 
-def _stop(update: Update, error: str) -> tuple[Update, str]:
+def stop(update: Update, error: str) -> tuple[Update, str]:
     update["errors"] = [*update.get("errors", []), error]
     update["done"] = True
     return update, error
 
 
-@_traced("extract_keywords")
+@traced("extract_keywords")
 def extract_keywords(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     """Start the turn: validate the input, then the question's keywords."""
     update: Update = fresh_turn()
@@ -84,14 +84,14 @@ def extract_keywords(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     update["kn_id"] = kn_id
     update["planner"] = "llm" if run.settings.use_llm else "rules"
     if not isinstance(question, str) or not question.strip():
-        return _stop(update, "the question is empty")
+        return stop(update, "the question is empty")
     if len(question) > run.settings.max_question_chars:
-        return _stop(update, f"the question has {len(question)} characters; at most "
+        return stop(update, f"the question has {len(question)} characters; at most "
                              f"{run.settings.max_question_chars} are accepted")
     try:
         lexicon = run.resources.lexicon(kn_id)
     except NetworkNotFound:
-        return _stop(update, f"unknown knowledge network {kn_id!r}")
+        return stop(update, f"unknown knowledge network {kn_id!r}")
     from kgrag.search.contextual import extract
 
     extraction, llm_error = extract(question, lexicon, use_llm=run.settings.use_llm)
@@ -117,7 +117,7 @@ def _exact_forms(state: AgentState) -> list[TopicCandidate]:
             for k in state.get("keywords", []) if k["type"] == STORED_NAME]
 
 
-@_traced("schema_recall")
+@traced("schema_recall")
 def schema_recall(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     """kn_search concept recall + the ranked schema intents (topic words masked)."""
     from kgrag.search.config import KnSearchRequest
@@ -151,7 +151,7 @@ def _history_topic(state: AgentState) -> TopicCandidate | None:
     return None
 
 
-@_traced("contextual_recall")
+@traced("contextual_recall")
 def contextual_recall(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     """The topic candidates' storage forms: the stored names the question says (exact), else contains/fuzzy
     forms for the object type the best intent needs."""
@@ -195,7 +195,7 @@ def _rules_plan(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     return {"pending": [call], "topic": topic.as_dict()}, f"{call['name']} for {call['why']}"
 
 
-@_traced("plan")
+@traced("plan")
 def plan(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     """The next tool call(s), or none (then ``answer``)."""
     if len(state.get("tool_calls", [])) >= run.settings.max_tool_calls:
@@ -212,7 +212,7 @@ def plan(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     return {**rules, "planner": "rules", "errors": errors}, f"LLM failed ({failure}) -> rules: {rules_summary}"
 
 
-@_traced("tools")
+@traced("tools")
 def tools(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     """Run the pending calls (at most what the budget leaves)."""
     calls = list(state.get("tool_calls", []))
@@ -232,7 +232,7 @@ def tools(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     return update, summary or "nothing to run"
 
 
-@_traced("answer")
+@traced("answer")
 def answer(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     """Values, evidence and the answer sentence; the turn joins the thread's history."""
     evidence: list[dict[str, Any]] = []

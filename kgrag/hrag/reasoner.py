@@ -37,7 +37,7 @@ from kgrag.hrag.samples import build_samples
 from kgrag.hrag.text import MAX_QUESTION_TOKENS, QuestionTokens
 from kgrag.rank.embedder import Embedder
 
-__all__ = ["RankedAnswer", "Answer", "Ranking", "HRAGReasoner", "answer_question", "template_of", "ONLINE_PPR_TOL"]
+__all__ = ["RankedAnswer", "Answer", "Ranking", "HRAGReasoner", "answer_question", "template_of", "path_ids", "ONLINE_PPR_TOL"]
 
 #: PPR's stopping tolerance online (L1 change per question). Looser than training's 1e-4: on MetaQA validation
 #: (3,913 questions) it gives the same Hits@1 / F1 on every hop at 0.7× the PPR time (bench/gflownet.py)
@@ -50,6 +50,9 @@ class RankedAnswer:
     name: str
     score: float
     paths: tuple[PathEvidence, ...]  # the most probable found paths ending at it (may be empty: chain completion)
+    #: the same paths as stored ids, ``(head id, relation, tail id)`` per triple (what a SPARQL check needs)
+    id_paths: tuple[tuple[tuple[str, str, str], ...], ...] = ()
+    entity_id: str = ""
 
 
 @dataclass
@@ -116,10 +119,10 @@ class HRAGReasoner:
     def warm(self, texts: Sequence[str]) -> None:
         """Encode the distinct wordings of ``texts`` now (the train questions' templates: seconds at load), so a
         question phrased like one of them costs no model call."""
-        self._encode(list(dict.fromkeys(masked_text(t) for t in texts)))
+        self.encode(list(dict.fromkeys(masked_text(t) for t in texts)))
 
     # ------------------------------------------------------------------ encoding
-    def _encode(self, texts: Sequence[str]) -> tuple[np.ndarray, QuestionTokens]:
+    def encode(self, texts: Sequence[str]) -> tuple[np.ndarray, QuestionTokens]:
         """Sentence vectors (Q, D) and token vectors of the masked questions; each new wording is encoded once
         per process, in one model call for both."""
         masked = [masked_text(t) for t in texts]
@@ -154,7 +157,7 @@ class HRAGReasoner:
             clock = now
 
         blind = [HragQuestion(q.qid, q.text, list(q.topics), [], q.hop, q.split) for q in questions]
-        sentence, tokens = self._encode([q.text for q in blind])
+        sentence, tokens = self.encode([q.text for q in blind])
         lap("encode")
         r, cfg = self.retriever, self.retriever.config
         samples = build_samples(self.graph, blind, cfg.top_n, cfg.max_triples, ppr=self.ppr)
@@ -192,11 +195,14 @@ class HRAGReasoner:
         link_ms = 1000 * (time.perf_counter() - start)
         ranking = self.rank([HragQuestion("q", linked, rows, [], 0, "online")])
         ranked, found, graph = ranking.ranked[0], ranking.found[0], ranking.graphs[0]
-        by_end: dict[int, list[PathEvidence]] = {}
+        by_end: dict[int, list[tuple[PathEvidence, tuple[tuple[str, str, str], ...]]]] = {}
         for path in found:
             entity = int(graph.node_ids[path.terminal])
-            by_end.setdefault(entity, []).append(path_evidence(graph, path, self.graph))
-        answers = [RankedAnswer(e, self._name(e), s, tuple(by_end.get(e, ())[:3])) for e, s in ranked[:k]]
+            by_end.setdefault(entity, []).append((path_evidence(graph, path, self.graph),
+                                                  path_ids(graph, path, self.graph)))
+        answers = [RankedAnswer(e, self._name(e), s, tuple(p for p, _ in by_end.get(e, ())[:3]),
+                                tuple(i for _, i in by_end.get(e, ())[:3]), self.graph.entity_ids[e])
+                   for e, s in ranked[:k]]
         predicted = [self._name(e) for e in predicted_set(ranked, self.policy.threshold)]
         ms = {"link": link_ms, **ranking.ms, "total": 1000 * (time.perf_counter() - start)}
         note = "" if answers else "no path from the topic entity reached an answer inside g_agent"
@@ -204,6 +210,15 @@ class HRAGReasoner:
 
     def _name(self, entity: int) -> str:
         return self.graph.entity_names[entity] or self.graph.entity_ids[entity]
+
+
+def path_ids(question: QuestionGraph, path: FoundPath, graph: CSRGraph) -> tuple[tuple[str, str, str], ...]:
+    """A found path as stored ids, ``(head id, relation, tail id)`` per triple, in walk order."""
+    def ident(local: int) -> str:
+        return graph.entity_ids[int(question.node_ids[local])]
+
+    return tuple((ident(int(question.head[c // 2])), graph.relations[int(question.relation[c // 2])],
+                  ident(int(question.tail[c // 2]))) for c in path.candidates)
 
 
 def template_of(question: HragQuestion, graph: CSRGraph) -> str:

@@ -136,6 +136,11 @@ class KGClient:
         return self._relation_names(rows)
 
     # ------------------------------------------------------------------ triples
+    def has_triple(self, head_id: str, relation: str, tail_id: str) -> bool:
+        """Whether the store holds ``head -relation-> tail`` (ids and relation validated; ValueError otherwise)."""
+        head, tail = entity_term(self.base, head_id), entity_term(self.base, tail_id)
+        return self.store.ask(f"ASK {{ {head} {relation_term(self.base, relation)} {tail} }}", timeout=self.timeout)
+
     def _named(self, var: str) -> str:
         return (
             f"OPTIONAL {{ ?{var} {self._name} ?name_en . FILTER(LANGMATCHES(LANG(?name_en), {literal(self.lang)})) }} "

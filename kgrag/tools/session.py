@@ -22,7 +22,7 @@ from kgrag.rank.bm25 import BM25Index
 from kgrag.tools.client import KGClient, Node, looks_like_id
 from kgrag.tools.config import KGToolsConfig
 from kgrag.tools.filter import OfflineRelationFilter, RelationFilter
-from kgrag.tools.parse import GetRelations, GetTriples, extract_query, parse_query
+from kgrag.tools.parse import GetRelations, GetTriples, ParseError, extract_query, parse_query
 from kgrag.tools.relations import RelationFilters, flatten_relation, normalize_relation
 
 log = logging.getLogger(__name__)
@@ -103,6 +103,22 @@ class KGSession:
                 if name not in self._initial_entity_names:
                     self._initial_entity_names.append(name)
 
+    def new_question(self, question: str, topic_entities: Mapping[str, str] | None = None) -> None:
+        """A follow-up question in the same session (an agent thread): the per-question state starts again (query
+        count, seen relations, last texts, ranking cache, trace, topic names); the entity registry and the
+        per-entity relation, name and CVT caches are kept, so entities named in earlier turns still resolve."""
+        self.question = question
+        self.calls = 0
+        self.trace = []
+        self._seen_relations_set = set()
+        self._last_relations_text = self._last_entities_text = ""
+        self._ranked_cache = {}
+        self._initial_entity_names = []
+        for entity_id, name in (topic_entities or {}).items():
+            if ENTITY_ID_RE.match(entity_id) and name:
+                self._register(name, entity_id)
+                self._initial_entity_names.append(name)
+
     # ------------------------------------------------------------------ public entry point
     @property
     def augmented_question(self) -> str:
@@ -111,13 +127,20 @@ class KGSession:
 
     def run(self, text: str) -> str:
         """Execute one ``<kg-query>`` (or bare query); returns the text the model sees."""
+        return self.execute(parse_query(text), extract_query(text))
+
+    def execute(self, query: GetRelations | GetTriples | ParseError, content: str | None = None) -> str:
+        """Execute a parsed query (``run`` without the parsing: a tool-calling agent builds the query itself);
+        counted against ``max_calls`` and traced like ``run``."""
         if self.calls >= self.config.max_calls:
             msg = f"[KG query limit reached: at most {self.config.max_calls} queries per question]"
             self.trace.append({"type": "max_calls_reached", "limit": self.config.max_calls, "content": msg})
             return msg
         self.calls += 1
-        query = parse_query(text)
-        content = extract_query(text)
+        if content is None:
+            content = (f"get_relations({query.entity!r})" if isinstance(query, GetRelations) else
+                       f"get_triples({query.entity!r}, {list(query.relations)!r})" if isinstance(query, GetTriples)
+                       else query.query)
         self.trace.append({"type": "kg_query", "tag": "kg-query", "content": content, "call_number": self.calls})
         try:
             if isinstance(query, GetRelations):

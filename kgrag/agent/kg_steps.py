@@ -1,0 +1,278 @@
+"""The agent's steps on a triple graph behind SPARQL (the state's ``kg``): the same nodes as on a knowledge network
+(:mod:`kgrag.agent.steps`), each returning the state update with its ``trace`` entry.
+
+    run = AgentRun(AgentSettings(kg="metaqa"), resources_for(get_settings()))
+    state = {"question": "who directed the films starring Tom Hanks", "kg": "metaqa"}
+
+- ``extract_keywords``: starts the turn (the thread's ``history`` and KG ``session_id`` kept); refuses an empty or
+  too long question and an unknown or unprepared KG; keywords: the spans that name stored entities (the
+  linker over the graph's names, :mod:`kgrag.hrag.linker`) and the question's other content words.
+- ``schema_recall``: the KG's relations ranked for the question: the chain prior's relation chains (with the
+  trained H-RAG retriever), else the topic's relations ranked by BM25 (the kg-tools session).
+- ``contextual_recall``: the storage forms: the stored names (and ids) of the linked spans, not the user's
+  spelling; the topic is the chosen one, or the thread's previous topic for a follow-up that names none.
+- ``plan``: LLM-free: ``reason_paths`` (H-RAG) then ``verify_path`` on the top answer's path (the store is asked for
+  each triple); without a reasoner ``get_relations`` then ``get_triples`` on the best relation. With an LLM:
+  :mod:`kgrag.agent.kg_llm` (``<kg-query>`` text or tool calls); any LLM failure → the LLM-free plan, said.
+- ``tools``: runs the pending calls in the thread's KG session (:mod:`kgrag.agent.kg_calls`).
+- ``answer``: ranked answers + the paths (triples) that reach them, the answer set, a sentence; the turn joins
+  ``history``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from kgrag.agent import answers as ans
+from kgrag.agent.kg_calls import run_kg_call
+from kgrag.agent.state import AgentState, ToolCall, fresh_turn
+from kgrag.agent.steps import HISTORY_TURNS, AgentRun, Update, stop, traced
+from kgrag.agent.triple_kg import TopicLink, TripleKG, new_session_id
+from kgrag.errors import KgragError
+from kgrag.search.keywords import STOPWORDS
+
+__all__ = ["answer", "contextual_recall", "extract_keywords", "plan", "schema_recall", "tools"]
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+
+
+def _kg(state: AgentState, run: AgentRun) -> TripleKG:
+    return run.resources.triple_kg(state["kg"])
+
+
+def _turn(state: AgentState) -> str:
+    """The key of this turn in the thread (a new turn starts a new question in the KG session)."""
+    return f"{len(state.get('history') or [])}:{state.get('question', '')}"
+
+
+def _topics(state: AgentState) -> list[TopicLink]:
+    topic = state.get("topic")
+    return [TopicLink(**{k: topic[k] for k in ("keyword", "name", "entity_id", "row", "match_type")})] if topic else []
+
+
+@traced("extract_keywords")
+def extract_keywords(state: AgentState, run: AgentRun) -> tuple[Update, str]:
+    """Start the turn: validate the input, link the spans that name stored entities, keep the content words."""
+    update: Update = fresh_turn()
+    question = state.get("question")
+    update["kg"] = kg_id = state.get("kg") or run.settings.kg or ""
+    update["session_id"] = state.get("session_id") or new_session_id()
+    update["planner"] = "llm" if run.settings.use_llm else "rules"
+    if not isinstance(question, str) or not question.strip():
+        return stop(update, "the question is empty")
+    if len(question) > run.settings.max_question_chars:
+        return stop(update, f"the question has {len(question)} characters; at most "
+                            f"{run.settings.max_question_chars} are accepted")
+    try:
+        kg = run.resources.triple_kg(kg_id)
+    except KgragError as exc:
+        return stop(update, f"unknown or unprepared KG {kg_id!r}: {exc}")
+    links, linked = kg.link(question)
+    spans = [(m.start(), m.end()) for m in re.finditer(re.escape(links[0].keyword), question)] if links else []
+    words = [m.group() for m in _WORD.finditer(question)
+             if m.group().lower() not in STOPWORDS and not any(s <= m.start() < e for s, e in spans)]
+    update["keywords"] = ([{"text": li.keyword, "type": "entity", **li.as_dict()} for li in links]
+                          + [{"text": w, "type": "word"} for w in dict.fromkeys(words)])
+    update["context"] = {"linked": linked}
+    named = ", ".join(f"{li.keyword!r}→{li.name}" for li in links) or "none"
+    return update, f"entities: {named}; words: {', '.join(dict.fromkeys(words)) or 'none'}"
+
+
+def _history_topic(state: AgentState) -> dict[str, Any] | None:
+    for turn in reversed(state.get("history") or []):
+        topic = turn.get("topic")
+        if topic and "entity_id" in topic:
+            return {**topic, "match_type": "history"}
+    return None
+
+
+@traced("schema_recall")
+def schema_recall(state: AgentState, run: AgentRun) -> tuple[Update, str]:
+    """The KG's relations ranked for the question: the chain prior's chains, else BM25 around the topic."""
+    kg = _kg(state, run)
+    linked = state.get("context", {}).get("linked") or state["question"]
+    chains = kg.ranked_chains(linked)
+    if chains:
+        relations = list(dict.fromkeys(r for c in chains for r in c["relations"]))
+        schema = {"chains": chains, "relations": relations, "ranker": "chain prior"}
+        best = "; ".join(f"{c['chain']} {c['p']:.2f}" for c in chains)
+        return {"schema": schema}, f"chains (chain prior): {best}"
+    entity = next((k for k in state.get("keywords", []) if k["type"] == "entity"), None) or _history_topic(state)
+    relations: list[str] = []
+    if entity is not None:
+        topic = TopicLink(entity.get("keyword", entity["name"]), entity["name"], entity["entity_id"], entity["row"],
+                          entity["match_type"])
+        with kg.session(state["session_id"], _turn(state), state["question"], [topic]) as session:
+            try:
+                relations = session.candidate_relations(topic.entity_id, kg.config.kg_top_k)
+            except KgragError as exc:
+                return {"schema": {"chains": [], "relations": [], "ranker": "bm25"},
+                        "errors": [*state.get("errors", []), f"schema recall failed: {exc}"]}, f"failed: {exc}"
+    schema = {"chains": [], "relations": relations, "ranker": "bm25 around the topic"}
+    return {"schema": schema}, f"relations (BM25 around the topic): {', '.join(relations[:5]) or 'none'}"
+
+
+@traced("contextual_recall")
+def contextual_recall(state: AgentState, run: AgentRun) -> tuple[Update, str]:
+    """Storage forms: the stored names of the linked spans; the topic (or the thread's previous one)."""
+    forms = [{k: v for k, v in kw.items() if k not in ("text", "type")}
+             for kw in state.get("keywords", []) if kw["type"] == "entity"]
+    topic = forms[0] if forms else _history_topic(state)
+    context = {**state.get("context", {}), "storage_forms": forms}
+    shown = ", ".join(f"{f['keyword']} → {f['name']} ({f['entity_id']}, {f['match_type']})" for f in forms[:3])
+    if topic is not None and not forms:
+        shown = f"none; the thread's topic {topic['name']} ({topic['entity_id']})"
+    return {"context": context, "topic": topic}, f"{len(forms)} storage forms: {shown or 'none'}"
+
+
+def _call(state: AgentState, name: str, args: dict[str, Any], why: str) -> ToolCall:
+    return ToolCall(id=f"call_{len(state.get('tool_calls', [])) + 1}", name=name, args=args, why=why, label=name)
+
+
+def _done(calls: list[ToolCall], name: str) -> list[ToolCall]:
+    return [c for c in calls if c.get("name") == name and not c.get("error")]
+
+
+def _rules_plan(state: AgentState, run: AgentRun) -> tuple[Update, str]:
+    kg = _kg(state, run)
+    calls = state.get("tool_calls", [])
+    topic = state.get("topic")
+    if topic is None:
+        return {"pending": [], "done": True}, "no topic entity linked: nothing to ask"
+    if kg.reasoner is not None:
+        reasoned = _done(calls, "reason_paths")
+        if not any(c.get("name") == "reason_paths" for c in calls):
+            linked = state.get("context", {}).get("linked") or state["question"]
+            call = _call(state, "reason_paths", {"question": linked}, f"H-RAG paths from {topic['name']}")
+            return {"pending": [call]}, f"reason_paths from {topic['name']!r}"
+        answers = reasoned[-1]["result"].get("answers", []) if reasoned else []
+        id_paths = answers[0].get("id_triples") if answers else None
+        if id_paths and not any(c.get("name") == "verify_path" for c in calls):
+            call = _call(state, "verify_path", {"triples": id_paths[0]}, f"check the path to {answers[0]['name']}")
+            return {"pending": [call]}, f"verify_path: {len(id_paths[0])} triples to {answers[0]['name']!r}"
+        return {"pending": [], "done": True}, "answered: no further call"
+    if not any(c.get("name") == "get_relations" for c in calls):
+        call = _call(state, "get_relations", {"entity": topic["entity_id"]}, f"relations of {topic['name']}")
+        return {"pending": [call]}, f"get_relations({topic['name']!r})"
+    if not any(c.get("name") == "get_triples" for c in calls):
+        relations = state.get("schema", {}).get("relations") or []
+        if relations:
+            call = _call(state, "get_triples", {"entity": topic["entity_id"], "relations": relations[:1]},
+                         f"the best-ranked relation of {topic['name']}")
+            return {"pending": [call]}, f"get_triples({topic['name']!r}, {relations[:1]})"
+    return {"pending": [], "done": True}, "no further call"
+
+
+@traced("plan")
+def plan(state: AgentState, run: AgentRun) -> tuple[Update, str]:
+    """The next call, or none (then ``answer``)."""
+    if len(state.get("tool_calls", [])) >= run.settings.max_tool_calls:
+        note = f"tool-call budget ({run.settings.max_tool_calls}) spent"
+        errors = state.get("errors", []) + ([note] if state.get("planner") == "llm" else [])
+        return {"pending": [], "done": True, "errors": errors}, note
+    if state.get("planner") != "llm":
+        return _rules_plan(state, run)
+    from kgrag.agent.kg_llm import llm_plan
+
+    update, summary, failure = llm_plan(state, run)
+    if failure is None:
+        return update, summary
+    errors = [*state.get("errors", []), f"LLM planner failed ({failure}); the LLM-free plan was used"]
+    rules, rules_summary = _rules_plan({**state, **update, "tool_calls": state.get("tool_calls", [])}, run)
+    return {**update, **rules, "planner": "rules", "errors": errors}, f"LLM failed ({failure}) -> rules: {rules_summary}"
+
+
+@traced("tools")
+def tools(state: AgentState, run: AgentRun) -> tuple[Update, str]:
+    """Run the pending calls in the thread's KG session (at most what the budget leaves)."""
+    kg = _kg(state, run)
+    calls = list(state.get("tool_calls", []))
+    pending = state.get("pending", [])
+    room = max(0, run.settings.max_tool_calls - len(calls))
+    topics = _topics(state)
+    with kg.session(state["session_id"], _turn(state), state["question"], topics,
+                    max_calls=run.settings.max_tool_calls) as session:
+        done = [run_kg_call(kg, session, c, state["question"], topics) for c in pending[:room]]
+    over = [ToolCall(**c, result={"text": "[the tool-call budget of this run is spent]"},
+                     error="the tool-call budget of this run is spent") for c in pending[room:]]
+    update: Update = {"tool_calls": calls + done + over, "pending": []}
+    if state.get("planner") == "llm":
+        from kgrag.agent.kg_llm import result_messages
+
+        update["messages"] = [*state.get("messages", []), *result_messages(done + over, run.settings.llm_style)]
+    summary = "; ".join(f"{c['name']}: " + (f"error {c['error']}" if c.get("error") else
+                                            (c.get("result") or {}).get("text", "").split("\n")[0][:120])
+                        for c in done + over)
+    return update, summary or "nothing to run"
+
+
+def _reasoned(state: AgentState) -> tuple[list[dict[str, Any]], list[str], dict[str, Any] | None]:
+    """The last ``reason_paths`` result: (ranked answers, the answer set, the verify result of its top path)."""
+    reasoned = _done(state.get("tool_calls", []), "reason_paths")
+    if not reasoned:
+        return [], [], None
+    result = reasoned[-1]["result"]
+    verified = _done(state.get("tool_calls", []), "verify_path")
+    return result.get("answers", []), list(result.get("predicted", [])), (verified[-1]["result"] if verified else None)
+
+
+def _tails(state: AgentState) -> list[str]:
+    """The other ends of the triples ``get_triples`` returned for the topic (the no-reasoner plan's answers)."""
+    topic = state.get("topic") or {}
+    values: list[str] = []
+    for call in _done(state.get("tool_calls", []), "get_triples"):
+        for line in call["result"]["text"].splitlines():
+            parts = [p.strip() for p in line.strip()[1:-1].split(", ")] if line.startswith("[") else []
+            if len(parts) >= 3:
+                head, tail = parts[0], parts[-1]
+                values.append(tail if head == topic.get("name") else head)
+    return list(dict.fromkeys(values))
+
+
+_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+
+
+def parse_answer(text: str) -> list[str]:
+    """The names of a model's ``<answer>a | b</answer>`` (the whole text when it has no tag)."""
+    match = _ANSWER.search(text)
+    body = match.group(1) if match else text
+    return list(dict.fromkeys(p.strip() for p in re.split(r"\s*\|\s*|\n", body) if p.strip()))
+
+
+@traced("answer")
+def answer(state: AgentState, run: AgentRun) -> tuple[Update, str]:
+    """Ranked answers with their paths, the answer set and a sentence; the turn joins the thread's history."""
+    ranked, predicted, verified = _reasoned(state)
+    evidence = [{"answer": a["name"], "entity_id": a["entity_id"], "score": a["score"], "path": p,
+                 "triples": t, "verified": (verified or {}).get("verified") if i == 0 and j == 0 else None}
+                for i, a in enumerate(ranked[:5]) for j, (p, t) in enumerate(zip(a["paths"][:1], a["triples"][:1],
+                                                                                 strict=True))]
+    topic = state.get("topic")
+    llm_text = state.get("answer", "") if state.get("planner") == "llm" else ""
+    if state.get("errors") and not state.get("schema"):  # refused at the input, before schema recall
+        values, text = [], ans.failure_answer(state["errors"])
+    elif llm_text:
+        values, text = parse_answer(llm_text), llm_text
+    elif topic is None:
+        values, text = [], (f"I could not link the question to an entity of the KG {state.get('kg')!r}; name one "
+                            "as it is stored, or put it in [brackets].")
+    elif ranked or predicted:
+        values = predicted or [ranked[0]["name"]]
+        shown = ", ".join(values[: run.settings.max_listed])
+        more = f" (and {len(values) - run.settings.max_listed} more)" if len(values) > run.settings.max_listed else ""
+        text = f"{shown}{more}."
+        if evidence:
+            check = {True: " (each triple checked on the store)", False: " (NOT all held by the store)"}.get(
+                evidence[0]["verified"], "")
+            text += f" Path: {evidence[0]['path']}{check}."
+    else:
+        values = _tails(state)
+        text = (", ".join(values[: run.settings.max_listed]) + "." if values else
+                f"No answer found from {topic['name']!r} in the KG {state.get('kg')!r}.")
+    turn = {"question": state.get("question", ""), "topic": topic, "answer": text}
+    history = [*(state.get("history") or []), turn][-HISTORY_TURNS:]
+    update = {"answer": text, "answers": values, "ranked": [{k: a[k] for k in ("name", "entity_id", "score")}
+                                                            for a in ranked],
+              "evidence": evidence, "history": history, "done": True}
+    return update, f"{len(values)} answers; {len(evidence)} paths"

@@ -1,0 +1,156 @@
+"""One triple graph behind SPARQL, as the agent uses it: the kg-tools client on its store (the embedded store, or
+``KGRAG_SPARQL_ENDPOINT``), the entity linker over its stored names, the trained H-RAG reasoner when there is one,
+and the KG sessions of the agent's threads (one :class:`~kgrag.tools.session.KGSession` per session id, held
+here, never in the serialisable state).
+
+    kg = TripleKG.open(get_settings(), "metaqa"); kg.link("who directed the films starring Tom Hanks")
+
+Without trained checkpoints the KG still serves: schema recall ranks the topic's relations by BM25 and the
+LLM-free plan walks one relation with ``get_relations`` / ``get_triples``; :attr:`TripleKG.reasoner_note` says why
+the reasoner is absent.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kgrag.config import Settings
+from kgrag.errors import KgragError
+from kgrag.hrag.linker import EntityLinker
+from kgrag.tools.config import KGToolsConfig
+from kgrag.tools.factory import NAMESPACES, make_client, make_relation_filter
+from kgrag.tools.relations import RelationFilters
+from kgrag.tools.session import KGSession
+from kgrag.tools.sessions import SessionStore
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kgrag.graph.csr import CSRGraph
+    from kgrag.hrag.reasoner import HRAGReasoner
+
+log = logging.getLogger(__name__)
+
+__all__ = ["TopicLink", "TripleKG", "new_session_id"]
+
+
+@dataclass(frozen=True)
+class TopicLink:
+    """A span of the question linked to a stored entity: its storage form (the stored name) and id."""
+
+    keyword: str  # the user's words
+    name: str  # the stored name
+    entity_id: str
+    row: int  # row in the in-memory graph
+    match_type: str  # bracket | exact | normalised | fuzzy | history
+    similarity: float = 1.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"keyword": self.keyword, "name": self.name, "entity_id": self.entity_id, "row": self.row,
+                "match_type": self.match_type, "similarity": round(self.similarity, 4)}
+
+
+def new_session_id() -> str:
+    return uuid.uuid4().hex
+
+
+class TripleKG:
+    """A prepared triple graph (see the module docstring). Thread-safe: sessions are locked per id."""
+
+    def __init__(self, settings: Settings, dataset: str) -> None:
+        from kgrag.graph import open_store
+        from kgrag.hrag import pipeline
+
+        if dataset not in NAMESPACES:
+            raise KgragError(f"unknown KG {dataset!r}; choose one of {', '.join(NAMESPACES)}")
+        if not (settings.dataset_dir(dataset) / "graph.npz").is_file():
+            raise KgragError(f"KG {dataset!r} is not prepared: run `kgrag prepare --dataset {dataset}`")
+        self.dataset = dataset
+        self.settings = settings
+        self.config = KGToolsConfig(timeout=settings.sparql_timeout, seed=settings.seed)
+        self.store = open_store(dataset, settings)
+        self.client = make_client(self.store, dataset, self.config)
+        self.filters = RelationFilters.from_data_dir(settings.data_dir)
+        self.sessions = SessionStore()
+        self._turns: dict[str, str] = {}  # session id -> the turn its per-question state belongs to
+        self.reasoner: HRAGReasoner | None = None
+        self.reasoner_note = ""
+        try:
+            from kgrag.hrag.reasoner import HRAGReasoner
+
+            self.reasoner = HRAGReasoner.load(settings, dataset)
+        except KgragError as exc:  # no trained retriever / policy: the KG tools alone
+            self.reasoner_note = str(exc)
+        if self.reasoner is not None:
+            self.graph: CSRGraph = self.reasoner.graph
+            self.linker = self.reasoner.linker
+        else:
+            self.graph = pipeline.load_graph(settings, dataset)
+            self.linker = EntityLinker.from_graph(self.graph)
+
+    @classmethod
+    def open(cls, settings: Settings, dataset: str) -> TripleKG:
+        return cls(settings, dataset)
+
+    # ------------------------------------------------------------------ linking (contextual recall)
+    def _link(self, row: int, keyword: str, match_type: str, similarity: float = 1.0) -> TopicLink:
+        name = self.graph.entity_names[row] or self.graph.entity_ids[row]
+        return TopicLink(keyword, name, self.graph.entity_ids[row], row, match_type, similarity)
+
+    def link(self, question: str, top: int = 3) -> tuple[list[TopicLink], str]:
+        """The question's topic links, the chosen one first, and the question with the chosen span in
+        [brackets] (as the reasoner reads it); ``([], question)`` when nothing links."""
+        rows, linked = self.linker.topics(question)
+        links = [self._link(li.entity, question[li.start:li.end], li.match_type, li.similarity)
+                 for li in self.linker.link(question, top=top)]
+        chosen = [link for link in links if link.row in rows]
+        for row in rows:  # brackets resolve per bracket; keep every chosen row first
+            if not any(link.row == row for link in chosen):
+                chosen.append(self._link(row, self.graph.entity_names[row], "bracket"))
+        others = [link for link in links if link.row not in rows]
+        return chosen + others, linked
+
+    # ------------------------------------------------------------------ schema recall
+    def ranked_chains(self, linked: str, max_chains: int = 3) -> list[dict[str, Any]]:
+        """The relation chains the trained chain prior ranks for the question (``[]`` without one):
+        ``{"chain": "starred_actors> <directed_by", "relations": [...], "p": 0.97}``."""
+        reasoner = self.reasoner
+        prior = reasoner.retriever.prior if reasoner is not None else None
+        if reasoner is None or prior is None:
+            return []
+        from kgrag.hrag.chains import chain_text
+        from kgrag.hrag.questions import masked_text
+
+        sentence, _ = reasoner.encode([linked])
+        out = []
+        for row, p in prior.top([masked_text(linked)], sentence, max_chains=max_chains)[0]:
+            chain = [int(a) for a in prior.chains[row] if a >= 0]
+            out.append({"chain": chain_text(chain, self.graph.relations),
+                        "relations": [self.graph.relations[a // 2] for a in chain], "p": round(p, 4)})
+        return out
+
+    # ------------------------------------------------------------------ sessions
+    def _new_session(self, question: str) -> KGSession:
+        return KGSession(self.client, question=question, config=self.config, filters=self.filters,
+                         relation_filter=make_relation_filter(self.settings, self.config))
+
+    @contextmanager
+    def session(self, session_id: str, turn: str, question: str, topics: Sequence[TopicLink] = (),
+                max_calls: int | None = None) -> Iterator[KGSession]:
+        """The session ``session_id`` (created when new or expired), locked while the caller uses it. A new
+        ``turn`` starts a new question in it (entities named in earlier turns still resolve)."""
+        entry, created = self.sessions.get_or_create(session_id, self.dataset, lambda: self._new_session(question))
+        with entry.lock:
+            session = entry.session
+            if created or self._turns.get(session_id) != turn:
+                session.new_question(question, {t.entity_id: t.name for t in topics})
+                self._turns[session_id] = turn
+            if max_calls is not None and session.config.max_calls != max_calls:
+                session.config = session.config.model_copy(update={"max_calls": max_calls})
+            yield session
+
+    def close(self) -> None:
+        self.store.close()
