@@ -16,4 +16,5 @@ pytest_plugins = [
     "fixtures.freebase_kg",
     "fixtures.medical_kn",
     "fixtures.langgraph_server",
+    "fixtures.demo_kg",
 ]

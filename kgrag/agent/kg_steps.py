@@ -269,7 +269,8 @@ def answer(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     else:
         values = _tails(state)
         text = (", ".join(values[: run.settings.max_listed]) + "." if values else
-                f"No answer found from {topic['name']!r} in the KG {state.get('kg')!r}.")
+                f"No answer found from {topic['name']!r} in the KG {state.get('kg')!r}"
+                + (f" ({state['errors'][-1]})." if state.get("errors") else "."))
     turn = {"question": state.get("question", ""), "topic": topic, "answer": text}
     history = [*(state.get("history") or []), turn][-HISTORY_TURNS:]
     update = {"answer": text, "answers": values, "ranked": [{k: a[k] for k in ("name", "entity_id", "score")}

@@ -21,16 +21,20 @@ def _short(value: Any, limit: int = 160) -> str:
 
 def state_tree(state: dict[str, Any], evidence_rows: int = 8) -> Tree:
     """The turn's steps (with their milliseconds) under the question; the answer last."""
-    root = Tree(f"[bold]{escape(state.get('question', ''))}[/]  [dim](kn {escape(str(state.get('kn_id')))}, "
+    where = f"kg {state['kg']}" if state.get("kg") else f"kn {state.get('kn_id')}"
+    root = Tree(f"[bold]{escape(state.get('question', ''))}[/]  [dim]({escape(where)}, "
                 f"planner {state.get('planner', 'rules')})[/]")
     for entry in state.get("trace", []):
         node = root.add(f"[cyan]{entry['node']}[/] [dim]{entry['ms']:.1f} ms[/]  {_short(entry['summary'])}")
         if entry["node"] == "schema_recall" and state.get("schema"):
             for label, p in state["schema"].get("intents", [])[:3]:
                 node.add(f"{escape(label)}  p={p:.2f}")
+            for chain in state["schema"].get("chains", [])[:3]:
+                node.add(f"{escape(chain['chain'])}  p={chain['p']:.2f}")
         if entry["node"] == "contextual_recall":
             for form in state.get("context", {}).get("storage_forms", [])[:5]:
-                node.add(f"{escape(form['keyword'])} → {escape(form['object_type'])} "
+                where = form.get("object_type") or form.get("entity_id", "")
+                node.add(f"{escape(form['keyword'])} → {escape(where)} "
                          f"[green]{escape(form['name'])}[/] ({form['match_type']})")
     calls = root.add("[cyan]tool calls[/]")
     for call in state.get("tool_calls", []):
@@ -38,6 +42,10 @@ def state_tree(state: dict[str, Any], evidence_rows: int = 8) -> Tree:
         calls.add(f"{escape(call.get('name', ''))}({_short(call.get('args'), 200)}) {status}")
     evidence = root.add(f"[cyan]evidence[/] ({len(state.get('evidence', []))} rows)")
     for row in state.get("evidence", [])[:evidence_rows]:
+        if "path" in row:  # a triple graph: an answer and the path that reaches it
+            check = {True: " [green]✓ on the store[/]", False: " [red]✗ not on the store[/]"}.get(row["verified"], "")
+            evidence.add(f"[green]{escape(row['answer'])}[/] {row['score']:.2f}: {escape(row['path'])}{check}")
+            continue
         link = escape(f"{row['instance']} -[{row['via']}]-> ")  # brackets are not rich markup
         evidence.add(f"{link}[green]{escape(row['value'])}[/]")
     for error in state.get("errors", []):

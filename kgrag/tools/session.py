@@ -119,6 +119,11 @@ class KGSession:
                 self._register(name, entity_id)
                 self._initial_entity_names.append(name)
 
+    @property
+    def known_entities(self) -> dict[str, str]:
+        """The registry's ``{id: name}``: every entity the session has resolved or shown so far."""
+        return dict(self._entity_names)
+
     # ------------------------------------------------------------------ public entry point
     @property
     def augmented_question(self) -> str:
