@@ -238,3 +238,48 @@ def test_without_a_reasoner_the_kg_tools_answer(demo_untrained_settings) -> None
     assert [c["name"] for c in state["tool_calls"]] == ["get_relations", "get_triples"]
     assert "[Carnival Lights, film.film.directed_by, Uma Halvorsen]" in state["tool_calls"][1]["result"]["text"]
     assert state["answers"] == ["Uma Halvorsen"] and "Uma Halvorsen" in state["answer"]
+
+
+# -- served by the LangGraph API, the store a remote SPARQL server -------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def kg_langgraph_url(demo_trained_work, oxigraph_server, tmp_path_factory):
+    """``langgraph dev`` serving the agent over the trained demo, its triples read from ``oxigraph serve``."""
+    from kgrag.agent.serving import langgraph_dev
+    from kgrag.errors import KgragError
+
+    logs = tmp_path_factory.mktemp("langgraph-kg")
+    env = {"KGRAG_WORK_DIR": str(demo_trained_work), "KGRAG_SPARQL_ENDPOINT": oxigraph_server.url,
+           "KGRAG_LLM_BASE_URL": ""}
+    try:
+        with langgraph_dev(env=env, log_path=logs / "langgraph.log") as url:
+            yield url
+    except KgragError as exc:
+        pytest.fail(str(exc))
+
+
+def test_served_agent_over_a_remote_sparql_store(kg_langgraph_url, demo_kg_settings) -> None:
+    from langgraph_sdk import get_sync_client
+
+    embedded = ask("who is Jonas Quintero's spouse?")
+    client = get_sync_client(url=kg_langgraph_url)
+    final = client.runs.wait(None, "agent", input={"question": "who is Jonas Quintero's spouse?", "kg": "demo"})
+    assert final["answers"] == embedded["answers"] and final["ranked"] == embedded["ranked"]
+    assert final["evidence"][0]["verified"] is True  # the path's triples asked of the remote store
+
+    parts = client.runs.stream(None, "agent", input={"question": "who directed Carnival Lights?", "kg": "demo"},
+                               stream_mode="updates")
+    updates = [p.data for p in parts if p.event == "updates"]
+    assert [next(iter(u)) for u in updates] == NODES
+    assert updates[-1]["answer"]["answers"] == ["Uma Halvorsen"]
+
+    thread = client.threads.create()
+    first = client.runs.wait(thread["thread_id"], "agent", input={"question": "who is Jonas Quintero's spouse?",
+                                                                  "kg": "demo"})
+    follow = client.runs.wait(thread["thread_id"], "agent", input={"question": "which teams has he played for?"})
+    assert follow["session_id"] == first["session_id"] and follow["topic"]["name"] == "Jonas Quintero"
+    assert len(follow["history"]) == 2
+
+    bad = client.runs.wait(None, "agent", input={"question": "who directed Carnival Lights?", "kg": "nope"})
+    assert bad["done"] and "unknown or unprepared KG 'nope'" in bad["answer"]
