@@ -2,6 +2,7 @@
 issue's 30-line baseline, latency in-process and through the LangGraph API, and bad input.
 
     python -m bench.agent [--db /tmp/kn.db] [--limit N] [--api-questions 200]
+    python -m bench.agent --kg metaqa     # the agent over a triple graph: bench/agent_kg.py
 
 Quality (validation split of ``train-intent``: the held-out questions with a parsable Cypher and a non-empty gold
 answer computed on the raw disease data): answer **F1** (set), **hit**, **exact** set, **topic_acc** (linked topic
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -60,7 +62,16 @@ def main() -> None:  # noqa: PLR0915 - one linear benchmark script
     parser.add_argument("--work", type=Path, help="work dir holding the trained intent ranker (trained if absent)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N validation questions")
     parser.add_argument("--api-questions", type=int, default=200, help="questions timed through the LangGraph API")
+    parser.add_argument("--kg", help="bench the agent on this triple graph instead (bench/agent_kg.py; metaqa)")
+    parser.add_argument("--per-hop", type=int, default=300, help="with --kg: validation questions per hop (0: all)")
+    parser.add_argument("--llm-questions", type=int, default=150, help="with --kg: questions on the LLM path")
     args = parser.parse_args()
+    if args.kg:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from bench.agent_kg import run
+
+        run(args.per_hop, args.llm_questions, args.api_questions if "--api-questions" in sys.argv else 100, args.kg)
+        return
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-agent-"))
     db = args.db or tmp / "kn.db"

@@ -30,19 +30,25 @@ __all__ = ["KG_TOOL_NAMES", "kg_openai_tools", "reason_text", "run_kg_call"]
 
 KG_TOOL_NAMES = ("reason_paths", "get_relations", "get_triples", "verify_path", "kg_query")
 _REASON = re.compile(r"reason_paths\s*\(\s*([\"'])(.*?)\1\s*\)", re.DOTALL)
-#: ranked answers a ``reason_paths`` text shows the model (one path each)
-REASON_SHOWN = 5
+#: ranked answers a ``reason_paths`` text shows with their path
+REASON_SHOWN = 3
 MAX_ARG_CHARS = 2000
 
 
-def reason_text(answers: list[dict[str, Any]], shown: int = REASON_SHOWN) -> str:
-    """``1. Steven Spielberg (0.93): Tom Hanks <-[starred_actors]- Saving Private Ryan -[directed_by]-> …``."""
+def reason_text(answers: list[dict[str, Any]], predicted: list[str], shown: int = REASON_SHOWN,
+                listed: int = 30) -> str:
+    """The answer set (at most ``listed`` names) and the best ``shown`` answers with one path each::
+
+        Answers (2): Steven Spielberg | Ron Howard
+        1. Steven Spielberg (0.93): Tom Hanks <-[starred_actors]- Saving Private Ryan -[directed_by]-> …
+    """
     if not answers:
         return "No answer path found."
-    lines = []
+    more = f" | … ({len(predicted) - listed} more)" if len(predicted) > listed else ""
+    lines = [f"Answers ({len(predicted)}): " + " | ".join(predicted[:listed]) + more]
     for i, a in enumerate(answers[:shown], 1):
-        path = f": {a['paths'][0]}" if a.get("paths") else ""
-        lines.append(f"{i}. {a['name']} ({a['score']:.2f}){path}")
+        if a.get("paths"):
+            lines.append(f"{i}. {a['name']} ({a['score']:.2f}): {a['paths'][0]}")
     return "\n".join(lines)
 
 
@@ -59,7 +65,7 @@ def _reason(kg: TripleKG, question: str, topics: list[TopicLink], k: int) -> tup
                 "id_triples": [[list(t) for t in p] for p in a.id_paths]} for a in answer.answers]
     result = {"answers": answers, "predicted": answer.predicted, "linked": answer.linked,
               "ms": {k2: round(v, 2) for k2, v in answer.ms.items()}, "note": answer.note}
-    result["text"] = reason_text(answers) if answers else f"No answer path found: {answer.note}"
+    result["text"] = reason_text(answers, answer.predicted) if answers else f"No answer path found: {answer.note}"
     return result, ""
 
 

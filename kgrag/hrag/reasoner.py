@@ -178,9 +178,15 @@ class HRAGReasoner:
 
     def link(self, question: str, topics: Sequence[int] | None = None) -> tuple[list[int], str]:
         """Topic entities of ``question`` (given ones first, then [brackets], then the linker) and the text with
-        them in brackets."""
-        if topics:
-            return list(topics), question
+        them in brackets (given topics: their stored names bracketed where the text says them)."""
+        if topics:  # mark the given topics' names in the text: the retriever and the prior read masked wordings
+            text = question
+            if not TOPIC_SPAN.search(text):
+                for row in topics:
+                    name = self.graph.entity_names[row]
+                    if name:
+                        text = re.sub(re.escape(name), lambda m: f"[{m.group(0)}]", text, count=1, flags=re.IGNORECASE)
+            return list(topics), text
         return self.linker.topics(question)
 
     def answer(self, question: str, topics: Sequence[int] | None = None, *, k: int = 10) -> Answer:
