@@ -283,3 +283,19 @@ def test_served_agent_over_a_remote_sparql_store(kg_langgraph_url, demo_kg_setti
 
     bad = client.runs.wait(None, "agent", input={"question": "who directed Carnival Lights?", "kg": "nope"})
     assert bad["done"] and "unknown or unprepared KG 'nope'" in bad["answer"]
+
+
+def test_inline_ask_route_on_the_langgraph_server(kg_langgraph_url, demo_kg_settings) -> None:
+    import httpx
+
+    embedded = ask("who directed Carnival Lights?")
+    with httpx.Client(base_url=kg_langgraph_url, timeout=60) as http:
+        res = http.post("/agent/ask", json={"question": "who directed Carnival Lights?", "kg": "demo"})
+        assert res.status_code == 200 and res.json()["answers"] == embedded["answers"]
+        follow = http.post("/agent/ask", json={"question": "when was it released?", "kg": "demo",
+                                               "history": res.json()["history"],
+                                               "session_id": res.json()["session_id"]})
+        assert follow.status_code == 200 and follow.json()["topic"]["name"] == "Carnival Lights"
+        bad = http.post("/agent/ask", json={"kg": "demo", "question": "q", "cypher": "MATCH (n) DETACH DELETE n"})
+        assert bad.status_code == 422 and "cypher" in bad.text
+        assert http.post("/agent/ask", json={"question": 3}).status_code == 422
