@@ -134,7 +134,7 @@ def _run_stages(settings, clock, network) -> None:
     _run_gflownet(dataset, settings, train_split, validation_split)
     clock.lap("H-RAG reasoner: train + answer the validation split")
     _run_online(dataset, settings, validation_split)
-    clock.lap("H-RAG online: two questions in memory")
+    clock.lap("H-RAG online: two questions in memory + the agent on them")
     kn_id, questions = _run_agent(settings, network)
     clock.lap("agent over the knowledge network")
     _run_modes(settings, kn_id, questions[:1])
@@ -193,12 +193,19 @@ def _run_gflownet(dataset: str, settings, train_split: str, validation_split: st
 
 
 def _run_online(dataset: str, settings, validation_split: str) -> None:
-    """make run's online stage: two validation questions, brackets removed, answered in memory with their paths."""
-    from kgrag.run import answer_examples
+    """make run's online stage: two validation questions, brackets removed, answered in memory with their paths;
+    then the agent graph on the triple graph answers the last of them, each step shown."""
+    from kgrag.agent.render import state_tree
+    from kgrag.hrag.file_eval import strip_brackets
+    from kgrag.run import answer_examples, example_questions
 
     console.print("\n[bold]H-RAG online[/]: answer_question on two validation questions typed without [brackets]")
     for line in answer_examples(settings, dataset, validation_split):
         console.print(escape(line), highlight=False)  # paths read "A -[directed_by]-> B": not rich markup
+    question = strip_brackets(example_questions(settings, dataset, validation_split)[-1].text)
+    console.print(f"\n[bold]The agent on the triple graph[/] ({dataset}, LLM-free): link → chain prior → "
+                  "reason_paths → verify_path on the store → answer")
+    console.print(state_tree(_agent_answerer(settings.agent_kn_id, None, kg=dataset)(question)))
 
 
 def _run_agent(settings, network=None) -> tuple[str, list[str]]:

@@ -115,20 +115,24 @@ def gflownet_budget(dataset: str) -> dict:
     return DEMO_GFLOWNET_CONFIG if dataset == "demo" else RUN_GFLOWNET_CONFIG
 
 
-def answer_examples(settings: Settings, dataset: str, split: str, count: int = 2) -> list[str]:
-    """Two questions of ``split`` (the first 2-hop and the first 3-hop one, else the first ones) answered in memory
-    by the online reasoner, their topic brackets removed (the linker finds the topic in the text): ranked answers,
-    the answer set and the best answer's paths."""
-    from kgrag.hrag.file_eval import strip_brackets
+def example_questions(settings: Settings, dataset: str, split: str, count: int = 2) -> list:
+    """``count`` questions of ``split`` to show: the first 2-hop and the first 3-hop one, else the first ones."""
     from kgrag.hrag.questions import prepared_questions
-    from kgrag.hrag.reasoner import HRAGReasoner
 
     questions = prepared_questions(settings.dataset_dir(dataset), [split])
     picks = [next((q for q in questions if q.hop == hop), None) for hop in (2, 3)]
-    chosen = [q for q in picks if q is not None] or questions[:count]
-    reasoner = HRAGReasoner.load(settings, dataset)
+    return ([q for q in picks if q is not None] or questions[:count])[:count]
+
+
+def answer_examples(settings: Settings, dataset: str, split: str, count: int = 2) -> list[str]:
+    """The :func:`example_questions` answered in memory by the online reasoner, their topic brackets removed (the
+    linker finds the topic in the text): ranked answers, the answer set and the best answer's paths."""
+    from kgrag.hrag.file_eval import strip_brackets
+    from kgrag.hrag.reasoner import loaded_reasoner
+
+    reasoner = loaded_reasoner(dataset, settings)
     lines: list[str] = []
-    for q in chosen[:count]:
+    for q in example_questions(settings, dataset, split, count):
         answer = reasoner.answer(strip_brackets(q.text))
         gold = {reasoner.graph.entity_names[e] or reasoner.graph.entity_ids[e] for e in q.answers}
         lines += ["", *answer.lines(),

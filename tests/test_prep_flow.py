@@ -55,8 +55,9 @@ def test_cli_prepare_and_run_on_demo(prefect_harness, work_settings, monkeypatch
     path_lines = [line for line in res.output.splitlines() if "path p=" in line]
     assert all("]->" in line or "<-[" in line for line in path_lines), path_lines  # relations shown, not markup
     # the agent stage: the demo knowledge network (no medical data here), two questions answered as step trees
-    assert "knowledge network demo" in res.output and res.output.count("contextual_recall") == 2
-    assert res.output.count("answer:") == 2 and "langgraph dev --no-browser" in res.output
+    assert "The agent on the triple graph" in res.output and "reason_paths" in res.output and "kg demo" in res.output
+    assert "knowledge network demo" in res.output and res.output.count("contextual_recall") == 3  # + the kg tree
+    assert res.output.count("answer:") == 3 and "langgraph dev --no-browser" in res.output
     res = runner.invoke(app, ["sparql", "--dataset", "demo", "--limit", "3",
                               "SELECT ?s WHERE { ?s ?p ?o } LIMIT 5"])
     assert res.exit_code == 0 and "5 row(s)" in res.output

@@ -146,7 +146,7 @@ def schema_recall(state: AgentState, run: AgentRun) -> tuple[Update, str]:
 def _history_topic(state: AgentState) -> TopicCandidate | None:
     for turn in reversed(state.get("history") or []):
         topic = turn.get("topic")
-        if topic:
+        if topic and "object_type" in topic:  # a network's topic (a thread may have asked a triple graph before)
             return TopicCandidate(**{**topic, "match_type": "history"})
     return None
 

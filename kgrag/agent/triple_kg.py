@@ -79,9 +79,9 @@ class TripleKG:
         self.reasoner: HRAGReasoner | None = None
         self.reasoner_note = ""
         try:
-            from kgrag.hrag.reasoner import HRAGReasoner
+            from kgrag.hrag.reasoner import loaded_reasoner
 
-            self.reasoner = HRAGReasoner.load(settings, dataset)
+            self.reasoner = loaded_reasoner(dataset, settings)  # shared with answer_question in this process
         except KgragError as exc:  # no trained retriever / policy: the KG tools alone
             self.reasoner_note = str(exc)
         if self.reasoner is not None:

@@ -37,7 +37,7 @@ from kgrag.hrag.samples import build_samples
 from kgrag.hrag.text import MAX_QUESTION_TOKENS, QuestionTokens
 from kgrag.rank.embedder import Embedder
 
-__all__ = ["RankedAnswer", "Answer", "Ranking", "HRAGReasoner", "answer_question", "template_of", "path_ids", "ONLINE_PPR_TOL"]
+__all__ = ["RankedAnswer", "Answer", "Ranking", "HRAGReasoner", "answer_question", "template_of", "path_ids", "loaded_reasoner", "ONLINE_PPR_TOL"]
 
 #: PPR's stopping tolerance online (L1 change per question). Looser than training's 1e-4: on MetaQA validation
 #: (3,913 questions) it gives the same Hits@1 / F1 on every hop at 0.7× the PPR time (bench/gflownet.py)
@@ -245,14 +245,16 @@ def answer_question(question: str, topics: Sequence[int] | None = None, *, k: in
     to reuse it across calls)."""
     from kgrag.config import get_settings
 
-    reasoner = reasoner or _default(dataset, get_settings())
+    reasoner = reasoner or loaded_reasoner(dataset, get_settings())
     return reasoner.answer(question, topics, k=k)
 
 
 _LOADED: dict[tuple[str, str], HRAGReasoner] = {}
 
 
-def _default(dataset: str, settings: Settings) -> HRAGReasoner:
+def loaded_reasoner(dataset: str, settings: Settings) -> HRAGReasoner:
+    """The process's reasoner for ``dataset`` under ``settings``' work dir, loaded on first use (the latest
+    checkpoints then; :class:`kgrag.errors.KgragError` when there are none)."""
     key = (dataset, str(settings.work_dir))
     if key not in _LOADED:
         _LOADED[key] = HRAGReasoner.load(settings, dataset)
