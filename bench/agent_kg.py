@@ -1,7 +1,8 @@
 """The agent over a triple graph (MetaQA, embedded store): the same answers as ``kgrag eval``, the LLM path's calls
 and tokens, and latency in-process and through the LangGraph API.
 
-    python -m bench.agent --kg metaqa [--per-hop 300] [--llm-questions 150] [--api-questions 100]
+    python -m bench.agent_kg [--kg metaqa] [--per-hop 300] [--llm-questions 150] [--api-questions 100]
+    python -m bench.agent --kg metaqa ...      # the same, from the agent bench
 
 Questions: a seeded sample (``--per-hop`` per hop; 0 = all) of the held-out validation split, written as MetaQA
 files (topic in [brackets]). Per hop, with and without brackets: Hits@1 / Hit / F1 of the agent (the graph's
@@ -235,3 +236,22 @@ def run(per_hop: int, llm_questions: int, api_questions: int, dataset: str = "me
     write_result("agent_kg", figures, baseline, ratio,
                  f"{dataset} validation (held out), {per_hop or 'all'} per hop, seeded", n)
     print(json.dumps(figures["targets"]))
+
+
+def main() -> None:
+    """``python -m bench.agent_kg`` (the same as ``python -m bench.agent --kg metaqa``)."""
+    import argparse
+    import os
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kg", default="metaqa", help="the triple graph (prepared, with trained checkpoints)")
+    parser.add_argument("--per-hop", type=int, default=300, help="validation questions per hop (0: all)")
+    parser.add_argument("--llm-questions", type=int, default=150, help="questions on the LLM path")
+    parser.add_argument("--api-questions", type=int, default=100, help="questions timed through the LangGraph API")
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    run(args.per_hop, args.llm_questions, args.api_questions, args.kg)
+
+
+if __name__ == "__main__":
+    main()
