@@ -3,7 +3,8 @@
 Run: ``python -m flows.train_retriever --dataset metaqa [--epochs 8] [--max-train-questions 0]`` or
 ``kgrag train-retriever``. Needs ``kgrag prepare --dataset <dataset>`` first. Samples and text vectors are cached on
 disk by content (see :mod:`kgrag.hrag.pipeline`) and the tasks cache on their inputs; training resumes from the
-run's ``last.pt`` and returns at once when the run already finished.
+run's ``last.pt`` and returns at once when the run already finished. With ``KGRAG_TASK_RUNNER=dask`` the samples
+are built in shards on a Dask cluster (:mod:`flows.retrieval_samples`): the same files.
 """
 
 from __future__ import annotations
@@ -86,7 +87,13 @@ def train_retriever(dataset: str = "metaqa", config: dict | None = None, train_s
     cfg = RetrieverConfig(**(config or {}))
     config_json = cfg.model_dump_json()
     text_embeddings(dataset)
-    counts = [retrieval_samples(dataset, split, config_json) for split in dict.fromkeys((train_split, validation_split))]
+    splits = list(dict.fromkeys((train_split, validation_split)))
+    if get_settings().task_runner == "dask":  # per-shard tasks on the cluster, merged into the same files
+        from flows.retrieval_samples import run as sharded_samples
+
+        counts = [sharded_samples(dataset, split, config_json) for split in splits]
+    else:
+        counts = [retrieval_samples(dataset, split, config_json) for split in splits]
     result = train(dataset, config_json, train_split, validation_split)
     create_table_artifact(table=result["history"], key=f"retriever-training-{dataset}",
                           description=f"Retriever training per epoch on {dataset}")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -65,6 +66,11 @@ class Settings(BaseSettings):
     agent_kn_id: str = Field(default="medical", min_length=1, max_length=200)
     #: tool calls one agent turn may make
     agent_max_tool_calls: int = Field(default=4, ge=1, le=16)
+    #: where flows run their per-shard tasks: in the flow's process (default) or on a Dask cluster
+    task_runner: Literal["default", "dask"] = "default"
+    #: the Dask scheduler (``tcp://host:8786``); empty: a local cluster of ``dask_workers`` processes per flow run
+    dask_address: str = Field(default="", max_length=500)
+    dask_workers: int = Field(default=2, ge=1, le=256)
     seed: int = 0
 
     @field_validator("data_dir", "work_dir", mode="after")

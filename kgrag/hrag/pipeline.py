@@ -67,10 +67,21 @@ def question_samples(graph: CSRGraph, questions: Sequence[HragQuestion], cfg: Re
     path = Path(folder) / f"samples_{name}_{_questions_key(questions, cfg, graph)}.npz"
     if path.is_file():
         return RetrievalSamples.load(path)
-    ppr = ppr or PersonalizedPageRank(graph, tol=cfg.ppr_tol)
+    ppr = ppr or ppr_for(graph, cfg)
     samples = build_samples(graph, questions, cfg.top_n, cfg.max_triples, ppr=ppr, progress=progress)
     samples.save(path)
     return samples
+
+
+def ppr_for(graph: CSRGraph, cfg: RetrieverConfig) -> PersonalizedPageRank:
+    """PPR with the config's tolerance (what every sample build uses)."""
+    return PersonalizedPageRank(graph, tol=cfg.ppr_tol)
+
+
+def samples_path(settings: Settings, dataset: str, split: str, cfg: RetrieverConfig,
+                 questions: Sequence[HragQuestion], graph: CSRGraph) -> Path:
+    """Where :func:`split_samples` keeps the split's samples (keyed by the questions, config and graph)."""
+    return hrag_dir(settings, dataset) / f"samples_{split}_{_questions_key(questions, cfg, graph)}.npz"
 
 
 def split_questions(settings: Settings, dataset: str, split: str, cfg: RetrieverConfig) -> list[HragQuestion]:

@@ -32,6 +32,10 @@ MAX_DIST = 4
 MAX_HOPS = 3
 
 
+#: topic sets whose PPR runs as one matrix product (a shard of the work holds whole batches: same results)
+PPR_BATCH = 64
+
+
 def _ptr(lengths: Sequence[int]) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(np.asarray(lengths, dtype=np.int64))]).astype(np.int64)
 
@@ -149,7 +153,7 @@ class RetrievalSamples:
 
 
 def build_samples(graph: CSRGraph, questions: Sequence[HragQuestion], top_n: int = 500, max_triples: int = 3000,
-                  ppr: PersonalizedPageRank | None = None, batch: int = 64,
+                  ppr: PersonalizedPageRank | None = None, batch: int = PPR_BATCH,
                   progress: Callable[[int, int], None] | None = None) -> RetrievalSamples:
     """G_retrieval, structure features and labels for ``questions`` (PPR batched over distinct topic sets)."""
     ppr = ppr or PersonalizedPageRank(graph)

@@ -1,0 +1,82 @@
+"""G_retrieval samples of one split, in shards: one task per shard (named ``g-retrieval-<split>-<i>of<n>``) on the
+flow's task runner (Dask with ``KGRAG_TASK_RUNNER=dask``, :mod:`kgrag.ops.task_runner`), merged into the same file
+a one-process build writes (:mod:`kgrag.hrag.sharding`). A split whose file exists is read, not rebuilt.
+
+Run: ``python -m flows.retrieval_samples --dataset metaqa --split validation`` (also a subflow of
+``train-retriever``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+
+from kgrag.config import get_settings
+from kgrag.hrag import pipeline
+from kgrag.hrag.config import RetrieverConfig
+from kgrag.hrag.samples import RetrievalSamples, build_samples
+from kgrag.hrag.sharding import merge_samples, shard_questions
+from kgrag.ops.task_runner import shards_for, task_runner
+
+
+@task(name="g-retrieval-shard", cache_policy=NO_CACHE)
+def samples_shard(dataset: str, split: str, config_json: str, indices: list[int]) -> RetrievalSamples:
+    """PPR subgraphs, features and labels of the split's questions ``indices`` (on whichever worker runs it)."""
+    settings = get_settings()
+    if settings.task_runner == "dask":  # one worker process per core's share: no thread oversubscription
+        import torch
+
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // settings.dask_workers))
+    cfg = RetrieverConfig.model_validate_json(config_json)
+    graph = pipeline.load_graph(settings, dataset)
+    questions = pipeline.split_questions(settings, dataset, split, cfg)
+    return build_samples(graph, [questions[i] for i in indices], cfg.top_n, cfg.max_triples,
+                         ppr=pipeline.ppr_for(graph, cfg))
+
+
+@flow(name="retrieval-samples", log_prints=True)
+def retrieval_samples(dataset: str, split: str, config_json: str, shards: int | None = None) -> dict:
+    """The split's samples file (built in ``shards`` tasks when missing); returns counts and timing."""
+    settings = get_settings()
+    cfg = RetrieverConfig.model_validate_json(config_json)
+    graph = pipeline.load_graph(settings, dataset)
+    questions = pipeline.split_questions(settings, dataset, split, cfg)
+    path = pipeline.samples_path(settings, dataset, split, cfg, questions, graph)
+    started = time.perf_counter()
+    built = not path.is_file()
+    if built:
+        parts_of = shard_questions(questions, shards or shards_for(settings))
+        futures = [samples_shard.with_options(task_run_name=f"g-retrieval-{split}-{k + 1}of{len(parts_of)}")
+                   .submit(dataset, split, config_json, indices) for k, indices in enumerate(parts_of)]
+        merge_samples([f.result() for f in futures], parts_of).save(path)
+    samples = RetrievalSamples.load(path)
+    counts = samples.question_triple_counts()
+    return {"split": split, "questions": len(samples), "mean_triples": float(counts.mean()),
+            "no_path": int((samples.positive_counts() == 0).sum()), "file": str(path), "built": built,
+            "seconds": round(time.perf_counter() - started, 2)}
+
+
+def run(dataset: str, split: str, config_json: str, shards: int | None = None) -> dict:
+    """The flow on the configured task runner (a fresh one per call)."""
+    runner = task_runner(get_settings())
+    return retrieval_samples.with_options(task_runner=runner)(dataset, split, config_json, shards)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Build one split's G_retrieval samples in shards.")
+    parser.add_argument("--dataset", default="metaqa")
+    parser.add_argument("--split", default="validation")
+    parser.add_argument("--config", default=None, help="JSON object of RetrieverConfig fields")
+    parser.add_argument("--shards", type=int, default=None)
+    args = parser.parse_args(argv)
+    config_json = RetrieverConfig(**(json.loads(args.config) if args.config else {})).model_dump_json()
+    print(json.dumps(run(args.dataset, args.split, config_json, args.shards)))
+
+
+if __name__ == "__main__":
+    main()

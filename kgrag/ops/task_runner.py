@@ -1,0 +1,40 @@
+"""The task runner flows use for per-shard work: Prefect's default (threads in the flow's process) or, with
+``KGRAG_TASK_RUNNER=dask``, a :class:`prefect_dask.DaskTaskRunner` on the cluster at ``KGRAG_DASK_ADDRESS`` or
+on a local cluster of ``KGRAG_DASK_WORKERS`` single-threaded worker processes started for the flow run.
+
+    flow.with_options(task_runner=task_runner(get_settings()))(...)
+    shards_for(get_settings())            # how many shards to cut the work into
+
+Workers read the same ``KGRAG_*`` settings (a local cluster inherits the environment; remote workers need it set
+and the work dir on a shared filesystem).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kgrag.config import Settings
+
+__all__ = ["shards_for", "task_runner"]
+
+#: shards per worker (one: each shard reloads the graph and rebuilds PPR; more only pays on uneven shards)
+SHARDS_PER_WORKER = 1
+
+
+def task_runner(settings: Settings) -> Any:
+    """A fresh task runner for one flow run (a runner is entered once)."""
+    if settings.task_runner != "dask":
+        from prefect.task_runners import ThreadPoolTaskRunner
+
+        return ThreadPoolTaskRunner(max_workers=1)  # the sequential reference: one shard at a time
+    from prefect_dask import DaskTaskRunner
+
+    if settings.dask_address:
+        return DaskTaskRunner(address=settings.dask_address)
+    return DaskTaskRunner(cluster_kwargs={"n_workers": settings.dask_workers, "threads_per_worker": 1,
+                                          "processes": True, "dashboard_address": None})
+
+
+def shards_for(settings: Settings) -> int:
+    """Shards to cut per-question work into: 1 on the default runner, a few per worker on Dask."""
+    return 1 if settings.task_runner != "dask" else SHARDS_PER_WORKER * settings.dask_workers
