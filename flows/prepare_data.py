@@ -12,12 +12,14 @@ from datetime import timedelta
 from pathlib import Path
 
 from prefect import flow, task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.artifacts import create_image_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from kgrag.config import get_settings
 from kgrag.errors import KgragError
+from kgrag.fileio import png_data_url
 from kgrag.prep import steps
+from kgrag.prep.chart import write_chart
 from kgrag.prep.manifest import state_token
 from kgrag.prep.summary import summary_rows, write_summary
 
@@ -63,6 +65,9 @@ def summarise(dataset: str, out_dir: str, graph: dict, store: dict, questions: d
         key=f"{key}-table",
         description=f"Data-prep counts for {dataset}",
     )
+    chart = write_chart(Path(out_dir), dataset)
+    create_image_artifact(image_url=png_data_url(chart), key=f"{key}-chart",
+                          description=f"{dataset}: triples per relation, questions per split and hop")
     return markdown
 
 

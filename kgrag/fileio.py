@@ -31,3 +31,10 @@ def write_json(path: Path, obj: Any, **dumps: Any) -> None:
     """``obj`` as UTF-8 JSON (non-ASCII kept), atomically; ``dumps`` go to :func:`json.dumps`."""
     text = json.dumps(obj, ensure_ascii=False, **dumps)
     atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def png_data_url(path: Path) -> str:
+    """``data:image/png;base64,…`` of a PNG file (what a Prefect image or markdown artifact can show inline)."""
+    import base64
+
+    return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode()

@@ -97,7 +97,10 @@ def test_deployments_registered_served_and_run_on_a_real_server(tmp_path):
         assert state == "COMPLETED", state
         # stable keys: the Artifacts page keeps each one's history across runs
         assert {(a.key, a.type) for a in artifacts} >= {("data-prep-demo", "markdown"),
-                                                         ("data-prep-demo-table", "table")}
+                                                         ("data-prep-demo-table", "table"),
+                                                         ("data-prep-demo-chart", "image")}
+        image = next(a for a in artifacts if a.type == "image")
+        assert image.data.startswith("data:image/png;base64,iVBORw0KGgo")  # a PNG, shown inline by the UI
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ def test_flow_on_demo_builds_everything_and_publishes_artifacts(prefect_harness,
     assert result["graph"]["triples"] == 530
     assert result["store"]["store_triples"] == result["graph"]["rdf_triples"]
     assert "questions whose answers are unreachable within 3 hops | 0 / 18" in result["markdown"]
-    assert {"data-prep-demo", "data-prep-demo-table"} <= _artifact_keys()
+    assert {"data-prep-demo", "data-prep-demo-table", "data-prep-demo-chart"} <= _artifact_keys()
     again = prepare_data(dataset="demo")  # idempotent: same counts, no duplicate triples
     assert again["store"] == result["store"] and again["graph"] == result["graph"]
 

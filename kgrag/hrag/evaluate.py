@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import time
@@ -12,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from kgrag.config import Settings
+from kgrag.fileio import png_data_url
 from kgrag.graph.csr import CSRGraph
 from kgrag.hrag import pipeline
 from kgrag.hrag.chains import ChainPrior, ChainWalker, chain_candidates
@@ -123,8 +123,7 @@ def write_report(folder: Path, name: str, evaluation: Evaluation, title: str) ->
 
 def png_markdown(path: Path) -> str:
     """A markdown image with the PNG inlined (Prefect artifacts take markdown, not files)."""
-    data = base64.b64encode(Path(path).read_bytes()).decode()
-    return f"![{Path(path).stem}](data:image/png;base64,{data})"
+    return f"![{Path(path).stem}]({png_data_url(path)})"
 
 
 def evaluate_question_file(settings: Settings, dataset: str, path: Path, hop: int | None = None,
