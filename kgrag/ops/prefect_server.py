@@ -32,6 +32,7 @@ def prefect_server(home: Path, port: int | None = None, startup_seconds: float =
     env.pop("PREFECT_API_URL", None)
     prefect = Path(sys.executable).with_name("prefect")
     url = f"http://127.0.0.1:{port}/api"
+    env["PREFECT_UI_API_URL"] = url  # the UI it serves calls this API (its default is another port)
     with server_process([str(prefect), "server", "start", "--host", "127.0.0.1", "--port", str(port)], env,
                         log_path, f"{url}/health", "prefect server", startup_seconds):
         yield url
