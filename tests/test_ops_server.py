@@ -46,6 +46,15 @@ async def _deployments(url: str) -> dict:
             return {d.name: d for d in await client.read_deployments()}
 
 
+async def _scheduled_runs(url: str, deployment_id) -> list:
+    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
+
+    with temporary_settings({PREFECT_API_URL: url}):
+        async with get_client() as client:
+            return await client.read_flow_runs(deployment_filter=DeploymentFilter(id=DeploymentFilterId(
+                any_=[deployment_id])))
+
+
 async def _start_run(url: str, deployment_id) -> str:
     with temporary_settings({PREFECT_API_URL: url}):
         async with get_client() as client:
@@ -78,6 +87,14 @@ def test_deployments_registered_served_and_run_on_a_real_server(tmp_path):
         assert data.parameters == {"dataset": "demo"} and data.work_pool_name == "process"
         assert [s.schedule.cron for s in data.schedules] == ["0 2 * * *"]
         assert [s.schedule.cron for s in found["demo-network-daily"].schedules] == ["30 2 * * *"]
+
+        # the server's scheduler fills each schedule with upcoming runs (it failed on every loop with SQLAlchemy 2.1)
+        deadline, scheduled = time.monotonic() + 90, []
+        while not scheduled and time.monotonic() < deadline:
+            scheduled = asyncio.run(_scheduled_runs(url, data.id))
+            time.sleep(2)
+        assert scheduled and all(r.auto_scheduled and r.state.type.value == "SCHEDULED" for r in scheduled)
+        assert {r.expected_start_time.strftime("%H:%M") for r in scheduled} == {"02:00"}
 
         serve = subprocess.Popen([KGRAG, "deploy", "serve", "--file", str(jobs)], env=env, cwd=Path(KGRAG).parents[2],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)

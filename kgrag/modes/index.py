@@ -326,9 +326,14 @@ def _fact_properties(ot: ObjectType, text_config: TextConfig | None) -> list[Dat
     return [p for p in ot.data_properties if p.name not in skip and p.type.split("(")[0].strip().lower() != "text"]
 
 
-def _stored(raw: str | None) -> str | list:
-    """A property read with ``as_string()``: a list comes back as its JSON text, decoded here."""
-    if raw and raw.startswith("["):
+def _stored(raw: object) -> str | list:
+    """A property read with ``as_string()``: a list comes back as its JSON text, decoded here. SQLite's
+    ``json_extract`` hands numbers back as numbers (SQLAlchemy 2.0 passes them through): they become text."""
+    if raw is None:
+        return ""
+    if not isinstance(raw, str):
+        return json.dumps(raw) if isinstance(raw, bool) else str(raw)
+    if raw.startswith("["):
         try:
             return json.loads(raw)
         except ValueError:
@@ -336,7 +341,7 @@ def _stored(raw: str | None) -> str | list:
     return raw or ""
 
 
-def _fact_value(raw: str | None) -> str:
+def _fact_value(raw: object) -> str:
     """A stored value as one short line ('' when empty or too long): lists joined with 、."""
     value = _stored(raw)
     if isinstance(value, list):
