@@ -53,8 +53,10 @@ def retrieval_samples(dataset: str, split: str, config_json: str, shards: int | 
         parts_of = shard_questions(questions, shards or shards_for(settings))
         futures = [samples_shard.with_options(task_run_name=f"g-retrieval-{split}-{k + 1}of{len(parts_of)}")
                    .submit(dataset, split, config_json, indices) for k, indices in enumerate(parts_of)]
-        merge_samples([f.result() for f in futures], parts_of).save(path)
-    samples = RetrievalSamples.load(path)
+        samples = merge_samples([f.result() for f in futures], parts_of)
+        samples.save(path)
+    else:
+        samples = RetrievalSamples.load(path)
     counts = samples.question_triple_counts()
     return {"split": split, "questions": len(samples), "mean_triples": float(counts.mean()),
             "no_path": int((samples.positive_counts() == 0).sum()), "file": str(path), "built": built,

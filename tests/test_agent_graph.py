@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from fixtures.llm_server import Delay, Error, Reply
+from fixtures.llm_server import Delay, Error, Reply, use_llm_server
 
 from graphs.agent.context import AgentContext
 from graphs.agent.graph import after_keywords, after_plan, graph
@@ -82,11 +82,7 @@ CURE = {"object_type": "Disease", "condition": {"operation": "==", "field": "nam
 
 @pytest.fixture
 def llm_env(medical_settings, llm_server, monkeypatch):
-    monkeypatch.setenv("KGRAG_LLM_BASE_URL", llm_server.base_url)
-    monkeypatch.setenv("KGRAG_LLM_API_KEY", "test-key")
-    monkeypatch.setenv("KGRAG_LLM_TIMEOUT", "1.5")
-    monkeypatch.setenv("KGRAG_LLM_MAX_RETRIES", "1")
-    get_settings.cache_clear()
+    use_llm_server(llm_server, monkeypatch, retries=1)
     yield llm_server
     get_settings.cache_clear()
 

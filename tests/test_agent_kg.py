@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from fixtures.llm_server import Delay, Error, Reply
+from fixtures.llm_server import Delay, Error, Reply, use_llm_server
 from langgraph.checkpoint.memory import InMemorySaver
 from typer.testing import CliRunner
 
@@ -113,11 +113,7 @@ def test_hostile_text_is_only_data(demo_kg_settings) -> None:
 
 @pytest.fixture
 def kg_llm(demo_kg_settings, llm_server, monkeypatch):
-    monkeypatch.setenv("KGRAG_LLM_BASE_URL", llm_server.base_url)
-    monkeypatch.setenv("KGRAG_LLM_API_KEY", "test-key")
-    monkeypatch.setenv("KGRAG_LLM_TIMEOUT", "1.5")
-    monkeypatch.setenv("KGRAG_LLM_MAX_RETRIES", "0")
-    get_settings.cache_clear()
+    use_llm_server(llm_server, monkeypatch, retries=0)
     yield llm_server
     get_settings.cache_clear()
 

@@ -95,6 +95,8 @@ def _session_call(session: KGSession, query: GetRelations | GetTriples | ParseEr
     for record in records:
         if record.get("type") == "tool_call":
             result["entity_resolved"] = record["args"].get("entity_resolved")
+            if "triples" in record:  # get_triples: the shown triples with their ids
+                result["triples"] = record["triples"]
             if record.get("cvt_info"):
                 result["cvt_info"] = [{k: v for k, v in c.items() if k != "flattened_triples"}
                                       for c in record["cvt_info"]]

@@ -16,11 +16,11 @@ returns ``failure``: the caller runs the LLM-free plan and says so.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import TYPE_CHECKING, Any
 
 from kgrag.agent.kg_calls import kg_openai_tools
+from kgrag.agent.llm_planner import tool_arguments
 from kgrag.agent.state import AgentState, ToolCall
 from kgrag.llm.prompts import load_prompt
 
@@ -55,18 +55,8 @@ def _usage(state: AgentState, result: Any) -> dict[str, int]:
     return usage
 
 
-def _arguments(raw: Any) -> Any:
-    if isinstance(raw, dict):
-        return raw
-    try:
-        return json.loads(raw)
-    except (TypeError, ValueError):
-        return raw  # the tool answers "arguments must be a JSON object"
-
-
 def llm_plan(state: AgentState, run: AgentRun) -> tuple[dict[str, Any], str, str | None]:
-    """One model turn: ``(update, summary, None)``, or ``(update, "", why)`` when the LLM failed (``update``
-    then only carries the usage so far)."""
+    """One model turn: ``(update, summary, None)``, or ``({}, "", why)`` when the LLM failed."""
     from kgrag.llm.client import LLMError
 
     client = run.resources.llm()
@@ -96,7 +86,7 @@ def llm_plan(state: AgentState, run: AgentRun) -> tuple[dict[str, Any], str, str
     update: dict[str, Any] = {"messages": messages, "usage": usage}
     if calls:
         pending = [ToolCall(id=tc.get("id") or f"llm_call_{n + i + 1}", name=str((tc.get("function") or {}).get(
-            "name", "")), args=_arguments((tc.get("function") or {}).get("arguments")), why="llm")
+            "name", "")), args=tool_arguments((tc.get("function") or {}).get("arguments")), why="llm")
                    for i, tc in enumerate(calls)]
         return {**update, "pending": pending}, f"LLM asked for {', '.join(c['name'] for c in pending)}", None
     query = _QUERY.search(content) if style == "kg-query" else None

@@ -27,7 +27,7 @@ from typing import Any
 from kgrag.agent import answers as ans
 from kgrag.agent.kg_calls import run_kg_call
 from kgrag.agent.state import AgentState, ToolCall, fresh_turn
-from kgrag.agent.steps import HISTORY_TURNS, AgentRun, Update, stop, traced
+from kgrag.agent.steps import HISTORY_TURNS, AgentRun, Update, planned, question_problem, stop, traced
 from kgrag.agent.triple_kg import TopicLink, TripleKG, new_session_id
 from kgrag.errors import KgragError
 from kgrag.search.keywords import STOPWORDS
@@ -59,11 +59,9 @@ def extract_keywords(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     update["kg"] = kg_id = state.get("kg") or run.settings.kg or ""
     update["session_id"] = state.get("session_id") or new_session_id()
     update["planner"] = "llm" if run.settings.use_llm else "rules"
-    if not isinstance(question, str) or not question.strip():
-        return stop(update, "the question is empty")
-    if len(question) > run.settings.max_question_chars:
-        return stop(update, f"the question has {len(question)} characters; at most "
-                            f"{run.settings.max_question_chars} are accepted")
+    problem = question_problem(question, run.settings)
+    if problem:
+        return stop(update, problem)
     try:
         kg = run.resources.triple_kg(kg_id)
     except KgragError as exc:
@@ -171,16 +169,9 @@ def plan(state: AgentState, run: AgentRun) -> tuple[Update, str]:
         note = f"tool-call budget ({run.settings.max_tool_calls}) spent"
         errors = state.get("errors", []) + ([note] if state.get("planner") == "llm" else [])
         return {"pending": [], "done": True, "errors": errors}, note
-    if state.get("planner") != "llm":
-        return _rules_plan(state, run)
     from kgrag.agent.kg_llm import llm_plan
 
-    update, summary, failure = llm_plan(state, run)
-    if failure is None:
-        return update, summary
-    errors = [*state.get("errors", []), f"LLM planner failed ({failure}); the LLM-free plan was used"]
-    rules, rules_summary = _rules_plan({**state, **update, "tool_calls": state.get("tool_calls", [])}, run)
-    return {**update, **rules, "planner": "rules", "errors": errors}, f"LLM failed ({failure}) -> rules: {rules_summary}"
+    return planned(state, run, llm_plan, _rules_plan)
 
 
 @traced("tools")
@@ -219,14 +210,9 @@ def _reasoned(state: AgentState) -> tuple[list[dict[str, Any]], list[str], dict[
 
 def _tails(state: AgentState) -> list[str]:
     """The other ends of the triples ``get_triples`` returned for the topic (the no-reasoner plan's answers)."""
-    topic = state.get("topic") or {}
-    values: list[str] = []
-    for call in _done(state.get("tool_calls", []), "get_triples"):
-        for line in call["result"]["text"].splitlines():
-            parts = [p.strip() for p in line.strip()[1:-1].split(", ")] if line.startswith("[") else []
-            if len(parts) >= 3:
-                head, tail = parts[0], parts[-1]
-                values.append(tail if head == topic.get("name") else head)
+    topic_id = (state.get("topic") or {}).get("entity_id")
+    values = [t["tail"] if t["head_id"] == topic_id else t["head"]
+              for call in _done(state.get("tool_calls", []), "get_triples") for t in call["result"].get("triples", [])]
     return list(dict.fromkeys(values))
 
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kgrag.agent.steps import AgentRun
     from kgrag.network.model import KnowledgeNetwork
 
-__all__ = ["llm_plan", "system_prompt", "tool_messages"]
+__all__ = ["llm_plan", "system_prompt", "tool_arguments", "tool_messages"]
 
 
 def _schema_text(network: KnowledgeNetwork) -> str:
@@ -48,7 +48,8 @@ def system_prompt(state: AgentState, network: KnowledgeNetwork) -> str:
                                              history=history)
 
 
-def _arguments(raw: Any) -> Any:
+def tool_arguments(raw: Any) -> Any:
+    """A tool call's arguments: a dict as is, JSON text decoded, anything else passed on (the tool says why)."""
     if isinstance(raw, dict):
         return raw
     try:
@@ -87,7 +88,7 @@ def llm_plan(state: AgentState, run: AgentRun) -> tuple[dict[str, Any], str, str
     for i, tc in enumerate(calls):
         function = tc.get("function") or {}
         pending.append(ToolCall(id=tc.get("id") or f"llm_call_{len(state.get('tool_calls', [])) + i + 1}",
-                                name=str(function.get("name", "")), args=_arguments(function.get("arguments")),
+                                name=str(function.get("name", "")), args=tool_arguments(function.get("arguments")),
                                 why="llm"))
     names = ", ".join(c["name"] for c in pending)
     return {"messages": messages, "pending": pending}, f"LLM asked for {len(pending)} calls: {names}", None

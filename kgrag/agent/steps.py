@@ -33,7 +33,7 @@ from kgrag.agent.state import AgentSettings, AgentState, ToolCall, fresh_turn
 from kgrag.agent.tools import run_tool
 from kgrag.network.service import NetworkNotFound
 
-__all__ = ["AgentRun", "HISTORY_TURNS", "Update", "stop", "traced", "answer", "contextual_recall", "extract_keywords", "plan", "schema_recall", "tools"]
+__all__ = ["AgentRun", "HISTORY_TURNS", "Update", "planned", "question_problem", "stop", "traced", "answer", "contextual_recall", "extract_keywords", "plan", "schema_recall", "tools"]
 
 #: turns a thread keeps in ``history``
 HISTORY_TURNS = 20
@@ -69,6 +69,30 @@ def traced(node: str) -> Callable[[Callable[[AgentState, AgentRun], tuple[Update
     return wrap
 
 
+def question_problem(question: object, settings: AgentSettings) -> str | None:
+    """Why a turn's question is refused (empty, too long), or None."""
+    if not isinstance(question, str) or not question.strip():
+        return "the question is empty"
+    if len(question) > settings.max_question_chars:
+        return (f"the question has {len(question)} characters; at most {settings.max_question_chars} are "
+                "accepted")
+    return None
+
+
+def planned(state: AgentState, run: AgentRun, llm_plan: Callable[..., tuple[Update, str, str | None]],
+            rules_plan: Callable[[AgentState, AgentRun], tuple[Update, str]]) -> tuple[Update, str]:
+    """The LLM's plan when the turn uses one and it answers; else (or when it fails, said in ``errors`` and the
+    summary) the LLM-free plan."""
+    if state.get("planner") != "llm":
+        return rules_plan(state, run)
+    update, summary, failure = llm_plan(state, run)
+    if failure is None:
+        return update, summary
+    errors = [*state.get("errors", []), f"LLM planner failed ({failure}); the LLM-free plan was used"]
+    rules, rules_summary = rules_plan(state, run)
+    return {**rules, "planner": "rules", "errors": errors}, f"LLM failed ({failure}) -> rules: {rules_summary}"
+
+
 def stop(update: Update, error: str) -> tuple[Update, str]:
     update["errors"] = [*update.get("errors", []), error]
     update["done"] = True
@@ -83,11 +107,9 @@ def extract_keywords(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     kn_id = state.get("kn_id") or run.settings.kn_id
     update["kn_id"] = kn_id
     update["planner"] = "llm" if run.settings.use_llm else "rules"
-    if not isinstance(question, str) or not question.strip():
-        return stop(update, "the question is empty")
-    if len(question) > run.settings.max_question_chars:
-        return stop(update, f"the question has {len(question)} characters; at most "
-                             f"{run.settings.max_question_chars} are accepted")
+    problem = question_problem(question, run.settings)
+    if problem:
+        return stop(update, problem)
     try:
         lexicon = run.resources.lexicon(kn_id)
     except NetworkNotFound:
@@ -200,16 +222,9 @@ def plan(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     """The next tool call(s), or none (then ``answer``)."""
     if len(state.get("tool_calls", [])) >= run.settings.max_tool_calls:
         return {"pending": [], "done": True}, f"tool-call budget ({run.settings.max_tool_calls}) spent"
-    if state.get("planner") != "llm":
-        return _rules_plan(state, run)
     from kgrag.agent.llm_planner import llm_plan
 
-    update, summary, failure = llm_plan(state, run)
-    if failure is None:
-        return update, summary
-    errors = [*state.get("errors", []), f"LLM planner failed ({failure}); the LLM-free plan was used"]
-    rules, rules_summary = _rules_plan(state, run)
-    return {**rules, "planner": "rules", "errors": errors}, f"LLM failed ({failure}) -> rules: {rules_summary}"
+    return planned(state, run, llm_plan, _rules_plan)
 
 
 @traced("tools")

@@ -60,11 +60,16 @@ def _questions_key(questions: Sequence[HragQuestion], cfg: RetrieverConfig, grap
     return digest.hexdigest()[:16]
 
 
+def _samples_file(folder: Path, name: str, questions: Sequence[HragQuestion], cfg: RetrieverConfig,
+                  graph: CSRGraph) -> Path:
+    return Path(folder) / f"samples_{name}_{_questions_key(questions, cfg, graph)}.npz"
+
+
 def question_samples(graph: CSRGraph, questions: Sequence[HragQuestion], cfg: RetrieverConfig, folder: Path,
                      name: str, ppr: PersonalizedPageRank | None = None,
                      progress: Callable[[int, int], None] | None = None) -> RetrievalSamples:
     """Samples of ``questions``, read from ``folder/samples_<name>_<key>.npz`` when built before."""
-    path = Path(folder) / f"samples_{name}_{_questions_key(questions, cfg, graph)}.npz"
+    path = _samples_file(folder, name, questions, cfg, graph)
     if path.is_file():
         return RetrievalSamples.load(path)
     ppr = ppr or ppr_for(graph, cfg)
@@ -81,7 +86,7 @@ def ppr_for(graph: CSRGraph, cfg: RetrieverConfig) -> PersonalizedPageRank:
 def samples_path(settings: Settings, dataset: str, split: str, cfg: RetrieverConfig,
                  questions: Sequence[HragQuestion], graph: CSRGraph) -> Path:
     """Where :func:`split_samples` keeps the split's samples (keyed by the questions, config and graph)."""
-    return hrag_dir(settings, dataset) / f"samples_{split}_{_questions_key(questions, cfg, graph)}.npz"
+    return _samples_file(hrag_dir(settings, dataset), split, questions, cfg, graph)
 
 
 def split_questions(settings: Settings, dataset: str, split: str, cfg: RetrieverConfig) -> list[HragQuestion]:

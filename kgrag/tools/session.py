@@ -274,7 +274,8 @@ class KGSession:
         self._last_relations_text = ""
         record: dict[str, Any] = {"type": "tool_call", "tool": "get_triples",
                                   "args": {"entity": entity, "entity_resolved": entity_id, "relations": relations},
-                                  "result_count": len(result.triples), "tool_output": text}
+                                  "result_count": len(result.triples), "tool_output": text,
+                                  "triples": result.triples}
         if result.cvt_info:
             record["cvt_info"] = result.cvt_info
         self.trace.append(record)
