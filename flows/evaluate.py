@@ -3,6 +3,8 @@
 ``evaluate(dataset, split="validation")`` answers ``<split>_g_agent.pt``; ``evaluate(dataset, questions=PATH)`` runs
 the online reasoner (PPR → retriever + chain prior → g_agent → policy → answers) on any MetaQA-format file. Both report Hits@1 / Hit /
 F1 per hop with denominators (JSON under ``work/<dataset>/hrag/eval/answers_<name>.json`` and a Prefect artifact).
+A split is answered in tasks over contiguous question ranges (``answer-<split>-<i>of<n>``): one on the default
+runner, a few per worker on Dask (``KGRAG_TASK_RUNNER=dask``); the per-question metrics are joined in order.
 Run: ``python -m flows.evaluate --dataset metaqa [--split validation | --questions PATH --hop N]`` or
 ``kgrag eval``.
 """
@@ -11,24 +13,74 @@ from __future__ import annotations
 
 import argparse
 import json
+from functools import lru_cache
 from pathlib import Path
 
-from prefect import flow
+import numpy as np
+from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
 
 from kgrag.config import get_settings
 from kgrag.hrag import pipeline as retrieval
 from kgrag.hrag.file_eval import evaluate_file
+from kgrag.hrag.g_agent import GAgentSplit
+from kgrag.hrag.gflownet import pipeline as policy_data
+from kgrag.hrag.gflownet.answers import summarise
 from kgrag.hrag.gflownet.evaluate import (
-    evaluate_split,
+    TrainedPolicy,
+    answer_data,
     flat_figures,
     load_trained_policy,
     metrics_table,
     write_answers_report,
 )
 from kgrag.hrag.reasoner import HRAGReasoner
+from kgrag.hrag.sharding import contiguous_ranges
 from kgrag.hrag.text import TextEmbeddings
+from kgrag.ops.task_runner import limit_threads, on_task_runner, shards_for
 from kgrag.rank.embedder import Embedder
+
+
+@lru_cache(maxsize=2)
+def _policy(work_dir: str, dataset: str, checkpoint: str, stamp: int) -> tuple[TrainedPolicy, TextEmbeddings]:
+    """The policy and the graph's text vectors, loaded once per process (``stamp``: the checkpoint's mtime)."""
+    settings = get_settings()
+    graph = retrieval.load_graph(settings, dataset)
+    text = TextEmbeddings.for_graph(graph, retrieval.hrag_dir(settings, dataset), Embedder.from_settings(settings))
+    return load_trained_policy(settings, dataset, Path(checkpoint)), text
+
+
+def trained_policy(dataset: str, checkpoint: str | None) -> tuple[TrainedPolicy, TextEmbeddings]:
+    settings = get_settings()
+    path = Path(checkpoint) if checkpoint else policy_data.latest_policy(settings, dataset)
+    return _policy(str(settings.work_dir), dataset, str(path), path.stat().st_mtime_ns)
+
+
+@task(name="answer-shard", cache_policy=NO_CACHE)
+def answer_shard(dataset: str, split: str, checkpoint: str, start: int, stop: int) -> dict:
+    """Per-question Hits@1 / Hit / F1 of the split's questions ``start:stop`` (on whichever worker runs it)."""
+    settings = get_settings()
+    limit_threads(settings)
+    trained, text = trained_policy(dataset, checkpoint)
+    agent = GAgentSplit.load(retrieval.g_agent_file(settings, dataset, split)).subset(range(start, stop))
+    data = policy_data.agent_data(agent, text, policy_data.split_gold(settings, dataset, split))
+    return {"metrics": answer_data(trained, data, text.entities).metrics, "hops": data.hops}
+
+
+def answer_split(dataset: str, split: str, checkpoint: str | None, shards: int | None = None) -> dict:
+    """The split's per-hop report, answered in ``shards`` tasks over contiguous question ranges."""
+    settings = get_settings()
+    trained, _ = trained_policy(dataset, checkpoint)
+    agent = GAgentSplit.load(retrieval.g_agent_file(settings, dataset, split))
+    ranges = contiguous_ranges(np.diff(agent.tensors["edge_ptr"].numpy()), shards or shards_for(settings))
+    futures = [answer_shard.with_options(task_run_name=f"answer-{split}-{k + 1}of{len(ranges)}")
+               .submit(dataset, split, str(trained.checkpoint), a, b) for k, (a, b) in enumerate(ranges)]
+    parts = [f.result() for f in futures]
+    metrics = {k: np.concatenate([p["metrics"][k] for p in parts]) for k in parts[0]["metrics"]} if parts else {}
+    report = summarise(metrics, [h for p in parts for h in p["hops"]])
+    return {"report": report, "info": {"split": split, "policy": str(trained.checkpoint),
+                                       "threshold": trained.threshold, "shards": len(ranges)}}
 
 
 @flow(name="evaluate", log_prints=True)
@@ -41,20 +93,17 @@ def evaluate(dataset: str = "metaqa", split: str = "validation", questions: str 
     if questions:
         reasoner = HRAGReasoner.load(settings, dataset, _path(retriever_checkpoint), _path(policy_checkpoint))
         answers = evaluate_file(reasoner, Path(questions), hop, no_brackets)
-        info = answers.info
+        report, info = answers.report, answers.info
         name = f"file_{Path(questions).stem}" + ("_no_brackets" if no_brackets else "")
     else:
-        trained = load_trained_policy(settings, dataset, policy_checkpoint)
-        graph = retrieval.load_graph(settings, dataset)
-        text = TextEmbeddings.for_graph(graph, retrieval.hrag_dir(settings, dataset), Embedder.from_settings(settings))
-        answers = evaluate_split(settings, dataset, split, trained, text)
-        info = {"split": split, "policy": str(trained.checkpoint), "threshold": trained.threshold}
+        answered = answer_split(dataset, split, policy_checkpoint)
+        report, info = answered["report"], answered["info"]
         name = split
-    path = write_answers_report(retrieval.hrag_dir(settings, dataset) / "eval", name, answers.report, info)
+    path = write_answers_report(retrieval.hrag_dir(settings, dataset) / "eval", name, report, info)
     title = f"Answers on {dataset} {name}"
     create_markdown_artifact(key=f"answers-{dataset}-{name}".replace("_", "-").lower()[:60], description=title,
-                             markdown=f"# {title}\n\n{metrics_table(answers.report)}\n")
-    return {"report": answers.report, "info": info, "file": str(path), "figures": flat_figures(answers.report)}
+                             markdown=f"# {title}\n\n{metrics_table(report)}\n")
+    return {"report": report, "info": info, "file": str(path), "figures": flat_figures(report)}
 
 
 def _path(value: str | None) -> Path | None:
@@ -69,7 +118,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--hop", type=int, default=None)
     parser.add_argument("--no-brackets", action="store_true", help="link topics from the text, brackets removed")
     args = parser.parse_args(argv)
-    result = evaluate(dataset=args.dataset, split=args.split, questions=args.questions, hop=args.hop,
+    result = on_task_runner(evaluate)(dataset=args.dataset, split=args.split, questions=args.questions, hop=args.hop,
                       no_brackets=args.no_brackets)
     print(metrics_table(result["report"]))
     print(json.dumps(result["figures"]))

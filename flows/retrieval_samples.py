@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 
 from prefect import flow, task
@@ -21,17 +20,14 @@ from kgrag.hrag import pipeline
 from kgrag.hrag.config import RetrieverConfig
 from kgrag.hrag.samples import RetrievalSamples, build_samples
 from kgrag.hrag.sharding import merge_samples, shard_questions
-from kgrag.ops.task_runner import shards_for, task_runner
+from kgrag.ops.task_runner import limit_threads, on_task_runner, shards_for
 
 
 @task(name="g-retrieval-shard", cache_policy=NO_CACHE)
 def samples_shard(dataset: str, split: str, config_json: str, indices: list[int]) -> RetrievalSamples:
     """PPR subgraphs, features and labels of the split's questions ``indices`` (on whichever worker runs it)."""
     settings = get_settings()
-    if settings.task_runner == "dask":  # one worker process per core's share: no thread oversubscription
-        import torch
-
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // settings.dask_workers))
+    limit_threads(settings)
     cfg = RetrieverConfig.model_validate_json(config_json)
     graph = pipeline.load_graph(settings, dataset)
     questions = pipeline.split_questions(settings, dataset, split, cfg)
@@ -65,8 +61,7 @@ def retrieval_samples(dataset: str, split: str, config_json: str, shards: int | 
 
 def run(dataset: str, split: str, config_json: str, shards: int | None = None) -> dict:
     """The flow on the configured task runner (a fresh one per call)."""
-    runner = task_runner(get_settings())
-    return retrieval_samples.with_options(task_runner=runner)(dataset, split, config_json, shards)
+    return on_task_runner(retrieval_samples)(dataset, split, config_json, shards)
 
 
 def main(argv: list[str] | None = None) -> None:

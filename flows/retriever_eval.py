@@ -3,6 +3,8 @@
 By default every split of the prepared questions (``run_all_splits=True``); ``run_all_splits=False`` with ``split``
 runs one. Per split: G_retrieval samples → retriever scores → recall report (JSON, markdown table, PNG; also as
 Prefect artifacts) → ``<split>_g_agent.pt`` (oracle mode for ``train``: top-K ∪ GT; pruned for the others).
+Scoring and materialisation run as tasks over contiguous question ranges (``score-and-materialise-<split>-<i>of<n>``):
+one on the default runner, a few per worker on Dask (``KGRAG_TASK_RUNNER=dask``), concatenated in order.
 Run: ``python -m flows.retriever_eval --dataset metaqa [--split validation]`` or ``kgrag retriever-eval``.
 """
 
@@ -10,24 +12,66 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
+from functools import lru_cache
+from pathlib import Path
 
+import numpy as np
 from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from kgrag.config import get_settings
 from kgrag.hrag import pipeline
-from kgrag.hrag.evaluate import evaluate_samples, load_trained, png_markdown, write_report
+from kgrag.hrag.evaluate import Evaluation, TrainedRetriever, load_trained, png_markdown, write_report
 from kgrag.hrag.g_agent import GAgentSplit
-from kgrag.hrag.metrics import report_table
+from kgrag.hrag.metrics import recall_report, report_table
+from kgrag.hrag.retriever import score_samples
+from kgrag.hrag.sharding import contiguous_ranges
+from kgrag.ops.task_runner import limit_threads, on_task_runner, shards_for
+
+
+@lru_cache(maxsize=2)
+def _trained(work_dir: str, dataset: str, checkpoint: str | None, stamp: int, anchor_top_k: int | None
+             ) -> TrainedRetriever:
+    """The retriever with its graph, vectors and chain prior, loaded once per process (a Dask worker keeps it
+    for its next shard); ``stamp`` (the checkpoint's mtime) keys out a retrained one."""
+    trained = load_trained(get_settings(), dataset, Path(checkpoint) if checkpoint else None)
+    if anchor_top_k:
+        trained.config = trained.config.model_copy(update={"anchor_top_k": anchor_top_k})
+    return trained
+
+
+def trained_retriever(dataset: str, checkpoint: str | None, anchor_top_k: int | None) -> TrainedRetriever:
+    settings = get_settings()
+    path = Path(checkpoint) if checkpoint else pipeline.latest_checkpoint(settings, dataset)
+    return _trained(str(settings.work_dir), dataset, str(path), path.stat().st_mtime_ns, anchor_top_k)
+
+
+@task(name="score-and-materialise", cache_policy=NO_CACHE)
+def score_shard(dataset: str, split: str, checkpoint: str | None, anchor_top_k: int | None, start: int, stop: int,
+                meta: dict) -> dict:
+    """Retriever scores and g_agent of the split's questions ``start:stop`` (on whichever worker runs it)."""
+    limit_threads(get_settings())
+    trained = trained_retriever(dataset, checkpoint, anchor_top_k)
+    settings = get_settings()
+    samples = pipeline.split_samples(settings, dataset, trained.graph, split, trained.config).subset(range(start, stop))
+    vectors = trained.text.questions(samples.texts)
+    began = time.perf_counter()
+    ptr, scores = score_samples(trained.model, trained.graph, trained.text, samples, vectors)
+    seconds = time.perf_counter() - began
+    evaluation = Evaluation({}, ptr, scores, seconds)
+    g_agent = trained.g_agent(samples, evaluation, oracle=split == "train", meta=meta, vectors=vectors)
+    return {"scores": scores, "score_seconds": seconds, "g_agent": g_agent}
 
 
 @task(name="evaluate-split", cache_policy=NO_CACHE)
-def evaluate_split(dataset: str, split: str, checkpoint: str | None, anchor_top_k: int | None) -> dict:
+def evaluate_split(dataset: str, split: str, checkpoint: str | None, anchor_top_k: int | None,
+                   shards: int | None = None) -> dict:
+    """Recall report and g_agent of one split; the scoring and materialisation run in ``shards`` tasks (one on
+    the default runner; a few per Dask worker) over contiguous question ranges, concatenated in order."""
     settings = get_settings()
-    trained = load_trained(settings, dataset, checkpoint)
-    if anchor_top_k:
-        trained.config = trained.config.model_copy(update={"anchor_top_k": anchor_top_k})
+    trained = trained_retriever(dataset, checkpoint, anchor_top_k)
     cfg = trained.config
     key = trained.g_agent_key(settings.dataset_dir(dataset) / "questions.jsonl", split)
     g_file, report_file = pipeline.g_agent_file(settings, dataset, split), pipeline.hrag_dir(settings, dataset) / "eval"
@@ -38,21 +82,37 @@ def evaluate_split(dataset: str, split: str, checkpoint: str | None, anchor_top_
             return {"split": split, "report": saved["report"], "g_agent": str(g_file),
                     "g_agent_summary": g_agent.summary(), "triples_per_second": saved["triples_per_second"],
                     "files": {k: str(report_file / f"{split}.{k}") for k in ("json", "md", "png")}, "reused": True}
+    if settings.task_runner == "dask":  # the samples too are built in shards on the cluster
+        from flows.retrieval_samples import run as sharded_samples
+
+        sharded_samples(dataset, split, cfg.model_dump_json())
     samples = pipeline.split_samples(settings, dataset, trained.graph, split, cfg)
-    evaluation = evaluate_samples(trained, samples)
+    trained.text.questions(samples.texts)  # once, into the embedder's cache, which every shard then reads
+    meta = {"split": split, "dataset": dataset, "checkpoint": str(trained.checkpoint), "key": key}
+    ranges = contiguous_ranges(samples.question_triple_counts(), shards or shards_for(settings))
+    futures = [score_shard.with_options(task_run_name=f"score-and-materialise-{split}-{k + 1}of{len(ranges)}")
+               .submit(dataset, split, str(trained.checkpoint), anchor_top_k, a, b, meta)
+               for k, (a, b) in enumerate(ranges)]
+    parts = [f.result() for f in futures]
+    scores = np.concatenate([p["scores"] for p in parts]) if parts else np.zeros(0, np.float32)
+    ptr = np.concatenate([[0], np.cumsum(samples.question_triple_counts())]).astype(np.int64)
+    evaluation = Evaluation(recall_report(trained.graph, samples, ptr, scores), ptr, scores,
+                            sum(p["score_seconds"] for p in parts))
     title = f"Retriever recall@K, {dataset} {split} (n={len(samples)})"
-    paths = write_report(pipeline.hrag_dir(settings, dataset) / "eval", split, evaluation, title)
-    g_agent = trained.g_agent(samples, evaluation, oracle=split == "train",
-                              meta={"split": split, "dataset": dataset, "checkpoint": str(trained.checkpoint),
-                                    "key": key})
-    g_path = g_agent.save(pipeline.g_agent_file(settings, dataset, split))
+    paths = write_report(report_file, split, evaluation, title)
+    if parts:
+        g_agent = GAgentSplit.concat([p["g_agent"] for p in parts])
+    else:  # no questions: an empty split
+        g_agent = trained.g_agent(samples, evaluation, oracle=split == "train", meta=meta)
+    g_path = g_agent.save(g_file)
     key = f"retriever-eval-{dataset}-{split}"
     create_table_artifact(table=[{"rows": k, **{m: round(v, 4) if isinstance(v, float) else v for m, v in row.items()}}
                                  for k, row in evaluation.report.items()], key=key, description=title)
     create_markdown_artifact(key=f"{key}-plot", description=title,
                              markdown=f"# {title}\n\n{report_table(evaluation.report)}\n\n{png_markdown(paths['png'])}\n")
     return {"split": split, "report": evaluation.report, "g_agent": str(g_path), "g_agent_summary": g_agent.summary(),
-            "triples_per_second": evaluation.triples_per_second, "files": {k: str(v) for k, v in paths.items()}}
+            "triples_per_second": evaluation.triples_per_second, "files": {k: str(v) for k, v in paths.items()},
+            "shards": len(ranges)}
 
 
 @flow(name="retriever-eval", log_prints=True)
@@ -71,7 +131,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--checkpoint", default=None)
     parser.add_argument("--anchor-top-k", type=int, default=None)
     args = parser.parse_args(argv)
-    result = retriever_eval(dataset=args.dataset, run_all_splits=args.split is None, split=args.split or "test",
+    result = on_task_runner(retriever_eval)(dataset=args.dataset, run_all_splits=args.split is None, split=args.split or "test",
                             checkpoint=args.checkpoint, anchor_top_k=args.anchor_top_k)
     for name, part in result.items():
         print(f"## {name}\n{report_table(part['report'])}\n")

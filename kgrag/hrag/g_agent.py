@@ -207,6 +207,23 @@ class GAgentSplit:
         return cls(tensors, exists, list(qids), [str(q) for q in questions],
                    torch.as_tensor(list(hops), dtype=torch.int64), dict(meta))
 
+    @classmethod
+    def concat(cls, parts: Sequence[GAgentSplit], meta: Mapping[str, Any] | None = None) -> GAgentSplit:
+        """The questions of ``parts`` in order, as one split (e.g. the shards of a split built apart); ``meta``
+        defaults to the first part's."""
+        if not parts:
+            raise ValueError("at least one part")
+        tensors: dict[str, torch.Tensor] = {key: torch.cat([p.tensors[key] for p in parts]) for key in SEGMENTS}
+        for ptr in PTRS:
+            offsets = [0]
+            for p in parts:
+                offsets.append(offsets[-1] + int(p.tensors[ptr][-1]))
+            tensors[ptr] = torch.cat([parts[0].tensors[ptr][:1]]
+                                     + [p.tensors[ptr][1:] + offsets[k] for k, p in enumerate(parts)])
+        return cls(tensors, torch.cat([p.gt_path_exists for p in parts]), [q for p in parts for q in p.qids],
+                   [q for p in parts for q in p.questions], torch.cat([p.hops for p in parts]),
+                   dict(parts[0].meta if meta is None else meta))
+
     def __len__(self) -> int:
         return len(self.qids)
 

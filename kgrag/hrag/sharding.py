@@ -9,6 +9,9 @@ Questions sharing a topic set share one PPR column, and :func:`~kgrag.hrag.sampl
 ``PPR_BATCH`` topic sets at a time (its convergence test spans the batch). A shard therefore holds whole batches of
 topic sets, in their first-appearance order; each shard's build repeats the same batches, and the merge puts
 groups and questions back in the original order.
+
+Later per-question work (retriever scoring, g_agent materialisation, answering) is independent per question and
+cut into contiguous ranges balanced by its cost: :func:`contiguous_ranges`.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import numpy as np
 from kgrag.hrag.questions import HragQuestion
 from kgrag.hrag.samples import PPR_BATCH, RetrievalSamples, _flat, _ptr
 
-__all__ = ["merge_samples", "shard_questions", "topic_groups"]
+__all__ = ["contiguous_ranges", "merge_samples", "shard_questions", "topic_groups"]
 
 
 def topic_groups(questions: Sequence[HragQuestion]) -> list[list[int]]:
@@ -83,3 +86,15 @@ def merge_samples(parts: Sequence[RetrievalSamples], shards: Sequence[Sequence[i
         positives=_flat([rows(p, j, "pos_ptr", "positives") for p, j, _ in picked], np.int32),
         meta=dict(parts[0].meta),
     )
+
+
+def contiguous_ranges(costs: Sequence[float] | np.ndarray, shards: int) -> list[tuple[int, int]]:
+    """At most ``shards`` non-empty ``(start, stop)`` ranges covering ``range(len(costs))`` in order, balanced by
+    cost: an item goes to the share its cost's midpoint falls in (``[]`` for no items)."""
+    cost = np.maximum(np.asarray(costs, dtype=np.float64), 0.0) + 1e-9
+    if cost.size == 0:
+        return []
+    middle = np.cumsum(cost) - cost / 2
+    share = np.minimum((middle / cost.sum() * max(1, int(shards))).astype(np.int64), int(shards) - 1)
+    bounds = [0, *(np.flatnonzero(np.diff(share)) + 1).tolist(), cost.size]
+    return list(zip(bounds, bounds[1:], strict=False))

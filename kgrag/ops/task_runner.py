@@ -2,8 +2,9 @@
 ``KGRAG_TASK_RUNNER=dask``, a :class:`prefect_dask.DaskTaskRunner` on the cluster at ``KGRAG_DASK_ADDRESS`` or
 on a local cluster of ``KGRAG_DASK_WORKERS`` single-threaded worker processes started for the flow run.
 
-    flow.with_options(task_runner=task_runner(get_settings()))(...)
+    on_task_runner(my_flow)(...)          # == my_flow.with_options(task_runner=task_runner(get_settings()))(...)
     shards_for(get_settings())            # how many shards to cut the work into
+    limit_threads(get_settings())         # in a shard task: torch threads = this worker's share of the cores
 
 Workers read the same ``KGRAG_*`` settings (a local cluster inherits the environment; remote workers need it set
 and the work dir on a shared filesystem).
@@ -11,11 +12,12 @@ and the work dir on a shared filesystem).
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from kgrag.config import Settings
 
-__all__ = ["shards_for", "task_runner"]
+__all__ = ["limit_threads", "on_task_runner", "shards_for", "task_runner"]
 
 #: shards per worker (one: each shard reloads the graph and rebuilds PPR; more only pays on uneven shards)
 SHARDS_PER_WORKER = 1
@@ -38,3 +40,19 @@ def task_runner(settings: Settings) -> Any:
 def shards_for(settings: Settings) -> int:
     """Shards to cut per-question work into: 1 on the default runner, a few per worker on Dask."""
     return 1 if settings.task_runner != "dask" else SHARDS_PER_WORKER * settings.dask_workers
+
+
+def on_task_runner(flow: Any) -> Any:
+    """``flow`` set to run its tasks on the configured runner (the default one unless ``KGRAG_TASK_RUNNER=dask``)."""
+    from kgrag.config import get_settings
+
+    return flow.with_options(task_runner=task_runner(get_settings()))
+
+
+def limit_threads(settings: Settings) -> None:
+    """On a local Dask cluster's worker: torch threads = the worker's share of the machine's cores (no
+    oversubscription). The default runner and remote workers keep torch's own setting."""
+    if settings.task_runner == "dask" and not settings.dask_address:
+        import torch
+
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // settings.dask_workers))
