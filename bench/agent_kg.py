@@ -42,18 +42,15 @@ def progress(message: str) -> None:
 
 
 def _files(settings: Any, dataset: str, graph: Any, per_hop: int, folder: Path) -> dict[int, Path]:
-    from kgrag.hrag.questions import prepared_questions
+    from kgrag.hrag.questions import prepared_questions, write_split_files
 
-    questions = prepared_questions(settings.dataset_dir(dataset), ["validation"])
-    out = {}
-    for hop in sorted({q.hop for q in questions}):
-        rows = [q for q in questions if q.hop == hop]
-        if per_hop:
-            rows = random.Random(f"bench-agent-kg:{hop}").sample(rows, min(per_hop, len(rows)))
-        path = folder / f"validation_{hop}hop.txt"
-        path.write_text("".join(f"{q.text}\t{'|'.join(graph.entity_keys[a] for a in q.answers)}\n" for q in rows))
-        out[hop] = path
-    return out
+    rows_of: dict[int, list] = {}
+    for q in prepared_questions(settings.dataset_dir(dataset), ["validation"]):
+        rows_of.setdefault(q.hop, []).append(q)
+    if per_hop:
+        rows_of = {hop: random.Random(f"bench-agent-kg:{hop}").sample(rows, min(per_hop, len(rows)))
+                   for hop, rows in rows_of.items()}
+    return write_split_files(settings.dataset_dir(dataset), "validation", graph, folder, rows_of)
 
 
 def _tokens() -> Any:

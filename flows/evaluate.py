@@ -43,7 +43,7 @@ from kgrag.rank.embedder import Embedder
 
 
 @lru_cache(maxsize=2)
-def _policy(work_dir: str, dataset: str, checkpoint: str, stamp: int) -> tuple[TrainedPolicy, TextEmbeddings]:
+def loaded_policy(work_dir: str, dataset: str, checkpoint: str, stamp: int) -> tuple[TrainedPolicy, TextEmbeddings]:
     """The policy and the graph's text vectors, loaded once per process (``stamp``: the checkpoint's mtime)."""
     settings = get_settings()
     graph = retrieval.load_graph(settings, dataset)
@@ -54,7 +54,7 @@ def _policy(work_dir: str, dataset: str, checkpoint: str, stamp: int) -> tuple[T
 def trained_policy(dataset: str, checkpoint: str | None) -> tuple[TrainedPolicy, TextEmbeddings]:
     settings = get_settings()
     path = Path(checkpoint) if checkpoint else policy_data.latest_policy(settings, dataset)
-    return _policy(str(settings.work_dir), dataset, str(path), path.stat().st_mtime_ns)
+    return loaded_policy(str(settings.work_dir), dataset, str(path), path.stat().st_mtime_ns)
 
 
 @task(name="answer-shard", cache_policy=NO_CACHE)

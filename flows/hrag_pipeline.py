@@ -15,6 +15,7 @@ from prefect import flow
 from flows.retriever_eval import retriever_eval
 from flows.train_gflownet import train_gflownet
 from flows.train_retriever import train_retriever
+from kgrag.ops.task_runner import on_task_runner
 from kgrag.run import retriever_splits
 
 
@@ -28,7 +29,7 @@ def hrag_pipeline(dataset: str = "metaqa", retriever_config: dict | None = None,
     train_split, validation_split = train_split or default_train, validation_split or default_validation
     retriever = train_retriever(dataset=dataset, config=retriever_config, train_split=train_split,
                                 validation_split=validation_split)
-    evaluated = retriever_eval(dataset=dataset, run_all_splits=True)
+    evaluated = on_task_runner(retriever_eval)(dataset=dataset, run_all_splits=True)
     reasoner = train_gflownet(dataset=dataset, config=gflownet_config, train_split=train_split,
                               validation_split=validation_split)
     return {"retriever": {k: retriever[k] for k in ("checkpoint", "best_epoch", "best_metric", "resumed_from")},

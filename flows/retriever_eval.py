@@ -18,10 +18,12 @@ from pathlib import Path
 
 import numpy as np
 from prefect import flow, task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.artifacts import create_image_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
+from flows.retrieval_samples import run as sharded_samples
 from kgrag.config import get_settings
+from kgrag.fileio import png_data_url
 from kgrag.hrag import pipeline
 from kgrag.hrag.evaluate import Evaluation, TrainedRetriever, load_trained, png_markdown, write_report
 from kgrag.hrag.g_agent import GAgentSplit
@@ -32,7 +34,7 @@ from kgrag.ops.task_runner import limit_threads, on_task_runner, shards_for
 
 
 @lru_cache(maxsize=2)
-def _trained(work_dir: str, dataset: str, checkpoint: str | None, stamp: int, anchor_top_k: int | None
+def loaded_retriever(work_dir: str, dataset: str, checkpoint: str | None, stamp: int, anchor_top_k: int | None
              ) -> TrainedRetriever:
     """The retriever with its graph, vectors and chain prior, loaded once per process (a Dask worker keeps it
     for its next shard); ``stamp`` (the checkpoint's mtime) keys out a retrained one."""
@@ -45,7 +47,7 @@ def _trained(work_dir: str, dataset: str, checkpoint: str | None, stamp: int, an
 def trained_retriever(dataset: str, checkpoint: str | None, anchor_top_k: int | None) -> TrainedRetriever:
     settings = get_settings()
     path = Path(checkpoint) if checkpoint else pipeline.latest_checkpoint(settings, dataset)
-    return _trained(str(settings.work_dir), dataset, str(path), path.stat().st_mtime_ns, anchor_top_k)
+    return loaded_retriever(str(settings.work_dir), dataset, str(path), path.stat().st_mtime_ns, anchor_top_k)
 
 
 @task(name="score-and-materialise", cache_policy=NO_CACHE)
@@ -82,10 +84,10 @@ def evaluate_split(dataset: str, split: str, checkpoint: str | None, anchor_top_
             return {"split": split, "report": saved["report"], "g_agent": str(g_file),
                     "g_agent_summary": g_agent.summary(), "triples_per_second": saved["triples_per_second"],
                     "files": {k: str(report_file / f"{split}.{k}") for k in ("json", "md", "png")}, "reused": True}
-    if settings.task_runner == "dask":  # the samples too are built in shards on the cluster
-        from flows.retrieval_samples import run as sharded_samples
-
-        sharded_samples(dataset, split, cfg.model_dump_json())
+    questions = pipeline.split_questions(settings, dataset, split, cfg)
+    if settings.task_runner == "dask" and not pipeline.samples_path(settings, dataset, split, cfg, questions,
+                                                                     trained.graph).is_file():
+        sharded_samples(dataset, split, cfg.model_dump_json())  # missing samples: in shards on the cluster
     samples = pipeline.split_samples(settings, dataset, trained.graph, split, cfg)
     trained.text.questions(samples.texts)  # once, into the embedder's cache, which every shard then reads
     meta = {"split": split, "dataset": dataset, "checkpoint": str(trained.checkpoint), "key": key}
@@ -108,6 +110,7 @@ def evaluate_split(dataset: str, split: str, checkpoint: str | None, anchor_top_
     key = f"retriever-eval-{dataset}-{split}"
     create_table_artifact(table=[{"rows": k, **{m: round(v, 4) if isinstance(v, float) else v for m, v in row.items()}}
                                  for k, row in evaluation.report.items()], key=key, description=title)
+    create_image_artifact(image_url=png_data_url(paths["png"]), key=f"{key}-chart", description=title)
     create_markdown_artifact(key=f"{key}-plot", description=title,
                              markdown=f"# {title}\n\n{report_table(evaluation.report)}\n\n{png_markdown(paths['png'])}\n")
     return {"split": split, "report": evaluation.report, "g_agent": str(g_path), "g_agent_summary": g_agent.summary(),

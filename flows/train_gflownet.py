@@ -17,10 +17,11 @@ from pathlib import Path
 
 import torch
 from prefect import flow, task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.artifacts import create_image_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from kgrag.config import get_settings
+from kgrag.fileio import png_data_url
 from kgrag.hrag import pipeline as retrieval
 from kgrag.hrag.evaluate import png_markdown
 from kgrag.hrag.g_agent import GAgentSplit
@@ -124,6 +125,8 @@ def train_gflownet(dataset: str = "metaqa", config: dict | None = None, cache_pa
     table = metrics_table(validation["report"])
     create_table_artifact(table=result["history"], key=f"gflownet-training-{dataset}",
                           description=f"GFlowNet training per checkpoint on {dataset}")
+    create_image_artifact(image_url=png_data_url(curve), key=f"gflownet-training-{dataset}-chart",
+                          description=f"GFlowNet training on {dataset}: loss, correct paths, validation Hits@1")
     create_markdown_artifact(key=f"gflownet-validation-{dataset}", description=title,
                              markdown=f"# {title}\n\n{table}\n\n{png_markdown(curve)}\n")
     return {**result, "validation": validation, "learning_curve": str(curve), "config": cfg.model_dump()}

@@ -3,8 +3,9 @@
 Run: ``python -m flows.train_retriever --dataset metaqa [--epochs 8] [--max-train-questions 0]`` or
 ``kgrag train-retriever``. Needs ``kgrag prepare --dataset <dataset>`` first. Samples and text vectors are cached on
 disk by content (see :mod:`kgrag.hrag.pipeline`) and the tasks cache on their inputs; training resumes from the
-run's ``last.pt`` and returns at once when the run already finished. With ``KGRAG_TASK_RUNNER=dask`` the samples
-are built in shards on a Dask cluster (:mod:`flows.retrieval_samples`): the same files.
+run's ``last.pt`` and returns at once when the run already finished. With ``KGRAG_TASK_RUNNER=dask`` the name
+vectors and the samples are built in shards on a Dask cluster (:mod:`flows.text_embeddings`,
+:mod:`flows.retrieval_samples`): the same files.
 """
 
 from __future__ import annotations
@@ -14,15 +15,20 @@ import hashlib
 import json
 import sys
 from datetime import timedelta
+from pathlib import Path
 
 from prefect import flow, task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.artifacts import create_image_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from tqdm.auto import tqdm
 
+from flows.text_embeddings import run as run_text_embeddings
 from kgrag.config import get_settings
+from kgrag.fileio import png_data_url
 from kgrag.hrag import pipeline
 from kgrag.hrag.config import RetrieverConfig
+from kgrag.hrag.evaluate import png_markdown
+from kgrag.hrag.metrics import plot_training_curve
 from kgrag.hrag.text import TextEmbeddings
 from kgrag.hrag.train import train_retriever as run_training
 from kgrag.rank.embedder import Embedder
@@ -34,15 +40,6 @@ def _samples_key(context, parameters: dict) -> str:  # noqa: ARG001 - Prefect's 
     stamp = questions.stat().st_mtime_ns if questions.is_file() else 0
     raw = f"{parameters['dataset']}:{parameters['split']}:{parameters['config_json']}:{stamp}:{settings.work_dir}"
     return "retrieval-samples-" + hashlib.sha256(raw.encode()).hexdigest()[:32]
-
-
-@task(name="text-embeddings", cache_policy=NO_CACHE)
-def text_embeddings(dataset: str) -> str:
-    """Entity / relation name vectors (cached on disk per vocabulary); returns the folder."""
-    settings = get_settings()
-    folder = pipeline.hrag_dir(settings, dataset)
-    TextEmbeddings.for_graph(pipeline.load_graph(settings, dataset), folder, Embedder.from_settings(settings))
-    return str(folder)
 
 
 @task(name="retrieval-samples", cache_key_fn=_samples_key, cache_expiration=timedelta(days=30), persist_result=True)
@@ -86,7 +83,7 @@ def train_retriever(dataset: str = "metaqa", config: dict | None = None, train_s
     (a dataset without them, like the demo KG's single ``test`` split, names the splits to use)."""
     cfg = RetrieverConfig(**(config or {}))
     config_json = cfg.model_dump_json()
-    text_embeddings(dataset)
+    run_text_embeddings(dataset)
     splits = list(dict.fromkeys((train_split, validation_split)))
     if get_settings().task_runner == "dask":  # per-shard tasks on the cluster, merged into the same files
         from flows.retrieval_samples import run as sharded_samples
@@ -97,12 +94,16 @@ def train_retriever(dataset: str = "metaqa", config: dict | None = None, train_s
     result = train(dataset, config_json, train_split, validation_split)
     create_table_artifact(table=result["history"], key=f"retriever-training-{dataset}",
                           description=f"Retriever training per epoch on {dataset}")
+    curve = plot_training_curve(result["history"], Path(result["checkpoint"]).parent / "learning_curve.png",
+                                f"Retriever training ({dataset})")
+    create_image_artifact(image_url=png_data_url(curve), key=f"retriever-training-{dataset}-chart",
+                          description=f"Retriever training on {dataset}: loss and validation recall per epoch")
     create_markdown_artifact(
         key=f"retriever-training-{dataset}-summary",
         markdown=(f"# Retriever training ({dataset})\n\ncheckpoint `{result['checkpoint']}`, best epoch "
-                  f"{result['best_epoch']}\n\n```json\n{json.dumps(counts, indent=1)}\n```\n"),
+                  f"{result['best_epoch']}\n\n{png_markdown(curve)}\n\n```json\n{json.dumps(counts, indent=1)}\n```\n"),
     )
-    return {**result, "samples": counts, "config": cfg.model_dump()}
+    return {**result, "samples": counts, "config": cfg.model_dump(), "learning_curve": str(curve)}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -409,8 +409,9 @@ def retriever_eval_cmd(
             print(json.dumps(flat_metrics(evaluation.report)))
         return
     from flows.retriever_eval import retriever_eval
+    from kgrag.ops.task_runner import on_task_runner
 
-    result = retriever_eval(dataset=dataset.value, run_all_splits=split is None, split=split or "test",
+    result = on_task_runner(retriever_eval)(dataset=dataset.value, run_all_splits=split is None, split=split or "test",
                             checkpoint=str(checkpoint) if checkpoint else None)
     for name, part in result.items():
         console.print(f"[bold]{name}[/] (g_agent: {part['g_agent']})")
@@ -463,12 +464,13 @@ def eval_cmd(
     --questions the whole chain runs on the file (PPR → retriever + chain prior → g_agent → policy → answers)."""
     from flows.evaluate import evaluate
     from kgrag.hrag.gflownet.evaluate import metrics_table
+    from kgrag.ops.task_runner import on_task_runner
 
     if hop is not None and hop < 0:
         raise KgragError("--hop must be >= 0")
     if no_brackets and questions is None:
         raise KgragError("--no-brackets needs --questions (a g_agent split has its topics already)")
-    result = evaluate(dataset=dataset.value, split=split, questions=str(questions) if questions else None, hop=hop,
+    result = on_task_runner(evaluate)(dataset=dataset.value, split=split, questions=str(questions) if questions else None, hop=hop,
                       no_brackets=no_brackets)
     info = result["info"]
     if questions is not None and not json_out:

@@ -30,6 +30,7 @@ def test_train_and_eval_flows_on_demo(prefect_harness, work_settings, tmp_path):
     prepare_data(dataset="demo")
     trained = train_retriever(dataset="demo", config=TINY, train_split="test", validation_split="test")
     assert len(trained["history"]) == 3 and trained["samples"][0]["questions"] == 18
+    assert Path(trained["learning_curve"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # the per-epoch curve image
     again = train_retriever(dataset="demo", config=TINY, train_split="test", validation_split="test")
     assert again["resumed_from"] == 3 and again["checkpoint"] == trained["checkpoint"]  # finished run: no retraining
 

@@ -120,3 +120,28 @@ def test_retriever_eval_and_answers_on_dask_equal_the_default_runner(demo_traine
     for row, values in recall_default.items():
         assert recall_dask[row] == pytest.approx(values), row
     assert answers_default["all"]["n"] == 18
+
+
+def test_entity_vectors_in_blocks_on_dask_equal_the_one_batch_file(prefect_harness, work_settings,
+                                                                   monkeypatch) -> None:
+    from flows.prepare_data import prepare_data
+    from flows.text_embeddings import run
+
+    prepare_data(dataset="demo")
+    default = run("demo", block=8)  # the demo's few dozen names: blocks of 8 to have several
+    assert default["built"] and default["tasks"] == 1
+    with np.load(default["file"]) as data:
+        reference = {k: data[k] for k in data.files}
+    assert not run("demo", block=8)["built"]  # the file is read, not re-encoded
+    monkeypatch.setenv("KGRAG_TASK_RUNNER", "dask")
+    monkeypatch.setenv("KGRAG_DASK_WORKERS", "2")
+    get_settings.cache_clear()
+    import os
+
+    os.remove(default["file"])
+    dask = run("demo", block=8)
+    assert dask["built"] and dask["tasks"] == 2 and dask["file"] == default["file"]
+    with np.load(dask["file"]) as data:
+        assert np.array_equal(data["relations"], reference["relations"])
+        # the same blocks; a 1-thread worker and a 2-thread process may round a sum apart: one float16 step at most
+        assert np.allclose(data["entities"].astype(np.float32), reference["entities"].astype(np.float32), atol=2e-3)

@@ -129,6 +129,29 @@ def plot_recall(report: dict[str, dict], path: Path, title: str, ks: Sequence[in
     return save_figure(fig, path, title)
 
 
+def plot_training_curve(history: Sequence[dict], path: Path, title: str) -> Path:
+    """PNG of a retriever run: training loss (left) and the early-stop validation recalls (right) per epoch."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    epochs = [row["epoch"] for row in history]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    left.plot(epochs, [row["loss"] for row in history], marker="o")
+    left.set_xlabel("epoch")
+    left.set_ylabel("training loss (mean per question)")
+    for key in (k for k in (history[0] if history else {}) if k.startswith("val_") and "@" in k):
+        right.plot(epochs, [row[key] for row in history], marker="o",
+                   label=f"{key[4:]} (validation, n={history[0]['val_questions']})")
+    right.set_ylim(0, 1.02)
+    right.set_xlabel("epoch")
+    right.legend(fontsize=8)
+    for ax in (left, right):
+        ax.grid(alpha=0.3)
+    return save_figure(fig, path, title)
+
+
 def save_figure(fig, path: Path, title: str) -> Path:
     """Title, tight layout, PNG at ``path`` (folders made), figure closed."""
     import matplotlib.pyplot as plt

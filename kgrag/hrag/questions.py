@@ -16,7 +16,8 @@ from kgrag.errors import KgragError
 from kgrag.graph.csr import CSRGraph
 from kgrag.prep.steps import read_prepared_questions
 
-__all__ = ["HragQuestion", "FileQuestions", "prepared_questions", "read_question_file", "masked_text"]
+__all__ = ["HragQuestion", "FileQuestions", "prepared_questions", "read_question_file", "masked_text",
+           "write_split_files"]
 
 _HOP_IN_PATH = re.compile(r"(\d)-?hop", re.IGNORECASE)
 
@@ -59,6 +60,38 @@ def prepared_questions(out_dir: Path, splits: list[str] | None = None, hop: int 
             continue
         out.append(HragQuestion(rec["qid"], rec["text"], list(rec["topic_index"]), list(rec["answer_index"]),
                                 int(rec.get("hop") or 0), rec["split"]))
+    return out
+
+
+def write_split_files(out_dir: Path, split: str, graph: CSRGraph, folder: Path,
+                      rows_of: dict[int, list[HragQuestion]] | None = None) -> dict[int, Path]:
+    """A prepared split as MetaQA-format files, one per hop (``<folder>/<split>_<h>hop.txt``: the question with its
+    topic in ``[brackets]``, then the answers' names joined by ``|``), for tools that read question files
+    (``kgrag eval --questions``, ``kgrag agent-eval --kg``); ``rows_of`` gives the questions per hop instead. A
+    question whose text does not name its topic (nothing to bracket) is left out."""
+    if rows_of is None:
+        rows_of = {}
+        for q in prepared_questions(out_dir, [split]):
+            rows_of.setdefault(q.hop, []).append(q)
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def name(row: int) -> str:
+        return graph.entity_names[row] or graph.entity_keys[row]
+
+    out = {}
+    for hop in sorted(rows_of):
+        lines = []
+        for q in rows_of[hop]:
+            text = q.text
+            if not TOPIC_SPAN.search(text):
+                topic = name(q.topics[0])
+                if topic not in text:
+                    continue
+                text = text.replace(topic, f"[{topic}]", 1)
+            lines.append(f"{text}\t{'|'.join(name(a) for a in q.answers)}\n")
+        path = folder / f"{split}_{hop}hop.txt"
+        path.write_text("".join(lines), encoding="utf-8")
+        out[hop] = path
     return out
 
 

@@ -3,7 +3,9 @@
 Computed once per vocabulary with the project's embedder (offline MiniLM by default) and kept in
 ``<dataset work dir>/hrag/text_<model>_<fingerprint>.npz`` — the fingerprint covers the model name and every
 entity and relation name, so a changed graph or model gets new vectors. Question vectors go through the
-embedder's own disk cache (many questions share one masked template).
+embedder's own disk cache (many questions share one masked template). The entity names, the one big batch job,
+go through ``encode_names`` (default :func:`encode_names`, here; :mod:`flows.text_embeddings` passes one that
+encodes blocks of names as tasks, e.g. on a Dask cluster).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,9 +23,34 @@ from kgrag.graph.csr import CSRGraph
 from kgrag.hrag.questions import masked_text
 from kgrag.rank.embedder import Embedder
 
-__all__ = ["TextEmbeddings", "QuestionTokens", "relation_text"]
+__all__ = ["NAME_BLOCK", "TextEmbeddings", "QuestionTokens", "encode_names", "relation_text", "text_file"]
 
 MAX_QUESTION_TOKENS = 32
+
+
+#: names per model call when encoding a vocabulary: fixed blocks, so a block's vectors do not depend on how the
+#: blocks are spread over tasks (sentence-transformers sorts a call's texts by length into its batches)
+NAME_BLOCK = 8192
+
+
+def encode_names(embedder: Embedder, names: Sequence[str], block: int = NAME_BLOCK) -> np.ndarray:
+    """Unit vectors of ``names`` (float16), the model directly, in calls of ``block`` names (40k+ names are one
+    batch job, not worth the per-text disk cache)."""
+    names = list(names)
+    out = np.zeros((len(names), embedder.dim), dtype=np.float16)
+    for start in range(0, len(names), block):
+        out[start : start + block] = embedder.model.encode(names[start : start + block], batch_size=256,
+                                                           convert_to_numpy=True, normalize_embeddings=True,
+                                                           show_progress_bar=False)
+    return out
+
+
+def text_file(graph: CSRGraph, folder: Path, model_name: str) -> Path:
+    """Where the vectors of ``graph``'s names by ``model_name`` are kept (a fingerprint of model and names)."""
+    digest = hashlib.sha256(model_name.encode())
+    for name in [*graph.entity_names, "\0", *graph.relations]:
+        digest.update(name.encode() + b"\n")
+    return Path(folder) / f"text_{re.sub(r'[^A-Za-z0-9]+', '-', model_name)}_{digest.hexdigest()[:16]}.npz"
 
 
 def relation_text(relation: str) -> str:
@@ -78,22 +105,21 @@ class TextEmbeddings:
         return QuestionTokens(out, mask)
 
     @classmethod
-    def for_graph(cls, graph: CSRGraph, folder: Path, embedder: Embedder | None = None) -> TextEmbeddings:
+    def for_graph(cls, graph: CSRGraph, folder: Path, embedder: Embedder | None = None,
+                  names_encoder: Callable[[list[str]], np.ndarray] | None = None) -> TextEmbeddings:
+        """The graph's vectors from their file, else computed (entity names by ``names_encoder``, default
+        :func:`encode_names`) and saved."""
         embedder = embedder or Embedder.from_settings()
-        digest = hashlib.sha256(embedder.model_name.encode())
-        for name in [*graph.entity_names, "\0", *graph.relations]:
-            digest.update(name.encode() + b"\n")
-        path = Path(folder) / f"text_{re.sub(r'[^A-Za-z0-9]+', '-', embedder.model_name)}_{digest.hexdigest()[:16]}.npz"
+        path = text_file(graph, folder, embedder.model_name)
         if path.is_file():
             with np.load(path) as data:
                 return cls(data["entities"], data["relations"], embedder)
         names = list(graph.entity_names)
         named = [i for i, n in enumerate(names) if n]
         entities = np.zeros((len(names), embedder.dim), dtype=np.float16)
-        if named:  # the model directly: 40k+ names are one batch job, not worth the per-text disk cache
-            vectors = embedder.model.encode([names[i] for i in named], batch_size=256, convert_to_numpy=True,
-                                            normalize_embeddings=True, show_progress_bar=False)
-            entities[named] = vectors.astype(np.float16)
+        if named:
+            encode = names_encoder or (lambda batch: encode_names(embedder, batch))
+            entities[named] = encode([names[i] for i in named])
         relations = embedder.encode([relation_text(r) for r in graph.relations])
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + f".tmp{os.getpid()}.npz")
