@@ -16,6 +16,7 @@ import pytest
 from prefect.client.orchestration import get_client
 from prefect.settings import PREFECT_API_URL, temporary_settings
 
+from kgrag.ops.deployments import load_specs
 from kgrag.ops.prefect_server import prefect_server
 
 KGRAG = str(Path(sys.executable).with_name("kgrag"))
@@ -95,6 +96,15 @@ def test_deployments_registered_served_and_run_on_a_real_server(tmp_path):
             time.sleep(2)
         assert scheduled and all(r.auto_scheduled and r.state.type.value == "SCHEDULED" for r in scheduled)
         assert {r.expected_start_time.strftime("%H:%M") for r in scheduled} == {"02:00"}
+
+        # the repository's own jobs: each registered with the schedule and parameters the file gives
+        _run(env, KGRAG, "deploy", "apply")
+        registered = asyncio.run(_deployments(url))
+        for spec in load_specs():
+            job = registered[spec.name]
+            assert job.parameters == spec.parameters and job.work_pool_name == "process", spec.name
+            assert [(s.schedule.cron, s.schedule.timezone) for s in job.schedules] == \
+                [(s.cron, s.timezone) for s in spec.schedules], spec.name
 
         serve = subprocess.Popen([KGRAG, "deploy", "serve", "--file", str(jobs)], env=env, cwd=Path(KGRAG).parents[2],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
