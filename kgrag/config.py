@@ -18,12 +18,13 @@ Work dir layout (``KGRAG_WORK_DIR``, default ``./work``)::
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,6 +45,9 @@ class Settings(BaseSettings):
     sparql_endpoint: str = Field(default="", description="SPARQL endpoint URL; empty = embedded pyoxigraph store.")
     sparql_timeout: float = Field(default=120.0, gt=0, description="Seconds per SPARQL query.")
     sparql_retries: int = Field(default=3, ge=0, description="Retries on connection errors (exponential backoff).")
+    sparql_graph: str = Field(default="", max_length=2000, description=(
+        "Graph IRI the endpoint's queries run on (sent as default-graph-uri; `{dataset}` is replaced by the "
+        "dataset name); empty = the endpoint's default graph. Virtuoso needs it: see docs/freebase-virtuoso.md."))
     database_url: str = Field(default="", description="SQLAlchemy URL; empty = SQLite file in the work dir.")
     llm_base_url: str = Field(default="", description="OpenAI-compatible base URL (…/v1); empty = LLM-free.")
     llm_model: str = Field(default="gpt-4o-mini")
@@ -71,7 +75,22 @@ class Settings(BaseSettings):
     #: the Dask scheduler (``tcp://host:8786``); empty: a local cluster of ``dask_workers`` processes per flow run
     dask_address: str = Field(default="", max_length=500)
     dask_workers: int = Field(default=2, ge=1, le=256)
+    #: HTTP API hardening (kgrag.api.security): a bearer token every route but /healthz needs (empty: no auth),
+    #: the largest request body, the seconds a handler has to answer (504 after), CORS origins (JSON list or
+    #: comma-separated; empty: CORS off)
+    api_key: SecretStr = Field(default=SecretStr(""), max_length=4096)
+    max_body_bytes: int = Field(default=1 << 20, ge=1024, le=1 << 30)
+    request_timeout: float = Field(default=60.0, gt=0, le=3600)
+    cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list, max_length=100)
     seed: int = 0
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _origins(cls, value: object) -> object:
+        if isinstance(value, str):
+            text = value.strip()
+            return json.loads(text) if text.startswith("[") else [o.strip() for o in text.split(",") if o.strip()]
+        return value
 
     @field_validator("data_dir", "work_dir", mode="after")
     @classmethod

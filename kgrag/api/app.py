@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse
 
 from kgrag import __version__
 from kgrag.api import kg_tools, kn_query, kn_search, query_modes
+from kgrag.api.security import harden
 from kgrag.config import Settings, get_settings
 from kgrag.errors import KgragError
 from kgrag.graph import GraphStore, open_store
@@ -61,6 +62,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(kn_search.router)
     app.include_router(kn_query.router)
     app.include_router(query_modes.router)
+    harden(app, settings)  # bearer auth, body limit, handler timeout, CORS (KGRAG_API_KEY, … see security.py)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
