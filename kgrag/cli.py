@@ -312,6 +312,31 @@ def serve(
     uvicorn.run(create_app(), host=host, port=port, log_level="info")
 
 
+class McpTransport(StrEnum):
+    stdio = "stdio"
+    http = "http"
+
+
+@app.command("mcp")
+@friendly_errors
+def mcp_cmd(
+    transport: Annotated[McpTransport, typer.Option(help="stdio (spawned by an MCP client) or streamable HTTP.")]
+    = McpTransport.stdio,
+    host: Annotated[str, typer.Option(help="With --transport http: interface to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="With --transport http: port (the endpoint is /mcp).")] = 8765,
+    tool_timeout: Annotated[float, typer.Option(min=0.001, help="Seconds a tool call may take.")] = 120.0,
+    max_result_chars: Annotated[int, typer.Option(min=1000, help="Longer tool results are cut.")] = 200_000,
+) -> None:
+    """Serve the agent-facing tools over MCP: kn_search, context_search, query_object_instance,
+    query_instance_subgraph, query (the query modes), get_relations / get_triples (one KG session per MCP
+    session) and ask (the agent)."""
+    from kgrag.mcp import server as mcp_server
+
+    config = mcp_server.McpConfig(transport=transport.value, tool_timeout=tool_timeout,
+                                  max_result_chars=max_result_chars)
+    mcp_server.serve(config, host=host, port=port)
+
+
 @app.command()
 @friendly_errors
 def tools(
