@@ -10,6 +10,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 pytest_plugins = [
     "fixtures.llm_server",
     "fixtures.oxigraph_server",
+    "fixtures.virtuoso_server",
     "fixtures.settings",
     "fixtures.prefect_harness",
     "fixtures.kg_tools",

@@ -1,7 +1,8 @@
 """A hostile ``<kg-query>`` gets the spec's error text (kg-tools.md), never a modified SPARQL query.
 
 Every query the tools send goes through :class:`RecordingStore`, a :class:`GraphStore` that delegates to the
-real store (embedded pyoxigraph, or a real ``oxigraph serve-read-only`` over HTTP) and records the query text.
+real store (embedded pyoxigraph, a real ``oxigraph serve-read-only`` over HTTP, or a real Virtuoso 7 with the
+demo KG in a named graph) and records the query text.
 For each hostile input we check:
 
 - the answer is exactly the spec's error (unknown entity, relation not in the latest predicate list, unparsable
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 
 import pyoxigraph as ox
 import pytest
+from fixtures.virtuoso_server import DEMO_GRAPH
 
 from kgrag.data.demo import demo_kg
 from kgrag.graph.oxigraph_store import OxigraphStore, build_store
@@ -81,13 +83,15 @@ class Backend:
         return result, list(rec.queries)
 
 
-@pytest.fixture(scope="module", params=["embedded", "remote"])
+@pytest.fixture(scope="module", params=["embedded", "remote", "virtuoso"])
 def backend(request, demo_ntriples, tmp_path_factory) -> Iterator[Backend]:
     if request.param == "embedded":
         path, _ = demo_ntriples
         target = tmp_path_factory.mktemp("tools-injection") / "s"
         build_store(path, target)
         inner: GraphStore = OxigraphStore(target, read_only=True)
+    elif request.param == "virtuoso":  # Virtuoso 7 with the demo KG in a named graph (fixtures/virtuoso_server)
+        inner = RemoteStore(request.getfixturevalue("virtuoso").url, timeout=30, graph=DEMO_GRAPH)
     else:
         inner = RemoteStore(request.getfixturevalue("oxigraph_server").url, timeout=30)
     survivor = KGSession(KGClient(RecordingStore(inner)), config=KGToolsConfig(max_calls=10**6))

@@ -1,4 +1,5 @@
-"""KG tools on the real MetaQA KB in the embedded store: relation lists and triples match kb.txt."""
+"""KG tools on the real MetaQA KB, in the embedded store and in a real Virtuoso 7: relation lists and triples
+match kb.txt (the same expectations for both)."""
 
 from __future__ import annotations
 
@@ -7,28 +8,34 @@ from collections import defaultdict
 
 import pytest
 from fixtures.settings import require_shared
+from fixtures.virtuoso_server import METAQA_GRAPH
 
 from kgrag.data.metaqa import METAQA_NS
 from kgrag.graph.oxigraph_store import OxigraphStore
-from kgrag.prep import steps
+from kgrag.graph.remote_store import RemoteStore
+from kgrag.graph.store import GraphStore
 from kgrag.tools.client import KGClient
 from kgrag.tools.session import KGSession
 
 
-@pytest.fixture(scope="module")
-def metaqa(tmp_path_factory):
+@pytest.fixture(scope="module", params=["embedded", "virtuoso"])
+def metaqa(request):
+    """The prepared MetaQA store (session fixture ``metaqa_prepared``), embedded or bulk-loaded into a real
+    Virtuoso 7 (a named graph, queried through :class:`RemoteStore`), and kb.txt's triples by entity."""
     kb = require_shared("metaqa/kb.txt")
-    data_dir = kb.parent.parent
-    out = tmp_path_factory.mktemp("metaqa-tools") / "metaqa"
-    fp = steps.input_fingerprint("metaqa", data_dir)
-    steps.build_graph("metaqa", data_dir, out, fp)
-    steps.load_store(out, fp)
+    prepared = request.getfixturevalue("metaqa_prepared")
+    if request.param == "virtuoso":
+        request.getfixturevalue("virtuoso_metaqa")
+        store: GraphStore = RemoteStore(request.getfixturevalue("virtuoso").url, timeout=60, graph=METAQA_GRAPH)
+    else:
+        store = OxigraphStore(prepared.store_dir, read_only=True)
     by_entity: dict[str, set[tuple[str, str, str]]] = defaultdict(set)
     for line in kb.read_text(encoding="utf-8").splitlines():
         h, r, t = line.split("|")
         by_entity[h].add((h, r, t))
         by_entity[t].add((h, r, t))
-    return OxigraphStore(out / "oxigraph", read_only=True), by_entity
+    yield store, by_entity
+    store.close()
 
 
 def test_relations_and_triples_match_the_kb(metaqa):

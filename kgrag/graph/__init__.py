@@ -19,8 +19,11 @@ def store_path(dataset: str, settings: Settings | None = None) -> Path:
 
 
 def open_store(dataset: str, settings: Settings | None = None) -> GraphStore:
-    """The configured store: the SPARQL endpoint when ``KGRAG_SPARQL_ENDPOINT`` is set, else the embedded one."""
+    """The configured store: the SPARQL endpoint when ``KGRAG_SPARQL_ENDPOINT`` is set (its graph
+    ``KGRAG_SPARQL_GRAPH``, ``{dataset}`` filled in), else the embedded one."""
     settings = settings or get_settings()
     if settings.sparql_endpoint:
-        return RemoteStore(settings.sparql_endpoint, timeout=settings.sparql_timeout, retries=settings.sparql_retries)
+        graph = settings.sparql_graph.replace("{dataset}", dataset) or None
+        return RemoteStore(settings.sparql_endpoint, timeout=settings.sparql_timeout, retries=settings.sparql_retries,
+                           graph=graph)
     return OxigraphStore(store_path(dataset, settings), read_only=True)

@@ -1,4 +1,15 @@
-"""Remote SPARQL 1.1 endpoint over HTTP via SPARQLWrapper (``oxigraph serve``, Virtuoso, QLever, Fuseki)."""
+"""Remote SPARQL 1.1 endpoint over HTTP via SPARQLWrapper (``oxigraph serve``, Virtuoso, QLever, Fuseki).
+
+``graph`` (setting ``KGRAG_SPARQL_GRAPH``) names the graph the queries run on, sent as the SPARQL protocol's
+``default-graph-uri`` parameter, so query text never changes: Virtuoso then queries that graph only (without it
+Virtuoso's default graph is the union of every graph, its system graphs included); ``oxigraph serve`` honours
+the same parameter. Virtuoso quirks handled here: SPARQL 1.0 ``typed-literal`` result terms, and results it cut
+short without an HTTP error (``ResultSetMaxRows`` / an anytime-query timeout, reported only in the
+``X-SPARQL-MaxRows`` / ``X-SQL-State`` headers), which raise :class:`SparqlError` instead of silently
+returning fewer rows.
+
+Run: ``python -c "from kgrag.graph.remote_store import RemoteStore as R; print(R('http://127.0.0.1:8890/sparql', graph='http://kgrag.local/graph/metaqa').count_triples())"``
+"""
 
 from __future__ import annotations
 
@@ -46,6 +57,7 @@ class RemoteStore(GraphStore):
         retries: int = 3,
         backoff: float = 0.5,
         max_backoff: float = 8.0,
+        graph: str | None = None,
     ) -> None:
         if not endpoint.startswith(("http://", "https://")):
             raise SparqlError(f"SPARQL endpoint must be an http(s) URL, got {endpoint!r} (setting KGRAG_SPARQL_ENDPOINT)")
@@ -54,6 +66,11 @@ class RemoteStore(GraphStore):
         self.retries = retries
         self.backoff = backoff
         self.max_backoff = max_backoff
+        if graph and any(c in graph for c in '<>"{}|^`\\ \n\r\t'):
+            raise SparqlError(f"invalid SPARQL graph IRI {graph!r} (setting KGRAG_SPARQL_GRAPH)")
+        self.graph = graph or None
+        if self.graph:
+            self.location = f"{endpoint} (graph <{self.graph}>)"
 
     def _request(self, query: str, timeout: float | None) -> dict:
         client = SPARQLWrapper(self.endpoint, agent="kgrag")
@@ -61,10 +78,14 @@ class RemoteStore(GraphStore):
         client.setReturnFormat(JSON)
         client.setMethod(POST)
         client.timeout = timeout or self.timeout  # float seconds (setTimeout would truncate to int)
+        if self.graph:
+            client.addDefaultGraph(self.graph)
         attempt = 0
         while True:
             try:
-                return client.query().convert()
+                response = client.query()
+                self._check_complete(response.info())
+                return response.convert()
             except SPARQLWrapperException as exc:
                 raise SparqlError(f"SPARQL endpoint {self.endpoint} rejected the query: {exc}") from exc
             except urllib.error.HTTPError as exc:
@@ -83,6 +104,17 @@ class RemoteStore(GraphStore):
                 log.warning("SPARQL endpoint %s unreachable (%s); retry %d in %.2fs", self.endpoint, exc, attempt + 1, delay)
                 time.sleep(delay)
                 attempt += 1
+
+    def _check_complete(self, headers: dict) -> None:
+        """Virtuoso answers 200 with partial results when a limit cut them; say so instead."""
+        state = headers.get("X-SQL-State") or ""
+        if state:  # e.g. S1TAT: "Returning incomplete results, query interrupted by result timeout"
+            raise SparqlError(f"SPARQL endpoint {self.endpoint} returned incomplete results ({state}: "
+                              f"{headers.get('X-SQL-Message', '')}); raise its MaxQueryExecutionTime or simplify")
+        max_rows = headers.get("X-SPARQL-MaxRows") or ""
+        if max_rows:
+            raise SparqlError(f"SPARQL endpoint {self.endpoint} truncated the results at {max_rows} rows "
+                              "(Virtuoso [SPARQL] ResultSetMaxRows); raise it or add a LIMIT")
 
     def select(self, query: str, timeout: float | None = None) -> list[Row]:
         result = self._request(query, timeout)
