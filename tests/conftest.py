@@ -18,4 +18,5 @@ pytest_plugins = [
     "fixtures.medical_kn",
     "fixtures.langgraph_server",
     "fixtures.demo_kg",
+    "fixtures.postgres",
 ]

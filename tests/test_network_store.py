@@ -1,8 +1,10 @@
 """kgrag.network.store + conditions: load (idempotent, transactional), every condition operation, scoring,
-type search, relation paths, errors."""
+type search, relation paths, errors — on SQLite and on PostgreSQL (``db_url``/``module_db_url``, a throwaway
+cluster: tests/fixtures/postgres.py) with the same expected results."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -141,11 +143,11 @@ def tiny_network(kn_id: str = "tiny") -> tuple[KnowledgeNetwork, list[Instance],
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory, kn_embedder: Embedder) -> NetworkStore:
-    db = tmp_path_factory.mktemp("kn") / "kn.db"
-    s = NetworkStore(f"sqlite:///{db}", embedder=kn_embedder)
+def store(module_db_url: str, kn_embedder: Embedder) -> Iterator[NetworkStore]:
+    s = NetworkStore(module_db_url, embedder=kn_embedder)
     s.load(*tiny_network())
-    return s
+    yield s
+    s.close()
 
 
 def ids(store: NetworkStore, cond: dict | None, object_type: str = "Disease", limit: int = 20) -> list[str]:
@@ -166,8 +168,8 @@ def test_implements_the_protocol(store: NetworkStore) -> None:
         service.query_instances("nope", "Disease", None, 5)
 
 
-def test_load_twice_gives_same_counts(tmp_path: Path, kn_embedder: Embedder) -> None:
-    s = NetworkStore(f"sqlite:///{tmp_path / 'a.db'}", embedder=kn_embedder)
+def test_load_twice_gives_same_counts(db_url: str, kn_embedder: Embedder) -> None:
+    s = NetworkStore(db_url, embedder=kn_embedder)
     first = s.load(*tiny_network())
     version = s.network_stats("tiny")["version"]
     second = s.load(*tiny_network())
@@ -188,9 +190,9 @@ def test_load_twice_gives_same_counts(tmp_path: Path, kn_embedder: Embedder) -> 
 
 
 def test_failed_load_keeps_previous_version(
-    tmp_path: Path, kn_embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+    db_url: str, kn_embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    s = NetworkStore(f"sqlite:///{tmp_path / 'b.db'}", embedder=kn_embedder)
+    s = NetworkStore(db_url, embedder=kn_embedder)
     s.load(*tiny_network())
     version = s.network_stats("tiny")["version"]
     network, instances, links = tiny_network()
@@ -212,8 +214,8 @@ def test_failed_load_keeps_previous_version(
     assert ids(s, {"operation": "==", "field": "name", "value": "新药"}, "Drug") == []
 
 
-def test_load_rejects_inconsistent_data(tmp_path: Path, kn_embedder: Embedder) -> None:
-    s = NetworkStore("sqlite://", embedder=kn_embedder)
+def test_load_rejects_inconsistent_data(db_url: str, kn_embedder: Embedder) -> None:
+    s = NetworkStore(db_url, embedder=kn_embedder)
     network, instances, links = tiny_network()
     with pytest.raises(ValueError, match="unknown object type 'Nope'"):
         s.load(network, [Instance(object_type_id="Nope", id="x", properties={})], [])

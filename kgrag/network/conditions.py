@@ -26,6 +26,13 @@ Fields: the data properties of the object type, plus ``id`` (the instance id) wh
 ``match``/``knn`` need an index, so the field must declare that operation in ``condition_operations``; other
 operations work on every data property. An unknown field or operation raises ``ValueError`` naming it.
 
+PostgreSQL gives the same answers as SQLite: ``like``/``contain``/``prefix`` fold ASCII letters as SQLite's
+``LIKE`` does (``translate`` of A-Z on both sides); a numeric or boolean field compares only JSON numbers or
+booleans (another value is NULL there, never a cast error); ``contain`` on a list uses ``jsonb @>`` (a scalar
+value counts as a one-item list, as ``json_each`` has it). ``regex`` runs PostgreSQL's regular expressions
+(ARE: digit classes, lookahead and the common syntax agree with Python's ``re``; ``(?P<name>…)`` is Python's
+only).
+
 Scores: a ``match``/``knn`` leaf yields candidate ids with scores; the SQL clause restricts rows to those ids.
 ``or`` unions candidates (max score), ``and`` intersects them (score = max of the children's scores). Rows that
 satisfy the tree only through unscored branches carry ``score=None`` (sorted after scored rows).
@@ -39,7 +46,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import and_, exists, false, func, literal, or_, select, true
+from sqlalchemy import and_, case, cast, exists, false, func, literal, null, or_, select, true
 from sqlalchemy.sql.elements import ColumnElement
 
 from kgrag.network.model import TEXT_TYPES, Condition, DataProperty, ObjectType
@@ -188,11 +195,15 @@ def _coerce(value: Any, prop_type: str, field_name: str) -> Any:
     return str(value) if not isinstance(value, str) else value
 
 
-def _accessor(field_name: str, prop: DataProperty | None) -> ColumnElement[Any]:
+def _accessor(field_name: str, prop: DataProperty | None, dialect: str = "sqlite") -> ColumnElement[Any]:
     if prop is None:  # the pseudo-field "id"
         return instances.c.id
     t = prop.type.lower()
     element = instances.c.properties[field_name]
+    if dialect == "postgresql" and (t in _NUMERIC_TYPES or t in _BOOL_TYPES):
+        # only a JSON number (boolean) is read as one: a cast of any other text would fail the whole query
+        kind, typed = ("number", element.as_float()) if t in _NUMERIC_TYPES else ("boolean", element.as_boolean())
+        return case((func.json_typeof(instances.c.properties.op("->")(field_name)) == kind, typed), else_=null())
     if t in _NUMERIC_TYPES:
         return element.as_float()
     if t in _BOOL_TYPES:
@@ -200,16 +211,27 @@ def _accessor(field_name: str, prop: DataProperty | None) -> ColumnElement[Any]:
     return element.as_string()
 
 
+_UPPER, _LOWER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz"
+_ASCII_LOWER = str.maketrans(_UPPER, _LOWER)
+
+
+def _folded(col: ColumnElement[Any], value: str, dialect: str) -> tuple[ColumnElement[Any], str]:
+    """``(column, pattern value)`` for LIKE-based operations: SQLite's LIKE ignores the case of ASCII letters;
+    on PostgreSQL both sides get those letters lowered, so the operations match the same rows."""
+    if dialect != "postgresql":
+        return col, value
+    return func.translate(col, literal(_UPPER), literal(_LOWER)), value.translate(_ASCII_LOWER)
+
+
 def _list_contains(field_name: str, value: Any, dialect: str) -> ColumnElement[bool]:
     if dialect == "sqlite":
         each = func.json_each(instances.c.properties, f'$."{field_name}"').table_valued("value")
         return exists(select(literal(1)).select_from(each).where(each.c.value == value))
-    from sqlalchemy import cast  # pragma: no cover - PostgreSQL path
-    from sqlalchemy.dialects.postgresql import JSONB  # pragma: no cover
+    from sqlalchemy.dialects.postgresql import JSONB
 
-    return cast(instances.c.properties, JSONB)[field_name].contains(
-        func.jsonb_build_array(value)
-    )  # pragma: no cover
+    element = cast(instances.c.properties, JSONB)[field_name]
+    # a list holding the value, or the value itself (json_each yields a scalar as its one row)
+    return or_(element.contains(func.jsonb_build_array(value)), element == func.to_jsonb(value))
 
 
 def _leaf_sql(cond: Condition, object_type: ObjectType, dialect: str) -> ColumnElement[bool]:
@@ -224,7 +246,7 @@ def _leaf_sql(cond: Condition, object_type: ObjectType, dialect: str) -> ColumnE
     if is_list_type(prop_type):  # contain (validated)
         items = value if isinstance(value, list | tuple) else [value]
         return and_(*(_list_contains(field_name, _coerce(v, prop_type, field_name), dialect) for v in items))
-    col = _accessor(field_name, prop)
+    col = _accessor(field_name, prop, dialect)
     if op == "==":
         if prop is not None and field_name == object_type.display_key and prop_type.lower() in TEXT_TYPES:
             # the display key is also the indexed ``name`` column; the JSON check keeps "missing" distinct
@@ -237,11 +259,14 @@ def _leaf_sql(cond: Condition, object_type: ObjectType, dialect: str) -> ColumnE
         return col.in_(values) if values else false()
     if op == "contain":
         items = value if isinstance(value, list | tuple) else [value]
-        return and_(*(col.contains(str(v), autoescape=True) for v in items))
+        return and_(*(folded.contains(v, autoescape=True)
+                      for folded, v in (_folded(col, str(item), dialect) for item in items)))
     if op == "like":
-        return col.like(value)
+        folded, pattern = _folded(col, value, dialect)
+        return folded.like(pattern)
     if op == "prefix":
-        return col.startswith(value, autoescape=True)
+        folded, pattern = _folded(col, value, dialect)
+        return folded.startswith(pattern, autoescape=True)
     if op == "regex":
         return col.regexp_match(value)
     if op == "range":

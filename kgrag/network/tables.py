@@ -21,14 +21,23 @@ joined by spaces; on SQLite ``kn_text`` is an FTS5 virtual table ``(text, scope)
 content, rowid = ``kn_text_rows.id``), ranked with ``bm25()``. ``scope`` is one opaque
 token per (kn_id, kind, type_id, field) (:func:`scope_token`), so a query ANDs the wanted scopes with its terms
 inside the FTS index (``scope : ("s…" OR "s…") AND text : ("t1" OR "t2")``) instead of filtering every match of a
-common term across all networks and fields. On PostgreSQL (the documented scale path) ``kn_text_rows`` gets a GIN index on ``to_tsvector('simple', text)``, ranked with ``ts_rank``; vectors then
-belong in pgvector (``vector(384)`` column + HNSW index) instead of ``kn_vectors`` blobs.
+common term across all networks and fields.
+
+On PostgreSQL ``kn_text_rows`` gets a GIN index on ``string_to_array(text, ' ')`` (the stored tokens, so a query
+token matches a stored token exactly, as in FTS5) and a btree on ``scope``; ``kn_text_terms`` (PostgreSQL only)
+holds, per network, how many text rows hold each token, plus one row with token ``''`` giving the network's text
+rows and their total tokens: the document frequencies and lengths FTS5 keeps in its index, from which
+:mod:`kgrag.network.store.index` computes FTS5's own ``bm25()`` so both backends rank alike. Vectors stay exact
+float32 ``bytea`` blobs scored with numpy (pgvector is not packaged for Debian bookworm). Key columns (ids, kn_id,
+field, kind, scope) use the ``"C"`` collation on PostgreSQL, so ``ORDER BY id`` is code-point order there as on
+SQLite whatever the database's locale.
 """
 
 from __future__ import annotations
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Column,
     Float,
     Index,
@@ -43,10 +52,16 @@ from sqlalchemy.engine import Connection
 
 metadata = MetaData()
 
+
+def _key(length: int) -> String:
+    """A key column's type: ``String(length)``, with the ``"C"`` collation on PostgreSQL (code-point order)."""
+    return String(length).with_variant(String(length, collation="C"), "postgresql")
+
+
 networks = Table(
     "kn_networks",
     metadata,
-    Column("kn_id", String(200), primary_key=True),
+    Column("kn_id", _key(200), primary_key=True),
     Column("name", Text, nullable=False),
     Column("comment", Text, nullable=False, default=""),
     Column("version", String(64), nullable=False),
@@ -58,8 +73,8 @@ networks = Table(
 def _type_columns() -> list[Column]:
     """Columns every schema-type table shares: key, name/comment for search, declaration order, full schema."""
     return [
-        Column("kn_id", String(200), primary_key=True),
-        Column("id", String(300), primary_key=True),
+        Column("kn_id", _key(200), primary_key=True),
+        Column("id", _key(300), primary_key=True),
         Column("name", Text, nullable=False),
         Column("comment", Text, nullable=False),
         Column("position", Integer, nullable=False),
@@ -73,8 +88,8 @@ relation_types = Table(
     "kn_relation_types",
     metadata,
     *_type_columns(),
-    Column("source_object_type_id", String(300), nullable=False),
-    Column("target_object_type_id", String(300), nullable=False),
+    Column("source_object_type_id", _key(300), nullable=False),
+    Column("target_object_type_id", _key(300), nullable=False),
 )
 
 action_types = Table("kn_action_types", metadata, *_type_columns())
@@ -82,9 +97,9 @@ action_types = Table("kn_action_types", metadata, *_type_columns())
 instances = Table(
     "kn_instances",
     metadata,
-    Column("kn_id", String(200), primary_key=True),
-    Column("object_type_id", String(300), primary_key=True),
-    Column("id", String(1000), primary_key=True),
+    Column("kn_id", _key(200), primary_key=True),
+    Column("object_type_id", _key(300), primary_key=True),
+    Column("id", _key(1000), primary_key=True),
     Column("name", Text, nullable=False),
     Column("properties", JSON, nullable=False),
     Index("ix_kn_instances_name", "kn_id", "object_type_id", "name"),  # == on the display key
@@ -93,10 +108,10 @@ instances = Table(
 links = Table(
     "kn_links",
     metadata,
-    Column("kn_id", String(200), nullable=False),
-    Column("relation_type_id", String(300), nullable=False),
-    Column("source_id", String(1000), nullable=False),
-    Column("target_id", String(1000), nullable=False),
+    Column("kn_id", _key(200), nullable=False),
+    Column("relation_type_id", _key(300), nullable=False),
+    Column("source_id", _key(1000), nullable=False),
+    Column("target_id", _key(1000), nullable=False),
     Index("ix_kn_links_source", "kn_id", "relation_type_id", "source_id"),
     Index("ix_kn_links_target", "kn_id", "relation_type_id", "target_id"),
 )
@@ -104,11 +119,11 @@ links = Table(
 vectors = Table(
     "kn_vectors",
     metadata,
-    Column("kn_id", String(200), nullable=False),
-    Column("kind", String(20), nullable=False),
-    Column("type_id", String(300), nullable=False),
-    Column("item_id", String(1000), nullable=False),
-    Column("field", String(300), nullable=False),
+    Column("kn_id", _key(200), nullable=False),
+    Column("kind", _key(20), nullable=False),
+    Column("type_id", _key(300), nullable=False),
+    Column("item_id", _key(1000), nullable=False),
+    Column("field", _key(300), nullable=False),
     Column("vector", LargeBinary, nullable=False),
     Index("ix_kn_vectors_type", "kn_id", "kind", "type_id"),
 )
@@ -117,11 +132,11 @@ vectors = Table(
 chunks = Table(
     "kn_chunks",
     metadata,
-    Column("kn_id", String(200), primary_key=True),
-    Column("id", String(64), primary_key=True),
-    Column("doc_id", String(1000), nullable=False),
-    Column("object_type_id", String(300), nullable=False),
-    Column("section", String(300), nullable=False),
+    Column("kn_id", _key(200), primary_key=True),
+    Column("id", _key(64), primary_key=True),
+    Column("doc_id", _key(1000), nullable=False),
+    Column("object_type_id", _key(300), nullable=False),
+    Column("section", _key(300), nullable=False),
     Column("position", Integer, nullable=False),
     Column("text", Text, nullable=False),
     Column("tokens", Integer, nullable=False),
@@ -134,12 +149,12 @@ text_index = Table(
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("text", Text, nullable=False),
-    Column("scope", String(40), nullable=False),
-    Column("kn_id", String(200), nullable=False),
-    Column("kind", String(20), nullable=False),
-    Column("type_id", String(300), nullable=False),
-    Column("item_id", String(1000), nullable=False),
-    Column("field", String(300), nullable=False),
+    Column("scope", _key(40), nullable=False),
+    Column("kn_id", _key(200), nullable=False),
+    Column("kind", _key(20), nullable=False),
+    Column("type_id", _key(300), nullable=False),
+    Column("item_id", _key(1000), nullable=False),
+    Column("field", _key(300), nullable=False),
     Index("ix_kn_text_rows_kn", "kn_id"),
 )
 
@@ -192,19 +207,35 @@ def scope_token(kn_id: str, kind: str, type_id: str, field: str) -> str:
     return "s" + hashlib.sha1(f"{kn_id}\0{kind}\0{type_id}\0{field}".encode()).hexdigest()[:24]
 
 
+#: PostgreSQL only (see the module docstring): document frequency per (network, token); token ``''`` holds the
+#: network's text-row count in ``rows`` and its total tokens in ``tokens``
+pg_metadata = MetaData()
+text_terms = Table(
+    "kn_text_terms",
+    pg_metadata,
+    Column("token", Text().with_variant(Text(collation="C"), "postgresql"), primary_key=True),
+    Column("kn_id", _key(200), primary_key=True),
+    Column("rows", Integer, nullable=False),
+    Column("tokens", BigInteger, nullable=False),
+)
+
 DATA_TABLES = (object_types, relation_types, action_types, instances, links, vectors, text_index, chunks)
 
 
 def create_schema(conn: Connection) -> None:
-    """Create every table (idempotent); the text index is FTS5 on SQLite, a plain table + GIN index elsewhere."""
+    """Create every table (idempotent); the text index is FTS5 on SQLite, a plain table + GIN index + term
+    statistics on PostgreSQL (where concurrent creators are serialised by an advisory lock)."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("SELECT pg_advisory_xact_lock(8154000001)")  # two stores opening a fresh database
     metadata.create_all(conn)
     # stores created before this index existed get it too (create_all only adds indexes with new tables)
     conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_kn_instances_name ON kn_instances (kn_id, object_type_id, name)")
     if conn.dialect.name == "sqlite":
         _migrate_inline_fts(conn)
         conn.exec_driver_sql(FTS5_DDL)
-    else:  # pragma: no cover - PostgreSQL path, documented, not exercised by the tests
+    elif conn.dialect.name == "postgresql":
+        pg_metadata.create_all(conn)
         conn.exec_driver_sql(
-            "CREATE INDEX IF NOT EXISTS ix_kn_text_tsv ON kn_text_rows USING GIN (to_tsvector('simple', text))"
+            "CREATE INDEX IF NOT EXISTS ix_kn_text_tokens ON kn_text_rows USING GIN (string_to_array(text, ' '))"
         )
         conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_kn_text_scope ON kn_text_rows (scope)")

@@ -1,7 +1,9 @@
 """The store's core: the database engine and the schema reads every other part of the store builds on.
 
 Contract: :class:`StoreCore` opens the engine (SQLite gets a ``regexp`` function, WAL and a 60 s busy timeout;
-an in-memory URL one shared connection), creates the tables, and reads a network's schema —
+an in-memory URL one shared connection; PostgreSQL — ``postgresql+psycopg://…``, psycopg 3 — a
+``connect_timeout`` of :data:`CONNECT_TIMEOUT` seconds unless the URL sets one, and ``pool_pre_ping`` so a
+restarted server costs no failed request once it is back), creates the tables, and reads a network's schema —
 :meth:`StoreCore.get_network`, :meth:`StoreCore.network_version`, :meth:`StoreCore.list_networks`,
 :meth:`StoreCore.network_stats`. Schemas are cached per network version: a read trusts the cached version for
 ``SCHEMA_RECHECK_SECONDS``, loads and deletes through this store invalidate it at once. An unknown ``kn_id``
@@ -28,7 +30,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from kgrag.rank.embedder import Embedder
     from kgrag.rank.embedders import TextEmbedder
 
-__all__ = ["StoreCore"]
+__all__ = ["CONNECT_TIMEOUT", "StoreCore"]
+
+#: seconds a PostgreSQL connection attempt may take (a database that is down fails fast instead of hanging)
+CONNECT_TIMEOUT = 5
 
 
 def _regexp(pattern: str | None, value: Any) -> bool:
@@ -89,6 +94,12 @@ class StoreCore:
             if path and path != ":memory:":
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 60}
+        elif db_url.startswith("postgresql"):
+            from sqlalchemy.engine import make_url
+
+            kwargs["pool_pre_ping"] = True
+            if "connect_timeout" not in make_url(db_url).query:
+                kwargs["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT}
         engine = create_engine(db_url, **kwargs)
         if is_sqlite:
 

@@ -1,8 +1,13 @@
 """The store's text and vector indexes: ``match`` and ``knn`` scores, representability, type search.
 
 Contract: :meth:`IndexMixin.match_scores` ranks FTS5 rows (jieba tokens of :func:`index_tokens`, ORed) and
-scores them in (0, 1]; :meth:`IndexMixin.knn_scores` is exact cosine with numpy over the float32 vectors of one
-(network, kind, type), loaded lazily and cached per network version; :meth:`IndexMixin.representable` says which
+scores them in (0, 1]; on PostgreSQL it computes the same ranking — FTS5's ``bm25()`` (k1 = 1.2, b = 0.75, IDF
+and average length over the whole text index, the row's length counting its scope token) in SQL, over a GIN
+index of the stored tokens and the term statistics of ``kn_text_terms`` — so both backends return the same
+items and scores (ties broken by row id on both). One difference remains: FTS5 splits a stored token that holds
+punctuation (``3.5``) into a phrase of its parts, PostgreSQL matches it whole. :meth:`IndexMixin.knn_scores` is
+exact cosine with numpy over the float32 vectors of one (network, kind, type), loaded lazily and cached per
+network version (on PostgreSQL too: ``bytea`` blobs, no pgvector — it is not packaged for Debian bookworm); :meth:`IndexMixin.representable` says which
 texts the embedder can embed (others get no vector, and a knn query made of them returns nothing). Type search
 (:meth:`IndexMixin.search_object_types`, :meth:`IndexMixin.search_relation_types`) combines the two per type
 with a noisy-OR. Everything here reads; the rows are written by :mod:`kgrag.network.store.load`.
@@ -10,13 +15,15 @@ with a noisy-OR. Everything here reads; the rows are written by :mod:`kgrag.netw
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sqlalchemy import func, select, text
+from sqlalchemy import Float, Text, any_, bindparam, case, func, literal, literal_column, select, text
+from sqlalchemy.dialects.postgresql import ARRAY
 
 from kgrag.network import tables as t
 from kgrag.network.store.core import StoreCore
@@ -43,8 +50,16 @@ class _VectorIndex:
 _FTS_MATCH = text(
     "SELECT r.item_id AS item_id, r.field AS field, r.text AS text, m.rank AS rank FROM "
     "(SELECT rowid AS rid, bm25(kn_text, 1.0, 0.0) AS rank FROM kn_text WHERE kn_text MATCH :q "
-    "ORDER BY rank LIMIT :n) AS m JOIN kn_text_rows AS r ON r.id = m.rid ORDER BY m.rank"
+    "ORDER BY rank, rid LIMIT :n) AS m JOIN kn_text_rows AS r ON r.id = m.rid ORDER BY m.rank, m.rid"
 )
+
+#: FTS5's bm25() constants
+_K1, _B = 1.2, 0.75
+
+
+def _float(value: float) -> Any:
+    """A bound double-precision parameter (PostgreSQL would read a plain literal as ``numeric``)."""
+    return literal(value, Float(precision=53))
 
 
 def fts_query(tokens: Sequence[str]) -> str:
@@ -99,19 +114,10 @@ class IndexMixin(StoreCore):
             stmt = _FTS_MATCH.bindparams(
                 q=f"scope : ({fts_query(scopes)}) AND text : ({fts_query(tokens)})", n=fetch
             )
-        else:  # pragma: no cover - PostgreSQL path
-            ti = t.text_index
-            tsq = func.to_tsquery("simple", " | ".join(re.sub(r"[^\w]+", "", tok) or "_" for tok in tokens))
-            tsv = func.to_tsvector("simple", ti.c.text)
-            rank = -func.ts_rank(tsv, tsq)
-            stmt = (
-                select(ti.c.item_id, ti.c.field, ti.c.text, rank.label("rank"))
-                .where(ti.c.scope.in_(scopes), tsv.op("@@")(tsq))
-                .order_by(text("rank"))
-                .limit(fetch)
-            )
-        with self.engine.connect() as conn:
-            rows = conn.execute(stmt).all()
+            with self.engine.connect() as conn:
+                rows = conn.execute(stmt).all()
+        else:
+            rows = self._bm25_rows(scopes, tokens, fetch)
         if not rows:
             return {}
         best = max(-r.rank for r in rows) or 1.0
@@ -127,6 +133,45 @@ class IndexMixin(StoreCore):
                 scores[r.item_id] = score
         top = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
         return dict(top)
+
+    def _bm25_rows(self, scopes: list[str], tokens: list[str], fetch: int) -> list[Any]:
+        """The best ``fetch`` text rows of ``scopes`` holding any of ``tokens``, ranked as FTS5's ``bm25()``
+        ranks them (PostgreSQL; see the module docstring): ``(item_id, field, text, rank)``, rank ascending."""
+        tt, ti = t.text_terms, t.text_index
+        # one snapshot for the statistics and the rows (a concurrent load commits before or after both)
+        with self.engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn, conn.begin():
+            stats = {r.token: (int(r.rows), int(r.tokens)) for r in conn.execute(
+                select(tt.c.token, func.sum(tt.c.rows).label("rows"), func.sum(tt.c.tokens).label("tokens"))
+                .where(tt.c.token.in_(["", *tokens])).group_by(tt.c.token))}
+            n_rows, n_tokens = stats.get("", (0, 0))
+            present = [tok for tok in tokens if tok in stats]
+            if not n_rows or not present:
+                return []
+            avgdl = float(n_tokens + n_rows) / float(n_rows)  # FTS5 counts each row's scope token too
+            arr = func.string_to_array(ti.c.text, literal_column("' '"), type_=ARRAY(Text))
+            rows = (
+                select(ti.c.id, ti.c.item_id, ti.c.field, ti.c.text, arr.label("arr"))
+                .where(ti.c.scope.in_(scopes), arr.overlap(bindparam("tokens", present, type_=ARRAY(Text))))
+                .offset(0)  # not flattened: the token array is split once per row
+                .subquery()
+            )
+            length = func.cardinality(rows.c.arr) + 1
+            tf_part = _float(1.0 * (_K1 + 1.0)) / (
+                _float(1.0) + _float(_K1) * (_float(1 - _B) + (_float(_B) * length) / _float(avgdl))
+            )
+            score: Any = _float(0.0)
+            for tok in tokens:  # the query's order, as FTS5 sums its phrases
+                if tok not in stats:
+                    continue
+                hits = stats[tok][0]
+                idf = math.log((n_rows - hits + 0.5) / (hits + 0.5))
+                idf = idf if idf > 0.0 else 1e-6
+                score = score + case((literal(tok, Text) == any_(rows.c.arr), _float(idf) * tf_part),
+                                     else_=_float(0.0))
+            rank = (_float(-1.0) * score).label("rank")
+            stmt = (select(rows.c.item_id, rows.c.field, rows.c.text, rank)
+                    .order_by(rank, rows.c.id).limit(fetch))
+            return list(conn.execute(stmt).all())
 
     def representable(self, texts: Sequence[str], embedder: TextEmbedder | None = None) -> list[bool]:
         """Whether the embedder can represent each text: at most :data:`MAX_UNKNOWN_FRACTION` of its model tokens

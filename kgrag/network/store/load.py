@@ -4,7 +4,10 @@ Contract: :meth:`LoadMixin.load` validates the network and its data (raising ``V
 one), computes every derived row — instance rows, text-index tokens, embeddings through the embedder's on-disk
 cache — *before* opening the transaction, then replaces the network in ONE transaction with batched
 ``executemany`` inserts: readers see the old version until the commit, and a failure anywhere leaves the
-previous version intact. Which values get indexed: a data property whose ``condition_operations`` include
+previous version intact. On PostgreSQL the transaction first takes an advisory lock on the network's id (two
+loads of one network queue instead of failing on its key; loads of different networks run side by side), also
+writes the text index's term statistics (``kn_text_terms``) and runs ``ANALYZE`` after the commit; on SQLite
+writers queue on the database lock (WAL, 60 s busy timeout) while readers go on. Which values get indexed: a data property whose ``condition_operations`` include
 ``match`` goes into the text index, one with ``knn`` into the vectors; every object and relation type gets both,
 over ``"name comment"`` (the text index adds the id). :meth:`LoadMixin.delete` removes a network.
 """
@@ -13,12 +16,13 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.engine import Connection
 
 from kgrag.network import tables as t
@@ -65,6 +69,19 @@ def _value_text(value: Any) -> str:
 def _chunks(rows: list[dict[str, Any]], size: int = BATCH) -> Iterable[list[dict[str, Any]]]:
     for start in range(0, len(rows), size):
         yield rows[start : start + size]
+
+
+def _term_rows(kn_id: str, text_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``kn_text_terms`` rows of one network (PostgreSQL): text rows holding each token, and the ``''`` total."""
+    frequency: Counter[str] = Counter()
+    total = 0
+    for row in text_rows:
+        tokens = row["text"].split(" ")
+        total += len(tokens)
+        frequency.update(set(tokens))
+    out = [{"token": "", "kn_id": kn_id, "rows": len(text_rows), "tokens": total}]
+    out += [{"token": tok, "kn_id": kn_id, "rows": n, "tokens": n} for tok, n in frequency.items() if tok]
+    return out
 
 
 class LoadMixin(IndexMixin):
@@ -355,7 +372,10 @@ class LoadMixin(IndexMixin):
     }
 
     def _write(self, kn_id: str, rows: dict[str, list[dict[str, Any]]]) -> None:
+        postgres = self.engine.dialect.name == "postgresql"
         with self.engine.begin() as conn:
+            if postgres:  # one load of a network at a time: the second waits for the first's commit
+                conn.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(kn_id, 0))))
             self._delete(conn, kn_id)
             for name in (
                 "network",
@@ -369,11 +389,17 @@ class LoadMixin(IndexMixin):
                 "chunks",
             ):
                 self._insert(conn, name, rows[name])
+            if postgres:
+                for chunk in _chunks(_term_rows(kn_id, rows["text"])):
+                    conn.execute(t.text_terms.insert(), chunk)
             if conn.dialect.name == "sqlite":
                 t.fts_sync_insert(conn, kn_id)
                 # planner statistics: without them SQLite walks a whole type in id order for
                 # ``name = ? ORDER BY id LIMIT n`` and never splits an OR over two indexes (5 ms -> 0.03 ms)
                 conn.exec_driver_sql("ANALYZE")
+        if postgres:  # planner statistics for the new rows, outside the load's transaction
+            with self.engine.begin() as conn:
+                conn.exec_driver_sql("ANALYZE kn_instances, kn_links, kn_text_rows, kn_text_terms, kn_vectors")
 
     def _insert(self, conn: Connection, name: str, rows: list[dict[str, Any]]) -> None:
         """Batched ``executemany`` of ``rows`` into table ``name`` (no commit: the caller's transaction)."""
@@ -385,12 +411,15 @@ class LoadMixin(IndexMixin):
     def _delete(conn: Connection, kn_id: str) -> None:
         if conn.dialect.name == "sqlite":
             t.fts_sync_delete(conn, kn_id)  # while the rows it names still exist
-        for table in (*t.DATA_TABLES, t.networks):
+        tables = (*t.DATA_TABLES, t.text_terms) if conn.dialect.name == "postgresql" else t.DATA_TABLES
+        for table in (*tables, t.networks):
             conn.execute(delete(table).where(table.c.kn_id == kn_id))
 
     def delete(self, kn_id: str) -> bool:
         """Remove a network (one transaction); False when it was not there."""
         with self.engine.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                conn.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(kn_id, 0))))
             found = conn.execute(select(t.networks.c.kn_id).where(t.networks.c.kn_id == kn_id)).first()
             self._delete(conn, kn_id)
         with self._lock:

@@ -157,7 +157,7 @@ class QueryMixin(IndexMixin):
 
     def instance_names(self, kn_id: str) -> list[tuple[str, str, str]]:
         """``(object_type_id, instance id, name)`` of every instance (``name`` = the display-key value), cached
-        per network version: the dictionary contextual recall segments questions with."""
+        per network version: the dictionary contextual recall segments questions with. By (type, id)."""
         version = self._schema(kn_id)[0]
         cached = self._names.get(kn_id)
         if cached is not None and cached[0] == version:
@@ -165,7 +165,8 @@ class QueryMixin(IndexMixin):
         ti = t.instances
         with self.engine.connect() as conn:
             rows = [(r[0], r[1], r[2]) for r in conn.execute(
-                select(ti.c.object_type_id, ti.c.id, ti.c.name).where(ti.c.kn_id == kn_id))]
+                select(ti.c.object_type_id, ti.c.id, ti.c.name).where(ti.c.kn_id == kn_id)
+                .order_by(ti.c.object_type_id, ti.c.id))]
         with self._lock:
             self._names[kn_id] = (version, rows)
         return rows
@@ -203,7 +204,8 @@ class QueryMixin(IndexMixin):
     def linked_ids(self, kn_id: str, relation_type_id: str, ids: Sequence[str], forward: bool
                    ) -> list[tuple[str, str]]:
         """``(near, far)`` instance ids linked by ``relation_type_id`` where ``near`` is one of ``ids``: near is the
-        link's source when ``forward``, else its target. In the link table's order; ids bound in chunks."""
+        link's source when ``forward``, else its target. Ordered by (near, far), the same on every backend; ids
+        bound in chunks (each chunk's rows in that order)."""
         tl = t.links
         near, far = (tl.c.source_id, tl.c.target_id) if forward else (tl.c.target_id, tl.c.source_id)
         out: list[tuple[str, str]] = []
@@ -211,7 +213,8 @@ class QueryMixin(IndexMixin):
             for start in range(0, len(ids), 900):
                 chunk = list(ids[start : start + 900])
                 out.extend((r[0], r[1]) for r in conn.execute(select(near, far).where(
-                    tl.c.kn_id == kn_id, tl.c.relation_type_id == relation_type_id, near.in_(chunk))))
+                    tl.c.kn_id == kn_id, tl.c.relation_type_id == relation_type_id, near.in_(chunk))
+                    .order_by(near, far)))
         return out
 
     def query_path(
