@@ -326,14 +326,16 @@ def mcp_cmd(
     port: Annotated[int, typer.Option(help="With --transport http: port (the endpoint is /mcp).")] = 8765,
     tool_timeout: Annotated[float, typer.Option(min=0.001, help="Seconds a tool call may take.")] = 120.0,
     max_result_chars: Annotated[int, typer.Option(min=1000, help="Longer tool results are cut.")] = 200_000,
+    warm: Annotated[bool, typer.Option("--warm/--no-warm", help="Load the query embedder at start, in the "
+                                       "background (else the first search loads it).")] = True,
 ) -> None:
     """Serve the agent-facing tools over MCP: kn_search, context_search, query_object_instance,
-    query_instance_subgraph, query (the query modes), get_relations / get_triples (one KG session per MCP
+    query_instance_subgraph, query_modes, get_relations / get_triples (one KG session per MCP
     session) and ask (the agent)."""
     from kgrag.mcp import server as mcp_server
 
     config = mcp_server.McpConfig(transport=transport.value, tool_timeout=tool_timeout,
-                                  max_result_chars=max_result_chars)
+                                  max_result_chars=max_result_chars, warm=warm)
     mcp_server.serve(config, host=host, port=port)
 
 

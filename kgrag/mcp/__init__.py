@@ -1,5 +1,5 @@
 """kgrag over MCP: the agent-facing tools (kn_search, context_search, query_object_instance,
-query_instance_subgraph, query, get_relations, get_triples, ask) served on stdio or streamable HTTP.
+query_instance_subgraph, query_modes, get_relations, get_triples, ask) served on stdio or streamable HTTP.
 
     kgrag mcp --transport http --port 8765    # see kgrag.mcp.server for the contract, kgrag.mcp.tools for the tools
 """

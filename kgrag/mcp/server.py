@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -52,7 +53,7 @@ MAX_ARGUMENT_CHARS = 1_000_000
 MCP_SESSION_HEADER = "mcp-session-id"
 INSTRUCTIONS = (
     "kgrag: retrieval over knowledge networks (kn_search, context_search, query_object_instance, "
-    "query_instance_subgraph, query) and triple graphs (get_relations, then get_triples with relations it "
+    "query_instance_subgraph, query_modes) and triple graphs (get_relations, then get_triples with relations it "
     "returned, in one session), and `ask` for the whole agent. Errors come back as tool results saying what to fix."
 )
 
@@ -67,6 +68,7 @@ class McpConfig:
     max_concurrent_calls: int = 4
     session_idle_timeout: float = 1800.0
     max_sessions: int = 1_000
+    warm: bool = True  # load the query embedder in the background at start (the first search would wait ~10 s)
 
 
 def _error(message: str) -> types.CallToolResult:
@@ -106,6 +108,16 @@ def _success(value: Any, max_chars: int) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=structured)
 
 
+def _warm(settings: Settings) -> None:
+    """Load the query embedder (a failure here only means the first search loads it, and reports it)."""
+    try:
+        from kgrag.rank.embedder import load_model
+
+        load_model(settings.embedder)
+    except Exception:  # noqa: BLE001
+        log.warning("warming the embedder failed; the first search will load it", exc_info=True)
+
+
 def _mcp_session(ctx: ServerRequestContext[Any, Any], transport: str) -> str | None:
     """The key of the caller's MCP session: the process on stdio, the ``Mcp-Session-Id`` on HTTP (None when the
     connection is stateless)."""
@@ -132,6 +144,8 @@ def build_server(config: McpConfig | None = None, settings: Settings | None = No
     @asynccontextmanager
     async def lifespan(_: Server[Any]) -> AsyncIterator[Resources]:
         limiter["calls"] = anyio.CapacityLimiter(config.max_concurrent_calls)
+        if config.warm:
+            threading.Thread(target=_warm, args=(resources.settings,), name="kgrag-mcp-warm", daemon=True).start()
         try:
             yield resources
         finally:

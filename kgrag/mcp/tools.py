@@ -9,7 +9,7 @@ validated by that model before anything runs. Each tool calls the same function 
 | `context_search`          | `KnSearchRequest`            | `kgrag.search.pipeline.context_search` (`…/kn/context_search`)        |
 | `query_object_instance`   | `ObjectInstanceQuery`        | `kgrag.agent.kn_tools.query_object_instance` (`…/kn/query_object_instance`) |
 | `query_instance_subgraph` | `InstanceSubgraphQuery`      | `kgrag.agent.kn_tools.query_instance_subgraph` (`…/kn/query_instance_subgraph`) |
-| `query`                   | `QueryRequest`               | `kgrag.modes.query.kg_query` (`/api/query`)                          |
+| `query_modes`             | `QueryRequest`               | `kgrag.modes.query.kg_query` (`/api/query`)                          |
 | `get_relations`           | `GetRelationsArgs`           | `KGSession.execute(GetRelations)` in the caller's KG session (`/api/kg/query`) |
 | `get_triples`             | `GetTriplesArgs`             | `KGSession.execute(GetTriples)` in the caller's KG session (`/api/kg/query`) |
 | `ask`                     | `AskArgs`                    | the agent graph, as `kgrag ask` runs it (`kgrag.cli._agent_answerer`) |
@@ -200,7 +200,7 @@ def _query_instance_subgraph(res: Resources, args: InstanceSubgraphQuery, _: Cal
     return query_instance_subgraph(res.network_store(), args)
 
 
-def _query(res: Resources, args: QueryRequest, _: CallScope) -> Any:
+def _query_modes(res: Resources, args: QueryRequest, _: CallScope) -> Any:
     return kg_query(args.query, res.network_store(), args.kn_id, args.param, res.llm()).model_dump(mode="json")
 
 
@@ -274,14 +274,15 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("query_instance_subgraph", "Query an instance subgraph",
              "Instances reached from start instances along a path of relation types, with the links walked.",
              InstanceSubgraphQuery, _query_instance_subgraph),
-    ToolSpec("query", "Query modes (local / global / hybrid / naive / mix / bypass)",
+    ToolSpec("query_modes", "Query modes (local / global / hybrid / naive / mix / bypass)",
              "LightRAG-style retrieval over a knowledge network in one mode and an answer (LLM when configured), or "
              "only the context / prompt (spec query-modes.md). Same body as POST /api/query.",
-             QueryRequest, _query),
+             QueryRequest, _query_modes),
     ToolSpec("get_relations", "KG tool: get_relations",
              "Relations of an entity in a prepared triple graph, ranked for the question (spec kg-tools.md §2). "
              "Runs in this MCP session's KG session: get_triples then accepts only relations it returned. "
-             "`text` is what the model reads.", GetRelationsArgs, _get_relations),
+             "`text` is what the model reads. On a stateless connection (no MCP session) pass `session_id`.",
+             GetRelationsArgs, _get_relations),
     ToolSpec("get_triples", "KG tool: get_triples",
              "Triples of an entity along up to 4 relations returned by get_relations in the same KG session, CVT "
              "nodes flattened (spec kg-tools.md §3). `text` is what the model reads.", GetTriplesArgs, _get_triples),
