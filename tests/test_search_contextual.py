@@ -1,9 +1,11 @@
 """Contextual recall (spec contextual-recall.md): the spec's two scenarios end to end, each stage's output, the
-session cache (counted SQL statements), the LLM path over the scripted server, the route and its 400s."""
+session cache (counted SQL statements), the LLM path over the scripted server, the route and its 400s — on SQLite
+and on PostgreSQL (``module_db_url``), same expected results."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
@@ -79,10 +81,11 @@ def network() -> tuple[KnowledgeNetwork, list[Instance], list[Link]]:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory) -> NetworkStore:
-    s = NetworkStore(f"sqlite:///{tmp_path_factory.mktemp('ctx') / 'kn.db'}")
+def store(module_db_url: str) -> Iterator[NetworkStore]:
+    s = NetworkStore(module_db_url)
     s.load(*network())
-    return s
+    yield s
+    s.close()
 
 
 def recall(store: NetworkStore, query: str, **kwargs):

@@ -1,4 +1,5 @@
-"""kn_search end to end on a real NetworkStore (SQLite + FTS5 + embeddings) with small networks built here."""
+"""kn_search end to end on a real NetworkStore (SQLite + FTS5 + embeddings, and PostgreSQL: ``module_db_url``)
+with small networks built here; the same expected results on both backends."""
 
 from __future__ import annotations
 
@@ -100,8 +101,8 @@ def embedder(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def store(embedder):
-    s = NetworkStore("sqlite://", embedder)
+def store(embedder, module_db_url):
+    s = NetworkStore(module_db_url, embedder)
     s.load(*_medical())
     s.load(KnowledgeNetwork(kn_id="empty", name="空网络"), [], [])
     yield s
@@ -293,8 +294,8 @@ def _big_network(n_objects=120, n_relations=5100) -> KnowledgeNetwork:
 
 
 @pytest.fixture(scope="module")
-def big_store(embedder):
-    s = NetworkStore("sqlite://", embedder)
+def big_store(embedder, module_db_url):
+    s = NetworkStore(module_db_url, embedder)
     start = time.perf_counter()
     s.load(_big_network(), [], [])
     assert time.perf_counter() - start < 120
