@@ -19,6 +19,7 @@ import random
 import socket
 import time
 import urllib.error
+from collections.abc import Mapping
 
 from SPARQLWrapper import JSON, POST, SPARQLWrapper
 from SPARQLWrapper.SPARQLExceptions import SPARQLWrapperException
@@ -105,16 +106,22 @@ class RemoteStore(GraphStore):
                 time.sleep(delay)
                 attempt += 1
 
-    def _check_complete(self, headers: dict) -> None:
-        """Virtuoso answers 200 with partial results when a limit cut them; say so instead."""
-        state = headers.get("X-SQL-State") or ""
-        if state:  # e.g. S1TAT: "Returning incomplete results, query interrupted by result timeout"
+    def _check_complete(self, headers: Mapping[str, str]) -> None:
+        """Virtuoso answers 200 with partial results when one of its limits cut them; raise instead.
+
+        ``X-SQL-State`` (e.g. ``S1TAT``, an anytime query stopped by ``MaxQueryExecutionTime``) and
+        ``X-SPARQL-MaxRows`` (the result reached ``[SPARQL] ResultSetMaxRows``; Virtuoso sends it also when a
+        LIMIT equals that maximum, which cannot be told apart from a cut) are Virtuoso's headers; other servers
+        do not send them."""
+        lower = {k.lower(): v for k, v in headers.items()}
+        state = lower.get("x-sql-state", "")
+        if state:
             raise SparqlError(f"SPARQL endpoint {self.endpoint} returned incomplete results ({state}: "
-                              f"{headers.get('X-SQL-Message', '')}); raise its MaxQueryExecutionTime or simplify")
-        max_rows = headers.get("X-SPARQL-MaxRows") or ""
+                              f"{lower.get('x-sql-message', '')}); raise its MaxQueryExecutionTime or simplify")
+        max_rows = lower.get("x-sparql-maxrows", "")
         if max_rows:
-            raise SparqlError(f"SPARQL endpoint {self.endpoint} truncated the results at {max_rows} rows "
-                              "(Virtuoso [SPARQL] ResultSetMaxRows); raise it or add a LIMIT")
+            raise SparqlError(f"SPARQL endpoint {self.endpoint} cut the results at {max_rows} rows (Virtuoso "
+                              "[SPARQL] ResultSetMaxRows in virtuoso.ini); raise it or ask for fewer rows")
 
     def select(self, query: str, timeout: float | None = None) -> list[Row]:
         result = self._request(query, timeout)

@@ -68,11 +68,14 @@ def virtuoso_available() -> bool:
 
 def virtuoso_ini(directory: Path, isql_port: int, http_port: int, dirs_allowed: Sequence[Path] = (),
                  number_of_buffers: int = 20_000, max_dirty_buffers: int = 15_000, threads: int = 1,
-                 query_timeout_s: int = 120) -> str:
+                 query_timeout_s: int = 120, result_max_rows: int = RESULT_MAX_ROWS,
+                 checkpoint_interval: int = 0) -> str:
     """The ``virtuoso.ini`` text for a database in ``directory`` served on 127.0.0.1 only.
 
     Buffers are 8 KiB pages (20,000 ≈ 160 MiB); for a big load set ``number_of_buffers`` to about
     RAM × 0.66 / 8 KiB and ``max_dirty_buffers`` to ¾ of it (see docs/freebase-virtuoso.md).
+    ``checkpoint_interval`` (minutes) 0: no automatic checkpoints (a throwaway server; :func:`bulk_load`
+    checkpoints after a load, and the transaction log replays anything later on restart).
     """
     d = Path(directory).resolve()
     allowed = ", ".join(dict.fromkeys([".", str(d), *(str(Path(p).resolve()) for p in dirs_allowed)]))
@@ -101,7 +104,7 @@ LiteMode                 = 0
 DisableUnixSocket        = 1
 DisableTcpSocket         = 0
 MaxClientConnections     = 20
-CheckpointInterval       = 60
+CheckpointInterval       = {checkpoint_interval}
 O_DIRECT                 = 0
 CaseMode                 = 2
 MaxStaticCursorRows      = 5000
@@ -150,7 +153,7 @@ SQL_QUERY_TIMEOUT  = 0
 SQL_TXN_TIMEOUT    = 0
 
 [SPARQL]
-ResultSetMaxRows           = {RESULT_MAX_ROWS}
+ResultSetMaxRows           = {result_max_rows}
 MaxQueryCostEstimationTime = 400
 MaxQueryExecutionTime      = {query_timeout_s}
 DefaultGraph               = {DEFAULT_GRAPH}
@@ -246,7 +249,8 @@ def _sparql_answers(url: str, timeout: float) -> bool:
 
 def start_virtuoso(directory: Path, isql_port: int | None = None, http_port: int | None = None,
                    dirs_allowed: Sequence[Path] = (), number_of_buffers: int = 20_000,
-                   max_dirty_buffers: int = 15_000, threads: int = 1, timeout: float = 90.0) -> VirtuosoServer:
+                   max_dirty_buffers: int = 15_000, threads: int = 1, result_max_rows: int = RESULT_MAX_ROWS,
+                   timeout: float = 90.0) -> VirtuosoServer:
     """Start Virtuoso on the database in ``directory`` (created if new); returns once ``/sparql`` answers."""
     directory = Path(directory).resolve()
     (directory / "vsp").mkdir(parents=True, exist_ok=True)
@@ -254,7 +258,7 @@ def start_virtuoso(directory: Path, isql_port: int | None = None, http_port: int
     http_port = http_port or free_port()
     ini = directory / "virtuoso.ini"
     ini.write_text(virtuoso_ini(directory, isql_port, http_port, dirs_allowed, number_of_buffers,
-                                max_dirty_buffers, threads), encoding="utf-8")
+                                max_dirty_buffers, threads, result_max_rows=result_max_rows), encoding="utf-8")
     (directory / "virtuoso.lck").unlink(missing_ok=True)  # a killed server leaves its lock behind
     proc = subprocess.Popen([virtuoso_binary(), "+foreground", "+configfile", str(ini)], cwd=directory,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
