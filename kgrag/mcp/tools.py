@@ -140,7 +140,8 @@ class CallScope:
 class _KGToolArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    kg: str = Field("metaqa", max_length=50, description=f"prepared KG to query: one of {', '.join(NAMESPACES)}")
+    kg: str = Field("metaqa", max_length=50, description="prepared KG to query (kgrag prepare --dataset NAME)",
+                    json_schema_extra={"enum": list(NAMESPACES)})
     question: str = Field("", max_length=5_000,
                           description="the user's question (ranks the relations; read on the session's first call)")
     topics: list[Annotated[str, Field(max_length=500)]] = Field(
