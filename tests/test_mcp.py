@@ -221,15 +221,22 @@ def test_http_session_every_tool_and_kg_session_per_mcp_session(http_server: str
     own KG session; ending the MCP sessions drops their KG sessions."""
     names: list[str] = []
 
+    def live_kg_sessions() -> int:
+        return httpx.get(f"{http_server}/healthz", timeout=5).json()["kg_sessions"]
+
+    before = live_kg_sessions()
+
     async def body(client: Client) -> None:
         await check_tools_listed(client)
         await check_network_tools(client)
         names.append(await check_kg_session(client))
+        assert live_kg_sessions() == before + 1
 
     run(f"{http_server}/mcp", body, mode="legacy")
+    assert live_kg_sessions() == before  # the client's DELETE ended the MCP session and its KG session
     run(f"{http_server}/mcp", lambda c: check_kg_session(c), mode="legacy")  # a fresh session starts at call 1
     assert names[0].startswith("mcp:")
-    assert httpx.get(f"{http_server}/healthz", timeout=5).json()["kg_sessions"] == 0
+    assert live_kg_sessions() == before
 
 
 def test_http_stateless_needs_session_id_and_shares_it(http_server: str) -> None:

@@ -181,10 +181,8 @@ def build_server(config: McpConfig | None = None, settings: Settings | None = No
             return _error(_failure_message(spec.name, exc))
         return _success(value, config.max_result_chars)
 
-    server: Server[Any] = Server("kgrag", version=__version__, title="kgrag", instructions=INSTRUCTIONS,
-                                 lifespan=lifespan, on_list_tools=on_list_tools, on_call_tool=on_call_tool)
-    server.kgrag_resources = resources  # type: ignore[attr-defined]  # for build_http_app and tests
-    return server
+    return Server("kgrag", version=__version__, title="kgrag", instructions=INSTRUCTIONS, lifespan=lifespan,
+                  on_list_tools=on_list_tools, on_call_tool=on_call_tool)
 
 
 class _DropEndedSessions:
@@ -212,9 +210,9 @@ class _DropEndedSessions:
             self.resources.drop_mcp_session(f"mcp:{raw.decode('latin-1')}")
 
 
-def build_http_app(server: Server[Any], config: McpConfig, host: str = "127.0.0.1") -> ASGIApp:
-    """The streamable-HTTP ASGI app: ``/mcp`` (MCP) and ``/healthz``."""
-    resources: Resources = server.kgrag_resources  # type: ignore[attr-defined]
+def build_http_app(server: Server[Any], resources: Resources, config: McpConfig,
+                   host: str = "127.0.0.1") -> ASGIApp:
+    """The streamable-HTTP ASGI app of ``server`` (built on ``resources``): ``/mcp`` (MCP) and ``/healthz``."""
 
     async def healthz(_: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "version": __version__, "tools": [t.name for t in TOOLS],
@@ -228,11 +226,12 @@ def build_http_app(server: Server[Any], config: McpConfig, host: str = "127.0.0.
 
 def serve(config: McpConfig, host: str = "127.0.0.1", port: int = 8765) -> None:
     """Run until stopped: stdio until the client closes stdin, HTTP until interrupted."""
-    server = build_server(config)
+    resources = Resources(get_settings(), session_ttl=config.session_idle_timeout)
+    server = build_server(config, resources=resources)
     if config.transport == "http":
         import uvicorn
 
-        uvicorn.run(build_http_app(server, config, host), host=host, port=port, log_level="warning",
+        uvicorn.run(build_http_app(server, resources, config, host), host=host, port=port, log_level="warning",
                     timeout_graceful_shutdown=5)
         return
     from mcp.server.stdio import stdio_server
