@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Request
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from kgrag.tools.factory import NAMESPACES, open_session
 from kgrag.tools.sessions import SessionConflict, SessionStore
@@ -18,10 +18,19 @@ SessionId = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:-]{1,128}$", descriptio
 class KGQueryRequest(BaseModel):
     session_id: SessionId
     query: str = Field(max_length=20_000, description='raw model output: <kg-query>get_relations("…")</kg-query>')
-    kg: str = Field("metaqa", description="prepared dataset whose store to query (demo, metaqa, …)")
+    kg: str = Field("metaqa", description="prepared dataset whose store to query (demo, metaqa, …)",
+                    json_schema_extra={"enum": list(NAMESPACES)})
     question: str = Field("", max_length=5_000, description="the question (first call of a session only)")
     topics: list[Annotated[str, Field(max_length=500)]] = Field(default_factory=list, max_length=20,
                                                                 description="topic entities (names or ids)")
+
+    @field_validator("kg")
+    @classmethod
+    def _known_kg(cls, kg: str) -> str:
+        """An unknown kg is a validation error (422 with the standard body), before any store is touched."""
+        if kg not in NAMESPACES:
+            raise ValueError(f"unknown kg {kg!r}; choose one of {', '.join(NAMESPACES)}")
+        return kg
 
 
 class KGQueryResponse(BaseModel):
@@ -39,7 +48,13 @@ def _sessions(request: Request) -> SessionStore:
     return store
 
 
-@router.post("/query", response_model=KGQueryResponse)
+#: OpenAPI links: the session a query made is the one the trace and drop routes take (stateful API testing)
+SESSION_LINKS = {"links": {
+    name: {"operationId": op, "parameters": {"session_id": "$response.body#/session_id"}}
+    for name, op in (("SessionTrace", "session_trace"), ("DropSession", "drop_session"))}}
+
+
+@router.post("/query", response_model=KGQueryResponse, responses={200: SESSION_LINKS})
 def kg_query(body: KGQueryRequest, request: Request) -> KGQueryResponse:
     """Run one query in the session ``session_id`` (created on first use, expires when idle)."""
     if body.kg not in NAMESPACES:
@@ -61,7 +76,7 @@ def kg_query(body: KGQueryRequest, request: Request) -> KGQueryResponse:
     return KGQueryResponse(session_id=body.session_id, created=created, call_number=calls, text=text, trace=records)
 
 
-@router.get("/sessions/{session_id}/trace")
+@router.get("/sessions/{session_id}/trace", operation_id="session_trace")
 def session_trace(session_id: SessionId, request: Request) -> dict[str, Any]:
     """The whole trace of a live session."""
     entry = _sessions(request).get(session_id)
@@ -71,7 +86,7 @@ def session_trace(session_id: SessionId, request: Request) -> dict[str, Any]:
         return {"session_id": session_id, "kg": entry.kg, "calls": entry.session.calls, "trace": list(entry.session.trace)}
 
 
-@router.delete("/sessions/{session_id}")
+@router.delete("/sessions/{session_id}", operation_id="drop_session")
 def drop_session(session_id: SessionId, request: Request) -> dict[str, Any]:
     """End a session now."""
     if not _sessions(request).drop(session_id):
