@@ -572,3 +572,104 @@ def test_store_with_the_old_inline_text_index_is_migrated(tmp_path: Path, kn_emb
     con = sqlite3.connect(db)
     con.execute("INSERT INTO kn_text(kn_text) VALUES ('integrity-check')")  # raises if index != rows
     con.close()
+
+
+def wide_network(kn_id: str, n: int) -> tuple[KnowledgeNetwork, list[Instance], list[Link]]:
+    """An ASCII network of ``n`` items and ``n`` links (no knn field: its load is SQL writes, not embeddings)."""
+    words = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta", "lambda", "zeta", "iota"]
+    item = ObjectType(id="Item", name="item", comment="a catalogue item", data_properties=[
+        DataProperty(name="name", condition_operations=["match", "=="]),
+        DataProperty(name="desc", type="text", condition_operations=["match"])])
+    tag = ObjectType(id="Tag", name="tag", comment="a label of items",
+                     data_properties=[DataProperty(name="name", condition_operations=["match", "=="])])
+    network = KnowledgeNetwork(kn_id=kn_id, name=f"wide {kn_id}", object_types=[item, tag], relation_types=[
+        RelationType(id="tagged", name="tagged", comment="item carries tag", source_object_type_id="Item",
+                     target_object_type_id="Tag")])
+    instances = [Instance(object_type_id="Tag", id=f"tag{j}", properties={"name": w}) for j, w in enumerate(words)]
+    instances += [
+        Instance(object_type_id="Item", id=f"item{i:05d}", properties={
+            "name": f"{words[i % 11]} {words[i % 7]} part {i}",
+            "desc": " ".join(f"{words[(i * k) % 11]}{k}" for k in range(1, 30))})
+        for i in range(n)
+    ]
+    links = [Link(relation_type_id="tagged", source_id=f"item{i:05d}", target_id=f"tag{i % 11}") for i in range(n)]
+    return network, instances, links
+
+
+def test_concurrent_loads_of_two_networks_while_searching(db_url: str, kn_embedder: Embedder) -> None:
+    """Two loads of different networks at the same time (separate stores, as two workers would be) while kn_search
+    and match queries run on both: no query errors, every answer equals the one before (readers see the old or
+    the new version, never a half-written one), and both networks end with the counts of a sequential load."""
+    import threading
+    import time
+
+    from kgrag.search import KnSearchRequest, kn_search
+
+    nets = {"wa": wide_network("wa", 2000), "wb": wide_network("wb", 1500)}
+    first = NetworkStore(db_url, embedder=kn_embedder)
+    sequential = {kn: first.load(*net) for kn, net in nets.items()}
+    counts = {kn: (first.count_instances(kn), first.count_links(kn)) for kn in nets}
+    versions = {kn: first.network_version(kn) for kn in nets}
+    queries = [("wa", "alpha beta part 7"), ("wb", "gamma1 delta2"), ("wa", "omega tagged"), ("wb", "kappa part")]
+
+    def answer(store: NetworkStore, kn: str, q: str) -> tuple:
+        resp = kn_search(KnSearchRequest(query=q, kn_id=kn), store, reranker=None)
+        match = store.query_instances(kn, "Item", Condition(operation="match", field="*", value=q), 10)
+        nodes = [(n.object_type_id, n.instance_name, n.score) for n in resp.nodes]
+        return nodes, [o.concept_id for o in resp.object_types], [(h.id, h.score) for h in match]
+
+    reader = NetworkStore(db_url, embedder=kn_embedder)
+    expected = {(kn, q): answer(reader, kn, q) for kn, q in queries}
+    assert all(e[0] and e[2] for e in expected.values())
+    loaders = [NetworkStore(db_url, embedder=kn_embedder) for _ in nets]
+    errors: list[BaseException] = []
+    mismatches: list[tuple] = []
+    done = threading.Event()
+    answered = [0]
+    windows: dict[str, tuple[float, float]] = {}
+    stats: dict[str, object] = {}
+
+    def load(store: NetworkStore, kn: str) -> None:
+        start = time.perf_counter()
+        try:
+            stats[kn] = store.load(*nets[kn])
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+        windows[kn] = (start, time.perf_counter())
+
+    def search() -> None:
+        while not done.is_set():
+            for kn, q in queries:
+                try:
+                    got = answer(reader, kn, q)
+                except BaseException as exc:  # noqa: BLE001
+                    errors.append(exc)
+                    return
+                answered[0] += 1
+                if got != expected[(kn, q)]:
+                    mismatches.append((kn, q, got))
+
+    threads = [threading.Thread(target=load, args=(s, kn)) for s, kn in zip(loaders, nets, strict=True)]
+    searcher = threading.Thread(target=search)
+    searcher.start()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=300)
+    done.set()
+    searcher.join(timeout=120)
+    assert not errors, errors
+    assert not mismatches, mismatches[:3]
+    assert answered[0] >= len(queries)
+    (a0, a1), (b0, b1) = windows["wa"], windows["wb"]
+    assert a0 < b1 and b0 < a1  # the loads ran at the same time
+    time.sleep(reader.SCHEMA_RECHECK_SECONDS + 0.1)  # the reader trusts its cached versions that long
+    for kn in nets:
+        assert reader.network_version(kn) != versions[kn]  # both loads committed
+        assert (reader.count_instances(kn), reader.count_links(kn)) == counts[kn]
+        got, want = stats[kn], sequential[kn]
+        assert (got.instances, got.links, got.text_rows, got.vectors) == (
+            want.instances, want.links, want.text_rows, want.vectors)
+    assert {kn: answer(reader, kn, q) for kn, q in queries} == {kn: expected[(kn, q)] for kn, q in queries}
+    for s in (first, reader, *loaders):
+        s.close()

@@ -2,8 +2,10 @@
 to list networks and their types.
 
 Bad input is a 400 with ``{"error": …, "field": …}`` (missing/blank ``query`` or ``kn_id``, malformed JSON, an
-invalid ``x-account-type``); an unknown ``kn_id`` is a 404; a backend failure is a 500 with a message, never a
-stack trace. Instance-recall failures are not errors: the concepts come back with a ``message`` (spec rule 4).
+invalid ``x-account-type``); an unknown ``kn_id`` is a 404; a database that cannot be reached (down, restarting,
+refusing connections) is a 503 ``{"error": "… database unavailable …"}`` and the next request tries again; another
+backend failure is a 500 with a message, never a stack trace. Instance-recall failures are not errors: the
+concepts come back with a ``message`` (spec rule 4).
 Responses are cached per network version (:mod:`kgrag.search.cache`, ``KGRAG_KN_SEARCH_CACHE_SIZE``).
 """
 
@@ -17,6 +19,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import InterfaceError, OperationalError
 
 from kgrag.network.service import NetworkNotFound
 from kgrag.search.cache import KnSearchCache
@@ -30,6 +33,7 @@ ERRORS = {
     400: {"description": "invalid request (the field is named)"},
     404: {"description": "unknown kn_id"},
     500: {"description": "backend failure"},
+    503: {"description": "database unavailable"},
 }
 
 
@@ -63,6 +67,11 @@ def answer_or_error(name: str, kn_id: str, search: Callable[[], Any]) -> Any:
         raise HTTPException(404, f"knowledge network {kn_id!r} not found") from exc
     except ValueError as exc:  # attribute_conditions naming an unknown object type or attribute
         return _bad_request(str(exc), "attribute_conditions" if "attribute_conditions" in str(exc) else None)
+    except (OperationalError, InterfaceError) as exc:  # no connection to the database (pool_pre_ping retries)
+        orig = exc.orig if exc.orig is not None else exc
+        log.warning("%s: database unavailable: %s", name, orig)
+        reason = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
+        return JSONResponse(status_code=503, content={"error": f"{name} failed: database unavailable ({reason})"})
     except Exception as exc:  # noqa: BLE001 - a backend failure: a message, never a stack trace
         log.exception("%s failed", name)
         return JSONResponse(status_code=500, content={"error": f"{name} failed: {type(exc).__name__}: {exc}"})
@@ -77,10 +86,10 @@ def kn_search_route(
     x_account_type: Annotated[AccountType | None, Header()] = None,
 ) -> Any:
     """Concept recall (object, relation and action types) and semantic instance recall for ``query`` on ``kn_id``."""
-    service = network_service(request)
     cache: KnSearchCache | None = getattr(request.app.state, "kn_search_cache", None)
 
     def run() -> Any:
+        service = network_service(request)  # inside the error contract: opening it needs the database
         version = getattr(service, "network_version", None)
         if cache is None or version is None:
             return kn_search(search, service)
@@ -100,8 +109,8 @@ def context_search_route(
     """kn_search plus ``contextual_knowledge`` (spec contextual-recall.md): how the question's keywords, attribute
     values and relations are stored. Same request as kn_search; with a ``session_id`` later turns only recall
     what is new."""
-    service = network_service(request)
-    return answer_or_error("context_search", search.kn_id, lambda: context_search(search, service))
+    return answer_or_error("context_search", search.kn_id,
+                           lambda: context_search(search, network_service(request)))
 
 
 async def validation_error_as_400(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -5,7 +5,9 @@ this module knows nothing of contextual recall.
 
 Main flow (§3.1): merge config → concept recall → ``only_schema`` stops here → no object types: message
 「未召回到相关概念，无法进行实例检索」 → semantic instance recall (+ property filter); no nodes: message
-「未检索到符合条件的实例数据」; instance recall raising: concepts returned, nodes empty, the message says why.
+「未检索到符合条件的实例数据」; instance recall raising: concepts returned, nodes empty, the message says why —
+except a database that cannot be reached (SQLAlchemy ``OperationalError``/``InterfaceError``), which propagates
+(the HTTP route answers 503).
 An unknown ``kn_id`` raises :class:`kgrag.network.service.NetworkNotFound` (the route answers 404).
 """
 
@@ -15,6 +17,8 @@ import logging
 from enum import Enum
 from functools import lru_cache
 from typing import Final, Literal
+
+from sqlalchemy.exc import InterfaceError, OperationalError
 
 from kgrag.network.service import OntologyService
 from kgrag.rank.rerank import EmbeddingReranker, Reranker
@@ -82,6 +86,8 @@ def recall_concepts_and_instances(
     try:
         nodes = recall_instances(service, request.kn_id, request.query, concepts.object_types,
                                  config.semantic_instance_retrieval, config.property_filter)
+    except (OperationalError, InterfaceError):  # the database is unreachable: the route's 503, not a recall result
+        raise
     except Exception as exc:  # noqa: BLE001 - rule 4: concepts are still returned
         log.warning("semantic instance recall failed for %s: %s: %s", request.kn_id, type(exc).__name__, exc)
         response.message = f"{MSG_INSTANCE_FAILED}{type(exc).__name__}: {exc}"

@@ -71,8 +71,12 @@ class StoreCore:
         self._embedder = embedder
         self.engine = self._make_engine(db_url)
         self.dialect = self.engine.dialect.name
-        with self.engine.begin() as conn:
-            t.create_schema(conn)
+        try:
+            with self.engine.begin() as conn:
+                t.create_schema(conn)
+        except Exception:
+            self.engine.dispose()  # a database that cannot be reached: no pool left behind
+            raise
         self._lock = threading.RLock()
         self._schemas: dict[str, tuple[str, KnowledgeNetwork, dict[str, ObjectType]]] = {}
         self._checked: dict[str, float] = {}  # kn_id -> monotonic time its cached version was last confirmed
