@@ -70,12 +70,16 @@ def traced(node: str) -> Callable[[Callable[[AgentState, AgentRun], tuple[Update
 
 
 def question_problem(question: object, settings: AgentSettings) -> str | None:
-    """Why a turn's question is refused (empty, too long), or None."""
+    """Why a turn's question is refused (empty, too long, not valid Unicode text), or None."""
     if not isinstance(question, str) or not question.strip():
         return "the question is empty"
     if len(question) > settings.max_question_chars:
         return (f"the question has {len(question)} characters; at most {settings.max_question_chars} are "
                 "accepted")
+    try:  # a lone surrogate (JSON allows "\ud800") is no character: the searches would fail on it
+        question.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"the question is not valid Unicode text (a lone surrogate at character {exc.start})"
     return None
 
 
