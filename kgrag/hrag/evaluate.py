@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from kgrag.config import Settings
-from kgrag.fileio import png_data_url
+from kgrag.fileio import atomic_write, png_data_url
 from kgrag.graph.csr import CSRGraph
 from kgrag.hrag import pipeline
 from kgrag.hrag.chains import ChainPrior, ChainWalker, chain_candidates
@@ -113,10 +113,11 @@ def write_report(folder: Path, name: str, evaluation: Evaluation, title: str) ->
     """``<name>.json`` (report + throughput), ``<name>.md`` (table) and ``<name>.png`` (recall vs K) in ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = {"json": folder / f"{name}.json", "md": folder / f"{name}.md", "png": folder / f"{name}.png"}
-    paths["json"].write_text(json.dumps({"report": evaluation.report, "score_seconds": evaluation.score_seconds,
-                                         "triples_scored": int(evaluation.scores.size),
-                                         "triples_per_second": evaluation.triples_per_second}, indent=1))
-    paths["md"].write_text(f"# {title}\n\n{report_table(evaluation.report)}\n")
+    report = json.dumps({"report": evaluation.report, "score_seconds": evaluation.score_seconds,
+                         "triples_scored": int(evaluation.scores.size),
+                         "triples_per_second": evaluation.triples_per_second}, indent=1)
+    atomic_write(paths["json"], lambda tmp: tmp.write_text(report))
+    atomic_write(paths["md"], lambda tmp: tmp.write_text(f"# {title}\n\n{report_table(evaluation.report)}\n"))
     plot_recall(evaluation.report, paths["png"], title)
     return paths
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kgrag.fileio import atomic_write
 from kgrag.graph.csr import CSRGraph
 from kgrag.hrag.samples import RetrievalSamples
 
@@ -159,7 +160,8 @@ def save_figure(fig, path: Path, title: str) -> Path:
     fig.suptitle(title)
     fig.tight_layout()
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    try:
+        atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=100, format="png"))
+    finally:
+        plt.close(fig)
     return path

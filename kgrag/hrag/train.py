@@ -10,7 +10,6 @@ history): a killed run restarts from its last finished epoch.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from kgrag.fileio import atomic_write
 from kgrag.graph.csr import CSRGraph
 from kgrag.hrag.config import RetrieverConfig
 from kgrag.hrag.metrics import recall_report
@@ -41,10 +41,19 @@ class TrainResult:
 
 
 def save_checkpoint(obj: dict, path: Path) -> None:
-    """``torch.save`` to a temp file beside ``path``, then moved into place (a kill never leaves half a file)."""
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
+    """``torch.save`` to a temp file beside ``path``, then moved into place (a kill never leaves half a file; a
+    failed write — disk full — leaves the previous checkpoint and no temp file)."""
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as fh:
+            try:
+                torch.save(obj, fh)
+            except RuntimeError as exc:  # torch's zip writer hides the OS error (ENOSPC, EFBIG) behind its own
+                cause = exc.__context__
+                if isinstance(cause, OSError):
+                    raise OSError(cause.errno, f"could not write checkpoint {path}: {cause.strerror}") from exc
+                raise
+
+    atomic_write(path, write)
 
 
 def restore_model(path: Path, build: Callable[[dict], nn.Module]) -> tuple[nn.Module, dict]:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from kgrag.fileio import atomic_write, write_json
 
 
 def summary_rows(dataset: str, graph: dict, store: dict, questions: dict) -> list[tuple[str, str]]:
@@ -43,7 +44,7 @@ def write_summary(out_dir: Path, dataset: str, graph: dict, store: dict, questio
     """Write ``summary.md`` and ``summary.json``; return the markdown."""
     rows = summary_rows(dataset, graph, store, questions)
     markdown = f"# Data prep: {dataset}\n\n" + summary_markdown(rows)
-    (out_dir / "summary.md").write_text(markdown, encoding="utf-8")
+    atomic_write(out_dir / "summary.md", lambda tmp: tmp.write_text(markdown, encoding="utf-8"))
     payload = {"dataset": dataset, "graph": graph, "store": store, "questions": questions}
-    (out_dir / "summary.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False), encoding="utf-8")
+    write_json(out_dir / "summary.json", payload, indent=2)
     return markdown

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from kgrag.config import Settings
+from kgrag.fileio import atomic_write
 from kgrag.graph.csr import CSRGraph
 from kgrag.hrag import pipeline as retrieval
 from kgrag.hrag.g_agent import GAgentSplit
@@ -93,7 +94,8 @@ def flat_figures(report: dict[str, dict]) -> dict[str, float | int]:
 def write_answers_report(folder: Path, name: str, report: dict[str, dict], extra: dict) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"answers_{name}.json"
-    path.write_text(json.dumps({"report": report, **extra}, indent=1, default=str))
+    text = json.dumps({"report": report, **extra}, indent=1, default=str)
+    atomic_write(path, lambda tmp: tmp.write_text(text))
     return path
 
 
