@@ -3,7 +3,9 @@
 
 Storage (see :mod:`kgrag.network.tables`): schema rows, instances with JSON properties, links, an FTS5 text index
 (jieba tokens) for ``match`` and float32 embeddings for ``knn``. SQLite is the default (``Settings.db_url``);
-the SQL is portable and PostgreSQL is the scale path (text index as ``tsvector``, vectors in pgvector).
+PostgreSQL (``postgresql+psycopg://…``) is the scale path and gives the same results: a GIN index over the stored
+tokens with FTS5's bm25 computed in SQL, exact float32 vectors in ``bytea`` (no pgvector in Debian bookworm), see
+:mod:`kgrag.network.tables` and :mod:`kgrag.network.store.index`.
 
 :class:`NetworkStore` is composed by job, one module each:
 
