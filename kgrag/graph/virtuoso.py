@@ -18,7 +18,7 @@ Contract:
 
 Query it with :class:`~kgrag.graph.remote_store.RemoteStore` (``url``, ``graph=<graph IRI>``).
 
-Run: ``python -c "from kgrag.graph.virtuoso import virtuoso_server as v; s = v().__enter__(); print(s.url); s.stop()"``
+Run: ``python -c "exec('from kgrag.graph.virtuoso import virtuoso_server\\nwith virtuoso_server() as s: print(s.url)')"``
 """
 
 from __future__ import annotations
