@@ -23,8 +23,8 @@ token per (kn_id, kind, type_id, field) (:func:`scope_token`), so a query ANDs t
 inside the FTS index (``scope : ("s…" OR "s…") AND text : ("t1" OR "t2")``) instead of filtering every match of a
 common term across all networks and fields.
 
-On PostgreSQL ``kn_text_rows`` gets a GIN index on ``string_to_array(text, ' ')`` (the stored tokens, so a query
-token matches a stored token exactly, as in FTS5) and a btree on ``scope``; ``kn_text_terms`` (PostgreSQL only)
+On PostgreSQL ``kn_text_rows`` gets a GIN index on ``string_to_array(translate(text, '.', ' '), ' ')`` (the
+stored tokens as FTS5 splits them, so a query term matches a stored term exactly, as in FTS5) and a btree on ``scope``; ``kn_text_terms`` (PostgreSQL only)
 holds, per network, how many text rows hold each token, plus one row with token ``''`` giving the network's text
 rows and their total tokens: the document frequencies and lengths FTS5 keeps in its index, from which
 :mod:`kgrag.network.store.index` computes FTS5's own ``bm25()`` so both backends rank alike. Vectors stay exact
@@ -236,6 +236,7 @@ def create_schema(conn: Connection) -> None:
     elif conn.dialect.name == "postgresql":
         pg_metadata.create_all(conn)
         conn.exec_driver_sql(
-            "CREATE INDEX IF NOT EXISTS ix_kn_text_tokens ON kn_text_rows USING GIN (string_to_array(text, ' '))"
+            "CREATE INDEX IF NOT EXISTS ix_kn_text_terms ON kn_text_rows "
+            "USING GIN (string_to_array(translate(text, '.', ' '), ' '))"
         )
         conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_kn_text_scope ON kn_text_rows (scope)")

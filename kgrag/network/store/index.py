@@ -4,8 +4,10 @@ Contract: :meth:`IndexMixin.match_scores` ranks FTS5 rows (jieba tokens of :func
 scores them in (0, 1]; on PostgreSQL it computes the same ranking — FTS5's ``bm25()`` (k1 = 1.2, b = 0.75, IDF
 and average length over the whole text index, the row's length counting its scope token) in SQL, over a GIN
 index of the stored tokens and the term statistics of ``kn_text_terms`` — so both backends return the same
-items and scores (ties broken by row id on both). One difference remains: FTS5 splits a stored token that holds
-punctuation (``3.5``) into a phrase of its parts, PostgreSQL matches it whole. :meth:`IndexMixin.knn_scores` is
+items and scores (ties broken by row id on both). Index tokens hold letters and digits, plus the ``.`` of decimals
+(``3.5``), which FTS5's tokenizer splits: PostgreSQL splits them too (:func:`fts_terms`), so document lengths,
+term frequencies and document frequencies are FTS5's. One difference remains: a decimal in the *query* is the
+phrase ``"3 5"`` for FTS5 and its two terms ORed on PostgreSQL. :meth:`IndexMixin.knn_scores` is
 exact cosine with numpy over the float32 vectors of one (network, kind, type), loaded lazily and cached per
 network version (on PostgreSQL too: ``bytea`` blobs, no pgvector — it is not packaged for Debian bookworm); :meth:`IndexMixin.representable` says which
 texts the embedder can embed (others get no vector, and a knn query made of them returns nothing). Type search
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sqlalchemy import Float, Text, any_, bindparam, case, func, literal, literal_column, select, text
+from sqlalchemy import Float, Text, any_, bindparam, case, cast, func, literal, literal_column, select, text
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from kgrag.network import tables as t
@@ -60,6 +62,13 @@ _K1, _B = 1.2, 0.75
 def _float(value: float) -> Any:
     """A bound double-precision parameter (PostgreSQL would read a plain literal as ``numeric``)."""
     return literal(value, Float(precision=53))
+
+
+def fts_terms(text_value: str) -> list[str]:
+    """The terms FTS5's ``unicode61`` tokenizer makes of an index text (space-joined :func:`index_tokens`):
+    split on spaces and on the ``.`` of decimals — the same split as PostgreSQL's
+    ``string_to_array(translate(text, '.', ' '), ' ')``."""
+    return [term for term in text_value.replace(".", " ").split(" ") if term]
 
 
 def fts_query(tokens: Sequence[str]) -> str:
@@ -140,6 +149,7 @@ class IndexMixin(StoreCore):
         tt, ti = t.text_terms, t.text_index
         # one snapshot for the statistics and the rows (a concurrent load commits before or after both)
         with self.engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn, conn.begin():
+            tokens = list(dict.fromkeys(term for tok in tokens for term in fts_terms(tok)))
             stats = {r.token: (int(r.rows), int(r.tokens)) for r in conn.execute(
                 select(tt.c.token, func.sum(tt.c.rows).label("rows"), func.sum(tt.c.tokens).label("tokens"))
                 .where(tt.c.token.in_(["", *tokens])).group_by(tt.c.token))}
@@ -148,7 +158,8 @@ class IndexMixin(StoreCore):
             if not n_rows or not present:
                 return []
             avgdl = float(n_tokens + n_rows) / float(n_rows)  # FTS5 counts each row's scope token too
-            arr = func.string_to_array(ti.c.text, literal_column("' '"), type_=ARRAY(Text))
+            split = func.translate(ti.c.text, literal_column("'.'"), literal_column("' '"))
+            arr = func.string_to_array(split, literal_column("' '"), type_=ARRAY(Text))
             rows = (
                 select(ti.c.id, ti.c.item_id, ti.c.field, ti.c.text, arr.label("arr"))
                 .where(ti.c.scope.in_(scopes), arr.overlap(bindparam("tokens", present, type_=ARRAY(Text))))
@@ -156,9 +167,7 @@ class IndexMixin(StoreCore):
                 .subquery()
             )
             length = func.cardinality(rows.c.arr) + 1
-            tf_part = _float(1.0 * (_K1 + 1.0)) / (
-                _float(1.0) + _float(_K1) * (_float(1 - _B) + (_float(_B) * length) / _float(avgdl))
-            )
+            norm = _float(_K1) * (_float(1 - _B) + (_float(_B) * length) / _float(avgdl))
             score: Any = _float(0.0)
             for tok in tokens:  # the query's order, as FTS5 sums its phrases
                 if tok not in stats:
@@ -166,7 +175,10 @@ class IndexMixin(StoreCore):
                 hits = stats[tok][0]
                 idf = math.log((n_rows - hits + 0.5) / (hits + 0.5))
                 idf = idf if idf > 0.0 else 1e-6
-                score = score + case((literal(tok, Text) == any_(rows.c.arr), _float(idf) * tf_part),
+                freq = func.coalesce(func.cardinality(func.array_positions(rows.c.arr, literal(tok, Text))), 0)
+                freq = cast(freq, Float(precision=53))  # FTS5's aFreq: the term's occurrences in the row
+                score = score + case((literal(tok, Text) == any_(rows.c.arr),
+                                      _float(idf) * ((freq * _float(_K1 + 1.0)) / (freq + norm))),
                                      else_=_float(0.0))
             rank = (_float(-1.0) * score).label("rank")
             stmt = (select(rows.c.item_id, rows.c.field, rows.c.text, rank)

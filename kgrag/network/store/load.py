@@ -28,7 +28,7 @@ from sqlalchemy.engine import Connection
 from kgrag.network import tables as t
 from kgrag.network.chunking import chunk_instances
 from kgrag.network.model import Instance, KnowledgeNetwork, Link, ObjectType
-from kgrag.network.store.index import IndexMixin, index_tokens
+from kgrag.network.store.index import IndexMixin, fts_terms, index_tokens
 from kgrag.rank.tokens import TokenCounter
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -76,7 +76,7 @@ def _term_rows(kn_id: str, text_rows: list[dict[str, Any]]) -> list[dict[str, An
     frequency: Counter[str] = Counter()
     total = 0
     for row in text_rows:
-        tokens = row["text"].split(" ")
+        tokens = fts_terms(row["text"])
         total += len(tokens)
         frequency.update(set(tokens))
     out = [{"token": "", "kn_id": kn_id, "rows": len(text_rows), "tokens": total}]
