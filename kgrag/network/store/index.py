@@ -175,8 +175,11 @@ class IndexMixin(StoreCore):
                 hits = stats[tok][0]
                 idf = math.log((n_rows - hits + 0.5) / (hits + 0.5))
                 idf = idf if idf > 0.0 else 1e-6
-                freq = func.coalesce(func.cardinality(func.array_positions(rows.c.arr, literal(tok, Text))), 0)
-                freq = cast(freq, Float(precision=53))  # FTS5's aFreq: the term's occurrences in the row
+                if tok.isdigit():  # FTS5's aFreq: a digit run may recur in a row (the parts of decimals)
+                    freq: Any = cast(func.cardinality(func.array_positions(rows.c.arr, literal(tok, Text))),
+                                     Float(precision=53))
+                else:  # index tokens are unique per row and only decimals split: once, when present
+                    freq = _float(1.0)
                 score = score + case((literal(tok, Text) == any_(rows.c.arr),
                                       _float(idf) * ((freq * _float(_K1 + 1.0)) / (freq + norm))),
                                      else_=_float(0.0))
