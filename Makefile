@@ -19,7 +19,8 @@ export LANGSMITH_TRACING := false
 install: $(STAMP)
 
 # (Re)install when the venv is missing or the package definition / pins changed.
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml constraints.txt scripts/system_packages.sh
+	bash scripts/system_packages.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev,agent]"
