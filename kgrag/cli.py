@@ -296,10 +296,15 @@ def serve(
     host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
     workers: Annotated[int, typer.Option(min=1, help="Server processes (each opens its own stores).")] = 1,
+    warm: Annotated[bool, typer.Option("--warm/--no-warm", help="Warm every network's search path in the "
+                                       "background at start (models, vector indexes, rerank documents).")] = True,
 ) -> None:
-    """Serve every HTTP route of the project (FastAPI + uvicorn); GET /healthz answers 200 once stores are open."""
+    """Serve every HTTP route of the project (FastAPI + uvicorn); GET /healthz answers 200 once stores are open
+    (and says ``"warming": true`` until the search path is warm)."""
     import uvicorn
 
+    os.environ["KGRAG_WARM_ON_START"] = "1" if warm else "0"  # the workers build their settings from it
+    get_settings.cache_clear()
     if workers > 1:  # uvicorn forks: each worker builds the app from the factory
         # split the cores between the workers' torch/BLAS thread pools (the query embedder): with every worker
         # using all cores, concurrent encodes oversubscribe the machine and each takes ~10x longer

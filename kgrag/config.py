@@ -82,6 +82,9 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=1 << 20, ge=1024, le=1 << 30)
     request_timeout: float = Field(default=60.0, gt=0, le=3600)
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list, max_length=100)
+    #: warm every network's search path in the background when the HTTP app starts (kgrag.search.warm);
+    #: ``kgrag serve`` turns it on (--no-warm: off)
+    warm_on_start: bool = False
     seed: int = 0
 
     @field_validator("cors_origins", mode="before")

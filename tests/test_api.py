@@ -53,6 +53,11 @@ def test_kgrag_serve_process_answers_healthz(work_settings):
             assert time.monotonic() < deadline, "kgrag serve did not answer /healthz"
             time.sleep(0.2)
         assert resp.json()["datasets"] == ["demo"]
+        while resp.json()["warming"]:  # kgrag serve warms the search path in the background, then says so
+            assert time.monotonic() < deadline + 120, "kgrag serve never finished warming"
+            time.sleep(0.5)
+            resp = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
+        assert resp.json()["warming"] is False
     finally:
         proc.terminate()
         proc.wait(timeout=20)

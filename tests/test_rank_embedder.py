@@ -166,3 +166,72 @@ def test_query_vectors_stay_in_memory_and_match_encode(model, counting, tmp_path
     calls = len(counting)
     assert embedder.encode_query("a brand new question") is first and len(counting) == calls  # memory hit
     assert sorted((tmp_path / "embeddings").rglob("shard-*")) == shards  # no query written to disk
+
+
+def test_concurrent_new_queries_share_model_calls(model, monkeypatch, tmp_path: Path) -> None:
+    """encode_query from many threads at once: queries that wait for the model go in one call together, and
+    each caller gets its own query's vector (to float rounding: a batch pads to its longest text)."""
+    import threading
+    import time
+
+    calls: list[list[str]] = []
+    original = model.encode
+
+    def slow_encode(texts, *args, **kwargs):
+        calls.append(list(texts))
+        time.sleep(0.2)  # long enough for the other threads to queue behind the first call
+        return original(texts, *args, **kwargs)
+
+    monkeypatch.setattr(model, "encode", slow_encode)
+    embedder = Embedder(cache_dir=tmp_path)
+    queries = [f"question number {i} about topic {i * 7}" for i in range(12)]
+    start = threading.Barrier(len(queries))
+    got: dict[str, np.ndarray] = {}
+
+    def ask(text: str) -> None:
+        start.wait()
+        got[text] = embedder.encode_query(text)
+
+    threads = [threading.Thread(target=ask, args=(q,)) for q in queries]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert sorted(t for call in calls for t in call) == sorted(queries)  # each query encoded exactly once
+    assert len(calls) < len(queries) and max(len(call) for call in calls) > 1
+    monkeypatch.setattr(model, "encode", original)
+    for text in queries:
+        assert np.allclose(got[text], Embedder().encode([text])[0], atol=1e-5)
+
+
+def test_a_failing_batched_call_fails_every_caller_it_carried(model, monkeypatch) -> None:
+    import threading
+    import time
+
+    original = model.encode
+
+    def broken(texts, *args, **kwargs):
+        time.sleep(0.2)
+        raise MemoryError("simulated")
+
+    monkeypatch.setattr(model, "encode", broken)
+    embedder = Embedder()
+    errors: list[BaseException] = []
+    start = threading.Barrier(4)
+
+    def ask(text: str) -> None:
+        start.wait()
+        try:
+            embedder.encode_query(text)
+        except BaseException as exc:  # noqa: BLE001 - the test collects what each caller saw
+            errors.append(exc)
+
+    threads = [threading.Thread(target=ask, args=(f"q{i}",)) for i in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len(errors) == 4 and all("simulated" in str(e) for e in errors)
+    monkeypatch.setattr(model, "encode", original)
+    assert embedder._pending == []  # nothing left queued: the next query runs normally
+    assert np.allclose(embedder.encode_query("q0"), Embedder().encode(["q0"])[0], atol=1e-5)

@@ -358,3 +358,29 @@ def test_kn_search_on_large_network_end_to_end(big_store, reranker):
     assert len(resp.relation_types) == 10
     assert {"patient", "hospital"} <= {o.concept_id for o in resp.object_types}
     assert resp.nodes == [] and resp.message == MSG_NO_INSTANCES  # no instances / searchable fields at all
+
+
+def test_warm_search_encodes_the_relation_documents_before_any_query(store, monkeypatch, tmp_path):
+    """After warm_search a never-seen query runs the model for the query only: every relation document of the
+    network was encoded at warm-up, in one call."""
+    from kgrag.search.warm import relation_documents, warm_search
+
+    network = store.get_network("med")
+    cold = Embedder(cache_dir=tmp_path)  # an empty cache: nothing encoded before the warm-up
+    cold_reranker = EmbeddingReranker(cold)
+    calls: list[list[str]] = []
+    original = cold._run_model_locked
+
+    def recording(model, texts, batch_size):
+        calls.append(list(texts))
+        return original(model, texts, batch_size)
+
+    monkeypatch.setattr(cold, "_run_model_locked", recording)
+    report = warm_search(store, cold_reranker, kn_ids=["med", "no-such-network"])
+    assert report["med"]["relation_documents"] == len(network.relation_types) == 3
+    assert report["no-such-network"]["error"].startswith("NetworkNotFound")  # reported, the others still warm
+    assert sorted(relation_documents(network)) == sorted(calls[0])  # one call for all of them
+    calls.clear()
+    query = "一个从没问过的问题：阿司匹林的副作用"
+    response = kn_search(_req(query), store, cold_reranker)
+    assert response.relation_types and calls == [[query]]

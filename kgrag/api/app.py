@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -20,6 +22,8 @@ from kgrag.prep.steps import DATASETS
 from kgrag.search.cache import KnSearchCache
 from kgrag.tools.sessions import SessionStore
 
+log = logging.getLogger(__name__)
+
 
 def open_prepared_stores(settings: Settings) -> dict[str, GraphStore]:
     """A store for every prepared dataset: its embedded store, or the SPARQL endpoint when one is configured
@@ -32,6 +36,19 @@ def open_prepared_stores(settings: Settings) -> dict[str, GraphStore]:
     return stores
 
 
+def _warm(app: FastAPI) -> None:
+    """Warm the knowledge-network search path (:func:`kgrag.search.warm.warm_search`); never raises."""
+    try:
+        from kgrag.search.warm import warm_search
+
+        report = warm_search(kn_search.app_network_store(app))
+        log.info("warm: %s", report)
+    except Exception:  # noqa: BLE001 - a cold start still serves (the database may be down: routes say 503)
+        log.warning("warming the search path failed; requests warm it as they come", exc_info=True)
+    finally:
+        app.state.warming = False
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
 
@@ -39,6 +56,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.stores = open_prepared_stores(settings)
         app.state.ready = True
+        if settings.warm_on_start:
+            app.state.warming = True
+            threading.Thread(target=_warm, args=(app,), name="kgrag-warm", daemon=True).start()
         try:
             yield
         finally:
@@ -55,6 +75,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="kgrag", version=__version__, lifespan=lifespan)
     app.state.settings = settings  # what the routes read (never get_settings())
     app.state.ready = False
+    app.state.warming = False
     app.state.stores = {}
     app.state.kg_sessions = SessionStore()
     app.state.kn_search_cache = KnSearchCache(settings.kn_search_cache_size)
@@ -76,10 +97,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.get("/healthz", tags=["ops"])
     def healthz(request: Request) -> dict:
-        """200 once the stores are open (503 before), with the datasets served."""
+        """200 once the stores are open (503 before), with the datasets served; ``warming`` is true while the
+        search path warms in the background (``KGRAG_WARM_ON_START``, on in ``kgrag serve``)."""
         if not request.app.state.ready:
             raise HTTPException(status_code=503, detail="stores are not open yet")
-        return {"status": "ok", "version": __version__, "datasets": sorted(request.app.state.stores)}
+        return {"status": "ok", "version": __version__, "datasets": sorted(request.app.state.stores),
+                "warming": request.app.state.warming}
 
     @app.get("/api/datasets", tags=["graph"])
     def datasets(request: Request) -> dict:

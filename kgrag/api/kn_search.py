@@ -12,11 +12,12 @@ Responses are cached per network version (:mod:`kgrag.search.cache`, ``KGRAG_KN_
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from enum import StrEnum
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, HTTPException, Request
+from fastapi import APIRouter, FastAPI, Header, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import InterfaceError, OperationalError
@@ -47,15 +48,26 @@ def _bad_request(message: str, field: str | None = None) -> JSONResponse:
     return JSONResponse(status_code=400, content={"error": message, "field": field})
 
 
-def network_service(request: Request) -> SearchStore:
-    """The app's knowledge-network store, opened lazily on first use on the database of the settings the app was
-    created with (``app.state.settings``)."""
-    service = getattr(request.app.state, "network_store", None)
-    if service is None:
-        from kgrag.network.store import NetworkStore
+_open_lock = threading.Lock()
 
-        service = request.app.state.network_store = NetworkStore(request.app.state.settings.db_url)
+
+def app_network_store(app: FastAPI) -> SearchStore:
+    """The app's knowledge-network store, opened once, on first use, on the database of the settings the app was
+    created with (``app.state.settings``)."""
+    service = getattr(app.state, "network_store", None)
+    if service is None:
+        with _open_lock:
+            service = getattr(app.state, "network_store", None)
+            if service is None:
+                from kgrag.network.store import NetworkStore
+
+                service = app.state.network_store = NetworkStore(app.state.settings.db_url)
     return service
+
+
+def network_service(request: Request) -> SearchStore:
+    """The store of the app serving ``request`` (:func:`app_network_store`)."""
+    return app_network_store(request.app)
 
 
 def answer_or_error(name: str, kn_id: str, search: Callable[[], Any]) -> Any:

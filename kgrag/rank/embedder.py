@@ -168,6 +168,30 @@ class _DiskCache:
                 (self.folder / f"{stem}{suffix}").unlink(missing_ok=True)
 
 
+class _PendingQuery:
+    """A query waiting for its vector (see :meth:`Embedder._encode_queries_together`)."""
+
+    __slots__ = ("done", "error", "text", "vector")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.vector: np.ndarray | None = None
+        self.error: BaseException | None = None
+        self.done = False
+
+    def set(self, vector: np.ndarray) -> None:
+        self.vector, self.done = vector, True
+
+    def fail(self, error: BaseException) -> None:
+        self.error, self.done = error, True
+
+    def result(self) -> np.ndarray:
+        if self.error is not None:
+            raise RuntimeError(f"encoding the query failed: {self.error}") from self.error
+        assert self.vector is not None
+        return self.vector
+
+
 class Embedder:
     """Encode texts into L2-normalised float32 vectors, with an optional on-disk cache.
 
@@ -194,6 +218,8 @@ class Embedder:
         self._cache = _DiskCache(self.cache_folder) if self.cache_folder is not None else None
         self._lock = threading.Lock()
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._pending: list[_PendingQuery] = []  # queries waiting for the model (encode_query)
+        self._pending_lock = threading.Lock()
         self._dim: int | None = None
 
     @classmethod
@@ -234,16 +260,51 @@ class Embedder:
     def _run_model(self, texts: list[str], batch_size: int) -> np.ndarray:
         model = self.model
         with _model_locks[(self.model_name, self.device)]:
-            vectors = model.encode(
-                texts,
-                batch_size=batch_size,
-                convert_to_numpy=True,
-                normalize_embeddings=True,
-                show_progress_bar=False,
-            )
+            return self._run_model_locked(model, texts, batch_size)
+
+    def _run_model_locked(self, model: SentenceTransformer, texts: list[str], batch_size: int) -> np.ndarray:
+        vectors = model.encode(
+            texts,
+            batch_size=batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
         self.stats.model_calls += 1
         self.stats.texts_encoded += len(texts)
         return np.asarray(vectors, dtype=np.float32)
+
+    #: most queries one model call encodes for concurrent callers (see :meth:`_encode_queries_together`)
+    QUERY_BATCH = 32
+
+    def _encode_queries_together(self, text: str) -> np.ndarray:
+        """One query's vector from the model, batched with the queries other threads are waiting on.
+
+        A request server asks for one query at a time from many threads; the model runs one call at a time.
+        Each caller queues its text; whoever gets the model next encodes every queued text (up to
+        :attr:`QUERY_BATCH`) in one call and hands each its row, so callers that queued meanwhile find their
+        vector ready instead of running a call of their own. A failing call fails every caller it carried."""
+        slot = _PendingQuery(text)
+        with self._pending_lock:
+            self._pending.append(slot)
+        model = self.model
+        with _model_locks[(self.model_name, self.device)]:
+            if slot.done:
+                return slot.result()
+            with self._pending_lock:  # not done, so still queued: a batch's slots are all set before its
+                self._pending.remove(slot)  # runner lets go of the model
+                batch = [slot, *self._pending[: self.QUERY_BATCH - 1]]
+                del self._pending[: self.QUERY_BATCH - 1]
+            try:
+                vectors = self._run_model_locked(model, list(dict.fromkeys(s.text for s in batch)), len(batch))
+            except BaseException as exc:
+                for other in batch:
+                    other.fail(exc)
+                raise
+            rows = dict(zip(dict.fromkeys(s.text for s in batch), vectors, strict=True))
+            for other in batch:
+                other.set(rows[other.text])
+        return slot.result()
 
     def encode(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
         """Vectors for ``texts`` in order: float32, shape ``(len(texts), dim)``, unit L2 norm.
@@ -308,7 +369,7 @@ class Embedder:
                 return cached
             if self._cache is not None:
                 cached = self._cache.get(self.key(text))
-        vector = np.asarray(cached, dtype=np.float32) if cached is not None else self._run_model([text], 1)[0]
+        vector = np.asarray(cached, dtype=np.float32) if cached is not None else self._encode_queries_together(text)
         with self._lock:
             self._queries[text] = vector
             while len(self._queries) > self.QUERY_CACHE_SIZE:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,6 +46,22 @@ class _VectorIndex:
     ids: np.ndarray  # object array of item ids, one per row
     fields: np.ndarray  # object array of field names
     matrix: np.ndarray  # float32 (rows, dim)
+    _by_fields: dict[tuple[str, ...] | None, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+    def rows_for(self, fields: list[str] | None) -> tuple[np.ndarray, np.ndarray]:
+        """``(row numbers, their vectors as one contiguous matrix)`` of the rows of ``fields`` (None: all),
+        computed once per field set: a knn query then multiplies a ready matrix instead of copying the rows
+        out of the whole index (``matrix[rows]``) on every call."""
+        key = None if fields is None else tuple(sorted(set(fields)))
+        cached = self._by_fields.get(key)
+        if cached is None:
+            if key is None:
+                cached = (np.arange(len(self.ids)), self.matrix)
+            else:
+                rows = np.flatnonzero(np.isin(self.fields, list(key)))
+                cached = (rows, np.ascontiguousarray(self.matrix[rows]))
+            self._by_fields[key] = cached  # a benign race: two threads may both compute the same entry
+        return cached
 
 
 #: FTS5 ranking over the index only, then the best rows joined back (see kgrag.network.tables)
@@ -251,6 +267,12 @@ class IndexMixin(StoreCore):
             self._vectors[key] = (version, index)
         return index
 
+    def warm_vector_indexes(self, kn_id: str) -> int:
+        """Load the instance vector index of every object type of ``kn_id`` (what a first knn query would read);
+        returns the rows now in memory."""
+        version, network, _ = self._schema(kn_id)
+        return sum(len(self._vector_index(kn_id, version, "instance", ot.id).ids) for ot in network.object_types)
+
     def knn_scores(
         self,
         kn_id: str,
@@ -272,10 +294,10 @@ class IndexMixin(StoreCore):
         if not self._query_representable(query, embedder):
             return {}
         q = embedder.encode_query(query)
-        rows = np.arange(len(index.ids)) if fields is None else np.flatnonzero(np.isin(index.fields, fields))
+        rows, matrix = index.rows_for(fields)
         if not len(rows):
             return {}
-        sims = index.matrix[rows] @ q
+        sims = matrix @ q
         # an item has at most one row per field, so the best ``limit * fields`` rows hold the best ``limit`` items
         need = max(limit, 1) * len(fields) if fields is not None else len(sims)
         if need < len(sims):

@@ -1,0 +1,115 @@
+"""HTTP load helpers for the serving benchmarks: a ``kgrag serve`` on a free loopback port and keep-alive clients.
+
+    server, base = start_server("sqlite:////tmp/kn.db", workers=2)
+    figures = http_load(base, "/api/agent-retrieval/in/v1/kn/kn_search", bodies, clients=8, seconds=10)
+
+:func:`http_load` posts JSON bodies from ``clients`` concurrent asyncio connections and counts what came back:
+``errors`` (a status other than 200), ``dropped`` (no response at all: a refused or reset connection, a
+timeout). With ``cycle=False`` every request takes the next unused body (distinct requests: the response
+cache never answers); with ``cycle=True`` the clients walk the bodies again and again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import httpx
+
+from bench.common import percentiles
+from kgrag.graph.oxigraph_server import free_port
+
+__all__ = ["http_load", "start_server", "stop_server"]
+
+
+def start_server(db_url: str, workers: int, env: dict[str, str] | None = None,
+                 startup_s: float = 600.0) -> tuple[subprocess.Popen, str]:
+    """``kgrag serve --workers`` in its own process group on a free loopback port, serving ``db_url``; returns
+    once ``/healthz`` says the server is up and no longer ``warming`` (several answers in a row, so that every
+    worker has most likely finished: kgrag.search.warm)."""
+    port = free_port()
+    work = Path(tempfile.mkdtemp(prefix="kgrag-bench-serve-"))
+    full_env = {**os.environ, "KGRAG_DATABASE_URL": db_url, "KGRAG_WORK_DIR": str(work), **(env or {})}
+    log = (work / "serve.log").open("wb")  # a file, not a pipe nobody reads (a full pipe blocks the server)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kgrag.cli", "serve", "--port", str(port), "--workers", str(workers)],
+        env=full_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + startup_s
+    warm_answers = 0
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"kgrag serve exited: {(work / 'serve.log').read_text()[-2000:]}")
+        try:
+            r = httpx.get(f"{base}/healthz", timeout=2)
+            body = r.json() if r.status_code == 200 else {}
+            warm_answers = warm_answers + 1 if body and not body.get("warming", False) else 0
+            if warm_answers >= 4 * workers:
+                return proc, base
+        except (httpx.TransportError, ValueError):
+            pass
+        time.sleep(0.25)
+    stop_server(proc)
+    raise RuntimeError(f"kgrag serve was not up and warm within {startup_s:.0f} s")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    """Stop the server and its workers (the whole process group)."""
+    try:
+        os.killpg(proc.pid, 15)
+        proc.wait(timeout=30)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        os.killpg(proc.pid, 9)
+        proc.wait(timeout=30)
+
+
+def http_load(base: str, path: str, bodies: list[dict], clients: int, seconds: float | None = None,
+              cycle: bool = False, timeout_s: float = 120.0) -> dict:
+    """``clients`` concurrent keep-alive connections posting ``bodies`` to ``path`` until ``seconds`` have
+    passed (``None``: until every body was sent once). See the module docstring for ``cycle``."""
+
+    async def run() -> tuple[list[float], Counter, int, float]:
+        latencies: list[float] = []
+        statuses: Counter = Counter()
+        cursor = 0
+        stop = time.monotonic() + seconds if seconds is not None else float("inf")
+        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+
+        async def client(i: int) -> None:
+            nonlocal cursor
+            async with httpx.AsyncClient(base_url=base, timeout=timeout_s, limits=limits) as http:
+                n = 0
+                while time.monotonic() < stop:
+                    if cycle:
+                        body = bodies[(i + n) % len(bodies)]
+                    else:
+                        if cursor >= len(bodies):
+                            return
+                        body, cursor = bodies[cursor], cursor + 1
+                    t = time.perf_counter()
+                    try:
+                        r = await http.post(path, json=body)
+                        statuses[r.status_code] += 1
+                    except httpx.TransportError as exc:  # refused, reset, timed out: nothing came back
+                        statuses[f"dropped:{type(exc).__name__}"] += 1
+                    latencies.append(time.perf_counter() - t)
+                    n += 1
+
+        start = time.monotonic()
+        await asyncio.gather(*(client(i) for i in range(clients)))
+        return latencies, statuses, len(latencies), time.monotonic() - start
+
+    latencies, statuses, count, elapsed = asyncio.run(run())
+    dropped = sum(n for key, n in statuses.items() if isinstance(key, str))
+    errors = sum(n for key, n in statuses.items() if not isinstance(key, str) and key != 200)
+    return {"requests": count, "ok": statuses.get(200, 0), "errors": errors, "dropped": dropped,
+            "statuses": {str(k): v for k, v in sorted(statuses.items(), key=str)},
+            "seconds": round(elapsed, 2), "requests_per_s": round(count / elapsed, 1) if elapsed else 0.0,
+            "clients": clients, **(percentiles(latencies) if latencies else {})}

@@ -1,0 +1,68 @@
+"""Warm a search process before its first request: models loaded, every network's rerank documents encoded.
+
+    warm_search(NetworkStore("sqlite:///work/kgrag.db"))  # {"medical": {"relation_documents": 9, …}, …}
+
+A distinct kn_search on a cold process pays for what no later request pays again: loading the query embedders
+(≈10 s on 2 cores), reading each object type's vector index, and encoding the rerank documents
+(:func:`kgrag.search.relevance.relation_document`) of the relation types it ranks — on a 6,000-relation network
+a new query meets dozens of never-encoded documents, so the first thousands of requests each ran the model on
+them. :func:`warm_search` does all of it once, in one batched model call per network (the documents are a pure
+function of the schema, so they are known before any query), and the server runs it in the background at start
+(``GET /healthz`` says ``"warm": false`` until it is done). Only reads: safe beside running requests.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from kgrag.network.model import KnowledgeNetwork
+from kgrag.rank.rerank import EmbeddingReranker, Reranker
+from kgrag.search.pipeline import SearchStore
+from kgrag.search.relevance import relation_document
+
+log = logging.getLogger(__name__)
+
+__all__ = ["relation_documents", "warm_search"]
+
+
+def relation_documents(network: KnowledgeNetwork) -> list[str]:
+    """The rerank document of every relation type of ``network``, in schema order."""
+    names = {ot.id: ot.name for ot in network.object_types}
+    return [relation_document(names.get(rel.source_object_type_id, ""), rel.name, rel.comment,
+                              names.get(rel.target_object_type_id, ""))
+            for rel in network.relation_types]
+
+
+def warm_search(store: SearchStore, reranker: Reranker | None = None, kn_ids: list[str] | None = None
+                ) -> dict[str, dict[str, Any]]:
+    """Warm ``store`` for searches on ``kn_ids`` (default: every network), per network: run a type search (the
+    query embedder of its vectors, the object/relation type vector indexes), load every object type's instance
+    vector index, and encode its relation documents with ``reranker``'s embedder (default: the process's
+    default reranker, when it is the embedding one). Returns what was done per network; a network that fails
+    is logged and reported with its ``error``, the others still warm."""
+    if reranker is None:
+        from kgrag.search.kn_search import default_reranker
+
+        reranker = default_reranker()
+    embedder = reranker.embedder if isinstance(reranker, EmbeddingReranker) else None
+    report: dict[str, dict[str, Any]] = {}
+    for kn_id in kn_ids if kn_ids is not None else [kn_id for kn_id, _ in store.list_networks()]:
+        start = time.perf_counter()
+        try:
+            network = store.get_network(kn_id)
+            store.search_object_types(kn_id, network.name or kn_id, 1)
+            store.search_relation_types(kn_id, network.name or kn_id, 1)
+            warm_indexes = getattr(store, "warm_vector_indexes", None)
+            vectors = warm_indexes(kn_id) if warm_indexes is not None else 0
+            docs = relation_documents(network)
+            if embedder is not None and docs:
+                embedder.encode(docs)
+                embedder.encode_query(network.name or kn_id)
+            report[kn_id] = {"relation_documents": len(docs) if embedder is not None else 0,
+                             "instance_vectors": vectors, "seconds": round(time.perf_counter() - start, 2)}
+        except Exception as exc:  # noqa: BLE001 - warming is best effort: the request path still works cold
+            log.warning("warming %s failed: %s: %s", kn_id, type(exc).__name__, exc)
+            report[kn_id] = {"error": f"{type(exc).__name__}: {exc}"}
+    return report
