@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> None:
             stop_server(server)
         figures[kn_id]["server_startup_s"] = startup_s  # type: ignore[assignment]
     startups = {kn_id: figures[kn_id].pop("server_startup_s") for kn_id in args.networks}
-    Console().print(table({k: figures[k] for k in args.networks}) if set(args.networks) == set(NETWORKS)
+    Console(width=150).print(table({k: figures[k] for k in args.networks}) if set(args.networks) == set(NETWORKS)
                     else figures)
     if burst:
         Console().print(f"burst: {burst['requests']} requests from {burst['clients']} clients: {burst['ok']} ok, "

@@ -305,10 +305,12 @@ def serve(
 
     os.environ["KGRAG_WARM_ON_START"] = "1" if warm else "0"  # the workers build their settings from it
     get_settings.cache_clear()
+    # one torch/BLAS thread per server process unless told otherwise: the query embedder's calls are short
+    # and come between SQL and Python work of other requests, so extra intra-op threads only spin against them
+    # (medical kn_search in-process, 2 cores: 147 ms/request with 2 threads, 102 ms with 1; with every worker
+    # using all cores, concurrent encodes oversubscribe the machine and each takes ~10x longer)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
     if workers > 1:  # uvicorn forks: each worker builds the app from the factory
-        # split the cores between the workers' torch/BLAS thread pools (the query embedder): with every worker
-        # using all cores, concurrent encodes oversubscribe the machine and each takes ~10x longer
-        os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // workers)))
         uvicorn.run("kgrag.api.app:create_app", factory=True, host=host, port=port, workers=workers,
                     log_level="warning")
         return
@@ -517,18 +519,10 @@ def eval_cmd(
 
 
 def _agent_answerer(kn: str, llm: bool | None, kg: str | None = None, style: str | None = None):
-    """``answer(question, history) -> final state`` running the agent graph in-process (on the triple graph
-    ``kg`` when given, else on the knowledge network ``kn``)."""
-    from graphs.agent.context import AgentContext
-    from graphs.agent.graph import graph
+    """:func:`graphs.agent.run.agent_answerer` (imported on use: the agent graph is heavy to import)."""
+    from graphs.agent.run import agent_answerer
 
-    context = AgentContext(kn_id=kn, use_llm=llm, kg=kg, llm_style=style)
-    where = {"kg": kg} if kg else {"kn_id": kn}
-
-    def answer(question: str, history: list | None = None) -> dict:
-        return graph.invoke({"question": question, **where, "history": history or []}, context=context)
-
-    return answer
+    return agent_answerer(kn, llm, kg, style)
 
 
 class LLMStyle(StrEnum):

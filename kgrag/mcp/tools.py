@@ -12,7 +12,7 @@ validated by that model before anything runs. Each tool calls the same function 
 | `query_modes`             | `QueryRequest`               | `kgrag.modes.query.kg_query` (`/api/query`)                          |
 | `get_relations`           | `GetRelationsArgs`           | `KGSession.execute(GetRelations)` in the caller's KG session (`/api/kg/query`) |
 | `get_triples`             | `GetTriplesArgs`             | `KGSession.execute(GetTriples)` in the caller's KG session (`/api/kg/query`) |
-| `ask`                     | `AskArgs`                    | the agent graph, as `kgrag ask` runs it (`kgrag.cli._agent_answerer`) |
+| `ask`                     | `AskArgs`                    | the agent graph, as `kgrag ask` runs it (`graphs.agent.run`)         |
 
 KG sessions: one :class:`kgrag.tools.session.KGSession` per (MCP session, kg), kept in a
 :class:`kgrag.tools.sessions.SessionStore` (the HTTP surface's) and dropped when the MCP session closes or has
@@ -236,11 +236,11 @@ def _get_triples(res: Resources, args: GetTriplesArgs, scope: CallScope) -> Any:
 
 
 def _ask(res: Resources, args: AskArgs, _: CallScope) -> Any:
+    from graphs.agent.run import agent_answerer
     from kgrag.agent.threads import load_history, save_history
-    from kgrag.cli import _agent_answerer
 
     history = load_history(res.settings, args.thread) if args.thread else []
-    state = _agent_answerer(args.kn, args.llm, args.kg, args.style)(args.question, history)
+    state = agent_answerer(args.kn, args.llm, args.kg, args.style)(args.question, history)
     if args.thread:
         save_history(res.settings, args.thread, state.get("history", []))
     return state

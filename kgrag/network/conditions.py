@@ -91,6 +91,19 @@ class Plan:
     clause: ColumnElement[bool]
     scores: dict[str, float] = field(default_factory=dict)
     scored: bool = False  # the tree has a match/knn leaf (even one that found nothing)
+    #: what ``clause`` says of the rows *outside* ``scores`` (None: no such row can match). A scored leaf
+    #: with only ``or`` above it has no candidate outside them (they are all in the union), so it is false
+    #: there: what is left is the unscored leaves — usually an indexed equality instead of a scan testing
+    #: every row of the type against id lists. ``clause`` itself when not given.
+    rest: ColumnElement[bool] | None = field(default=None)
+    rest_given: bool = False
+    #: every candidate in ``scores`` satisfies ``clause`` (no scored leaf under an ``and``: each candidate is
+    #: some leaf's own ``id IN``), so only rows outside them need the database to check the clause
+    candidates_match: bool = False
+
+    @property
+    def rest_clause(self) -> ColumnElement[bool] | None:
+        return self.rest if self.rest_given else self.clause
 
 
 def _properties(object_type: ObjectType) -> dict[str, DataProperty]:
@@ -326,16 +339,24 @@ def _compile(cond, object_type, match, knn, default_limit, dialect, match_limit,
                 if score > scores.get(key, -1.0):
                     scores[key] = score
         clause = and_(*(p.clause for p in plans)) if op == "and" else or_(*(p.clause for p in plans))
+        rests = [p.rest_clause for p in plans]
+        if op == "and":
+            rest = None if any(r is None for r in rests) else and_(*rests)  # type: ignore[arg-type]
+        else:
+            kept = [r for r in rests if r is not None]
+            rest = or_(*kept) if kept else None
         if op == "and":  # intersect the scored candidate sets
             for plan in plans:
                 if plan.scored:
                     scores = {k: s for k, s in scores.items() if k in plan.scores}
-        return Plan(clause, scores, any(p.scored for p in plans))
+        exact = op == "or" and all(p.candidates_match or not p.scores for p in plans)
+        return Plan(clause, scores, any(p.scored for p in plans), rest, rest_given=True, candidates_match=exact)
     if op in SCORED_OPERATIONS:
         fields = _fields_for(cond, object_type)
         scorer = knn if op == "knn" else match
         limit = cond.limit or (match_limit if op == "match" and under_and else default_limit)
         found = scorer(object_type.id, fields, cond.value, limit) if fields else {}
         clause = instances.c.id.in_(sorted(found)) if found else false()
-        return Plan(clause, dict(found), True)
+        return Plan(clause, dict(found), True, clause if under_and else None, rest_given=True,
+                    candidates_match=True)
     return Plan(_leaf_sql(cond, object_type, dialect))

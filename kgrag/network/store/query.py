@@ -97,23 +97,26 @@ class QueryMixin(IndexMixin):
             with self.engine.connect() as conn:
                 rows = conn.execute(base.order_by(ti.c.id).limit(limit)).all()
             return [self._hit(object_type_id, r, None) for r in rows]
-        base = base.where(plan.clause)
         with self.engine.connect() as conn:
-            if not plan.scores:
-                rows = conn.execute(base.order_by(ti.c.id).limit(limit)).all()
+            if not plan.scores:  # every row is outside the scored candidates: the rest clause is exact
+                if plan.rest_clause is None:
+                    return []
+                rows = conn.execute(base.where(plan.rest_clause).order_by(ti.c.id).limit(limit)).all()
                 return [self._hit(object_type_id, r, None) for r in rows]
             scored_ids = sorted(plan.scores)
             # ids first (no JSON decoding), then the properties of the best ``limit`` only
             id_query = select(ti.c.id).where(ti.c.kn_id == kn_id, ti.c.object_type_id == object_type_id,
                                              plan.clause, ti.c.id.in_(scored_ids))
-            ok = [r.id for r in conn.execute(id_query)]
+            ok = list(scored_ids) if plan.candidates_match else [r.id for r in conn.execute(id_query)]
             ok.sort(key=(lambda i: (-plan.scores[i], i)) if sort_by_score else None)
             top = ok[:limit]
+            # the clause was just checked for these ids: read their rows by primary key alone
             by_id = {r.id: r for r in conn.execute(base.where(ti.c.id.in_(top)))} if top else {}
             hits = [self._hit(object_type_id, by_id[i], plan.scores[i]) for i in top if i in by_id]
-            if len(hits) < limit:
+            rest_clause = plan.rest_clause
+            if len(hits) < limit and rest_clause is not None:
                 rest = conn.execute(
-                    base.where(ti.c.id.not_in(scored_ids)).order_by(ti.c.id).limit(limit - len(hits))
+                    base.where(rest_clause, ti.c.id.not_in(scored_ids)).order_by(ti.c.id).limit(limit - len(hits))
                 ).all()
                 hits.extend(self._hit(object_type_id, r, None) for r in rest)
         return hits

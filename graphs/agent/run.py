@@ -1,0 +1,26 @@
+"""Run the agent graph in-process: one function the CLI (``kgrag ask`` / ``agent-eval``) and MCP's ``ask`` share.
+
+    state = agent_answerer("medical", llm=None)("百日咳有哪些症状")  # the final state: answer, steps, trace
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from graphs.agent.context import AgentContext
+from graphs.agent.graph import graph
+
+__all__ = ["agent_answerer"]
+
+
+def agent_answerer(kn: str, llm: bool | None, kg: str | None = None, style: str | None = None
+                   ) -> Callable[..., dict]:
+    """``answer(question, history) -> final state`` running the agent graph in-process (on the triple graph
+    ``kg`` when given, else on the knowledge network ``kn``); ``llm`` None: plan with the LLM when one is set."""
+    context = AgentContext(kn_id=kn, use_llm=llm, kg=kg, llm_style=style)
+    where = {"kg": kg} if kg else {"kn_id": kn}
+
+    def answer(question: str, history: list | None = None) -> dict:
+        return graph.invoke({"question": question, **where, "history": history or []}, context=context)
+
+    return answer
