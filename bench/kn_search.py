@@ -10,25 +10,22 @@ Figures, per network, in one run:
   the selected object types in Python (calculateRelevanceScore for relations, substring scoring for instances),
   which is what kn_search would cost without FTS5/vector indexes. Ratios kgrag/naive.
 Targets (issue 4): p50 ≤ 30 ms with instance recall on the medical network; ≥ 200 requests/s over HTTP.
+Every agent-facing route under HTTP load, with the issue-21 targets, is :mod:`bench.http_serving`.
 Run: ``python -m bench.kn_search [--clients 8] [--seconds 10] [--workers 2]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import os
 import random
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import httpx
-
 from bench.common import percentiles, write_result
-from kgrag.graph.oxigraph_server import free_port
+from bench.http_load import http_load as load
+from bench.http_load import start_server, stop_server
 from kgrag.network.loaders.registry import load_named
 from kgrag.network.store import NetworkStore
 from kgrag.search.config import KnSearchRequest
@@ -90,66 +87,9 @@ def distinct_queries(store: NetworkStore, kn_id: str, n: int, seed: int = 0) -> 
     return combos[:n]
 
 
-def start_server(db_url: str, workers: int) -> tuple[subprocess.Popen, str]:
-    """``kgrag serve`` in its own process(es) on a free loopback port, serving the bench's database."""
-    port = free_port()
-    work = Path(tempfile.mkdtemp(prefix="kgrag-bench-"))
-    env = {**os.environ, "KGRAG_DATABASE_URL": db_url, "KGRAG_WORK_DIR": str(work)}
-    log = (work / "serve.log").open("wb")  # a file, not a pipe nobody reads (a full pipe blocks the server)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kgrag.cli", "serve", "--port", str(port), "--workers", str(workers)],
-        env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"kgrag serve exited: {(work / 'serve.log').read_text()[-2000:]}")
-        try:
-            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                return proc, base
-        except httpx.TransportError:
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("kgrag serve did not answer /healthz within 120 s")
-
-
-def http_load(base: str, kn_id: str, queries: list[str], clients: int, seconds: float,
-              cycle: bool) -> dict:
-    """``clients`` concurrent keep-alive connections (asyncio) posting kn_search for ``seconds``. ``cycle``:
-    every client walks the same short query list again and again (the server's response cache answers
-    after the first pass); otherwise each request takes the next unused query (every request is a miss)."""
-
-    async def run() -> tuple[list[float], int, int, float]:
-        latencies: list[float] = []
-        errors = 0
-        cursor = 0
-        stop = time.monotonic() + seconds
-
-        async def client(i: int) -> None:
-            nonlocal errors, cursor
-            async with httpx.AsyncClient(base_url=base, timeout=60) as http:
-                n = 0
-                while time.monotonic() < stop:
-                    if cycle:
-                        query = queries[(i + n) % len(queries)]
-                    else:
-                        if cursor >= len(queries):
-                            return
-                        query, cursor = queries[cursor], cursor + 1
-                    t = time.perf_counter()
-                    r = await http.post(URL, json={"query": query, "kn_id": kn_id})
-                    latencies.append(time.perf_counter() - t)
-                    errors += r.status_code != 200
-                    n += 1
-
-        start = time.monotonic()
-        await asyncio.gather(*(client(i) for i in range(clients)))
-        return latencies, errors, len(latencies), time.monotonic() - start
-
-    latencies, errors, count, elapsed = asyncio.run(run())
-    return {"requests": count, "errors": errors, "seconds": round(elapsed, 2),
-            "requests_per_s": round(count / elapsed, 1), "clients": clients, **percentiles(latencies)}
+def http_load(base: str, kn_id: str, queries: list[str], clients: int, seconds: float, cycle: bool) -> dict:
+    """kn_search over HTTP (:func:`bench.http_load.http_load`); see its docstring for ``cycle``."""
+    return load(base, URL, [{"query": q, "kn_id": kn_id} for q in queries], clients, seconds, cycle=cycle)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -189,8 +129,7 @@ def main(argv: list[str] | None = None) -> None:
             http_distinct = http_load(base, kn_id, unique[:-50], args.clients, args.seconds, cycle=False)
             http_repeated = http_load(base, kn_id, queries, args.clients, args.seconds, cycle=True)
         finally:
-            server.terminate()
-            server.wait(timeout=30)
+            stop_server(server)
         figures[kn_id] = {
             "load": {"seconds": round(load_s, 1), "object_types": stats.object_types,
                      "relation_types": stats.relation_types, "instances": stats.instances, "links": stats.links},
