@@ -70,7 +70,7 @@ def test_a_pipeline_killed_mid_run_completes_from_its_checkpoints(work_settings,
 
     env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect")}
     env.pop("PREFECT_API_URL", None)  # each process its own ephemeral API
-    slow = {**GFLOWNET_TINY, "steps": 400, "checkpoint_every": 20}
+    slow = {**GFLOWNET_TINY, "steps": 120, "checkpoint_every": 20}  # ~15 s of steps left when it is killed
     command = [sys.executable, "-m", "flows.hrag_pipeline", "--dataset", "demo", "--retriever-config",
                json.dumps(TINY), "--gflownet-config", json.dumps(slow)]
     subprocess.run([sys.executable, "-m", "flows.prepare_data", "--dataset", "demo"], env=env, check=True,
