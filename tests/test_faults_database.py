@@ -14,8 +14,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import pytest
 from fastapi.testclient import TestClient
+from fixtures.postgres import postgres_missing
 
 from kgrag.api.app import create_app
 from kgrag.config import Settings
@@ -75,7 +75,7 @@ def test_postgres_stopped_mid_run_then_back(tmp_path: Path) -> None:
         cluster_cm = throwaway_postgres()
         cluster = cluster_cm.__enter__()
     except PostgresUnavailable as exc:
-        pytest.skip(f"PostgreSQL is not available: {exc}")
+        postgres_missing(exc)
     try:
         url = cluster.create_database("faults")
         loader = NetworkStore(url)

@@ -28,13 +28,13 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from fixtures.virtuoso_server import DEMO_GRAPH
+from fixtures.virtuoso_server import DEMO_GRAPH, require_virtuoso
 
 from kgrag.api.app import create_app
 from kgrag.config import Settings
 from kgrag.graph.oxigraph_server import free_port, load_into, serve_read_only
 from kgrag.graph.remote_store import RemoteStore
-from kgrag.graph.virtuoso import bulk_load, start_virtuoso, virtuoso_available
+from kgrag.graph.virtuoso import bulk_load, start_virtuoso
 from kgrag.prep import steps
 from kgrag.tools import KGClient, KGSession, KGToolsConfig
 
@@ -85,8 +85,7 @@ def _oxigraph(ntriples: Path, root: Path) -> Iterator[Endpoint]:
 
 
 def _virtuoso(ntriples: Path, root: Path) -> Iterator[Endpoint]:
-    if not virtuoso_available():
-        pytest.skip("virtuoso-t / isql-vt not installed (bash scripts/system_packages.sh installs them)")
+    require_virtuoso()
     db = root / "virtuoso-db"
     box = {"server": start_virtuoso(db, dirs_allowed=[ntriples.parent])}
     bulk_load(box["server"], ntriples.parent, graph=DEMO_GRAPH, pattern=ntriples.name)

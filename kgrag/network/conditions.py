@@ -89,21 +89,16 @@ class Plan:
     """A compiled condition: rows must satisfy ``clause``; ``scores`` holds the scored candidates' scores."""
 
     clause: ColumnElement[bool]
+    #: what ``clause`` says of the rows *outside* ``scores`` (None: no such row can match). A scored leaf with
+    #: only ``or`` above it has no candidate outside them (they are all in the union), so it is false there:
+    #: what is left is the unscored leaves — usually an indexed equality instead of a scan testing every row of
+    #: the type against id lists.
+    rest_clause: ColumnElement[bool] | None
     scores: dict[str, float] = field(default_factory=dict)
     scored: bool = False  # the tree has a match/knn leaf (even one that found nothing)
-    #: what ``clause`` says of the rows *outside* ``scores`` (None: no such row can match). A scored leaf
-    #: with only ``or`` above it has no candidate outside them (they are all in the union), so it is false
-    #: there: what is left is the unscored leaves — usually an indexed equality instead of a scan testing
-    #: every row of the type against id lists. ``clause`` itself when not given.
-    rest: ColumnElement[bool] | None = field(default=None)
-    rest_given: bool = False
     #: every candidate in ``scores`` satisfies ``clause`` (no scored leaf under an ``and``: each candidate is
     #: some leaf's own ``id IN``), so only rows outside them need the database to check the clause
     candidates_match: bool = False
-
-    @property
-    def rest_clause(self) -> ColumnElement[bool] | None:
-        return self.rest if self.rest_given else self.clause
 
 
 def _properties(object_type: ObjectType) -> dict[str, DataProperty]:
@@ -332,7 +327,8 @@ def _compile(cond, object_type, match, knn, default_limit, dialect, match_limit,
             for s in cond.sub_conditions
         ]
         if not plans:
-            return Plan(true() if op == "and" else false())
+            empty = true() if op == "and" else false()
+            return Plan(empty, empty)
         scores: dict[str, float] = {}
         for plan in plans:
             for key, score in plan.scores.items():
@@ -350,13 +346,13 @@ def _compile(cond, object_type, match, knn, default_limit, dialect, match_limit,
                 if plan.scored:
                     scores = {k: s for k, s in scores.items() if k in plan.scores}
         exact = op == "or" and all(p.candidates_match or not p.scores for p in plans)
-        return Plan(clause, scores, any(p.scored for p in plans), rest, rest_given=True, candidates_match=exact)
+        return Plan(clause, rest, scores, any(p.scored for p in plans), candidates_match=exact)
     if op in SCORED_OPERATIONS:
         fields = _fields_for(cond, object_type)
         scorer = knn if op == "knn" else match
         limit = cond.limit or (match_limit if op == "match" and under_and else default_limit)
         found = scorer(object_type.id, fields, cond.value, limit) if fields else {}
         clause = instances.c.id.in_(sorted(found)) if found else false()
-        return Plan(clause, dict(found), True, clause if under_and else None, rest_given=True,
-                    candidates_match=True)
-    return Plan(_leaf_sql(cond, object_type, dialect))
+        return Plan(clause, clause if under_and else None, dict(found), True, candidates_match=True)
+    leaf = _leaf_sql(cond, object_type, dialect)
+    return Plan(leaf, leaf)
