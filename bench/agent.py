@@ -86,7 +86,7 @@ def main() -> None:  # noqa: PLR0915 - one linear benchmark script
     from kgrag.agent.intent_baseline import BaselineIntent
     from kgrag.agent.intent_train import load_latest_intent, split_questions, train_intent
     from kgrag.network.store import NetworkStore
-    from kgrag.run import ensure_network
+    from kgrag.run_parts import ensure_network
 
     store = NetworkStore(settings.db_url)
     started = time.perf_counter()

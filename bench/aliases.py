@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> None:
     from kgrag.data.medical import read_diseases
     from kgrag.network.loaders.medical import medical_from_diseases
     from kgrag.network.store import NetworkStore
-    from kgrag.search.config import KnSearchRequest
+    from kgrag.search.kn_models import KnSearchRequest
     from kgrag.search.pipeline import context_search
 
     folder = Path(get_settings().data_dir) / "medical" / "diseases"

@@ -284,7 +284,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from kgrag.network.loaders.registry import load_named
     from kgrag.network.store import NetworkStore
-    from kgrag.search.config import KnSearchRequest
+    from kgrag.search.kn_models import KnSearchRequest
     from kgrag.search.pipeline import context_search, kn_search  # context_search: the feature under test
 
     db = args.db or Path(tempfile.mkdtemp(prefix="kgrag-bench-ctx-")) / "kn.db"

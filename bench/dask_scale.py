@@ -65,7 +65,7 @@ def main() -> None:
     from kgrag.hrag.evaluate import load_trained
     from kgrag.hrag.g_agent import GAgentSplit
     from kgrag.hrag.text import text_file
-    from kgrag.rank.embedder import Embedder
+    from kgrag.rank.sentence_embedder import Embedder
 
     settings = get_settings()
     trained = load_trained(settings, args.dataset)

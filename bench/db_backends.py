@@ -30,7 +30,7 @@ from kgrag.network.embedding import network_embedder
 from kgrag.network.loaders.registry import build_named
 from kgrag.network.store import NetworkStore
 from kgrag.ops.postgres import throwaway_postgres
-from kgrag.search.config import KnSearchRequest
+from kgrag.search.kn_models import KnSearchRequest
 from kgrag.search.pipeline import kn_search
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bench.common import write_result
 from kgrag.data import load_kg
-from kgrag.rank.embedder import Embedder, load_model
+from kgrag.rank.sentence_embedder import Embedder, load_model
 
 
 def sample_texts(n: int) -> tuple[list[str], str]:

@@ -46,7 +46,7 @@ from kgrag.hrag.gflownet.train import AgentData, train_gflownet
 from kgrag.hrag.questions import prepared_questions
 from kgrag.hrag.reasoner import HRAGReasoner
 from kgrag.hrag.text import TextEmbeddings
-from kgrag.rank.embedder import Embedder
+from kgrag.rank.sentence_embedder import Embedder
 
 
 def compare_objectives(settings, dataset: str, config: dict, steps: int, text: TextEmbeddings) -> dict:

@@ -42,7 +42,7 @@ from kgrag.modes.params import QueryRequest
 from kgrag.modes.query import kg_query
 from kgrag.network.loaders.registry import load_named
 from kgrag.network.store import NetworkStore
-from kgrag.search.config import KnSearchRequest
+from kgrag.search.kn_models import KnSearchRequest
 from kgrag.search.pipeline import context_search, kn_search
 from kgrag.search.warm import warm_search
 

@@ -28,7 +28,7 @@ from bench.http_load import http_load as load
 from bench.http_load import start_server, stop_server
 from kgrag.network.loaders.registry import load_named
 from kgrag.network.store import NetworkStore
-from kgrag.search.config import KnSearchRequest
+from kgrag.search.kn_models import KnSearchRequest
 from kgrag.search.pipeline import kn_search
 from kgrag.search.relevance import calculate_relevance_score
 

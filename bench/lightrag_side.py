@@ -615,7 +615,7 @@ def _default_tokenizer() -> Any:
     try:
         from kgrag.modes.tokens import TokenCounter
     except ImportError:
-        from kgrag.rank.tokens import TokenCounter
+        from kgrag.rank.token_count import TokenCounter
     return TokenCounter.default()
 
 

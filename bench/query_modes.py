@@ -6,7 +6,7 @@ Figures, in one run:
    up to ``--diseases`` records, with every symptom, drug, check, food, recipe and department they link to — is
    loaded into a fresh kgrag store and into LightRAG (``insert_custom_kg``): the same entities (name, type,
    description as kgrag's context shows it), relations (description, keywords, weight), chunks (ids, texts),
-   the same embedding function (the network's embedder) and tokenizer (:class:`~kgrag.rank.tokens.TokenCounter`),
+   the same embedding function (the network's embedder) and tokenizer (:class:`~kgrag.rank.token_count.TokenCounter`),
    the same preset keywords (kgrag's rules), ``only_need_context``, ``top_k`` 40, ``chunk_top_k`` 20, budgets
    6000/8000/30000. Per mode: context-build p50/p95 (ms, in-process, warm: one untimed query first; the two
    systems alternate which goes first) and answer recall in the context.
@@ -44,7 +44,7 @@ from kgrag.modes.params import QueryParam
 from kgrag.modes.query import kg_query
 from kgrag.network.loaders.medical import medical_from_diseases
 from kgrag.network.store import NetworkStore
-from kgrag.rank.tokens import TokenCounter
+from kgrag.rank.token_count import TokenCounter
 
 MODES = ("local", "global", "hybrid", "naive", "mix")
 PREFIX = 30
@@ -77,7 +77,7 @@ def validation_examples(n: int, seed: int, names: set[str]) -> list[GoldExample]
 
 def network_embedder(name: str | None):  # noqa: ANN201
     """The embedder for the medical texts: ``--embedder``, else the trained domain model when present."""
-    from kgrag.rank.embedders import make_embedder
+    from kgrag.rank.embedder_factory import make_embedder
 
     settings = get_settings()
     if name is None:

@@ -39,7 +39,7 @@ from kgrag.hrag.reasoner import HRAGReasoner
 from kgrag.hrag.sharding import contiguous_ranges
 from kgrag.hrag.text import TextEmbeddings
 from kgrag.ops.task_runner import limit_threads, on_task_runner, shards_for
-from kgrag.rank.embedder import Embedder
+from kgrag.rank.sentence_embedder import Embedder
 
 
 @lru_cache(maxsize=2)

@@ -16,7 +16,7 @@ from flows.retriever_eval import retriever_eval
 from flows.train_gflownet import train_gflownet
 from flows.train_retriever import train_retriever
 from kgrag.ops.task_runner import on_task_runner
-from kgrag.run import retriever_splits
+from kgrag.run_parts import retriever_splits
 
 
 @flow(name="hrag-pipeline", log_prints=True)

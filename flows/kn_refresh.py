@@ -16,7 +16,7 @@ from prefect.cache_policies import NO_CACHE
 from flows.train_intent import train_intent
 from kgrag.config import get_settings
 from kgrag.network.store import NetworkStore
-from kgrag.run import ensure_network
+from kgrag.run_parts import ensure_network
 
 
 @task(name="load-network", cache_policy=NO_CACHE)

@@ -22,7 +22,7 @@ from kgrag.hrag import pipeline
 from kgrag.hrag.sharding import contiguous_ranges
 from kgrag.hrag.text import NAME_BLOCK, TextEmbeddings, encode_names, text_file
 from kgrag.ops.task_runner import limit_threads, on_task_runner, shards_for
-from kgrag.rank.embedder import Embedder
+from kgrag.rank.sentence_embedder import Embedder
 
 
 @task(name="entity-vectors", cache_policy=NO_CACHE)

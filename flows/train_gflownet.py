@@ -34,7 +34,7 @@ from kgrag.hrag.gflownet.train import finished_run
 from kgrag.hrag.gflownet.train import train_gflownet as run_training
 from kgrag.hrag.text import TextEmbeddings
 from kgrag.hrag.train import save_checkpoint
-from kgrag.rank.embedder import Embedder
+from kgrag.rank.sentence_embedder import Embedder
 
 
 def _paths(dataset: str, splits: tuple[str, str], cache_paths: dict[str, str] | None) -> dict[str, Path]:

@@ -31,7 +31,7 @@ from kgrag.hrag.evaluate import png_markdown
 from kgrag.hrag.metrics import plot_training_curve
 from kgrag.hrag.text import TextEmbeddings
 from kgrag.hrag.train import train_retriever as run_training
-from kgrag.rank.embedder import Embedder
+from kgrag.rank.sentence_embedder import Embedder
 
 
 def _samples_key(context, parameters: dict) -> str:  # noqa: ARG001 - Prefect's cache_key_fn signature

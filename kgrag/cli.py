@@ -6,7 +6,6 @@ import functools
 import json
 import os
 import sys
-import time
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
@@ -63,17 +62,6 @@ def friendly_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _print_markdown_table(markdown: str) -> None:
-    rows = [line.strip("|").split("|") for line in markdown.splitlines() if line.startswith("| ") and "---" not in line]
-    table = Table(show_header=True, header_style="bold")
-    header, *body = rows
-    for col in header:
-        table.add_column(col.strip())
-    for row in body:
-        table.add_row(*(c.strip() for c in row))
-    console.print(table)
-
-
 @app.command()
 @friendly_errors
 def prepare(
@@ -84,12 +72,13 @@ def prepare(
 
     Outputs go to <KGRAG_WORK_DIR>/<dataset>/ and the summary is printed as a table.
     """
-    from flows.prepare_data import prepare_data
+    from flows.prepare_data import prepare_data  # on use, as every flow: importing Prefect costs the CLI ~2 s
     from kgrag.prep.steps import check_inputs
+    from kgrag.run import print_markdown_table
 
     check_inputs(dataset.value, data_dir or get_settings().data_dir)
     result = prepare_data(dataset=dataset.value, data_dir=str(data_dir) if data_dir else None)
-    _print_markdown_table(result["markdown"])
+    print_markdown_table(result["markdown"])
 
 
 @app.command()
@@ -98,174 +87,9 @@ def run() -> None:
     """The main job (what `make run` runs): prepare MetaQA when ../shared/data has it (else the demo KG), answer one
     dev question with SPARQL, train the H-RAG retriever and reasoner on a budget, answer the validation split and
     two questions in memory, then the agent over the knowledge network; prints the wall time of each stage."""
-    from kgrag.run import NetworkLoad, StageClock
+    from kgrag.run import main  # on use: it imports every flow (Prefect) and the agent graph
 
-    settings = get_settings()
-    clock = StageClock()
-    network = NetworkLoad(settings)  # the agent stage's network loads in the background meanwhile
-    try:
-        _run_stages(settings, clock, network)
-    finally:
-        network.close()
-
-
-def _run_stages(settings, clock, network) -> None:
-    """make run's stages in order (see :func:`run`), each closed on ``clock``."""
-    from flows.prepare_data import prepare_data
-    from kgrag.run import default_dataset, retriever_splits, sparql_example
-
-    dataset = default_dataset(settings)
-    console.print(f"[bold]kgrag run[/]: dataset [cyan]{dataset}[/] (data dir {settings.data_dir}, work dir {settings.work_dir})")
-    result = prepare_data(dataset=dataset)
-    _print_markdown_table(result["markdown"])
-    example = sparql_example(dataset, settings)
-    if example is None:
-        console.print("no 1-hop question with a linking relation to show")
-        return
-    console.print(f"\n[bold]Question[/] ({'validation' if dataset == 'metaqa' else 'demo'}): {example.question}")
-    console.print(f"[bold]SPARQL[/]: {example.query}", highlight=False)
-    console.print(f"[bold]Store answers[/] ({len(example.answers)}): {', '.join(example.answers)}")
-    console.print(f"[bold]Gold answers[/] ({len(example.gold)}): {', '.join(example.gold)}")
-    console.print(f"[bold]Match[/]: {'yes' if example.matches else 'no'}")
-    clock.lap("prepare + SPARQL example")
-    train_split, validation_split = retriever_splits(dataset)
-    _run_retriever(dataset, settings, train_split, validation_split)
-    clock.lap("H-RAG retriever: train + recall + g_agent")
-    _run_gflownet(dataset, settings, train_split, validation_split)
-    clock.lap("H-RAG reasoner: train + answer the validation split")
-    _run_online(dataset, settings, validation_split)
-    clock.lap("H-RAG online: two questions in memory + the agent on them")
-    kn_id, questions = _run_agent(settings, network)
-    clock.lap("agent over the knowledge network")
-    _run_modes(settings, kn_id, questions[:1])
-    clock.lap("query modes")
-    table = Table(title=f"make run: {clock.total:.0f} s wall")
-    table.add_column("stage")
-    table.add_column("seconds", justify="right")
-    for name, seconds in clock.stages:
-        table.add_row(name, f"{seconds:.1f}")
-    console.print(table)
-
-
-def _run_retriever(dataset: str, settings, train_split: str, validation_split: str) -> None:
-    """make run's H-RAG retrieval stage: train the retriever on a small budget, evaluate it, write g_agent."""
-    from flows.retriever_eval import retriever_eval
-    from flows.train_retriever import train_retriever
-    from kgrag.hrag.metrics import report_table
-    from kgrag.run import RUN_RETRIEVER_CONFIG, g_agent_example
-
-    console.print(f"\n[bold]H-RAG retriever[/]: training on {train_split} (budget {RUN_RETRIEVER_CONFIG}), "
-                  f"early stop on {validation_split}")
-    trained = train_retriever(dataset=dataset, config=RUN_RETRIEVER_CONFIG, train_split=train_split,
-                              validation_split=validation_split)
-    for row in trained["history"]:
-        console.print(f"  epoch {row['epoch']}: loss {row['loss']:.4f}, {row['train_seconds']:.1f}s")
-    result = retriever_eval(dataset=dataset, run_all_splits=dataset != "demo", split=validation_split)
-    part = result[validation_split]
-    console.print(f"\n[bold]Retriever recall@K[/] ({dataset} {validation_split}; the scorer alone: answer = an answer "
-                  f"entity in the top-K triples, path = share of shortest-path triples in the top-K, ceiling in "
-                  f"brackets; g_agent adds the relation-chain prior)")
-    print(report_table(part["report"]))
-    console.print(f"g_agent files: {', '.join(p['g_agent'] for p in result.values())}")
-    for line in g_agent_example(settings, dataset, validation_split):
-        console.print(escape(line), highlight=False)
-
-
-def _run_gflownet(dataset: str, settings, train_split: str, validation_split: str) -> None:
-    """make run's System 2 stage: train the GFlowNet path policy on g_agent, answer the validation split."""
-    from flows.train_gflownet import train_gflownet
-    from kgrag.hrag.gflownet.evaluate import metrics_table
-    from kgrag.run import gflownet_budget
-
-    budget = gflownet_budget(dataset)
-    console.print(f"\n[bold]H-RAG GFlowNet reasoner[/]: training on {train_split} g_agent "
-                  f"(budget {budget}), validating on {validation_split}")
-    result = train_gflownet(dataset=dataset, config=budget, train_split=train_split,
-                            validation_split=validation_split)
-    for row in result["history"]:
-        console.print(f"  step {row['step']}: loss {row['loss']:.3f}, sampled paths correct {row['correct']:.3f}, "
-                      f"val hits@1 {row['val_hits@1']:.4f}, {row['train_seconds']:.0f}s")
-    validation = result["validation"]
-    console.print(f"\n[bold]Answers without an LLM[/] ({dataset} {validation_split}, every question; g_agent Top-K, "
-                  f"the planner's chain search + chain completion; F1 threshold {validation['threshold']} chosen on "
-                  f"this split; percent)")
-    print(metrics_table(validation["report"]))
-
-
-def _run_online(dataset: str, settings, validation_split: str) -> None:
-    """make run's online stage: two validation questions, brackets removed, answered in memory with their paths;
-    then the agent graph on the triple graph answers the last of them, each step shown."""
-    from kgrag.agent.render import state_tree
-    from kgrag.hrag.file_eval import strip_brackets
-    from kgrag.run import answer_examples, example_questions
-
-    console.print("\n[bold]H-RAG online[/]: answer_question on two validation questions typed without [brackets]")
-    for line in answer_examples(settings, dataset, validation_split):
-        console.print(escape(line), highlight=False)  # paths read "A -[directed_by]-> B": not rich markup
-    question = strip_brackets(example_questions(settings, dataset, validation_split)[-1].text)
-    console.print(f"\n[bold]The agent on the triple graph[/] ({dataset}, LLM-free): link → chain prior → "
-                  "reason_paths → verify_path on the store → answer")
-    console.print(state_tree(_agent_answerer(settings.agent_kn_id, None, kg=dataset)(question)))
-
-
-def _run_agent(settings, network=None) -> tuple[str, list[str]]:
-    """make run's agent stage: the knowledge network (medical when its data is there, else demo), the trained
-    intent ranker (medical), then two questions answered by the LangGraph agent, each step shown."""
-    from kgrag.agent.render import state_tree
-    from kgrag.network.store import NetworkStore
-    from kgrag.run import agent_network, agent_questions, ensure_network
-
-    kn_id = agent_network(settings)
-    console.print(f"\n[bold]Agent[/]: knowledge network [cyan]{kn_id}[/] in {settings.db_url}")
-    background = network.wait() if network is not None else None  # before opening the store it writes
-    store = NetworkStore(settings.db_url)
-    try:
-        if network is not None and network.started and background is None:
-            console.print(f"  the background load of {kn_id} did not finish (its error is above): loading it now")
-        if background is not None:
-            console.print(f"  loaded {kn_id} in the background while the H-RAG stages ran: "
-                          f"{store.count_instances(kn_id)} instances, {store.count_links(kn_id)} links "
-                          f"({background:.0f} s, the domain vectors' training included)")
-        start = time.perf_counter()
-        if ensure_network(store, kn_id, settings.data_dir):
-            console.print(f"  loaded {kn_id}: {store.count_instances(kn_id)} instances, {store.count_links(kn_id)} "
-                          f"links ({time.perf_counter() - start:.0f} s, the domain vectors' training included)")
-        if kn_id == "medical":
-            from flows.train_intent import train_intent
-
-            start = time.perf_counter()
-            result = train_intent()
-            v = result["validation"]
-            console.print(f"  intent ranker ({'reused' if result.get('cached') else 'trained'}): validation "
-                          f"accuracy@1 {v['accuracy@1']:.4f} (n={v['n']}), baseline "
-                          f"{result['baseline']['accuracy@1']:.4f}, majority {result['majority_accuracy']:.4f} "
-                          f"({time.perf_counter() - start:.0f} s)")
-        questions = agent_questions(store, kn_id)
-    finally:
-        store.close()
-    answer = _agent_answerer(kn_id, None)
-    for question in questions:
-        console.print(state_tree(answer(question)))
-    console.print("Serve it: [bold]langgraph dev --no-browser[/] (assistant 'agent'); ask in-process: "
-                  "[bold]kgrag ask \"问题\" --kn " + kn_id + "[/]")
-    return kn_id, questions
-
-
-def _run_modes(settings, kn_id: str, questions: list[str]) -> None:
-    """make run's query-modes stage: the first agent question in hybrid mode (context only: no LLM needed)."""
-    from kgrag.modes.params import QueryParam
-    from kgrag.modes.query import kg_query
-    from kgrag.modes.render import result_summary
-    from kgrag.network.store import NetworkStore
-
-    store = NetworkStore(settings.db_url)
-    try:
-        for question in questions:
-            result = kg_query(question, store, kn_id, QueryParam(mode="hybrid", only_need_context=True))
-            console.print(result_summary(question, result))
-    finally:
-        store.close()
-    console.print("Other modes: [bold]kgrag query \"问题\" --kn " + kn_id + " --mode local|global|hybrid|naive|mix[/]")
+    main()
 
 
 @app.command()

@@ -19,3 +19,7 @@ class SparqlError(KgragError):
 
 class LLMError(KgragError):
     """An LLM endpoint failed after all retries, or never produced valid output."""
+
+
+class NetworkNotFound(LookupError):
+    """No knowledge network with that ``kn_id``."""

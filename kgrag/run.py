@@ -1,254 +1,208 @@
-"""The main job behind ``make run``: prepare the data it finds and show what the stores can answer."""
+"""The main job behind ``make run`` (an entry point, like the CLI): prepare the data it finds, answer with SPARQL,
+train and evaluate H-RAG on a budget, then the agent over the triple graph and the knowledge network, and the
+query modes; every stage prints what it shows and its wall time.
+
+    python -c "from kgrag.run import main; main()"   # what `kgrag run` / `make run` does
+"""
 
 from __future__ import annotations
 
-import multiprocessing
 import time
-from collections import Counter
-from dataclasses import dataclass
-from pathlib import Path
 
-from kgrag.config import Settings, get_settings
-from kgrag.graph import open_store
-from kgrag.graph.csr import CSRGraph
-from kgrag.graph.queries import one_hop_names, one_hop_query
-from kgrag.prep.steps import read_prepared_questions
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
 
+from flows.prepare_data import prepare_data
+from flows.retriever_eval import retriever_eval
+from flows.train_gflownet import train_gflownet
+from flows.train_intent import train_intent
+from flows.train_retriever import train_retriever
+from graphs.agent.run import agent_answerer
+from kgrag.agent.render import state_tree
+from kgrag.config import get_settings
+from kgrag.hrag.file_eval import strip_brackets
+from kgrag.hrag.gflownet.evaluate import metrics_table
+from kgrag.hrag.metrics import report_table
+from kgrag.modes.params import QueryParam
+from kgrag.modes.query import kg_query
+from kgrag.modes.render import result_summary
+from kgrag.network.store import NetworkStore
+from kgrag.run_parts import (
+    RUN_RETRIEVER_CONFIG,
+    NetworkLoad,
+    StageClock,
+    agent_network,
+    agent_questions,
+    answer_examples,
+    default_dataset,
+    ensure_network,
+    example_questions,
+    g_agent_example,
+    gflownet_budget,
+    retriever_splits,
+    sparql_example,
+)
 
-def default_dataset(settings: Settings) -> str:
-    """MetaQA when its KB is in the data dir, else the generated demo KG."""
-    return "metaqa" if (settings.data_dir / "metaqa" / "kb.txt").is_file() else "demo"
-
-
-@dataclass
-class SparqlExample:
-    question: str
-    gold: list[str]
-    query: str
-    answers: list[str]
-
-    @property
-    def matches(self) -> bool:
-        return sorted(set(self.gold)) == sorted(set(self.answers))
-
-
-def _linking_relation(graph: CSRGraph, topic: int, answers: set[int]) -> tuple[str, str] | None:
-    """The relation (and direction) most often linking ``topic`` to its answers in the graph."""
-    votes: Counter[tuple[str, str]] = Counter()
-    for e in graph.out_edges(topic).tolist():
-        if int(graph.tail[e]) in answers:
-            votes[(graph.relations[graph.rel[e]], "out")] += 1
-    for e in graph.in_edges(topic).tolist():
-        if int(graph.head[e]) in answers:
-            votes[(graph.relations[graph.rel[e]], "in")] += 1
-    return votes.most_common(1)[0][0] if votes else None
-
-
-def sparql_example(dataset: str, settings: Settings | None = None, prefer_qtype: str = "director_to_movie") -> SparqlExample | None:
-    """Answer one 1-hop validation question (a director's films on MetaQA) with SPARQL on the configured store."""
-    settings = settings or get_settings()
-    out_dir: Path = settings.dataset_dir(dataset)
-    graph = CSRGraph.load(out_dir / "graph.npz")
-    questions = [q for q in read_prepared_questions(out_dir) if q.get("hop") in (1, None) and q["topic_ids"] and q["answer_ids"]]
-    # a validation question of the preferred type with a few answers makes the clearest example
-    questions.sort(key=lambda q: (q.get("qtype") != prefer_qtype, q["split"] != "validation",
-                                  not 3 <= len(q["answer_ids"]) <= 8, q["qid"]))
-    with open_store(dataset, settings) as store:
-        for q in questions[:50]:
-            topic = graph.key_index[q["topic_ids"][0]]
-            link = _linking_relation(graph, topic, {graph.key_index[a] for a in q["answer_ids"]})
-            if link is None:
-                continue
-            relation, direction = link
-            entity_id = graph.entity_ids[topic]
-            query = one_hop_query(graph.iri_base, entity_id, relation, direction)
-            answers = one_hop_names(store, graph.iri_base, entity_id, relation, direction)
-            gold = [graph.entity_names[graph.key_index[a]] or a for a in q["answer_ids"]]
-            return SparqlExample(question=q["text"], gold=gold, query=query, answers=answers)
-    return None
+console = Console()
 
 
-#: the retriever budget of ``make run`` (the full budget is ``kgrag train-retriever`` with the defaults: every train
-#: question, 6 epochs); the relation-chain prior it uses is learned from every train question either way
-RUN_RETRIEVER_CONFIG = {"max_train_questions": 2000, "epochs": 3, "early_stop_questions": 300}
-
-
-def retriever_splits(dataset: str) -> tuple[str, str]:
-    """(train, validation) splits of a dataset; the demo KG has one ``test`` split, used for both."""
-    return ("test", "test") if dataset == "demo" else ("train", "validation")
-
-
-def g_agent_example(settings: Settings, dataset: str, split: str, top: int = 5) -> list[str]:
-    """Lines showing one multi-hop question of ``split``'s g_agent: its best-scored triples, answers marked."""
-    from kgrag.hrag.g_agent import GAgentSplit
-    from kgrag.hrag.pipeline import g_agent_file
-
-    path = g_agent_file(settings, dataset, split)
-    if not path.is_file():
-        return []
-    g_agent = GAgentSplit.load(path)
-    graph = CSRGraph.load(settings.dataset_dir(dataset) / "graph.npz")
-    hops = g_agent.hops.tolist()
-    pick = next((i for i, h in enumerate(hops) if h == 2), 0) if hops else None
-    if pick is None:
-        return []
-    sample = g_agent.sample(pick)
-    answers = set(sample["node_ids"][sample["answer_local"]].tolist())
-    lines = [f"Question ({split}, {sample['hop']}-hop): {sample['question']}",
-             f"g_agent: {sample['edge_head'].numel()} triples; top {top} by retriever score (* = answer entity):"]
-    for j in range(min(top, sample["edge_head"].numel())):
-        h, r, t = (int(sample[k][j]) for k in ("edge_head", "edge_relation", "edge_tail"))
-        name = [(graph.entity_names[e] or graph.entity_ids[e]) + ("*" if e in answers else "") for e in (h, t)]
-        lines.append(f"  {float(sample['edge_scores'][j]):7.3f}  ({name[0]}, {graph.relations[r]}, {name[1]})")
-    return lines
-
-
-#: the GFlowNet budget of ``make run`` on MetaQA (the full budget is ``kgrag train-gflownet`` with the defaults:
-#: 2000 planner warm-up steps, 1000 TB steps): answers come from the planner's chain search, which its warm-up
-#: teaches within a few hundred steps; the TB steps train the encoder the beam reasoner uses
-RUN_GFLOWNET_CONFIG: dict = {"steps": 20, "checkpoint_every": 10, "validation_questions": 300, "plan_warmup": 600}
-#: the demo KG has 18 questions: a few dozen steps show the stage
-DEMO_GFLOWNET_CONFIG: dict = {"steps": 40, "checkpoint_every": 20, "batch_questions": 18}
-
-
-def gflownet_budget(dataset: str) -> dict:
-    return DEMO_GFLOWNET_CONFIG if dataset == "demo" else RUN_GFLOWNET_CONFIG
-
-
-def example_questions(settings: Settings, dataset: str, split: str, count: int = 2) -> list:
-    """``count`` questions of ``split`` to show: the first 2-hop and the first 3-hop one, else the first ones."""
-    from kgrag.hrag.questions import prepared_questions
-
-    questions = prepared_questions(settings.dataset_dir(dataset), [split])
-    picks = [next((q for q in questions if q.hop == hop), None) for hop in (2, 3)]
-    return ([q for q in picks if q is not None] or questions[:count])[:count]
-
-
-def answer_examples(settings: Settings, dataset: str, split: str, count: int = 2) -> list[str]:
-    """The :func:`example_questions` answered in memory by the online reasoner, their topic brackets removed (the
-    linker finds the topic in the text): ranked answers, the answer set and the best answer's paths."""
-    from kgrag.hrag.file_eval import strip_brackets
-    from kgrag.hrag.reasoner import loaded_reasoner
-
-    reasoner = loaded_reasoner(dataset, settings)
-    lines: list[str] = []
-    for q in example_questions(settings, dataset, split, count):
-        answer = reasoner.answer(strip_brackets(q.text))
-        gold = {reasoner.graph.entity_names[e] or reasoner.graph.entity_ids[e] for e in q.answers}
-        lines += ["", *answer.lines(),
-                  f"  answer set ({len(answer.predicted)}): {', '.join(answer.predicted[:8])}"
-                  f"{' …' if len(answer.predicted) > 8 else ''}; gold {len(gold)}, "
-                  f"{len(gold & set(answer.predicted))} found; {answer.ms['total']:.0f} ms"]
-    return lines
-
-
-class StageClock:
-    """Wall time per stage of ``make run``: ``lap(name)`` closes the stage that ran since the last lap."""
-
-    def __init__(self) -> None:
-        self.start = self.last = time.perf_counter()
-        self.stages: list[tuple[str, float]] = []
-
-    def lap(self, name: str) -> float:
-        now = time.perf_counter()
-        self.stages.append((name, now - self.last))
-        self.last = now
-        return self.stages[-1][1]
-
-    @property
-    def total(self) -> float:
-        return time.perf_counter() - self.start
-
-
-#: two questions make run's agent stage answers on the medical network (one relation, one property question)
-MEDICAL_AGENT_QUESTIONS = ("上气道梗阻有哪些症状", "哪些人容易得百日咳")
-
-
-def agent_network(settings: Settings) -> str:
-    """The network make run's agent stage uses: the medical network when its data is there, else the demo one."""
-    return "medical" if (settings.data_dir / "medical" / "diseases").is_dir() else "demo"
-
-
-def network_loaded(store, kn_id: str) -> bool:
-    """``kn_id`` is in ``store`` with its text chunks (a store loaded before chunks existed is reloaded once)."""
-    return kn_id in {k for k, _ in store.list_networks()} and "chunks" in store.network_stats(kn_id)
-
-
-def ensure_network(store, kn_id: str, data_dir: Path) -> bool:
-    """Load network ``kn_id`` into ``store`` unless it is there already; True when it was loaded now."""
-    from kgrag.network.loaders.registry import load_named
-
-    if network_loaded(store, kn_id):
-        return False
-    load_named(kn_id, store, data_dir)
-    return True
-
-
-class NetworkLoad:
-    """make run's knowledge network, loaded in a child process while the H-RAG stages run: a first load of the
-    medical network trains its domain vectors (minutes on 2 cores), work that does not need the H-RAG stages.
-    :meth:`wait` joins it and returns its seconds (None when nothing was loaded in the background)."""
-
-    def __init__(self, settings: Settings) -> None:
-        from kgrag.network.store import NetworkStore
-
-        self.kn_id = agent_network(settings)
-        store = NetworkStore(settings.db_url)
-        try:
-            loaded = network_loaded(store, self.kn_id)
-        finally:
-            store.close()
-        self._process = None
-        self.started = not loaded
-        if not loaded:
-            context = multiprocessing.get_context("spawn")
-            self._seconds = context.Queue()
-            # not a daemon: the load tokenises with a process pool of its own; close() stops it if make run ends
-            self._process = context.Process(target=_load_in_child, args=(self.kn_id, self._seconds),
-                                            name=f"load-{self.kn_id}")
-            self._process.start()
-
-    def wait(self) -> float | None:
-        if self._process is None:
-            return None
-        self._process.join()
-        seconds = None if self._seconds.empty() else float(self._seconds.get())
-        self._process = None
-        return seconds  # None also when the child failed: the agent stage then loads in-process, errors shown
-
-    def close(self) -> None:
-        """Stop a load still running (make run ended before its agent stage)."""
-        if self._process is not None and self._process.is_alive():
-            self._process.terminate()
-            self._process.join()
-        self._process = None
-
-
-def _load_in_child(kn_id: str, seconds) -> None:
-    from kgrag.network.store import NetworkStore
-
+def main() -> None:
+    """Run every stage in order, printing each as it ends."""
     settings = get_settings()
-    start = time.perf_counter()
+    clock = StageClock()
+    network = NetworkLoad(settings)  # the agent stage's network loads in the background meanwhile
+    try:
+        _run_stages(settings, clock, network)
+    finally:
+        network.close()
+
+
+def print_markdown_table(markdown: str) -> None:
+    """A markdown table (as the flows' artifacts hold them) printed as a rich table."""
+    rows = [line.strip("|").split("|") for line in markdown.splitlines() if line.startswith("| ") and "---" not in line]
+    table = Table(show_header=True, header_style="bold")
+    header, *body = rows
+    for col in header:
+        table.add_column(col.strip())
+    for row in body:
+        table.add_row(*(c.strip() for c in row))
+    console.print(table)
+
+
+def _run_stages(settings, clock, network) -> None:
+    """make run's stages in order (see :func:`run`), each closed on ``clock``."""
+
+    dataset = default_dataset(settings)
+    console.print(f"[bold]kgrag run[/]: dataset [cyan]{dataset}[/] (data dir {settings.data_dir}, work dir {settings.work_dir})")
+    result = prepare_data(dataset=dataset)
+    print_markdown_table(result["markdown"])
+    example = sparql_example(dataset, settings)
+    if example is None:
+        console.print("no 1-hop question with a linking relation to show")
+        return
+    console.print(f"\n[bold]Question[/] ({'validation' if dataset == 'metaqa' else 'demo'}): {example.question}")
+    console.print(f"[bold]SPARQL[/]: {example.query}", highlight=False)
+    console.print(f"[bold]Store answers[/] ({len(example.answers)}): {', '.join(example.answers)}")
+    console.print(f"[bold]Gold answers[/] ({len(example.gold)}): {', '.join(example.gold)}")
+    console.print(f"[bold]Match[/]: {'yes' if example.matches else 'no'}")
+    clock.lap("prepare + SPARQL example")
+    train_split, validation_split = retriever_splits(dataset)
+    _run_retriever(dataset, settings, train_split, validation_split)
+    clock.lap("H-RAG retriever: train + recall + g_agent")
+    _run_gflownet(dataset, settings, train_split, validation_split)
+    clock.lap("H-RAG reasoner: train + answer the validation split")
+    _run_online(dataset, settings, validation_split)
+    clock.lap("H-RAG online: two questions in memory + the agent on them")
+    kn_id, questions = _run_agent(settings, network)
+    clock.lap("agent over the knowledge network")
+    _run_modes(settings, kn_id, questions[:1])
+    clock.lap("query modes")
+    table = Table(title=f"make run: {clock.total:.0f} s wall")
+    table.add_column("stage")
+    table.add_column("seconds", justify="right")
+    for name, seconds in clock.stages:
+        table.add_row(name, f"{seconds:.1f}")
+    console.print(table)
+
+
+def _run_retriever(dataset: str, settings, train_split: str, validation_split: str) -> None:
+    """make run's H-RAG retrieval stage: train the retriever on a small budget, evaluate it, write g_agent."""
+
+    console.print(f"\n[bold]H-RAG retriever[/]: training on {train_split} (budget {RUN_RETRIEVER_CONFIG}), "
+                  f"early stop on {validation_split}")
+    trained = train_retriever(dataset=dataset, config=RUN_RETRIEVER_CONFIG, train_split=train_split,
+                              validation_split=validation_split)
+    for row in trained["history"]:
+        console.print(f"  epoch {row['epoch']}: loss {row['loss']:.4f}, {row['train_seconds']:.1f}s")
+    result = retriever_eval(dataset=dataset, run_all_splits=dataset != "demo", split=validation_split)
+    part = result[validation_split]
+    console.print(f"\n[bold]Retriever recall@K[/] ({dataset} {validation_split}; the scorer alone: answer = an answer "
+                  f"entity in the top-K triples, path = share of shortest-path triples in the top-K, ceiling in "
+                  f"brackets; g_agent adds the relation-chain prior)")
+    print(report_table(part["report"]))
+    console.print(f"g_agent files: {', '.join(p['g_agent'] for p in result.values())}")
+    for line in g_agent_example(settings, dataset, validation_split):
+        console.print(escape(line), highlight=False)
+
+
+def _run_gflownet(dataset: str, settings, train_split: str, validation_split: str) -> None:
+    """make run's System 2 stage: train the GFlowNet path policy on g_agent, answer the validation split."""
+
+    budget = gflownet_budget(dataset)
+    console.print(f"\n[bold]H-RAG GFlowNet reasoner[/]: training on {train_split} g_agent "
+                  f"(budget {budget}), validating on {validation_split}")
+    result = train_gflownet(dataset=dataset, config=budget, train_split=train_split,
+                            validation_split=validation_split)
+    for row in result["history"]:
+        console.print(f"  step {row['step']}: loss {row['loss']:.3f}, sampled paths correct {row['correct']:.3f}, "
+                      f"val hits@1 {row['val_hits@1']:.4f}, {row['train_seconds']:.0f}s")
+    validation = result["validation"]
+    console.print(f"\n[bold]Answers without an LLM[/] ({dataset} {validation_split}, every question; g_agent Top-K, "
+                  f"the planner's chain search + chain completion; F1 threshold {validation['threshold']} chosen on "
+                  f"this split; percent)")
+    print(metrics_table(validation["report"]))
+
+
+def _run_online(dataset: str, settings, validation_split: str) -> None:
+    """make run's online stage: two validation questions, brackets removed, answered in memory with their paths;
+    then the agent graph on the triple graph answers the last of them, each step shown."""
+
+    console.print("\n[bold]H-RAG online[/]: answer_question on two validation questions typed without [brackets]")
+    for line in answer_examples(settings, dataset, validation_split):
+        console.print(escape(line), highlight=False)  # paths read "A -[directed_by]-> B": not rich markup
+    question = strip_brackets(example_questions(settings, dataset, validation_split)[-1].text)
+    console.print(f"\n[bold]The agent on the triple graph[/] ({dataset}, LLM-free): link → chain prior → "
+                  "reason_paths → verify_path on the store → answer")
+    console.print(state_tree(agent_answerer(settings.agent_kn_id, None, kg=dataset)(question)))
+
+
+def _run_agent(settings, network=None) -> tuple[str, list[str]]:
+    """make run's agent stage: the knowledge network (medical when its data is there, else demo), the trained
+    intent ranker (medical), then two questions answered by the LangGraph agent, each step shown."""
+
+    kn_id = agent_network(settings)
+    console.print(f"\n[bold]Agent[/]: knowledge network [cyan]{kn_id}[/] in {settings.db_url}")
+    background = network.wait() if network is not None else None  # before opening the store it writes
     store = NetworkStore(settings.db_url)
     try:
-        ensure_network(store, kn_id, settings.data_dir)
+        if network is not None and network.started and background is None:
+            console.print(f"  the background load of {kn_id} did not finish (its error is above): loading it now")
+        if background is not None:
+            console.print(f"  loaded {kn_id} in the background while the H-RAG stages ran: "
+                          f"{store.count_instances(kn_id)} instances, {store.count_links(kn_id)} links "
+                          f"({background:.0f} s, the domain vectors' training included)")
+        start = time.perf_counter()
+        if ensure_network(store, kn_id, settings.data_dir):
+            console.print(f"  loaded {kn_id}: {store.count_instances(kn_id)} instances, {store.count_links(kn_id)} "
+                          f"links ({time.perf_counter() - start:.0f} s, the domain vectors' training included)")
+        if kn_id == "medical":
+            start = time.perf_counter()
+            result = train_intent()
+            v = result["validation"]
+            console.print(f"  intent ranker ({'reused' if result.get('cached') else 'trained'}): validation "
+                          f"accuracy@1 {v['accuracy@1']:.4f} (n={v['n']}), baseline "
+                          f"{result['baseline']['accuracy@1']:.4f}, majority {result['majority_accuracy']:.4f} "
+                          f"({time.perf_counter() - start:.0f} s)")
+        questions = agent_questions(store, kn_id)
     finally:
         store.close()
-    seconds.put(time.perf_counter() - start)
+    answer = agent_answerer(kn_id, None)
+    for question in questions:
+        console.print(state_tree(answer(question)))
+    console.print("Serve it: [bold]langgraph dev --no-browser[/] (assistant 'agent'); ask in-process: "
+                  "[bold]kgrag ask \"问题\" --kn " + kn_id + "[/]")
+    return kn_id, questions
 
 
-def agent_questions(store, kn_id: str) -> list[str]:
-    """Two questions for make run's agent stage: the medical ones, or ones built from the network's own data
-    (a linked instance's name + the relation type's name) for any other network."""
-    if kn_id == "medical":
-        return list(MEDICAL_AGENT_QUESTIONS)
-    network = store.get_network(kn_id)
-    out: list[str] = []
-    for rt in network.relation_types:
-        for inst in store.query_instances(kn_id, rt.source_object_type_id, None, limit=20):
-            if store.linked_ids(kn_id, rt.id, [inst.id], True) and inst.properties.get("name"):
-                out.append(f"{inst.properties['name']} {rt.name}")
-                break
-        if len(out) == 2:
-            break
-    return out
+def _run_modes(settings, kn_id: str, questions: list[str]) -> None:
+    """make run's query-modes stage: the first agent question in hybrid mode (context only: no LLM needed)."""
+
+    store = NetworkStore(settings.db_url)
+    try:
+        for question in questions:
+            result = kg_query(question, store, kn_id, QueryParam(mode="hybrid", only_need_context=True))
+            console.print(result_summary(question, result))
+    finally:
+        store.close()
+    console.print("Other modes: [bold]kgrag query \"问题\" --kn " + kn_id + " --mode local|global|hybrid|naive|mix[/]")

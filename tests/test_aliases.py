@@ -15,10 +15,10 @@ from kgrag.network.aliases import alias_index, clean_alias, extract_aliases
 from kgrag.network.loaders.medical import medical_from_diseases
 from kgrag.network.model import DataProperty, Instance, KnowledgeNetwork, Link, ObjectType, RelationType
 from kgrag.network.store import NetworkStore
-from kgrag.rank.embedder import EmbedderStats
-from kgrag.search.config import KnSearchRequest
+from kgrag.rank.sentence_embedder import EmbedderStats
 from kgrag.search.context_models import ContextConfig
 from kgrag.search.contextual import ContextSessions
+from kgrag.search.kn_models import KnSearchRequest
 from kgrag.search.pipeline import context_search
 from kgrag.search.storage_forms import alias_field, keyword_forms, map_keyword
 

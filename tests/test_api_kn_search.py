@@ -16,7 +16,7 @@ from kgrag.api.app import create_app
 from kgrag.graph.oxigraph_server import free_port
 from kgrag.network.model import DataProperty, Instance, KnowledgeNetwork, Link, ObjectType, RelationType
 from kgrag.network.store import NetworkStore
-from kgrag.search.config import KnSearchRequest, KnSearchResponse
+from kgrag.search.kn_models import KnSearchRequest, KnSearchResponse
 
 URL = "/api/agent-retrieval/in/v1/kn/kn_search"
 NAME_OPS = ["knn", "match", "==", "prefix", "contain"]

@@ -10,7 +10,7 @@ from kgrag.api.app import create_app
 from kgrag.config import Settings
 from kgrag.network.loaders.demo import demo_network
 from kgrag.network.store import NetworkStore
-from kgrag.rank.embedder import Embedder
+from kgrag.rank.sentence_embedder import Embedder
 
 
 def test_network_routes_read_the_database_of_the_apps_settings(tmp_path: Path, work_settings: Settings) -> None:

@@ -16,8 +16,8 @@ from kgrag.network.model import DataProperty, Instance, KnowledgeNetwork, Object
 from kgrag.network.store import NetworkStore
 from kgrag.rank import domain as domain_mod
 from kgrag.rank.domain import DomainEmbedder, tokenize_many
-from kgrag.rank.embedder import Embedder
-from kgrag.rank.embedders import TextEmbedder, clear_cache, make_embedder, parse_fasttext_name
+from kgrag.rank.embedder_factory import TextEmbedder, clear_cache, make_embedder, parse_fasttext_name
+from kgrag.rank.sentence_embedder import Embedder
 from kgrag.rank.tokenize import tokenize
 from kgrag.rank.train_domain import (
     DomainEmbeddingConfig,
@@ -268,7 +268,7 @@ def _tiny_network(kn_id: str) -> tuple[KnowledgeNetwork, list[Instance]]:
 
 
 def test_network_texts_reads_every_text(tmp_path: Path, trained: DomainEmbedder) -> None:
-    from kgrag.network.service import NetworkNotFound
+    from kgrag.errors import NetworkNotFound
 
     store = NetworkStore(f"sqlite:///{tmp_path / 'kn.db'}", embedder=trained)  # a drop-in for Embedder
     network, instances = _tiny_network("tiny")

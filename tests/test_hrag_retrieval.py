@@ -15,7 +15,7 @@ from kgrag.hrag.retriever import score_samples
 from kgrag.hrag.samples import MAX_DIST, RetrievalSamples, build_samples
 from kgrag.hrag.text import TextEmbeddings
 from kgrag.hrag.train import load_scorer, train_retriever
-from kgrag.rank.embedder import Embedder
+from kgrag.rank.sentence_embedder import Embedder
 
 #: 0 -a-> 1 -b-> 2 ; 0 -c-> 3 ; 4 -a-> 1 ; 5 isolated
 SMALL = [(0, "a", 1), (1, "b", 2), (0, "c", 3), (4, "a", 1)]

@@ -16,7 +16,7 @@ from kgrag.network.loaders.registry import build_named, load_named
 from kgrag.network.loaders.synthetic import synthetic_network
 from kgrag.network.model import Condition
 from kgrag.network.store import NetworkStore
-from kgrag.rank.embedder import Embedder
+from kgrag.rank.sentence_embedder import Embedder
 
 TINY = Path(__file__).parent / "network_tiny" / "clinic.yaml"
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kgrag.errors import NetworkNotFound
 from kgrag.network.model import (
     ActionType,
     Condition,
@@ -19,9 +20,9 @@ from kgrag.network.model import (
     ObjectType,
     RelationType,
 )
-from kgrag.network.service import NetworkNotFound, OntologyService
+from kgrag.network.service import OntologyService
 from kgrag.network.store import NetworkStore, fts_query
-from kgrag.rank.embedder import Embedder
+from kgrag.rank.sentence_embedder import Embedder
 
 NAME_OPS = ["knn", "match", "==", "prefix", "contain"]
 

@@ -23,7 +23,7 @@ from kgrag.modes.search import SIMILARITY_BAND
 from kgrag.network.chunking import chunk_text
 from kgrag.network.loaders.demo import demo_network
 from kgrag.network.store import NetworkStore
-from kgrag.rank.tokens import TokenCounter
+from kgrag.rank.token_count import TokenCounter
 
 QUESTION = "Which films did Mariana Pereira direct?"
 

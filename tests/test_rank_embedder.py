@@ -1,4 +1,4 @@
-"""kgrag.rank.embedder: the offline MiniLM model, normalisation, the append-only disk cache."""
+"""kgrag.rank.sentence_embedder: the offline MiniLM model, normalisation, the append-only disk cache."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from kgrag.config import REPO_ROOT, Settings
-from kgrag.rank import embedder as embedder_module
-from kgrag.rank.embedder import Embedder, load_model, resolve_model
+from kgrag.rank import sentence_embedder as embedder_module
+from kgrag.rank.sentence_embedder import Embedder, load_model, resolve_model
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +108,7 @@ def test_cache_is_read_back_by_a_new_process_without_loading_the_model(model, tm
     expected = Embedder(cache_dir=tmp_path).encode(texts)
     script = (
         "import json, sys, numpy as np\n"
-        "from kgrag.rank.embedder import Embedder\n"
+        "from kgrag.rank.sentence_embedder import Embedder\n"
         "e = Embedder(cache_dir=sys.argv[1])\n"
         "np.save(sys.argv[2], e.encode(json.loads(sys.argv[3])))\n"
         "assert 'sentence_transformers' not in sys.modules and 'torch' not in sys.modules\n"

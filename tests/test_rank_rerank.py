@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kgrag.rank.embedder import Embedder
 from kgrag.rank.rerank import BM25Reranker, EmbeddingReranker, HybridReranker, Reranker, minmax
+from kgrag.rank.sentence_embedder import Embedder
 
 RELATIONS = [
     "people.person.nationality",

@@ -15,11 +15,11 @@ from kgrag.api.app import create_app
 from kgrag.config import get_settings
 from kgrag.network.model import DataProperty, Instance, KnowledgeNetwork, Link, ObjectType, RelationType
 from kgrag.network.store import NetworkStore
-from kgrag.search.config import KnSearchRequest
 from kgrag.search.context_models import AttributeCondition, ContextConfig
 from kgrag.search.contextual import ContextSessions, contextual_recall, lexicon_for
 from kgrag.search.formats import classify_values
 from kgrag.search.keywords import extract_keywords
+from kgrag.search.kn_models import KnSearchRequest
 from kgrag.search.patterns import cardinality
 from kgrag.search.pipeline import context_search, kn_search
 from kgrag.search.storage_forms import similarity

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from kgrag.errors import NetworkNotFound
 from kgrag.network.model import (
     ActionType,
     DataProperty,
@@ -17,13 +18,12 @@ from kgrag.network.model import (
     ObjectType,
     RelationType,
 )
-from kgrag.network.service import NetworkNotFound
 from kgrag.network.store import NetworkStore
-from kgrag.rank.embedder import Embedder
 from kgrag.rank.rerank import EmbeddingReranker
+from kgrag.rank.sentence_embedder import Embedder
 from kgrag.search import KnSearchRequest, kn_search
 from kgrag.search.concept import recall_concepts
-from kgrag.search.config import (
+from kgrag.search.kn_models import (
     MSG_INSTANCE_FAILED,
     MSG_NO_CONCEPTS,
     MSG_NO_INSTANCES,

@@ -7,14 +7,6 @@ import pytest
 from pydantic import ValidationError
 
 from kgrag.network.model import DataProperty, InstanceHit, LogicProperty, ObjectType, RelationType
-from kgrag.search.config import (
-    KnSearchNode,
-    KnSearchRequest,
-    PropertyFilterConfig,
-    RetrievalConfig,
-    RetrievalConfigIn,
-    merge_retrieval_config,
-)
 from kgrag.search.instances import (
     SearchableField,
     build_instance_condition,
@@ -25,6 +17,14 @@ from kgrag.search.instances import (
     score_nodes,
     searchable_fields,
     truncate_properties,
+)
+from kgrag.search.kn_models import (
+    KnSearchNode,
+    KnSearchRequest,
+    PropertyFilterConfig,
+    RetrievalConfig,
+    RetrievalConfigIn,
+    merge_retrieval_config,
 )
 from kgrag.search.relevance import (
     calculate_relevance_score,

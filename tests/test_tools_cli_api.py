@@ -90,7 +90,7 @@ def test_api_rejects_bad_input(prepared_demo):
 
 
 def test_session_store_expiry_and_conflict():
-    from kgrag.tools.sessions import SessionConflict, SessionStore
+    from kgrag.tools.session_store import SessionConflict, SessionStore
 
     now = [0.0]
     store = SessionStore(ttl=10, clock=lambda: now[0])

@@ -20,8 +20,8 @@ from typing import Any, Literal, Protocol
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
+from kgrag.errors import NetworkNotFound
 from kgrag.network.model import Condition, InstanceHit, KnowledgeNetwork
-from kgrag.network.service import NetworkNotFound
 
 __all__ = [
     "MAX_LIMIT",

@@ -31,7 +31,7 @@ from kgrag.agent.planner import next_call, parse_label, rank_intents, topic_type
 from kgrag.agent.resources import Resources
 from kgrag.agent.state import AgentSettings, AgentState, ToolCall, fresh_turn
 from kgrag.agent.tools import run_tool
-from kgrag.network.service import NetworkNotFound
+from kgrag.errors import NetworkNotFound
 
 __all__ = ["AgentRun", "HISTORY_TURNS", "Update", "planned", "question_problem", "stop", "traced", "answer", "contextual_recall", "extract_keywords", "plan", "schema_recall", "tools"]
 
@@ -146,7 +146,7 @@ def _exact_forms(state: AgentState) -> list[TopicCandidate]:
 @traced("schema_recall")
 def schema_recall(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     """kn_search concept recall + the ranked schema intents (topic words masked)."""
-    from kgrag.search.config import KnSearchRequest
+    from kgrag.search.kn_models import KnSearchRequest
     from kgrag.search.pipeline import kn_search
 
     kn_id = state["kn_id"]

@@ -28,7 +28,7 @@ from kgrag.agent.kn_tools import (
     query_object_instance,
 )
 from kgrag.agent.state import ToolCall
-from kgrag.network.service import NetworkNotFound
+from kgrag.errors import NetworkNotFound
 
 __all__ = ["TOOL_NAMES", "llm_result_text", "openai_tools", "run_tool"]
 
@@ -43,7 +43,7 @@ class SearchArgs(BaseModel):
 
 
 def _search(store: Any, args: SearchArgs, kn_id: str, context: bool) -> dict[str, Any]:
-    from kgrag.search.config import KnSearchRequest
+    from kgrag.search.kn_models import KnSearchRequest
     from kgrag.search.pipeline import context_search, kn_search
 
     request = KnSearchRequest(query=args.query, kn_id=kn_id)

@@ -26,7 +26,7 @@ from kgrag.tools.config import KGToolsConfig
 from kgrag.tools.factory import NAMESPACES, make_client, make_relation_filter
 from kgrag.tools.relations import RelationFilters
 from kgrag.tools.session import KGSession
-from kgrag.tools.sessions import SessionStore
+from kgrag.tools.session_store import SessionStore
 
 if TYPE_CHECKING:  # pragma: no cover
     from kgrag.graph.csr import CSRGraph

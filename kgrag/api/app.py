@@ -20,7 +20,7 @@ from kgrag.errors import KgragError
 from kgrag.graph import GraphStore, open_store
 from kgrag.prep.steps import DATASETS
 from kgrag.search.cache import KnSearchCache
-from kgrag.tools.sessions import SessionStore
+from kgrag.tools.session_store import SessionStore
 
 log = logging.getLogger(__name__)
 

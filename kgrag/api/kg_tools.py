@@ -8,7 +8,7 @@ from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel, Field, field_validator
 
 from kgrag.tools.factory import NAMESPACES, open_session
-from kgrag.tools.sessions import SessionConflict, SessionStore
+from kgrag.tools.session_store import SessionConflict, SessionStore
 
 router = APIRouter(prefix="/api/kg", tags=["kg-tools"])
 

@@ -22,9 +22,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import InterfaceError, OperationalError
 
-from kgrag.network.service import NetworkNotFound
+from kgrag.errors import NetworkNotFound
 from kgrag.search.cache import KnSearchCache
-from kgrag.search.config import KnSearchRequest, KnSearchResponse
+from kgrag.search.kn_models import KnSearchRequest, KnSearchResponse
 from kgrag.search.pipeline import SearchStore, context_search, kn_search
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ from kgrag.hrag.retriever import TripleScorer, score_samples
 from kgrag.hrag.samples import RetrievalSamples
 from kgrag.hrag.text import TextEmbeddings
 from kgrag.hrag.train import load_scorer
-from kgrag.rank.embedder import Embedder
+from kgrag.rank.sentence_embedder import Embedder
 
 __all__ = ["TrainedRetriever", "Evaluation", "load_trained", "evaluate_samples", "write_report",
            "evaluate_question_file"]

@@ -35,7 +35,7 @@ from kgrag.hrag.questions import HragQuestion, masked_text, prepared_questions
 from kgrag.hrag.retriever import score_samples
 from kgrag.hrag.samples import build_samples
 from kgrag.hrag.text import MAX_QUESTION_TOKENS, QuestionTokens
-from kgrag.rank.embedder import Embedder
+from kgrag.rank.sentence_embedder import Embedder
 
 __all__ = ["RankedAnswer", "Answer", "Ranking", "HRAGReasoner", "answer_question", "template_of", "path_ids", "loaded_reasoner", "ONLINE_PPR_TOL"]
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from kgrag.graph.csr import CSRGraph
 from kgrag.hrag.questions import masked_text
-from kgrag.rank.embedder import Embedder
+from kgrag.rank.sentence_embedder import Embedder
 
 __all__ = ["NAME_BLOCK", "TextEmbeddings", "QuestionTokens", "encode_names", "relation_text", "text_file"]
 

@@ -41,9 +41,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kgrag import __version__
 from kgrag.config import Settings, get_settings
-from kgrag.errors import KgragError
+from kgrag.errors import KgragError, NetworkNotFound
 from kgrag.mcp.tools import TOOLS, CallScope, Resources, ToolSpec
-from kgrag.network.service import NetworkNotFound
 
 __all__ = ["MAX_ARGUMENT_CHARS", "McpConfig", "build_http_app", "build_server", "serve"]
 
@@ -111,7 +110,7 @@ def _success(value: Any, max_chars: int) -> types.CallToolResult:
 def _warm(settings: Settings) -> None:
     """Load the query embedder (a failure here only means the first search loads it, and reports it)."""
     try:
-        from kgrag.rank.embedder import load_model
+        from kgrag.rank.sentence_embedder import load_model
 
         load_model(settings.embedder)
     except Exception:  # noqa: BLE001

@@ -15,7 +15,7 @@ validated by that model before anything runs. Each tool calls the same function 
 | `ask`                     | `AskArgs`                    | the agent graph, as `kgrag ask` runs it (`graphs.agent.run`)         |
 
 KG sessions: one :class:`kgrag.tools.session.KGSession` per (MCP session, kg), kept in a
-:class:`kgrag.tools.sessions.SessionStore` (the HTTP surface's) and dropped when the MCP session closes or has
+:class:`kgrag.tools.session_store.SessionStore` (the HTTP surface's) and dropped when the MCP session closes or has
 been idle as long as the transport's session timeout; ``session_id`` in the arguments names a session explicitly
 instead (needed on stateless connections, which have no MCP session). ``question`` and ``topics`` are read on a
 session's first call only, as on ``POST /api/kg/query``.
@@ -44,11 +44,11 @@ from kgrag.graph import GraphStore
 from kgrag.modes.params import QueryRequest
 from kgrag.modes.query import kg_query
 from kgrag.search.cache import KnSearchCache
-from kgrag.search.config import KnSearchRequest
+from kgrag.search.kn_models import KnSearchRequest
 from kgrag.search.pipeline import context_search, kn_search
 from kgrag.tools.factory import NAMESPACES, open_session
 from kgrag.tools.parse import GetRelations, GetTriples
-from kgrag.tools.sessions import SessionStore
+from kgrag.tools.session_store import SessionStore
 
 __all__ = ["TOOLS", "AskArgs", "CallScope", "GetRelationsArgs", "GetTriplesArgs", "Resources", "ToolSpec"]
 

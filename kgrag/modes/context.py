@@ -5,7 +5,7 @@
 Budgets: entities ``max_entity_tokens``, relations ``max_relation_tokens``; chunks get what is left of
 ``max_total_tokens`` after the entities and relations actually kept and the prompt's fixed part
 (``fixed_tokens``: template, question, history). A row is kept while the running total of its JSON line's
-tokens (:class:`~kgrag.rank.tokens.TokenCounter`, counted in one batch per section) stays within the budget;
+tokens (:class:`~kgrag.rank.token_count.TokenCounter`, counted in one batch per section) stays within the budget;
 the first row that does not fit ends the section, so the kept rows are always a prefix of the ranked ones.
 Chunks from the two routes (mix) are interleaved entity-route first and deduplicated by id; each distinct
 source instance becomes one numbered reference, and a chunk carries its reference id.
@@ -22,7 +22,7 @@ import numpy as np
 from kgrag.modes.index import ModeIndex
 from kgrag.modes.params import QueryParam
 from kgrag.modes.search import SearchHits
-from kgrag.rank.tokens import TokenCounter
+from kgrag.rank.token_count import TokenCounter
 
 __all__ = ["QueryContext", "build_context", "truncate", "interleave"]
 

@@ -35,7 +35,7 @@ from kgrag.search.storage_forms import alias_field, alias_values
 
 if TYPE_CHECKING:  # pragma: no cover
     from kgrag.network.store import NetworkStore
-    from kgrag.rank.embedders import TextEmbedder
+    from kgrag.rank.embedder_factory import TextEmbedder
 
 __all__ = ["ModeIndex"]
 

@@ -25,8 +25,8 @@ from kgrag.modes.keywords import mode_keywords
 from kgrag.modes.params import QueryParam, QueryResult
 from kgrag.modes.prompt import build_messages, prompt_text
 from kgrag.modes.search import run_search, sources
+from kgrag.rank.token_count import TokenCounter
 from kgrag.rank.tokenize import has_cjk
-from kgrag.rank.tokens import TokenCounter
 
 if TYPE_CHECKING:  # pragma: no cover
     from kgrag.llm.client import ChatClient

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kgrag.network.model import Instance, TextConfig
-from kgrag.rank.tokens import TokenCounter
+from kgrag.rank.token_count import TokenCounter
 
 __all__ = ["Chunk", "chunk_instances", "chunk_text", "chunk_id"]
 

@@ -47,7 +47,7 @@ def _errors(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        from kgrag.network.service import NetworkNotFound
+        from kgrag.errors import NetworkNotFound
 
         try:
             return fn(*args, **kwargs)

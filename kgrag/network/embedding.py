@@ -6,7 +6,7 @@ The offline MiniLM has no Chinese vocabulary, so a network whose instance names 
 with ``Settings.zh_embedder``: ``"domain"`` (the default) = FastText vectors trained on the network's own texts
 (:mod:`kgrag.rank.train_domain`), kept in ``<work_dir>/models/embeddings/<kn_id>`` and trained on the first load
 that finds none (minutes for the medical network; ``flows/train_embeddings.py`` retrains); any other value is an
-embedder name for :func:`kgrag.rank.embedders.make_embedder` (a multilingual sentence-transformers model, a
+embedder name for :func:`kgrag.rank.embedder_factory.make_embedder` (a multilingual sentence-transformers model, a
 ``fasttext:<folder>``); ``""`` keeps ``Settings.embedder`` for every network. The store records the model's
 name, and queries of that network embed with the same model.
 """
@@ -21,7 +21,7 @@ from kgrag.rank.tokenize import has_cjk
 
 if TYPE_CHECKING:  # pragma: no cover
     from kgrag.config import Settings
-    from kgrag.rank.embedders import TextEmbedder
+    from kgrag.rank.embedder_factory import TextEmbedder
 
 __all__ = ["instance_corpus", "is_chinese", "network_embedder"]
 
@@ -50,7 +50,7 @@ def network_embedder(network: KnowledgeNetwork, instances: Sequence[Instance], s
     choice = settings.zh_embedder.strip()
     if not choice or not is_chinese(network, instances):
         return None
-    from kgrag.rank.embedders import make_embedder
+    from kgrag.rank.embedder_factory import make_embedder
 
     if choice != "domain":
         return make_embedder(choice, settings.cache_dir)

@@ -7,6 +7,7 @@ by relation types. Declared in YAML/JSON (see ``kgrag/network/loaders``) and sto
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -118,6 +119,15 @@ class InstanceHit(_Model):
     id: str
     properties: dict[str, Any]
     score: float | None = None
+
+
+@dataclass
+class PathHit:
+    """One relation-path result: ``source --relation_type_id--> target`` (in the relation's own direction)."""
+
+    source: InstanceHit
+    relation_type_id: str
+    target: InstanceHit
 
 
 class Condition(_Model):

@@ -1,22 +1,15 @@
 """What the search stages need from a knowledge-network backend, as typing protocols (the spec's Ontology Manager
 + Ontology Query roles). :class:`kgrag.network.store.NetworkStore` implements both.
 
-- :class:`OntologyService`: concept and semantic instance recall (:mod:`kgrag.search.kn_search`).
+- :class:`OntologyService`: concept and semantic instance recall (:mod:`kgrag.search.recall`).
 - :class:`ContextStore`: contextual recall (:mod:`kgrag.search.contextual` and its stage modules).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-from kgrag.network.model import Condition, InstanceHit, KnowledgeNetwork
-
-if TYPE_CHECKING:  # pragma: no cover
-    from kgrag.network.store import PathHit
-
-
-class NetworkNotFound(LookupError):
-    """No knowledge network with that ``kn_id``."""
+from kgrag.network.model import Condition, InstanceHit, KnowledgeNetwork, PathHit
 
 
 class OntologyService(Protocol):

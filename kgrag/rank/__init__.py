@@ -5,8 +5,8 @@ the first text that is not in the embedding cache.
 """
 
 from kgrag.rank.bm25 import BM25Index, rank, stable_top_k
-from kgrag.rank.embedder import DEFAULT_MODEL, Embedder, EmbedderStats, load_model, resolve_model
 from kgrag.rank.rerank import BM25Reranker, EmbeddingReranker, HybridReranker, Reranker, minmax
+from kgrag.rank.sentence_embedder import DEFAULT_MODEL, Embedder, EmbedderStats, load_model, resolve_model
 from kgrag.rank.tokenize import add_words, tokenize
 
 __all__ = [

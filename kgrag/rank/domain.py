@@ -1,4 +1,4 @@
-"""Domain word vectors (FastText over jieba tokens) with the surface of :class:`kgrag.rank.embedder.Embedder`.
+"""Domain word vectors (FastText over jieba tokens) with the surface of :class:`kgrag.rank.sentence_embedder.Embedder`.
 
     DomainEmbedder("work/models/embeddings/medical").similarity("心梗", ["心肌梗死", "感冒"])  # cosines
 
@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from kgrag.rank.embedder import EmbedderStats
+from kgrag.rank.sentence_embedder import EmbedderStats
 from kgrag.rank.tokenize import tokenize
 
 __all__ = [

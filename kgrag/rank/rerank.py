@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from kgrag.rank.bm25 import BM25Index, Tokenizer, stable_top_k
-from kgrag.rank.embedder import Embedder
+from kgrag.rank.sentence_embedder import Embedder
 from kgrag.rank.tokenize import tokenize
 
 __all__ = ["BM25Reranker", "EmbeddingReranker", "HybridReranker", "Reranker", "minmax"]

@@ -1,7 +1,7 @@
 """kn_search: concept + semantic instance recall over a knowledge network (spec kn-search.md), and
 ``context_search``: the same plus contextual recall (spec contextual-recall.md). See :mod:`kgrag.search.pipeline`."""
 
-from kgrag.search.config import (
+from kgrag.search.kn_models import (
     KnSearchActionType,
     KnSearchNode,
     KnSearchObjectType,
@@ -12,8 +12,8 @@ from kgrag.search.config import (
     RetrievalConfigIn,
     merge_retrieval_config,
 )
-from kgrag.search.kn_search import default_reranker
 from kgrag.search.pipeline import context_search, kn_search
+from kgrag.search.recall import default_reranker
 
 __all__ = [
     "KnSearchActionType",

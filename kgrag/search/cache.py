@@ -16,7 +16,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
-from kgrag.search.config import MSG_INSTANCE_FAILED, KnSearchRequest, KnSearchResponse
+from kgrag.search.kn_models import MSG_INSTANCE_FAILED, KnSearchRequest, KnSearchResponse
 
 __all__ = ["KnSearchCache"]
 

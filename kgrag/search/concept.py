@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from kgrag.network.model import KnowledgeNetwork, ObjectType, RelationType
 from kgrag.network.service import OntologyService
 from kgrag.rank.rerank import Reranker
-from kgrag.search.config import (
+from kgrag.search.kn_models import (
     ConceptRetrievalConfig,
     KnSearchActionType,
     KnSearchDataProperty,

@@ -30,7 +30,6 @@ from typing import Any
 
 from kgrag.network.model import KnowledgeNetwork, ObjectType
 from kgrag.network.service import ContextStore
-from kgrag.search.config import KnSearchRequest, KnSearchResponse
 from kgrag.search.context_models import (
     AttributeCondition,
     AttributeConditionIn,
@@ -49,6 +48,7 @@ from kgrag.search.formats import (
     primary_fields,
 )
 from kgrag.search.keywords import Lexicon, extract_keywords
+from kgrag.search.kn_models import KnSearchRequest, KnSearchResponse
 from kgrag.search.patterns import relation_pattern
 from kgrag.search.storage_forms import map_keyword
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from kgrag.network.model import TEXT_TYPES, Condition, InstanceHit, ObjectType
 from kgrag.network.service import OntologyService
-from kgrag.search.config import KnSearchNode, PropertyFilterConfig, SemanticInstanceRetrievalConfig
+from kgrag.search.kn_models import KnSearchNode, PropertyFilterConfig, SemanticInstanceRetrievalConfig
 from kgrag.search.relevance import name_match_score
 
 __all__ = [

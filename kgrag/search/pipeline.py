@@ -4,7 +4,7 @@
     response = context_search(KnSearchRequest(query="上气道梗阻有哪些症状", kn_id="medical"), store)
     response.contextual_knowledge.keyword_mappings[0].storage_forms  # 上气道梗阻 exact / 上、下气道梗阻 contains …
 
-Stages, which never import each other: concept + semantic instance recall (:mod:`kgrag.search.kn_search`, on an
+Stages, which never import each other: concept + semantic instance recall (:mod:`kgrag.search.recall`, on an
 :class:`OntologyService`), then — with ``include_context``, or always in ``context_search`` — contextual recall
 (:mod:`kgrag.search.contextual`, on a :class:`ContextStore`). Both run on the one store, a :class:`SearchStore`
 (:class:`kgrag.network.store.NetworkStore` is one).
@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import Protocol
 
 from kgrag.network.service import ContextStore, OntologyService
-from kgrag.search.config import KnSearchRequest, KnSearchResponse, RetrievalConfig
 from kgrag.search.contextual import ContextSessions, attach_context
-from kgrag.search.kn_search import DEFAULT_RERANKER, RerankerArg, recall_concepts_and_instances
+from kgrag.search.kn_models import KnSearchRequest, KnSearchResponse, RetrievalConfig
+from kgrag.search.recall import DEFAULT_RERANKER, RerankerArg, recall_concepts_and_instances
 
 __all__ = ["SearchStore", "context_search", "kn_search"]
 
@@ -32,7 +32,7 @@ def kn_search(
     reranker: RerankerArg = DEFAULT_RERANKER,
     base_config: RetrievalConfig | None = None,
 ) -> KnSearchResponse:
-    """Run one kn_search. ``reranker`` defaults to :func:`kgrag.search.kn_search.default_reranker` (built only
+    """Run one kn_search. ``reranker`` defaults to :func:`kgrag.search.recall.default_reranker` (built only
     when ``enable_rerank`` is true); ``None`` means no reranker, i.e. current order as with
     ``enable_rerank=false``. ``base_config`` replaces the built-in defaults before the request's overrides.
     With ``include_context`` the response also carries ``contextual_knowledge``."""

@@ -43,7 +43,7 @@ def warm_search(store: SearchStore, reranker: Reranker | None = None, kn_ids: li
     default reranker, when it is the embedding one). Returns what was done per network; a network that fails
     is logged and reported with its ``error``, the others still warm."""
     if reranker is None:
-        from kgrag.search.kn_search import default_reranker
+        from kgrag.search.recall import default_reranker
 
         reranker = default_reranker()
     embedder = reranker.embedder if isinstance(reranker, EmbeddingReranker) else None

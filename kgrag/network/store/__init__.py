@@ -24,9 +24,10 @@ network version (each network row carries a version uuid that every query checks
 
 from __future__ import annotations
 
+from kgrag.network.model import PathHit
 from kgrag.network.store.index import fts_query, index_tokens
 from kgrag.network.store.load import LoadMixin, LoadStats
-from kgrag.network.store.query import PathHit, QueryMixin, list_fields
+from kgrag.network.store.query import QueryMixin, list_fields
 
 __all__ = ["LoadStats", "NetworkStore", "PathHit", "fts_query", "index_tokens", "list_fields"]
 

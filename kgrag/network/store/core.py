@@ -22,13 +22,13 @@ from sqlalchemy import Engine, create_engine, event, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.pool import StaticPool
 
+from kgrag.errors import NetworkNotFound
 from kgrag.network import tables as t
 from kgrag.network.model import ActionType, KnowledgeNetwork, ObjectType, RelationType
-from kgrag.network.service import NetworkNotFound
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kgrag.rank.embedder import Embedder
-    from kgrag.rank.embedders import TextEmbedder
+    from kgrag.rank.embedder_factory import TextEmbedder
+    from kgrag.rank.sentence_embedder import Embedder
 
 __all__ = ["CONNECT_TIMEOUT", "StoreCore"]
 
@@ -128,7 +128,7 @@ class StoreCore:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            from kgrag.rank.embedder import Embedder
+            from kgrag.rank.sentence_embedder import Embedder
 
             self._embedder = Embedder.from_settings()
         return self._embedder
@@ -136,7 +136,7 @@ class StoreCore:
     def embedder_for(self, kn_id: str) -> TextEmbedder:
         """The embedder that made ``kn_id``'s vectors (its recorded ``embedder`` name), so queries land in the
         same space: the store's own embedder when the names agree or none was recorded, else
-        :func:`kgrag.rank.embedders.make_embedder` of the recorded name (e.g. ``fasttext:…`` domain vectors)."""
+        :func:`kgrag.rank.embedder_factory.make_embedder` of the recorded name (e.g. ``fasttext:…`` domain vectors)."""
         version = self._schema(kn_id)[0]
         cached = self._embedders.get(kn_id)
         if cached is not None and cached[0] == version:
@@ -150,7 +150,7 @@ class StoreCore:
         if not name or name == own_name:
             embedder = self.embedder
         else:
-            from kgrag.rank.embedders import make_embedder
+            from kgrag.rank.embedder_factory import make_embedder
 
             embedder = make_embedder(name, get_settings().cache_dir)
         with self._lock:

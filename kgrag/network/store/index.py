@@ -32,8 +32,8 @@ from kgrag.network.store.core import StoreCore
 from kgrag.rank.tokenize import tokenize
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kgrag.rank.embedder import Embedder
-    from kgrag.rank.embedders import TextEmbedder
+    from kgrag.rank.embedder_factory import TextEmbedder
+    from kgrag.rank.sentence_embedder import Embedder
 
 __all__ = ["MAX_UNKNOWN_FRACTION", "IndexMixin", "fts_query", "index_tokens"]
 

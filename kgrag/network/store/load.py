@@ -29,10 +29,10 @@ from kgrag.network import tables as t
 from kgrag.network.chunking import chunk_instances
 from kgrag.network.model import Instance, KnowledgeNetwork, Link, ObjectType
 from kgrag.network.store.index import IndexMixin, fts_terms, index_tokens
-from kgrag.rank.tokens import TokenCounter
+from kgrag.rank.token_count import TokenCounter
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kgrag.rank.embedders import TextEmbedder
+    from kgrag.rank.embedder_factory import TextEmbedder
 
 __all__ = ["LoadMixin", "LoadStats"]
 

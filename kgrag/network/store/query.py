@@ -11,29 +11,19 @@ network :class:`NetworkNotFound`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 
 from kgrag.network import tables as t
 from kgrag.network.conditions import Plan, compile_condition, is_list_type
-from kgrag.network.model import Condition, InstanceHit, ObjectType
+from kgrag.network.model import Condition, InstanceHit, ObjectType, PathHit
 from kgrag.network.store.index import IndexMixin
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kgrag.rank.embedder import Embedder
+    from kgrag.rank.sentence_embedder import Embedder
 
-__all__ = ["PathHit", "QueryMixin", "list_fields"]
-
-
-@dataclass
-class PathHit:
-    """One relation-path result: ``source --relation_type_id--> target`` (in the relation's own direction)."""
-
-    source: InstanceHit
-    relation_type_id: str
-    target: InstanceHit
+__all__ = ["QueryMixin", "list_fields"]
 
 
 def list_fields(ot: ObjectType) -> list[str]:

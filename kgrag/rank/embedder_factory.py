@@ -9,7 +9,7 @@ A name ``fasttext:<folder>`` or ``fasttext:<folder>@<fingerprint prefix>`` (what
 when the folder's ``meta.json`` changes (a retrain); a missing folder raises ``FileNotFoundError``, and a
 fingerprint that the folder's weights do not start with raises ``ValueError`` (vectors made with other weights
 would not be comparable: re-embed them).
-Any other name gives ``kgrag.rank.embedder.Embedder(name, cache_dir=cache_dir)``.
+Any other name gives ``kgrag.rank.sentence_embedder.Embedder(name, cache_dir=cache_dir)``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from kgrag.rank.domain import META_FILE, PREFIX, DomainEmbedder
-from kgrag.rank.embedder import Embedder, EmbedderStats
+from kgrag.rank.sentence_embedder import Embedder, EmbedderStats
 
 __all__ = ["TextEmbedder", "clear_cache", "make_embedder", "parse_fasttext_name"]
 

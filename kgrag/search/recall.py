@@ -23,7 +23,8 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 from kgrag.network.service import OntologyService
 from kgrag.rank.rerank import EmbeddingReranker, Reranker
 from kgrag.search.concept import recall_concepts
-from kgrag.search.config import (
+from kgrag.search.instances import recall_instances
+from kgrag.search.kn_models import (
     MSG_INSTANCE_FAILED,
     MSG_NO_CONCEPTS,
     MSG_NO_INSTANCES,
@@ -32,7 +33,6 @@ from kgrag.search.config import (
     RetrievalConfig,
     merge_retrieval_config,
 )
-from kgrag.search.instances import recall_instances
 
 log = logging.getLogger(__name__)
 
