@@ -36,10 +36,10 @@ def progress(message: str) -> None:
 
 def _baseline_state(baseline: Any, store: Any, lexicon: Any, question: str) -> dict[str, Any]:
     """The baseline's (topic, label) executed through the agent's own query tools."""
-    from kgrag.agent.answers import answer_values, evidence_from
-    from kgrag.agent.linking import TopicCandidate
-    from kgrag.agent.planner import next_call
-    from kgrag.agent.tools import run_tool
+    from kgrag.agent.kn.answers import answer_values, evidence_from
+    from kgrag.agent.kn.linking import TopicCandidate
+    from kgrag.agent.kn.planner import next_call
+    from kgrag.agent.kn.tools import run_tool
 
     topic, label = baseline.answer_target(question)
     if topic is None:
@@ -82,9 +82,10 @@ def main() -> None:  # noqa: PLR0915 - one linear benchmark script
 
     get_settings.cache_clear()
     settings = get_settings()
-    from kgrag.agent.evaluate import EvalItem, evaluate, set_scores
-    from kgrag.agent.intent_baseline import BaselineIntent
-    from kgrag.agent.intent_train import load_latest_intent, split_questions, train_intent
+    from kgrag.agent.kn.intent import load_latest_intent
+    from kgrag.agent.training.baseline import BaselineIntent
+    from kgrag.agent.training.evaluate import EvalItem, evaluate, set_scores
+    from kgrag.agent.training.train_intent import split_questions, train_intent
     from kgrag.network.store import NetworkStore
     from kgrag.run_parts import ensure_network
 

@@ -32,7 +32,7 @@ from rich.table import Table
 
 from bench.common import percentiles, write_result
 from bench.http_load import http_load, start_server, stop_server
-from kgrag.agent.kn_tools import (
+from kgrag.agent.kn.instance_queries import (
     InstanceSubgraphQuery,
     ObjectInstanceQuery,
     query_instance_subgraph,

@@ -13,8 +13,8 @@ Figures, in one run:
 2. **Answer recall per mode on the full network** (``--db`` holding the medical network): the table a user reads
    to choose a mode — recall and context tokens per mode, kgrag only.
 
-Questions: ``questions_cypher_train.json`` executed against the disease data (``kgrag.agent.gold``); the
-validation split of :func:`kgrag.agent.intent_train.split_examples` (fraction 0.2, seed 0 — the intent ranker's),
+Questions: ``questions_cypher_train.json`` executed against the disease data (``kgrag.agent.training.gold``); the
+validation split of :func:`kgrag.agent.training.train_intent.split_examples` (fraction 0.2, seed 0 — the intent ranker's),
 topic type Disease, sampled with ``--seed``. Answer recall: ``any`` = share of questions with at least one gold
 answer in the context; ``mean`` = mean share of a question's gold answers found. A gold answer "is in" the
 context when it is a substring of it; answers longer than 30 characters (property texts such as causes) count
@@ -34,8 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import percentiles, write_result
-from kgrag.agent.gold import GoldExample, load_ce_prompt
-from kgrag.agent.intent_train import split_examples
+from kgrag.agent.training.gold import GoldExample, load_ce_prompt
+from kgrag.agent.training.train_intent import split_examples
 from kgrag.config import get_settings
 from kgrag.data.medical import read_diseases
 from kgrag.modes.index import ModeIndex

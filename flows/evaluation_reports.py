@@ -24,8 +24,8 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from flows.evaluate import evaluate
-from kgrag.agent.evaluate import evaluate as agent_evaluate
-from kgrag.agent.evaluate import read_metaqa
+from kgrag.agent.training.evaluate import evaluate as agent_evaluate
+from kgrag.agent.training.evaluate import read_metaqa
 from kgrag.config import get_settings
 from kgrag.errors import KgragError
 from kgrag.hrag import pipeline

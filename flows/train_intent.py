@@ -1,6 +1,6 @@
 """Intent-ranker training flow: CE-Prompt questions → Cypher targets + gold → seeded split → ranker → eval.
 
-Thin wrapper of :func:`kgrag.agent.intent_train.train_intent`: reads
+Thin wrapper of :func:`kgrag.agent.training.train_intent.train_intent`: reads
 ``<data_dir>/medical/questions_cypher_train.json`` (+ the raw disease records for the gold answers), counts
 the skipped queries by reason, splits the distinct question texts 90/10 per label (``Settings.seed``), trains
 the question → property/relation ranker and evaluates it on the validation split next to the majority class
@@ -23,9 +23,9 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
-from kgrag.agent.intent import IntentConfig
-from kgrag.agent.intent_train import accuracy_markdown, confusion_markdown
-from kgrag.agent.intent_train import train_intent as run_training
+from kgrag.agent.kn.intent import IntentConfig
+from kgrag.agent.training.train_intent import accuracy_markdown, confusion_markdown
+from kgrag.agent.training.train_intent import train_intent as run_training
 from kgrag.config import get_settings
 from kgrag.hrag.evaluate import png_markdown
 

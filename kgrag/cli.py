@@ -458,7 +458,7 @@ def agent_eval_cmd(
     and latency (gold of CE-Prompt files: the Cypher executed on the raw disease data; skips counted)."""
     from rich.progress import Progress
 
-    from kgrag.agent.evaluate import evaluate, read_metaqa, read_questions
+    from kgrag.agent.training.evaluate import evaluate, read_metaqa, read_questions
 
     if not questions.is_file():
         raise KgragError(f"no question file at {questions}")

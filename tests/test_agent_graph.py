@@ -137,7 +137,7 @@ def test_llm_calls_beyond_the_budget_are_refused(llm_env) -> None:
 @pytest.fixture(scope="module")
 def ranker_work(medical_db: str, tmp_path_factory) -> str:
     """A work dir holding an intent ranker trained on 3,000 CE-Prompt questions (a small, fast budget)."""
-    from kgrag.agent.intent_train import train_intent
+    from kgrag.agent.training.train_intent import train_intent
     from kgrag.config import Settings
 
     work = tmp_path_factory.mktemp("ranker-work")

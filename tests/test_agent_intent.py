@@ -10,10 +10,16 @@ import numpy as np
 import pytest
 from fixtures.settings import require_shared
 
-from kgrag.agent.cypher import SKIP_REASONS, parse_cypher
-from kgrag.agent.gold import available_labels, disease_index, gold_answers, read_gold_jsonl, write_gold_jsonl
-from kgrag.agent.intent import MASK, IntentConfig, IntentRanker, label_topic_type, mask_question
-from kgrag.agent.intent_baseline import BaselineIntent, longest_name
+from kgrag.agent.kn.intent import MASK, IntentConfig, IntentRanker, label_topic_type, mask_question
+from kgrag.agent.training.baseline import BaselineIntent, longest_name
+from kgrag.agent.training.cypher import SKIP_REASONS, parse_cypher
+from kgrag.agent.training.gold import (
+    available_labels,
+    disease_index,
+    gold_answers,
+    read_gold_jsonl,
+    write_gold_jsonl,
+)
 
 # ---- parser ---------------------------------------------------------------------------------------------
 
@@ -155,7 +161,7 @@ def test_gold_equals_network_loader_values(index):
     comparable."""
     from collections import defaultdict
 
-    from kgrag.agent.gold import load_ce_prompt
+    from kgrag.agent.training.gold import load_ce_prompt
     from kgrag.network.loaders.medical import load_medical
 
     path = require_shared("medical/questions_cypher_train.json")
@@ -179,7 +185,7 @@ def test_gold_equals_network_loader_values(index):
 
 
 def test_gold_jsonl_round_trip(tmp_path, index):
-    from kgrag.agent.gold import GoldExample
+    from kgrag.agent.training.gold import GoldExample
 
     target = parse_cypher("MATCH (d:Disease {name: '百日咳'}) RETURN d.cure_way").target
     ex = GoldExample("q1", "百日咳怎么治", target, tuple(gold_answers(target, index)))
@@ -280,7 +286,8 @@ def _artifact_keys() -> set[str]:
 def test_train_intent_flow_on_ce_prompt(prefect_harness, work_settings):
     require_shared("medical/questions_cypher_train.json")
     from flows.train_intent import train_intent
-    from kgrag.agent.intent_train import load_latest_intent, split_questions, validation_questions
+    from kgrag.agent.kn.intent import load_latest_intent
+    from kgrag.agent.training.train_intent import split_questions, validation_questions
 
     result = train_intent()
     v, baseline = result["validation"], result["baseline"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from kgrag.agent.kn_tools import (
+from kgrag.agent.kn.instance_queries import (
     MAX_LIMIT,
     InstanceSubgraphQuery,
     ObjectInstanceQuery,
@@ -14,7 +14,7 @@ from kgrag.agent.kn_tools import (
     query_instance_subgraph,
     query_object_instance,
 )
-from kgrag.agent.tools import openai_tools, run_tool
+from kgrag.agent.kn.tools import openai_tools, run_tool
 from kgrag.network.store import NetworkStore
 
 NAME = {"operation": "==", "field": "name", "value": "百日咳"}
@@ -59,7 +59,7 @@ def test_two_step_path_and_truncation(store: NetworkStore) -> None:
     assert [s["object_type"] for s in out["steps"]] == ["Symptom", "Disease"]
     assert len(out["steps"][0]["ids"]) <= 3 and len(out["ends"]) <= 3 and out["truncated"]
     # the evidence of a path that walks one relation twice comes from its last step only, read the way it went
-    from kgrag.agent.answers import evidence_from
+    from kgrag.agent.kn.answers import evidence_from
 
     assert {link["step"] for link in out["links"]} == {0, 1}
     rows = evidence_from({"name": "query_instance_subgraph", "result": out})

@@ -257,7 +257,7 @@ def test_knn_neighbours_are_kept_on_vector_similarity(store: NetworkStore) -> No
 
 
 def test_the_agent_takes_an_alias_form_before_contains_and_fuzzy() -> None:
-    from kgrag.agent.linking import TopicCandidate, choose_topic
+    from kgrag.agent.kn.linking import TopicCandidate, choose_topic
 
     candidates = [TopicCandidate("心梗后综合征", "Disease", "Disease:心梗后综合征", "contains", "心梗", -1, 0.6),
                   TopicCandidate("心肌梗死", "Disease", "Disease:心肌梗死", "alias", "心梗", -1, 1.0),

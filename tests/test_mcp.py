@@ -33,7 +33,7 @@ from mcp.client.stdio import StdioServerParameters
 from kgrag.config import Settings
 from kgrag.graph.oxigraph_server import free_port
 from kgrag.mcp.server import MAX_ARGUMENT_CHARS, McpConfig, build_server
-from kgrag.mcp.tools import TOOLS, Resources
+from kgrag.mcp.tools import TOOLS, ToolContext
 from kgrag.network.loaders.demo import demo_network
 from kgrag.network.store import NetworkStore
 from kgrag.prep import steps
@@ -283,7 +283,7 @@ def test_timeout_and_result_limit(mcp_env: dict[str, str]) -> None:
                                                               "kn_id": "demo"})
         assert "timed out after 0.001 s" in message
 
-    run(build_server(McpConfig(tool_timeout=0.001, warm=False), resources=Resources(settings)), slow)
+    run(build_server(McpConfig(tool_timeout=0.001, warm=False), context=ToolContext(settings)), slow)
 
     async def big(client: Client) -> None:
         result = await client.call_tool("query_object_instance", {"kn_id": "demo", "object_type": "Film",
@@ -296,4 +296,4 @@ def test_timeout_and_result_limit(mcp_env: dict[str, str]) -> None:
                                                               "properties": ["name"]})
         assert person["instances"][0]["properties"] == {"name": "Mariana Pereira"}
 
-    run(build_server(McpConfig(max_result_chars=1_000, warm=False), resources=Resources(settings)), big)
+    run(build_server(McpConfig(max_result_chars=1_000, warm=False), context=ToolContext(settings)), big)

@@ -4,9 +4,9 @@
     graph.invoke({"question": "百日咳有哪些症状", "kn_id": "medical"})["answer"]
     graph.invoke({"question": "who directed the films starring Tom Hanks", "kg": "metaqa"})["answers"]
 
-Thin wiring: every node is a step of :mod:`kgrag.agent.steps` (a knowledge network) or of
-:mod:`kgrag.agent.kg_steps` (a triple graph behind SPARQL, when the input or context names ``kg``), run with the run's settings (the context, over
-:class:`kgrag.config.Settings`) and the shared resources. Routers are typed. Compiled without a checkpointer: the
+Thin wiring: every node pairs a step of :mod:`kgrag.agent.kn.steps` (a knowledge network) with the same step of
+:mod:`kgrag.agent.kg.steps` (a triple graph behind SPARQL, when the input or context names ``kg``), run with the
+run's settings (the context, over :class:`kgrag.config.Settings`) and the shared resources. Routers are typed. Compiled without a checkpointer: the
 LangGraph server brings its own (threads); ``kgrag ask`` passes a thread's history in the input.
 """
 
@@ -20,22 +20,34 @@ from langgraph.runtime import Runtime
 
 from graphs.agent.context import AgentContext, resolve
 from graphs.agent.state import AgentInput, AgentState
-from kgrag.agent import kg_steps, steps
+from kgrag.agent.kg import steps as kg
+from kgrag.agent.kn import steps as kn
+from kgrag.agent.node import AgentRun
 from kgrag.agent.resources import resources_for
 from kgrag.agent.state import kind_of
 from kgrag.config import get_settings
 
-__all__ = ["build_graph", "graph"]
+__all__ = ["NODES", "build_graph", "graph"]
 
 
-Step = Callable[[AgentState, steps.AgentRun], dict[str, Any]]
+Step = Callable[[AgentState, AgentRun], dict[str, Any]]
+
+#: node name -> (its step on a knowledge network, its step on a triple graph), in the order a turn runs them
+NODES: dict[str, tuple[Step, Step]] = {
+    "extract_keywords": (kn.extract_keywords, kg.extract_keywords),
+    "schema_recall": (kn.schema_recall, kg.schema_recall),
+    "contextual_recall": (kn.contextual_recall, kg.contextual_recall),
+    "plan": (kn.plan, kg.plan),
+    "tools": (kn.tools, kg.tools),
+    "answer": (kn.answer, kg.answer),
+}
 
 
 def _node(kn_step: Step, kg_step: Step) -> Callable[..., dict[str, Any]]:
     """The node runs the step of the run's kind: a knowledge network, or a triple graph (``kg``)."""
     def node(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         settings = get_settings()
-        run = steps.AgentRun(resolve(runtime.context, settings), resources_for(settings))
+        run = AgentRun(resolve(runtime.context, settings), resources_for(settings))
         return (kg_step if kind_of(state, run.settings) == "kg" else kn_step)(state, run)
 
     node.__name__ = kn_step.__name__
@@ -54,8 +66,8 @@ def after_plan(state: AgentState) -> Literal["tools", "answer"]:
 
 def build_graph() -> StateGraph:
     builder = StateGraph(AgentState, context_schema=AgentContext, input_schema=AgentInput)
-    for name in ("extract_keywords", "schema_recall", "contextual_recall", "plan", "tools", "answer"):
-        builder.add_node(name, _node(getattr(steps, name), getattr(kg_steps, name)))
+    for name, (kn_step, kg_step) in NODES.items():
+        builder.add_node(name, _node(kn_step, kg_step))
     builder.add_edge(START, "extract_keywords")
     builder.add_conditional_edges("extract_keywords", after_keywords)
     builder.add_edge("schema_recall", "contextual_recall")

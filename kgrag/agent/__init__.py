@@ -1,4 +1,12 @@
-"""The question-answering agent over a knowledge network (KN query tools, topic linking, planners, the LangGraph
-graph) and its medical training data: CE-Prompt Cypher targets and raw-data gold answers (:mod:`.cypher`,
-:mod:`.gold`), the trained question → schema-element ranker (:mod:`.intent`, :mod:`.intent_train`) and its
-30-line baseline (:mod:`.intent_baseline`)."""
+"""The question-answering agent (the LangGraph graph in ``graphs/agent/`` only wires these), one folder per kind
+of KG and one for offline work:
+
+- :mod:`.kn` — over a knowledge network (ontology + instances); :mod:`.kg` — over a triple graph behind SPARQL;
+- shared by both: the node contract (:mod:`.node`: ``AgentRun``, ``traced``, ``planned``, ``stop``), the state and
+  run settings (:mod:`.state`), the lazily opened stores and clients (:mod:`.resources`), the step tree a run
+  prints (:mod:`.render`), conversation threads (:mod:`.threads`) and serving helpers (:mod:`.serving`,
+  :mod:`.inline_app`);
+- :mod:`.training` — intent-ranker training, Cypher parsing, gold answers, evaluation: never imported online.
+
+    python -c "from graphs.agent.run import agent_answerer; print(agent_answerer('demo', None, kg='demo')('who directed Heat'))"
+"""

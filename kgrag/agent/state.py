@@ -5,7 +5,7 @@ and ``kgrag ask --json`` all carry it as it is. Stores, rankers and clients are 
     AgentSettings(kn_id="medical", max_tool_calls=4).fingerprint()
 
 A run works on a knowledge network (``kn_id``) or, when ``kg`` is given, on a triple graph behind SPARQL
-(:mod:`kgrag.agent.kg_steps`); the nodes are the same. One turn fills, node by node: ``keywords`` → ``schema`` → ``context`` (+ ``topic``) → ``tool_calls`` (planned in
+(:mod:`kgrag.agent.kg.steps`); the nodes are the same. One turn fills, node by node: ``keywords`` → ``schema`` → ``context`` (+ ``topic``) → ``tool_calls`` (planned in
 ``plan``, run by ``tools``) → ``answer`` / ``answers`` / ``evidence``. ``trace`` has one entry per node run (its
 name, milliseconds and a short summary); ``errors`` says what went wrong, in words. A thread keeps ``history``
 (question, topic, answer per turn): a follow-up without a topic of its own resolves to the previous one.
@@ -15,11 +15,24 @@ from __future__ import annotations
 
 import copy
 import hashlib
-from typing import Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["AgentSettings", "AgentState", "TURN_FIELDS", "ToolCall", "TraceEntry", "fresh_turn", "kind_of"]
+__all__ = ["NEW_TURN", "AgentSettings", "AgentState", "TURN_FIELDS", "ToolCall", "TraceEntry", "accumulate",
+           "fresh_turn", "kind_of"]
+
+#: the first item of a ``trace`` / ``errors`` update that starts a turn: the reducer drops what came before
+NEW_TURN = "__new_turn__"
+
+
+def accumulate(left: list[Any] | None, right: list[Any] | None) -> list[Any]:
+    """The reducer of the fields a turn accumulates (``trace``, ``errors``): a node's update is appended; an update
+    that starts with :data:`NEW_TURN` (the first node of a turn, :func:`fresh_turn`) replaces the field."""
+    new = list(right or [])
+    if new and new[0] == NEW_TURN:
+        return new[1:]
+    return [*(left or []), *new]
 
 
 class TraceEntry(TypedDict):
@@ -44,7 +57,7 @@ class AgentState(TypedDict, total=False):
     question: str
     kn_id: str
     kg: str  # a triple graph behind SPARQL (metaqa, demo, freebase …): the triple kind of the loop
-    session_id: str  # the thread's KG session (held by id in kgrag.agent.triple_kg, never in the state)
+    session_id: str  # the thread's KG session (held by id in kgrag.agent.kg.triple_kg, never in the state)
     # one turn
     keywords: list[dict[str, Any]]
     schema: dict[str, Any]
@@ -60,8 +73,8 @@ class AgentState(TypedDict, total=False):
     messages: list[dict[str, Any]]  # the LLM conversation of this turn (the LLM path only)
     usage: dict[str, int]  # the LLM path: calls and tokens of this turn
     done: bool
-    errors: list[str]
-    trace: list[TraceEntry]
+    errors: Annotated[list[str], accumulate]  # a node returns only its new errors
+    trace: Annotated[list[TraceEntry], accumulate]  # a node returns only its own entry
     # the thread
     history: list[dict[str, Any]]
 
@@ -70,7 +83,7 @@ class AgentState(TypedDict, total=False):
 TURN_FIELDS: dict[str, Any] = {
     "keywords": [], "schema": {}, "context": {}, "topic": None, "pending": [], "tool_calls": [], "evidence": [],
     "answers": [], "ranked": [], "answer": "", "planner": "rules", "messages": [], "usage": {}, "done": False,
-    "errors": [], "trace": [],
+    "errors": [NEW_TURN], "trace": [NEW_TURN],
 }
 
 
@@ -80,7 +93,8 @@ def kind_of(state: AgentState, settings: AgentSettings) -> Literal["kn", "kg"]:
 
 
 def fresh_turn() -> dict[str, Any]:
-    """Empty values for every per-turn field (new lists: the caller may append)."""
+    """Empty values for every per-turn field (new lists: the caller may append); ``trace`` and ``errors`` start
+    with :data:`NEW_TURN`, so the turn's first update replaces them instead of appending."""
     return copy.deepcopy(TURN_FIELDS)
 
 

@@ -17,23 +17,11 @@ from kgrag.api import kg_tools, kn_query, kn_search, query_modes
 from kgrag.api.security import harden
 from kgrag.config import Settings, get_settings
 from kgrag.errors import KgragError
-from kgrag.graph import GraphStore, open_store
-from kgrag.prep.steps import DATASETS
+from kgrag.prep.steps import open_prepared_stores
 from kgrag.search.cache import KnSearchCache
 from kgrag.tools.session_store import SessionStore
 
 log = logging.getLogger(__name__)
-
-
-def open_prepared_stores(settings: Settings) -> dict[str, GraphStore]:
-    """A store for every prepared dataset: its embedded store, or the SPARQL endpoint when one is configured
-    (the endpoint then holds that dataset's triples; the work dir keeps its vocabularies)."""
-    stores: dict[str, GraphStore] = {}
-    for name in DATASETS:
-        prepared = (settings.dataset_dir(name) / "oxigraph").is_dir()
-        if prepared or (settings.sparql_endpoint and (settings.dataset_dir(name) / "graph.npz").is_file()):
-            stores[name] = open_store(name, settings)
-    return stores
 
 
 def _warm(app: FastAPI) -> None:

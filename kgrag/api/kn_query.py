@@ -1,4 +1,4 @@
-"""The knowledge-network query tools over HTTP (context-loader parity, :mod:`kgrag.agent.kn_tools`):
+"""The knowledge-network query tools over HTTP (context-loader parity, :mod:`kgrag.agent.kn.instance_queries`):
 
     POST /api/agent-retrieval/in/v1/kn/query_object_instance
          {"kn_id": "medical", "object_type": "Disease",
@@ -19,7 +19,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from kgrag.agent.kn_tools import (
+from kgrag.agent.kn.instance_queries import (
     InstanceSubgraphQuery,
     ObjectInstanceQuery,
     query_instance_subgraph,

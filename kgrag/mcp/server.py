@@ -42,7 +42,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from kgrag import __version__
 from kgrag.config import Settings, get_settings
 from kgrag.errors import KgragError, NetworkNotFound
-from kgrag.mcp.tools import TOOLS, CallScope, Resources, ToolSpec
+from kgrag.mcp.tools import TOOLS, CallScope, ToolContext, ToolSpec
 
 __all__ = ["MAX_ARGUMENT_CHARS", "McpConfig", "build_http_app", "build_server", "serve"]
 
@@ -129,10 +129,10 @@ def _mcp_session(ctx: ServerRequestContext[Any, Any], transport: str) -> str | N
 
 
 def build_server(config: McpConfig | None = None, settings: Settings | None = None,
-                 resources: Resources | None = None) -> Server[Any]:
+                 context: ToolContext | None = None) -> Server[Any]:
     """The MCP server (low-level SDK server) with every tool of :data:`TOOLS`."""
     config = config or McpConfig()
-    resources = resources or Resources(settings or get_settings(), session_ttl=config.session_idle_timeout)
+    context = context or ToolContext(settings or get_settings(), session_ttl=config.session_idle_timeout)
     specs: dict[str, ToolSpec] = {spec.name: spec for spec in TOOLS}
     listed = types.ListToolsResult(tools=[
         types.Tool(name=spec.name, title=spec.title, description=spec.description, input_schema=spec.input_schema(),
@@ -141,14 +141,14 @@ def build_server(config: McpConfig | None = None, settings: Settings | None = No
     limiter: dict[str, anyio.CapacityLimiter] = {}
 
     @asynccontextmanager
-    async def lifespan(_: Server[Any]) -> AsyncIterator[Resources]:
+    async def lifespan(_: Server[Any]) -> AsyncIterator[ToolContext]:
         limiter["calls"] = anyio.CapacityLimiter(config.max_concurrent_calls)
         if config.warm:
-            threading.Thread(target=_warm, args=(resources.settings,), name="kgrag-mcp-warm", daemon=True).start()
+            threading.Thread(target=_warm, args=(context.settings,), name="kgrag-mcp-warm", daemon=True).start()
         try:
-            yield resources
+            yield context
         finally:
-            resources.close()
+            context.close()
 
     async def on_list_tools(ctx: ServerRequestContext[Any, Any],
                             params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -171,7 +171,7 @@ def build_server(config: McpConfig | None = None, settings: Settings | None = No
         scope = CallScope(mcp_session=_mcp_session(ctx, config.transport))
         try:
             with anyio.fail_after(config.tool_timeout):
-                value = await anyio.to_thread.run_sync(spec.run, resources, args, scope, abandon_on_cancel=True,
+                value = await anyio.to_thread.run_sync(spec.run, context, args, scope, abandon_on_cancel=True,
                                                        limiter=limiter.get("calls"))
         except TimeoutError:
             return _error(f"{spec.name} timed out after {config.tool_timeout:g} s (the server's --tool-timeout); "
@@ -188,9 +188,9 @@ class _DropEndedSessions:
     """ASGI wrapper: when a client ends its MCP session (``DELETE`` with ``Mcp-Session-Id``), its KG sessions
     are dropped too (an idle session's expire with the same timeout as the MCP session)."""
 
-    def __init__(self, app: ASGIApp, resources: Resources) -> None:
+    def __init__(self, app: ASGIApp, context: ToolContext) -> None:
         self.app = app
-        self.resources = resources
+        self.context = context
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("method") != "DELETE":
@@ -206,31 +206,31 @@ class _DropEndedSessions:
 
         await self.app(scope, receive, watch)
         if raw and status and (status[0] < 300 or status[0] == 404):
-            self.resources.drop_mcp_session(f"mcp:{raw.decode('latin-1')}")
+            self.context.drop_mcp_session(f"mcp:{raw.decode('latin-1')}")
 
 
-def build_http_app(server: Server[Any], resources: Resources, config: McpConfig,
+def build_http_app(server: Server[Any], context: ToolContext, config: McpConfig,
                    host: str = "127.0.0.1") -> ASGIApp:
-    """The streamable-HTTP ASGI app of ``server`` (built on ``resources``): ``/mcp`` (MCP) and ``/healthz``."""
+    """The streamable-HTTP ASGI app of ``server`` (built on ``context``): ``/mcp`` (MCP) and ``/healthz``."""
 
     async def healthz(_: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "version": __version__, "tools": [t.name for t in TOOLS],
-                             "kg_sessions": len(resources.kg_sessions)})
+                             "kg_sessions": len(context.kg_sessions)})
 
     app = server.streamable_http_app(host=host, session_idle_timeout=config.session_idle_timeout,
                                      max_sessions=config.max_sessions,
                                      custom_starlette_routes=[Route("/healthz", healthz, methods=["GET"])])
-    return _DropEndedSessions(app, resources)
+    return _DropEndedSessions(app, context)
 
 
 def serve(config: McpConfig, host: str = "127.0.0.1", port: int = 8765) -> None:
     """Run until stopped: stdio until the client closes stdin, HTTP until interrupted."""
-    resources = Resources(get_settings(), session_ttl=config.session_idle_timeout)
-    server = build_server(config, resources=resources)
+    context = ToolContext(get_settings(), session_ttl=config.session_idle_timeout)
+    server = build_server(config, context=context)
     if config.transport == "http":
         import uvicorn
 
-        uvicorn.run(build_http_app(server, resources, config, host), host=host, port=port, log_level="warning",
+        uvicorn.run(build_http_app(server, context, config, host), host=host, port=port, log_level="warning",
                     timeout_graceful_shutdown=5)
         return
     from mcp.server.stdio import stdio_server

@@ -7,8 +7,8 @@ validated by that model before anything runs. Each tool calls the same function 
 |---------------------------|------------------------------|----------------------------------------------------------------------|
 | `kn_search`               | `KnSearchRequest`            | `kgrag.search.pipeline.kn_search`, behind the route's per-version cache (`…/kn/kn_search`) |
 | `context_search`          | `KnSearchRequest`            | `kgrag.search.pipeline.context_search` (`…/kn/context_search`)        |
-| `query_object_instance`   | `ObjectInstanceQuery`        | `kgrag.agent.kn_tools.query_object_instance` (`…/kn/query_object_instance`) |
-| `query_instance_subgraph` | `InstanceSubgraphQuery`      | `kgrag.agent.kn_tools.query_instance_subgraph` (`…/kn/query_instance_subgraph`) |
+| `query_object_instance`   | `ObjectInstanceQuery`        | `kgrag.agent.kn.instance_queries.query_object_instance` (`…/kn/query_object_instance`) |
+| `query_instance_subgraph` | `InstanceSubgraphQuery`      | `kgrag.agent.kn.instance_queries.query_instance_subgraph` (`…/kn/query_instance_subgraph`) |
 | `query_modes`             | `QueryRequest`               | `kgrag.modes.query.kg_query` (`/api/query`)                          |
 | `get_relations`           | `GetRelationsArgs`           | `KGSession.execute(GetRelations)` in the caller's KG session (`/api/kg/query`) |
 | `get_triples`             | `GetTriplesArgs`             | `KGSession.execute(GetTriples)` in the caller's KG session (`/api/kg/query`) |
@@ -32,15 +32,17 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kgrag.agent.kn_tools import (
+from graphs.agent.run import agent_answerer
+from kgrag.agent.kn.instance_queries import (
     InstanceSubgraphQuery,
     ObjectInstanceQuery,
     query_instance_subgraph,
     query_object_instance,
 )
+from kgrag.agent.resources import resources_for
+from kgrag.agent.threads import load_history, save_history
 from kgrag.api.kg_tools import KGQueryResponse, SessionId
 from kgrag.config import Settings
-from kgrag.graph import GraphStore
 from kgrag.modes.params import QueryRequest
 from kgrag.modes.query import kg_query
 from kgrag.search.cache import KnSearchCache
@@ -50,57 +52,21 @@ from kgrag.tools.factory import NAMESPACES, open_session
 from kgrag.tools.parse import GetRelations, GetTriples
 from kgrag.tools.session_store import SessionStore
 
-__all__ = ["TOOLS", "AskArgs", "CallScope", "GetRelationsArgs", "GetTriplesArgs", "Resources", "ToolSpec"]
+__all__ = ["TOOLS", "AskArgs", "CallScope", "GetRelationsArgs", "GetTriplesArgs", "ToolContext", "ToolSpec"]
 
 
-class Resources:
-    """What the tools share in one server process: the settings, the knowledge-network store and the prepared
-    graph stores (opened on first use), the LLM client (when configured), the kn_search cache and the KG
-    sessions. Thread-safe: tools run in worker threads."""
+class ToolContext:
+    """What the tools share in one server process besides the lazily opened stores and clients
+    (:class:`kgrag.agent.resources.Resources`, the one class that opens them): the kn_search cache and the KG
+    sessions, with the MCP session each belongs to. Thread-safe: tools run in worker threads."""
 
     def __init__(self, settings: Settings, session_ttl: float = 1800.0, max_sessions: int = 10_000) -> None:
         self.settings = settings
+        self.resources = resources_for(settings)  # the agent graph's own: one store per process
         self.kn_search_cache = KnSearchCache(settings.kn_search_cache_size)
         self.kg_sessions = SessionStore(ttl=session_ttl, max_sessions=max_sessions)
         self._lock = threading.Lock()
-        self._network_store: Any = None
-        self._graph_stores: dict[str, GraphStore] | None = None
-        self._llm: Any = None
         self._session_keys: dict[str, set[str]] = {}  # MCP session -> its KG-session keys
-
-    def network_store(self) -> Any:
-        """The knowledge-network store on ``settings.db_url`` (what the HTTP routes query)."""
-        with self._lock:
-            if self._network_store is None:
-                from kgrag.network.store import NetworkStore
-
-                self._network_store = NetworkStore(self.settings.db_url)
-            return self._network_store
-
-    def graph_store(self, kg: str) -> GraphStore:
-        """The prepared store of ``kg`` (``ValueError`` naming the fix when it is unknown or not prepared)."""
-        if kg not in NAMESPACES:
-            raise ValueError(f"unknown kg {kg!r}; choose one of {', '.join(NAMESPACES)}")
-        with self._lock:
-            if self._graph_stores is None:
-                from kgrag.api.app import open_prepared_stores
-
-                self._graph_stores = open_prepared_stores(self.settings)
-            store = self._graph_stores.get(kg)
-        if store is None:
-            raise ValueError(f"kg {kg!r} is not prepared here; run `kgrag prepare --dataset {kg}`")
-        return store
-
-    def llm(self) -> Any:
-        """The chat client when ``KGRAG_LLM_BASE_URL`` is set (created once), else None."""
-        if not self.settings.llm_enabled:
-            return None
-        with self._lock:
-            if self._llm is None:
-                from kgrag.llm.client import ChatClient
-
-                self._llm = ChatClient.from_settings(self.settings)
-            return self._llm
 
     def remember(self, mcp_session: str, key: str) -> None:
         """Note that ``key`` belongs to ``mcp_session`` (owners whose sessions all expired are forgotten)."""
@@ -117,14 +83,7 @@ class Resources:
         return sum(self.kg_sessions.drop(key) for key in keys)
 
     def close(self) -> None:
-        with self._lock:
-            for store in (self._graph_stores or {}).values():
-                store.close()
-            if self._network_store is not None:
-                self._network_store.close()
-            if self._llm is not None:
-                self._llm.close()
-            self._graph_stores, self._network_store, self._llm = None, None, None
+        self.resources.close()
 
 
 @dataclass(frozen=True)
@@ -182,40 +141,40 @@ class AskArgs(BaseModel):
 # ---------------------------------------------------------------------------------------------- runners
 
 
-def _kn_search(res: Resources, args: KnSearchRequest, _: CallScope) -> Any:
-    store = res.network_store()
-    response = res.kn_search_cache.get_or_compute(args, store.network_version(args.kn_id),
+def _kn_search(ctx: ToolContext, args: KnSearchRequest, _: CallScope) -> Any:
+    store = ctx.resources.store
+    response = ctx.kn_search_cache.get_or_compute(args, store.network_version(args.kn_id),
                                                   lambda: kn_search(args, store))
     return response.model_dump(mode="json", exclude_none=True)
 
 
-def _context_search(res: Resources, args: KnSearchRequest, _: CallScope) -> Any:
-    return context_search(args, res.network_store()).model_dump(mode="json", exclude_none=True)
+def _context_search(ctx: ToolContext, args: KnSearchRequest, _: CallScope) -> Any:
+    return context_search(args, ctx.resources.store).model_dump(mode="json", exclude_none=True)
 
 
-def _query_object_instance(res: Resources, args: ObjectInstanceQuery, _: CallScope) -> Any:
-    return query_object_instance(res.network_store(), args)
+def _query_object_instance(ctx: ToolContext, args: ObjectInstanceQuery, _: CallScope) -> Any:
+    return query_object_instance(ctx.resources.store, args)
 
 
-def _query_instance_subgraph(res: Resources, args: InstanceSubgraphQuery, _: CallScope) -> Any:
-    return query_instance_subgraph(res.network_store(), args)
+def _query_instance_subgraph(ctx: ToolContext, args: InstanceSubgraphQuery, _: CallScope) -> Any:
+    return query_instance_subgraph(ctx.resources.store, args)
 
 
-def _query_modes(res: Resources, args: QueryRequest, _: CallScope) -> Any:
-    return kg_query(args.query, res.network_store(), args.kn_id, args.param, res.llm()).model_dump(mode="json")
+def _query_modes(ctx: ToolContext, args: QueryRequest, _: CallScope) -> Any:
+    return kg_query(args.query, ctx.resources.store, args.kn_id, args.param, ctx.resources.llm()).model_dump(mode="json")
 
 
-def _kg_call(res: Resources, args: _KGToolArgs, scope: CallScope, query: GetRelations | GetTriples) -> Any:
-    store = res.graph_store(args.kg)
+def _kg_call(ctx: ToolContext, args: _KGToolArgs, scope: CallScope, query: GetRelations | GetTriples) -> Any:
+    store = ctx.resources.graph_store(args.kg)
     owner = f"id:{args.session_id}" if args.session_id else scope.mcp_session
     if owner is None:
         raise ValueError("this connection has no MCP session (stateless): pass session_id to keep one KG session "
                          "across get_relations and get_triples")
     key = f"{owner}|{args.kg}"
-    entry, created = res.kg_sessions.get_or_create(
+    entry, created = ctx.kg_sessions.get_or_create(
         key, args.kg, lambda: open_session(args.kg, question=args.question, topics=args.topics,
-                                           settings=res.settings, store=store))
-    res.remember(owner, key)
+                                           settings=ctx.settings, store=store))
+    ctx.remember(owner, key)
     with entry.lock:
         start = len(entry.session.trace)
         text = entry.session.execute(query)
@@ -226,23 +185,20 @@ def _kg_call(res: Resources, args: _KGToolArgs, scope: CallScope, query: GetRela
     return response.model_dump(mode="json")
 
 
-def _get_relations(res: Resources, args: GetRelationsArgs, scope: CallScope) -> Any:
-    return _kg_call(res, args, scope, GetRelations(entity=args.entity.strip()))
+def _get_relations(ctx: ToolContext, args: GetRelationsArgs, scope: CallScope) -> Any:
+    return _kg_call(ctx, args, scope, GetRelations(entity=args.entity.strip()))
 
 
-def _get_triples(res: Resources, args: GetTriplesArgs, scope: CallScope) -> Any:
+def _get_triples(ctx: ToolContext, args: GetTriplesArgs, scope: CallScope) -> Any:
     relations = tuple(dict.fromkeys(r.strip() for r in args.relations))
-    return _kg_call(res, args, scope, GetTriples(entity=args.entity.strip(), relations=relations))
+    return _kg_call(ctx, args, scope, GetTriples(entity=args.entity.strip(), relations=relations))
 
 
-def _ask(res: Resources, args: AskArgs, _: CallScope) -> Any:
-    from graphs.agent.run import agent_answerer
-    from kgrag.agent.threads import load_history, save_history
-
-    history = load_history(res.settings, args.thread) if args.thread else []
+def _ask(ctx: ToolContext, args: AskArgs, _: CallScope) -> Any:
+    history = load_history(ctx.settings, args.thread) if args.thread else []
     state = agent_answerer(args.kn, args.llm, args.kg, args.style)(args.question, history)
     if args.thread:
-        save_history(res.settings, args.thread, state.get("history", []))
+        save_history(ctx.settings, args.thread, state.get("history", []))
     return state
 
 
@@ -255,7 +211,7 @@ class ToolSpec:
     title: str
     description: str
     model: type[BaseModel]
-    run: Callable[[Resources, Any, CallScope], Any]
+    run: Callable[[ToolContext, Any, CallScope], Any]
 
     def input_schema(self) -> dict[str, Any]:
         return self.model.model_json_schema()

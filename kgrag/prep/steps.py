@@ -13,9 +13,11 @@ from pathlib import Path
 
 import numpy as np
 
+from kgrag.config import Settings
 from kgrag.data import load_kg, load_questions
 from kgrag.data.download import missing_data_error
 from kgrag.data.records import KGDataset, KGQuestion, ReadResult
+from kgrag.graph import GraphStore, open_store
 from kgrag.graph.csr import CSRGraph
 from kgrag.graph.oxigraph_store import build_store
 from kgrag.graph.rdf import write_ntriples
@@ -144,3 +146,14 @@ def read_prepared_questions(out_dir: Path) -> list[dict]:
     """The question records written by :func:`prepare_questions`."""
     with open(out_dir / "questions.jsonl", encoding="utf-8") as fh:
         return [json.loads(line) for line in fh]
+
+
+def open_prepared_stores(settings: Settings) -> dict[str, GraphStore]:
+    """A store for every prepared dataset: its embedded store, or the SPARQL endpoint when one is configured
+    (the endpoint then holds that dataset's triples; the work dir keeps its vocabularies)."""
+    stores: dict[str, GraphStore] = {}
+    for name in DATASETS:
+        prepared = (settings.dataset_dir(name) / "oxigraph").is_dir()
+        if prepared or (settings.sparql_endpoint and (settings.dataset_dir(name) / "graph.npz").is_file()):
+            stores[name] = open_store(name, settings)
+    return stores

@@ -1,7 +1,7 @@
 """The issue's "30-line baseline" for the medical questions: the longest stored disease name found in the
 question is the topic, and a char n-gram (1–3) TF-IDF + linear SVM (scikit-learn defaults) on the raw,
 unmasked question picks the property / relation label. Kept deliberately simple: the yardstick for the
-trained ranker (:mod:`kgrag.agent.intent`).
+trained ranker (:mod:`kgrag.agent.kn.intent`).
 
 Run: ``python -m flows.train_intent`` reports its accuracy on the same validation split.
 """

@@ -1,13 +1,13 @@
 """Training and evaluation of the question → schema-element ranker on the CE-Prompt questions.
 
 ``train_intent(settings, config)``: read ``<data_dir>/medical/questions_cypher_train.json``, parse the
-Cypher and execute it on the raw disease data (:func:`kgrag.agent.gold.load_ce_prompt`, skips counted by
+Cypher and execute it on the raw disease data (:func:`kgrag.agent.training.gold.load_ce_prompt`, skips counted by
 reason), split the distinct question texts (NFKC/lower-case/space-normalised: the same text never lands in
 both splits) per label into train and ``validation_fraction`` validation with ``seed`` (``Settings.seed`` when
-unset), train :class:`~kgrag.agent.intent.IntentRanker` on train, and evaluate on validation: accuracy@1/@3
+unset), train :class:`~kgrag.agent.kn.intent.IntentRanker` on train, and evaluate on validation: accuracy@1/@3
 (plain, with the schema's topic-type filter, with the labels the topic has data for), per-label
 precision/recall, a confusion table, the majority class and the 30-line baseline
-(:mod:`kgrag.agent.intent_baseline`) on the SAME split, the label-noise bounds (validation questions whose
+(:mod:`kgrag.agent.training.baseline`) on the SAME split, the label-noise bounds (validation questions whose
 masked text is a train template with another majority label; an oracle told the annotation batch) and ``rank``
 latency.
 
@@ -34,7 +34,18 @@ from pathlib import Path
 
 import numpy as np
 
-from kgrag.agent.gold import (
+from kgrag.agent.kn.intent import (
+    DATASET,
+    KIND,
+    IntentConfig,
+    IntentRanker,
+    char_ngrams,
+    latest_intent_dir,
+    mask_question,
+    normalize_text,
+)
+from kgrag.agent.training.baseline import BaselineIntent
+from kgrag.agent.training.gold import (
     DiseaseIndex,
     GoldExample,
     available_labels,
@@ -43,18 +54,13 @@ from kgrag.agent.gold import (
     read_gold_jsonl,
     write_gold_jsonl,
 )
-from kgrag.agent.intent import IntentConfig, IntentRanker, char_ngrams, mask_question, normalize_text
-from kgrag.agent.intent_baseline import BaselineIntent
 from kgrag.config import Settings
 from kgrag.errors import KgragError
 from kgrag.fileio import write_json
 
-__all__ = ["DATASET", "accuracy_markdown", "annotation_oracle", "annotation_style", "confusion_markdown",
-           "evaluate_ranker", "intent_run_dir", "latest_intent_dir", "load_latest_intent", "noise_bounds",
-           "split_examples", "split_questions", "train_intent", "validation_questions"]
-
-DATASET = "medical"
-KIND = "intent"
+__all__ = ["accuracy_markdown", "annotation_oracle", "annotation_style", "confusion_markdown",
+           "evaluate_ranker", "intent_run_dir", "noise_bounds", "split_examples", "split_questions", "train_intent",
+           "validation_questions"]
 
 
 def _questions_file(settings: Settings) -> Path:
@@ -416,22 +422,6 @@ def train_intent(settings: Settings, config: IntentConfig | dict | None = None, 
                indent=1)
     _record_latest(settings, run_dir)
     return result
-
-
-# ---- the latest run ---------------------------------------------------------------------------------------
-def latest_intent_dir(settings: Settings) -> Path | None:
-    """Folder of the intent run that trained last (``None`` when there is none)."""
-    pointer = settings.checkpoint_dir / KIND / f"{DATASET}-latest.json"
-    if not pointer.is_file():
-        return None
-    folder = Path(json.loads(pointer.read_text())["run_dir"])
-    return folder if (folder / "ranker.json").is_file() else None
-
-
-def load_latest_intent(settings: Settings) -> IntentRanker | None:
-    """The ranker of the latest ``train-intent`` run, or ``None`` when none has run."""
-    folder = latest_intent_dir(settings)
-    return IntentRanker.load(folder) if folder is not None else None
 
 
 def split_questions(settings: Settings, split: str = "validation") -> list[dict]:

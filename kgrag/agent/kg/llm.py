@@ -17,15 +17,13 @@ returns ``failure``: the caller runs the LLM-free plan and says so.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kgrag.agent.kg_calls import kg_openai_tools
-from kgrag.agent.llm_planner import tool_arguments
+from kgrag.agent.kg.calls import kg_openai_tools
+from kgrag.agent.node import AgentRun, tool_arguments
 from kgrag.agent.state import AgentState, ToolCall
+from kgrag.llm.client import LLMError
 from kgrag.llm.prompts import load_prompt
-
-if TYPE_CHECKING:  # pragma: no cover
-    from kgrag.agent.steps import AgentRun
 
 __all__ = ["llm_plan", "result_messages", "system_prompt"]
 
@@ -57,8 +55,6 @@ def _usage(state: AgentState, result: Any) -> dict[str, int]:
 
 def llm_plan(state: AgentState, run: AgentRun) -> tuple[dict[str, Any], str, str | None]:
     """One model turn: ``(update, summary, None)``, or ``({}, "", why)`` when the LLM failed."""
-    from kgrag.llm.client import LLMError
-
     client = run.resources.llm()
     if client is None:
         return {}, "", "no LLM endpoint is configured (KGRAG_LLM_BASE_URL)"

@@ -1,4 +1,4 @@
-"""The LLM planner: OpenAI-compatible tool calling over the agent's tools (:mod:`kgrag.agent.tools`).
+"""The LLM planner: OpenAI-compatible tool calling over the agent's tools (:mod:`kgrag.agent.kn.tools`).
 
     update, summary, failure = llm_plan(state, run)   # failure is None, or why the LLM could not plan
 
@@ -13,18 +13,16 @@ LLM failure (HTTP errors after the client's retries, timeouts, a malformed compl
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from kgrag.agent.kn.tools import llm_result_text, openai_tools
+from kgrag.agent.node import AgentRun, tool_arguments
 from kgrag.agent.state import AgentState, ToolCall
-from kgrag.agent.tools import llm_result_text, openai_tools
+from kgrag.llm.client import LLMError
 from kgrag.llm.prompts import load_prompt
+from kgrag.network.model import KnowledgeNetwork
 
-if TYPE_CHECKING:  # pragma: no cover
-    from kgrag.agent.steps import AgentRun
-    from kgrag.network.model import KnowledgeNetwork
-
-__all__ = ["llm_plan", "system_prompt", "tool_arguments", "tool_messages"]
+__all__ = ["llm_plan", "system_prompt", "tool_messages"]
 
 
 def _schema_text(network: KnowledgeNetwork) -> str:
@@ -48,20 +46,8 @@ def system_prompt(state: AgentState, network: KnowledgeNetwork) -> str:
                                              history=history)
 
 
-def tool_arguments(raw: Any) -> Any:
-    """A tool call's arguments: a dict as is, JSON text decoded, anything else passed on (the tool says why)."""
-    if isinstance(raw, dict):
-        return raw
-    try:
-        return json.loads(raw)
-    except (TypeError, ValueError):
-        return raw  # the tool reports "arguments must be a JSON object" to the model
-
-
 def llm_plan(state: AgentState, run: AgentRun) -> tuple[dict[str, Any], str, str | None]:
     """One model turn: ``(update, summary, None)``, or ``({}, "", why)`` when the LLM failed."""
-    from kgrag.llm.client import LLMError
-
     client = run.resources.llm()
     if client is None:
         return {}, "", "no LLM endpoint is configured (KGRAG_LLM_BASE_URL)"

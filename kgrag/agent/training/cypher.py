@@ -30,8 +30,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Literal
 
+from kgrag.agent.kn.intent import RELATION_SCHEMA
 from kgrag.network.loaders.medical import DISEASE_PROPERTIES as NETWORK_PROPERTIES
-from kgrag.network.loaders.medical import MEDICAL_RELATION_TYPES
 
 __all__ = ["PROPERTY_TYPES", "RELATION_SCHEMA", "SKIP_REASONS", "CypherTarget",
            "ParseResult", "parse_cypher", "label_counts"]
@@ -41,10 +41,6 @@ __all__ = ["PROPERTY_TYPES", "RELATION_SCHEMA", "SKIP_REASONS", "CypherTarget",
 PROPERTY_TYPES: dict[str, str] = {name: spec[1] for name, spec in NETWORK_PROPERTIES.items()
                                   if name not in ("name", "category")}
 
-#: relation type -> (source type, target type): the medical network's relations between a Disease and another type
-RELATION_SCHEMA: dict[str, tuple[str, str]] = {rid: (source, target)
-                                               for rid, (source, target, _, _) in MEDICAL_RELATION_TYPES.items()
-                                               if source == "Disease"}
 _RELATION_ALIASES = {"recommand_drug": "common_drug"}  # -[:common_drug|:recommand_drug]-> is one relation
 
 SKIP_REASONS = (

@@ -10,97 +10,48 @@ state and an :class:`AgentRun` and returns the state update, including its entry
   keywords by contextual recall's extractor (the LLM's when the run uses one, rules as its fallback), plus the
   stored instance names the question says verbatim (``stored_name`` keywords; one dictionary scan per turn).
 - ``schema_recall``: kn_search concept recall (object and relation types) and the ranked schema intents
-  (:mod:`kgrag.agent.planner`).
-- ``contextual_recall``: the storage forms of the topic candidates (:mod:`kgrag.agent.linking`).
-- ``plan``: the next tool call — by the LLM (:mod:`kgrag.agent.llm_planner`) when the run uses one, else (or when
+  (:mod:`kgrag.agent.kn.planner`).
+- ``contextual_recall``: the storage forms of the topic candidates (:mod:`kgrag.agent.kn.linking`).
+- ``plan``: the next tool call — by the LLM (:mod:`kgrag.agent.kn.llm_planner`) when the run uses one, else (or when
   the LLM fails, said in ``errors`` and the trace) by the LLM-free planner.
-- ``tools``: runs the pending calls (:mod:`kgrag.agent.tools`); ``plan`` comes next.
+- ``tools``: runs the pending calls (:mod:`kgrag.agent.kn.tools`); ``plan`` comes next.
 - ``answer``: values + evidence (the instances they came from) + a sentence; the turn joins ``history``.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from kgrag.agent import answers as ans
-from kgrag.agent.linking import TopicCandidate, contains_candidates, storage_form_candidates, topic_candidates
-from kgrag.agent.planner import next_call, parse_label, rank_intents, topic_type
-from kgrag.agent.resources import Resources
-from kgrag.agent.state import AgentSettings, AgentState, ToolCall, fresh_turn
-from kgrag.agent.tools import run_tool
+from kgrag.agent.kn import answers as ans
+from kgrag.agent.kn.linking import (
+    TopicCandidate,
+    contains_candidates,
+    storage_form_candidates,
+    topic_candidates,
+)
+from kgrag.agent.kn.llm_planner import llm_plan, tool_messages
+from kgrag.agent.kn.planner import next_call, parse_label, rank_intents, topic_type
+from kgrag.agent.kn.tools import run_tool
+from kgrag.agent.node import (
+    HISTORY_TURNS,
+    AgentRun,
+    Update,
+    failure_answer,
+    planned,
+    question_problem,
+    stop,
+    traced,
+)
+from kgrag.agent.state import AgentState, ToolCall, fresh_turn
 from kgrag.errors import NetworkNotFound
+from kgrag.search.contextual import extract
+from kgrag.search.kn_models import KnSearchRequest
+from kgrag.search.pipeline import kn_search
 
-__all__ = ["AgentRun", "HISTORY_TURNS", "Update", "planned", "question_problem", "stop", "traced", "answer", "contextual_recall", "extract_keywords", "plan", "schema_recall", "tools"]
+__all__ = ["answer", "contextual_recall", "extract_keywords", "plan", "schema_recall", "tools"]
 
-#: turns a thread keeps in ``history``
-HISTORY_TURNS = 20
 #: the keyword type of a stored instance name said verbatim in the question
 STORED_NAME = "stored_name"
-Update = dict[str, Any]
-
-
-@dataclass
-class AgentRun:
-    """One run's settings and the shared resources it works with."""
-
-    settings: AgentSettings
-    resources: Resources
-
-
-def traced(node: str) -> Callable[[Callable[[AgentState, AgentRun], tuple[Update, str]]],
-                                   Callable[[AgentState, AgentRun], Update]]:
-    """Time a step and append ``{"node", "ms", "summary"}`` to the state's trace."""
-
-    def wrap(fn: Callable[[AgentState, AgentRun], tuple[Update, str]]) -> Callable[[AgentState, AgentRun], Update]:
-        def step(state: AgentState, run: AgentRun) -> Update:
-            started = time.perf_counter()
-            update, summary = fn(state, run)
-            trace = list(update.get("trace", state.get("trace") or []))
-            trace.append({"node": node, "ms": round((time.perf_counter() - started) * 1000, 2), "summary": summary})
-            return {**update, "trace": trace}
-
-        step.__name__ = fn.__name__
-        step.__doc__ = fn.__doc__
-        return step
-
-    return wrap
-
-
-def question_problem(question: object, settings: AgentSettings) -> str | None:
-    """Why a turn's question is refused (empty, too long, not valid Unicode text), or None."""
-    if not isinstance(question, str) or not question.strip():
-        return "the question is empty"
-    if len(question) > settings.max_question_chars:
-        return (f"the question has {len(question)} characters; at most {settings.max_question_chars} are "
-                "accepted")
-    try:  # a lone surrogate (JSON allows "\ud800") is no character: the searches would fail on it
-        question.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return f"the question is not valid Unicode text (a lone surrogate at character {exc.start})"
-    return None
-
-
-def planned(state: AgentState, run: AgentRun, llm_plan: Callable[..., tuple[Update, str, str | None]],
-            rules_plan: Callable[[AgentState, AgentRun], tuple[Update, str]]) -> tuple[Update, str]:
-    """The LLM's plan when the turn uses one and it answers; else (or when it fails, said in ``errors`` and the
-    summary) the LLM-free plan."""
-    if state.get("planner") != "llm":
-        return rules_plan(state, run)
-    update, summary, failure = llm_plan(state, run)
-    if failure is None:
-        return update, summary
-    errors = [*state.get("errors", []), f"LLM planner failed ({failure}); the LLM-free plan was used"]
-    rules, rules_summary = rules_plan(state, run)
-    return {**rules, "planner": "rules", "errors": errors}, f"LLM failed ({failure}) -> rules: {rules_summary}"
-
-
-def stop(update: Update, error: str) -> tuple[Update, str]:
-    update["errors"] = [*update.get("errors", []), error]
-    update["done"] = True
-    return update, error
 
 
 @traced("extract_keywords")
@@ -118,8 +69,6 @@ def extract_keywords(state: AgentState, run: AgentRun) -> tuple[Update, str]:
         lexicon = run.resources.lexicon(kn_id)
     except NetworkNotFound:
         return stop(update, f"unknown knowledge network {kn_id!r}")
-    from kgrag.search.contextual import extract
-
     extraction, llm_error = extract(question, lexicon, use_llm=run.settings.use_llm)
     if llm_error:
         update["errors"].append(llm_error)
@@ -146,9 +95,6 @@ def _exact_forms(state: AgentState) -> list[TopicCandidate]:
 @traced("schema_recall")
 def schema_recall(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     """kn_search concept recall + the ranked schema intents (topic words masked)."""
-    from kgrag.search.kn_models import KnSearchRequest
-    from kgrag.search.pipeline import kn_search
-
     kn_id = state["kn_id"]
     question = state["question"]
     store = run.resources.store
@@ -226,8 +172,6 @@ def plan(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     """The next tool call(s), or none (then ``answer``)."""
     if len(state.get("tool_calls", [])) >= run.settings.max_tool_calls:
         return {"pending": [], "done": True}, f"tool-call budget ({run.settings.max_tool_calls}) spent"
-    from kgrag.agent.llm_planner import llm_plan
-
     return planned(state, run, llm_plan, _rules_plan)
 
 
@@ -242,8 +186,6 @@ def tools(state: AgentState, run: AgentRun) -> tuple[Update, str]:
                             for c in pending[room:]]
     update: Update = {"tool_calls": calls + done, "pending": []}
     if state.get("planner") == "llm":
-        from kgrag.agent.llm_planner import tool_messages
-
         update["messages"] = [*state.get("messages", []), *tool_messages(done + over)]
     summary = "; ".join(f"{c['name']}: " + (f"error {c['error']}" if c.get("error") else
                                             (c.get("result") or {}).get("summary")
@@ -265,7 +207,7 @@ def answer(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     values = ans.answer_values(evidence)
     topic = state.get("topic")
     if state.get("errors") and not state.get("schema"):  # refused at the input, before schema recall
-        text = ans.failure_answer(state["errors"])
+        text = failure_answer(state["errors"])
     elif state.get("planner") == "llm" and state.get("answer"):
         cited = sorted({r["instance"] for r in evidence} | {r["value_instance"] for r in evidence
                                                             if r["value_instance"]})

@@ -4,7 +4,7 @@
     call["result"] or call["error"]
 
 Tools: ``kn_search`` and ``context_search`` (schema + instance recall, storage forms; args ``{"query"}``),
-``query_object_instance`` and ``query_instance_subgraph`` (:mod:`kgrag.agent.kn_tools`), ``query_modes`` (the
+``query_object_instance`` and ``query_instance_subgraph`` (:mod:`kgrag.agent.kn.instance_queries`), ``query_modes`` (the
 context of one query mode, :mod:`kgrag.modes`; its ``summary`` gives the mode and tokens per section). Every call runs on the
 run's network: a ``kn_id`` argument naming another one is an error, never a switch. Invalid arguments (pydantic
 validation, unknown types / relations / fields) come back as ``error`` — for the LLM path the model reads it and
@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from kgrag.agent.kn_tools import (
+from kgrag.agent.kn.instance_queries import (
     InstanceSubgraphQuery,
     ObjectInstanceQuery,
     ToolInputError,

@@ -10,7 +10,7 @@ allows for the topic's type (``topic_type``: a Symptom topic can only be ``rel_i
 labels the caller can answer (``allowed``: e.g. the relations the topic has links for), renormalising.
 
 On the CE-Prompt validation split it gets accuracy@1 ≈ 0.87 (@3 ≈ 0.97), ≈ 0.88 with the topic-type filter:
-the labels' noise caps any text-only classifier near there (see :func:`kgrag.agent.intent_train.noise_bounds`
+the labels' noise caps any text-only classifier near there (see :func:`kgrag.agent.training.train_intent.noise_bounds`
 and ``annotation_oracle``); masking, word n-grams, SVMs and ensembles all land within ±0.3 points.
 
 Inference is plain numpy (no scikit-learn object is kept): ``save(folder)`` writes ``ranker.npz`` (weights,
@@ -18,7 +18,7 @@ bias, idf) and ``ranker.json`` (config, labels, n-gram vocabulary, fingerprint, 
 ``load(folder)`` reads them back; nothing is pickled. ``rank`` costs ~0.1 ms per question.
 ``fingerprint`` hashes the config with the trained arrays (the checkpoint folder is named by the config's).
 
-Run: ``python -m flows.train_intent`` trains, evaluates and saves one (see :mod:`kgrag.agent.intent_train`).
+Run: ``python -m flows.train_intent`` trains, evaluates and saves one (see :mod:`kgrag.agent.training.train_intent`).
 """
 
 from __future__ import annotations
@@ -34,11 +34,21 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from kgrag.agent.cypher import RELATION_SCHEMA
+from kgrag.config import Settings
 from kgrag.fileio import atomic_write, write_json
+from kgrag.network.loaders.medical import MEDICAL_RELATION_TYPES
 
-__all__ = ["MASK", "IntentConfig", "IntentRanker", "char_ngrams", "label_topic_type", "mask_question",
-           "normalize_text"]
+__all__ = ["DATASET", "KIND", "MASK", "RELATION_SCHEMA", "IntentConfig", "IntentRanker", "char_ngrams",
+           "label_topic_type", "latest_intent_dir", "load_latest_intent", "mask_question", "normalize_text"]
+
+#: the labelled questions a ranker is trained on (CE-Prompt's, on the medical network) and its checkpoint kind
+DATASET = "medical"
+KIND = "intent"
+#: relation type -> (source type, target type): the medical network's relations between a Disease and another type
+#: (what a label's topic type is read from)
+RELATION_SCHEMA: dict[str, tuple[str, str]] = {rid: (source, target)
+                                               for rid, (source, target, _, _) in MEDICAL_RELATION_TYPES.items()
+                                               if source == "Disease"}
 
 MASK = "Ⓧ"
 FORMAT_VERSION = 1
@@ -266,3 +276,19 @@ class IntentRanker:
         if ranker.fingerprint != meta["fingerprint"]:
             raise ValueError(f"{folder}: fingerprint mismatch (files from different runs?)")
         return ranker
+
+
+# ---- the latest run ---------------------------------------------------------------------------------------
+def latest_intent_dir(settings: Settings) -> Path | None:
+    """Folder of the intent run that trained last (``None`` when there is none)."""
+    pointer = settings.checkpoint_dir / KIND / f"{DATASET}-latest.json"
+    if not pointer.is_file():
+        return None
+    folder = Path(json.loads(pointer.read_text())["run_dir"])
+    return folder if (folder / "ranker.json").is_file() else None
+
+
+def load_latest_intent(settings: Settings) -> IntentRanker | None:
+    """The ranker of the latest ``train-intent`` run, or ``None`` when none has run."""
+    folder = latest_intent_dir(settings)
+    return IntentRanker.load(folder) if folder is not None else None

@@ -3,13 +3,13 @@
     intents = rank_intents(question, mask, ranker, network, relation_ids)   # [("rel:has_symptom", 0.93), …]
     call = next_call(intents, candidates, network, "medical", tried=set(), prior={})
 
-An intent label names one schema element (the labels of :mod:`kgrag.agent.cypher`):
+An intent label names one schema element (the labels of :mod:`kgrag.agent.training.cypher`):
 
 - ``prop:<property>``    a data property of the topic (a Disease's ``cure_way``): ``query_object_instance``
 - ``rel:<relation>``     instances reached from the topic along the relation: ``query_instance_subgraph`` out
 - ``rel_in:<relation>``  instances the relation reaches the topic from (diseases with a symptom): … in
 
-Intents come from the trained ranker (:mod:`kgrag.agent.intent`) when one fits the network, else from schema
+Intents come from the trained ranker (:mod:`kgrag.agent.kn.intent`) when one fits the network, else from schema
 recall: the relation types kn_search recalled (in its order) and the properties whose names the question says.
 The planner walks the intents best first and plans the first one for which a topic of the right object type
 was linked and that has not been tried; the tools node runs it and, when it finds nothing, the plan goes on
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kgrag.agent.linking import TopicCandidate, choose_topic
+from kgrag.agent.kn.linking import TopicCandidate, choose_topic
 from kgrag.agent.state import ToolCall
 from kgrag.network.model import KnowledgeNetwork, ObjectType, RelationType
 

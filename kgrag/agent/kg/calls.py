@@ -23,7 +23,7 @@ from kgrag.errors import KgragError
 from kgrag.tools.parse import GetRelations, GetTriples, ParseError, extract_query, parse_query
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kgrag.agent.triple_kg import TopicLink, TripleKG
+    from kgrag.agent.kg.triple_kg import TopicLink, TripleKG
     from kgrag.tools.session import KGSession
 
 __all__ = ["KG_TOOL_NAMES", "kg_openai_tools", "reason_text", "run_kg_call"]

@@ -1,5 +1,5 @@
 """The agent's steps on a triple graph behind SPARQL (the state's ``kg``): the same nodes as on a knowledge network
-(:mod:`kgrag.agent.steps`), each returning the state update with its ``trace`` entry.
+(:mod:`kgrag.agent.kn.steps`), each returning the state update with its ``trace`` entry.
 
     run = AgentRun(AgentSettings(kg="metaqa"), resources_for(get_settings()))
     state = {"question": "who directed the films starring Tom Hanks", "kg": "metaqa"}
@@ -13,8 +13,8 @@
   spelling; the topic is the chosen one, or the thread's previous topic for a follow-up that names none.
 - ``plan``: LLM-free: ``reason_paths`` (H-RAG) then ``verify_path`` on the top answer's path (the store is asked for
   each triple); without a reasoner ``get_relations`` then ``get_triples`` on the best relation. With an LLM:
-  :mod:`kgrag.agent.kg_llm` (``<kg-query>`` text or tool calls); any LLM failure → the LLM-free plan, said.
-- ``tools``: runs the pending calls in the thread's KG session (:mod:`kgrag.agent.kg_calls`).
+  :mod:`kgrag.agent.kg.llm` (``<kg-query>`` text or tool calls); any LLM failure → the LLM-free plan, said.
+- ``tools``: runs the pending calls in the thread's KG session (:mod:`kgrag.agent.kg.calls`).
 - ``answer``: ranked answers + the paths (triples) that reach them, the answer set, a sentence; the turn joins
   ``history``.
 """
@@ -24,11 +24,20 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kgrag.agent import answers as ans
-from kgrag.agent.kg_calls import run_kg_call
+from kgrag.agent.kg.calls import run_kg_call
+from kgrag.agent.kg.llm import llm_plan, result_messages
+from kgrag.agent.kg.triple_kg import TopicLink, TripleKG, new_session_id
+from kgrag.agent.node import (
+    HISTORY_TURNS,
+    AgentRun,
+    Update,
+    failure_answer,
+    planned,
+    question_problem,
+    stop,
+    traced,
+)
 from kgrag.agent.state import AgentState, ToolCall, fresh_turn
-from kgrag.agent.steps import HISTORY_TURNS, AgentRun, Update, planned, question_problem, stop, traced
-from kgrag.agent.triple_kg import TopicLink, TripleKG, new_session_id
 from kgrag.errors import KgragError
 from kgrag.search.keywords import STOPWORDS
 
@@ -106,7 +115,7 @@ def schema_recall(state: AgentState, run: AgentRun) -> tuple[Update, str]:
                 relations = session.candidate_relations(topic.entity_id, kg.config.kg_top_k)
             except KgragError as exc:
                 return {"schema": {"chains": [], "relations": [], "ranker": "bm25"},
-                        "errors": [*state.get("errors", []), f"schema recall failed: {exc}"]}, f"failed: {exc}"
+                        "errors": [f"schema recall failed: {exc}"]}, f"failed: {exc}"
     schema = {"chains": [], "relations": relations, "ranker": "bm25 around the topic"}
     return {"schema": schema}, f"relations (BM25 around the topic): {', '.join(relations[:5]) or 'none'}"
 
@@ -167,10 +176,8 @@ def plan(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     """The next call, or none (then ``answer``)."""
     if len(state.get("tool_calls", [])) >= run.settings.max_tool_calls:
         note = f"tool-call budget ({run.settings.max_tool_calls}) spent"
-        errors = state.get("errors", []) + ([note] if state.get("planner") == "llm" else [])
+        errors = [note] if state.get("planner") == "llm" else []
         return {"pending": [], "done": True, "errors": errors}, note
-    from kgrag.agent.kg_llm import llm_plan
-
     return planned(state, run, llm_plan, _rules_plan)
 
 
@@ -189,8 +196,6 @@ def tools(state: AgentState, run: AgentRun) -> tuple[Update, str]:
                      error="the tool-call budget of this run is spent") for c in pending[room:]]
     update: Update = {"tool_calls": calls + done + over, "pending": []}
     if state.get("planner") == "llm":
-        from kgrag.agent.kg_llm import result_messages
-
         update["messages"] = [*state.get("messages", []), *result_messages(done + over, run.settings.llm_style)]
     summary = "; ".join(f"{c['name']}: " + (f"error {c['error']}" if c.get("error") else
                                             (c.get("result") or {}).get("text", "").split("\n")[0][:120])
@@ -237,7 +242,7 @@ def answer(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     topic = state.get("topic")
     llm_text = state.get("answer", "") if state.get("planner") == "llm" else ""
     if state.get("errors") and not state.get("schema"):  # refused at the input, before schema recall
-        values, text = [], ans.failure_answer(state["errors"])
+        values, text = [], failure_answer(state["errors"])
     elif llm_text:
         values, text = parse_answer(llm_text), llm_text
     elif topic is None:

@@ -5,7 +5,7 @@
     report["figures"]                         # {"n", "hits@1", "hit", "f1", "exact", "topic_acc", "p50_ms", …}
 
 Files: the CE-Prompt format (a JSON list of ``{"input", "cypher"}``; gold computed by executing the Cypher on the
-raw disease data, :mod:`kgrag.agent.gold`, skipped questions counted by reason), JSONL of
+raw disease data, :mod:`kgrag.agent.training.gold`, skipped questions counted by reason), JSONL of
 ``{"question", "answers"[, "topic"]}``, or (a triple graph) MetaQA lines ``question<TAB>a1|a2``
 (:func:`read_metaqa`). Metrics per question, averaged over the ``n`` scored questions:
 **hits@1** (the top answer is gold: the first ranked answer on a triple graph, else the first value), **hit** (any predicted value is gold), set **F1**, **exact** (the predicted set equals the gold set); **topic_acc**
@@ -53,7 +53,7 @@ def read_questions(path: Path, diseases_dir: Path | None = None) -> tuple[list[E
     """Items of a CE-Prompt JSON file or a ``{"question", "answers"}`` JSONL file, and skips by reason."""
     text = path.read_text(encoding="utf-8")
     if text.lstrip().startswith("["):
-        from kgrag.agent.gold import load_ce_prompt
+        from kgrag.agent.training.gold import load_ce_prompt
 
         examples, skipped = load_ce_prompt(path, diseases_dir)
         return [EvalItem(e.question, tuple(e.answers), e.target.topic, e.target.label) for e in examples], skipped

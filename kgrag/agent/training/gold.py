@@ -1,7 +1,7 @@
 """Gold answers of the CE-Prompt questions, computed from the RAW disease records (not from the network store,
 so that they check its load and its queries).
 
-A parsed :class:`~kgrag.agent.cypher.CypherTarget` runs on :func:`kgrag.data.medical.read_diseases` through
+A parsed :class:`~kgrag.agent.training.cypher.CypherTarget` runs on :func:`kgrag.data.medical.read_diseases` through
 the mapping of ``shared/data/README.md``, which lives once in code, in :mod:`kgrag.network.loaders.medical`
 (``RELATION_VALUES``, ``disease_properties``): has_symptom→symptoms, acompany_with→has_complication,
 need_check→inspect_info, do_eat/no_eat→good_food/avoid_food, recommand_recipes→recommand_recipes,
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from kgrag.agent.cypher import PROPERTY_TYPES, RELATION_SCHEMA, CypherTarget, parse_cypher
+from kgrag.agent.training.cypher import PROPERTY_TYPES, RELATION_SCHEMA, CypherTarget, parse_cypher
 from kgrag.data.medical import Disease, read_cypher_questions, read_diseases
 from kgrag.fileio import atomic_write
 from kgrag.network.loaders.medical import RELATION_VALUES, disease_properties

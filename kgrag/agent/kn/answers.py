@@ -16,7 +16,7 @@ from typing import Any
 from kgrag.agent.state import ToolCall
 from kgrag.network.model import KnowledgeNetwork
 
-__all__ = ["answer_values", "compose_answer", "element_name", "evidence_from", "failure_answer", "passages_from"]
+__all__ = ["answer_values", "compose_answer", "element_name", "evidence_from", "passages_from"]
 
 
 def _values(value: Any) -> list[str]:
@@ -82,11 +82,6 @@ def compose_answer(topic: str, via: str, values: Sequence[str], max_listed: int)
     shown = "；".join(values[:max_listed])
     more = f" … ({len(values)} in all)" if len(values) > max_listed else ""
     return f"{topic} — {via}: {shown}{more}"
-
-
-def failure_answer(errors: Sequence[str]) -> str:
-    """The answer of a turn that could not run: what went wrong, in the state's words."""
-    return "I could not answer: " + "; ".join(errors) if errors else "I could not answer this question."
 
 
 def passages_from(calls: Sequence[ToolCall], limit: int = 3, chars: int = 120) -> str:

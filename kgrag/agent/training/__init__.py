@@ -1,0 +1,6 @@
+"""Offline work on the agent, never imported by the online path (the agent graph, the servers): the intent
+ranker's training (:mod:`.train_intent`, on CE-Prompt's Cypher questions parsed by :mod:`.cypher` into the gold of
+:mod:`.gold`), its baseline (:mod:`.baseline`) and the agent's evaluation on question files (:mod:`.evaluate`).
+
+    python -m flows.train_intent        # trains the ranker the online agent loads (kgrag.agent.kn.intent)
+"""
