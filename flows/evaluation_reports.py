@@ -24,6 +24,8 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from flows.evaluate import evaluate
+from graphs.agent.context import AgentContext
+from graphs.agent.graph import graph
 from kgrag.agent.training.evaluate import evaluate as agent_evaluate
 from kgrag.agent.training.evaluate import read_metaqa
 from kgrag.config import get_settings
@@ -37,9 +39,6 @@ COLUMNS = ("source", "path", "n", "hits@1", "hit", "f1", "p50_ms")
 @task(name="agent-eval", cache_policy=NO_CACHE)
 def agent_eval(dataset: str, questions: str, no_brackets: bool, limit: int | None) -> dict:
     """The agent graph in-process (LLM-free unless configured) on one MetaQA-format file: n, Hits@1, Hit, F1, p50."""
-    from graphs.agent.context import AgentContext
-    from graphs.agent.graph import graph
-
     items, _ = read_metaqa(Path(questions), no_brackets)
     items = items[:limit] if limit else items
     context = AgentContext(kg=dataset)

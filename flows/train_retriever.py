@@ -22,6 +22,7 @@ from prefect.artifacts import create_image_artifact, create_markdown_artifact, c
 from prefect.cache_policies import NO_CACHE
 from tqdm.auto import tqdm
 
+from flows.retrieval_samples import run as sharded_samples
 from flows.text_embeddings import run as run_text_embeddings
 from kgrag.config import get_settings
 from kgrag.fileio import png_data_url
@@ -86,7 +87,6 @@ def train_retriever(dataset: str = "metaqa", config: dict | None = None, train_s
     run_text_embeddings(dataset)
     splits = list(dict.fromkeys((train_split, validation_split)))
     if get_settings().task_runner == "dask":  # per-shard tasks on the cluster, merged into the same files
-        from flows.retrieval_samples import run as sharded_samples
 
         counts = [sharded_samples(dataset, split, config_json) for split in splits]
     else:

@@ -6,6 +6,7 @@ old file or the new one, never half of one.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from collections.abc import Callable
@@ -35,6 +36,4 @@ def write_json(path: Path, obj: Any, **dumps: Any) -> None:
 
 def png_data_url(path: Path) -> str:
     """``data:image/png;base64,…`` of a PNG file (what a Prefect image or markdown artifact can show inline)."""
-    import base64
-
     return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode()

@@ -12,6 +12,13 @@ from kgrag.config import Settings, get_settings
 from kgrag.graph import open_store
 from kgrag.graph.csr import CSRGraph
 from kgrag.graph.queries import one_hop_names, one_hop_query
+from kgrag.hrag.file_eval import strip_brackets
+from kgrag.hrag.g_agent import GAgentSplit
+from kgrag.hrag.pipeline import g_agent_file
+from kgrag.hrag.questions import prepared_questions
+from kgrag.hrag.reasoner import loaded_reasoner
+from kgrag.network.loaders.registry import load_named
+from kgrag.network.store import NetworkStore
 from kgrag.prep.steps import read_prepared_questions
 
 
@@ -80,9 +87,6 @@ def retriever_splits(dataset: str) -> tuple[str, str]:
 
 def g_agent_example(settings: Settings, dataset: str, split: str, top: int = 5) -> list[str]:
     """Lines showing one multi-hop question of ``split``'s g_agent: its best-scored triples, answers marked."""
-    from kgrag.hrag.g_agent import GAgentSplit
-    from kgrag.hrag.pipeline import g_agent_file
-
     path = g_agent_file(settings, dataset, split)
     if not path.is_file():
         return []
@@ -117,8 +121,6 @@ def gflownet_budget(dataset: str) -> dict:
 
 def example_questions(settings: Settings, dataset: str, split: str, count: int = 2) -> list:
     """``count`` questions of ``split`` to show: the first 2-hop and the first 3-hop one, else the first ones."""
-    from kgrag.hrag.questions import prepared_questions
-
     questions = prepared_questions(settings.dataset_dir(dataset), [split])
     picks = [next((q for q in questions if q.hop == hop), None) for hop in (2, 3)]
     return ([q for q in picks if q is not None] or questions[:count])[:count]
@@ -127,9 +129,6 @@ def example_questions(settings: Settings, dataset: str, split: str, count: int =
 def answer_examples(settings: Settings, dataset: str, split: str, count: int = 2) -> list[str]:
     """The :func:`example_questions` answered in memory by the online reasoner, their topic brackets removed (the
     linker finds the topic in the text): ranked answers, the answer set and the best answer's paths."""
-    from kgrag.hrag.file_eval import strip_brackets
-    from kgrag.hrag.reasoner import loaded_reasoner
-
     reasoner = loaded_reasoner(dataset, settings)
     lines: list[str] = []
     for q in example_questions(settings, dataset, split, count):
@@ -176,8 +175,6 @@ def network_loaded(store, kn_id: str) -> bool:
 
 def ensure_network(store, kn_id: str, data_dir: Path) -> bool:
     """Load network ``kn_id`` into ``store`` unless it is there already; True when it was loaded now."""
-    from kgrag.network.loaders.registry import load_named
-
     if network_loaded(store, kn_id):
         return False
     load_named(kn_id, store, data_dir)
@@ -190,8 +187,6 @@ class NetworkLoad:
     :meth:`wait` joins it and returns its seconds (None when nothing was loaded in the background)."""
 
     def __init__(self, settings: Settings) -> None:
-        from kgrag.network.store import NetworkStore
-
         self.kn_id = agent_network(settings)
         store = NetworkStore(settings.db_url)
         try:
@@ -225,8 +220,6 @@ class NetworkLoad:
 
 
 def _load_in_child(kn_id: str, seconds) -> None:
-    from kgrag.network.store import NetworkStore
-
     settings = get_settings()
     start = time.perf_counter()
     store = NetworkStore(settings.db_url)

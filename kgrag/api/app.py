@@ -19,6 +19,7 @@ from kgrag.config import Settings, get_settings
 from kgrag.errors import KgragError
 from kgrag.prep.steps import open_prepared_stores
 from kgrag.search.cache import KnSearchCache
+from kgrag.search.warm import warm_search
 from kgrag.tools.session_store import SessionStore
 
 log = logging.getLogger(__name__)
@@ -27,8 +28,6 @@ log = logging.getLogger(__name__)
 def _warm(app: FastAPI) -> None:
     """Warm the knowledge-network search path (:func:`kgrag.search.warm.warm_search`); never raises."""
     try:
-        from kgrag.search.warm import warm_search
-
         report = warm_search(kn_search.app_network_store(app))
         log.info("warm: %s", report)
     except Exception:  # noqa: BLE001 - a cold start still serves (the database may be down: routes say 503)

@@ -23,6 +23,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import InterfaceError, OperationalError
 
 from kgrag.errors import NetworkNotFound
+from kgrag.network.store import NetworkStore
 from kgrag.search.cache import KnSearchCache
 from kgrag.search.kn_models import KnSearchRequest, KnSearchResponse
 from kgrag.search.pipeline import SearchStore, context_search, kn_search
@@ -59,8 +60,6 @@ def app_network_store(app: FastAPI) -> SearchStore:
         with _open_lock:
             service = getattr(app.state, "network_store", None)
             if service is None:
-                from kgrag.network.store import NetworkStore
-
                 service = app.state.network_store = NetworkStore(app.state.settings.db_url)
     return service
 

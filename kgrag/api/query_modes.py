@@ -15,6 +15,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from kgrag.api.kn_search import answer_or_error, network_service
+from kgrag.llm.client import ChatClient
 from kgrag.modes.params import QueryRequest, QueryResult
 from kgrag.modes.query import kg_query
 
@@ -31,8 +32,6 @@ def _llm(request: Request) -> Any:
         return None
     client = getattr(request.app.state, "llm_client", None)
     if client is None:
-        from kgrag.llm.client import ChatClient
-
         client = request.app.state.llm_client = ChatClient.from_settings(settings)
     return client
 

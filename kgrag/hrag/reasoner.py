@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kgrag.config import Settings
+from kgrag.config import Settings, get_settings
 from kgrag.data.metaqa import TOPIC_SPAN
 from kgrag.graph.csr import CSRGraph
 from kgrag.hrag.evaluate import Evaluation, TrainedRetriever, load_trained
@@ -243,8 +243,6 @@ def answer_question(question: str, topics: Sequence[int] | None = None, *, k: in
                     reasoner: HRAGReasoner | None = None, dataset: str = "metaqa") -> Answer:
     """One question through a reasoner (loaded for ``dataset`` with the current settings when not given; pass one
     to reuse it across calls)."""
-    from kgrag.config import get_settings
-
     reasoner = reasoner or loaded_reasoner(dataset, get_settings())
     return reasoner.answer(question, topics, k=k)
 

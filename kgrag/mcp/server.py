@@ -32,7 +32,9 @@ from typing import Any, Literal
 import anyio
 import anyio.to_thread
 import mcp_types as types
+import uvicorn
 from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
 from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -43,6 +45,7 @@ from kgrag import __version__
 from kgrag.config import Settings, get_settings
 from kgrag.errors import KgragError, NetworkNotFound
 from kgrag.mcp.tools import TOOLS, CallScope, ToolContext, ToolSpec
+from kgrag.rank.sentence_embedder import load_model
 
 __all__ = ["MAX_ARGUMENT_CHARS", "McpConfig", "build_http_app", "build_server", "serve"]
 
@@ -110,8 +113,6 @@ def _success(value: Any, max_chars: int) -> types.CallToolResult:
 def _warm(settings: Settings) -> None:
     """Load the query embedder (a failure here only means the first search loads it, and reports it)."""
     try:
-        from kgrag.rank.sentence_embedder import load_model
-
         load_model(settings.embedder)
     except Exception:  # noqa: BLE001
         log.warning("warming the embedder failed; the first search will load it", exc_info=True)
@@ -228,12 +229,9 @@ def serve(config: McpConfig, host: str = "127.0.0.1", port: int = 8765) -> None:
     context = ToolContext(get_settings(), session_ttl=config.session_idle_timeout)
     server = build_server(config, context=context)
     if config.transport == "http":
-        import uvicorn
-
         uvicorn.run(build_http_app(server, context, config, host), host=host, port=port, log_level="warning",
                     timeout_graceful_shutdown=5)
         return
-    from mcp.server.stdio import stdio_server
 
     async def run_stdio() -> None:
         async with stdio_server() as (read_stream, write_stream):

@@ -17,7 +17,11 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
+from kgrag.errors import LLMError
+from kgrag.llm.json_output import chat_json
 from kgrag.llm.prompts import load_prompt
+from kgrag.search.contextual import lexicon_for
+from kgrag.search.keywords import extract_keywords
 
 if TYPE_CHECKING:  # pragma: no cover
     from kgrag.llm.client import ChatClient
@@ -45,9 +49,6 @@ def _clean(words: list[str]) -> list[str]:
 
 
 def rule_keywords(query: str, store: NetworkStore, kn_id: str) -> ModeKeywords:
-    from kgrag.search.contextual import lexicon_for
-    from kgrag.search.keywords import extract_keywords
-
     lexicon = lexicon_for(store, kn_id)
     extraction = extract_keywords(query, lexicon)
     stored = [query[i:j] for i, j in lexicon.name_spans(query) if query[i:j] not in lexicon.relation_words
@@ -67,9 +68,6 @@ def mode_keywords(
         return ModeKeywords(list(param.hl_keywords), list(param.ll_keywords), "preset")
     errors: list[str] = []
     if llm is not None:
-        from kgrag.errors import LLMError
-        from kgrag.llm.json_output import chat_json
-
         prompt = load_prompt("mode_keywords").format(query=query)
         try:
             got = chat_json(llm, [{"role": "user", "content": prompt}], LLMKeywords, max_attempts=2)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from kgrag.errors import LLMError
 from kgrag.modes.context import build_context
 from kgrag.modes.index import ModeIndex
 from kgrag.modes.keywords import mode_keywords
@@ -105,7 +106,6 @@ def kg_query(
     if llm is None:
         raw["llm"] = "none"
         return QueryResult(response=_NO_LLM[language], context=ctx.text, raw_data=raw)
-    from kgrag.errors import LLMError
 
     try:
         answer = llm.chat(messages).text.strip()

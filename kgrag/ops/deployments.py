@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from prefect import serve
 from prefect.client.schemas.schedules import CronSchedule
 from prefect.flows import Flow
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -96,8 +97,6 @@ def runner_deployments(specs: list[DeploymentSpec]) -> list:
 
 def serve_all(runners: list, limit: int | None = None) -> None:
     """Run every deployment's schedule in this process until stopped (Prefect's ``serve``: no worker)."""
-    from prefect import serve
-
     serve(*runners, limit=limit)
 
 

@@ -19,7 +19,9 @@ The binaries are found through ``KGRAG_PG_BINDIR``, ``pg_config --bindir``, or `
 from __future__ import annotations
 
 import contextlib
+import grp
 import os
+import pwd
 import re
 import shutil
 import socket
@@ -29,6 +31,9 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import psycopg
+from psycopg import sql
 
 __all__ = ["PostgresCluster", "PostgresUnavailable", "find_bindir", "free_port", "throwaway_postgres"]
 
@@ -73,7 +78,6 @@ def _as_server_user() -> tuple[list[str], str | None]:
     """The command prefix that runs a server binary as a non-root user, and that user's name (None: ourselves)."""
     if os.geteuid() != 0:
         return [], None
-    import pwd
 
     try:
         pwd.getpwnam("postgres")
@@ -82,8 +86,6 @@ def _as_server_user() -> tuple[list[str], str | None]:
     if shutil.which("runuser"):
         return ["runuser", "-u", "postgres", "--"], "postgres"
     if shutil.which("setpriv"):
-        import grp
-
         uid, gid = pwd.getpwnam("postgres").pw_uid, grp.getgrnam("postgres").gr_gid
         return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--"], "postgres"
     raise PostgresUnavailable("running as root and neither runuser nor setpriv is available")
@@ -155,9 +157,6 @@ class PostgresCluster:
         return (self.datadir / "postmaster.pid").exists()
 
     def _admin(self, statement_parts: tuple[str, str]) -> None:
-        import psycopg
-        from psycopg import sql
-
         verb, name = statement_parts
         with psycopg.connect(host="127.0.0.1", port=self.port, user=self.superuser, dbname="postgres",
                              autocommit=True, connect_timeout=10) as conn:

@@ -20,6 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+from prefect.client.schemas.sorting import FlowRunSort
+from prefect.settings import PREFECT_API_URL, temporary_settings
+
 from kgrag.errors import KgragError
 from kgrag.ops.prefect_server import prefect_server
 
@@ -38,11 +43,6 @@ def browser() -> str:
 
 
 async def _latest_run(api_url: str) -> tuple[str, str, str]:
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
-    from prefect.client.schemas.sorting import FlowRunSort
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
     with temporary_settings({PREFECT_API_URL: api_url}):  # settings are read once: override, not os.environ
         async with get_client() as client:
             runs = await client.read_flow_runs(limit=1, sort=FlowRunSort.START_TIME_DESC)

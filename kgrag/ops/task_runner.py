@@ -15,7 +15,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from kgrag.config import Settings
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from kgrag.config import Settings, get_settings
 
 __all__ = ["limit_threads", "on_task_runner", "shards_for", "task_runner"]
 
@@ -26,10 +28,8 @@ SHARDS_PER_WORKER = 1
 def task_runner(settings: Settings) -> Any:
     """A fresh task runner for one flow run (a runner is entered once)."""
     if settings.task_runner != "dask":
-        from prefect.task_runners import ThreadPoolTaskRunner
-
         return ThreadPoolTaskRunner(max_workers=1)  # the sequential reference: one shard at a time
-    from prefect_dask import DaskTaskRunner
+    from prefect_dask import DaskTaskRunner  # on use: dask costs ~2 s at import, for the Dask runner only
 
     if settings.dask_address:
         return DaskTaskRunner(address=settings.dask_address)
@@ -44,8 +44,6 @@ def shards_for(settings: Settings) -> int:
 
 def on_task_runner(flow: Any) -> Any:
     """``flow`` set to run its tasks on the configured runner (the default one unless ``KGRAG_TASK_RUNNER=dask``)."""
-    from kgrag.config import get_settings
-
     return flow.with_options(task_runner=task_runner(get_settings()))
 
 
@@ -53,6 +51,6 @@ def limit_threads(settings: Settings) -> None:
     """On a local Dask cluster's worker: torch threads = the worker's share of the machine's cores (no
     oversubscription). The default runner and remote workers keep torch's own setting."""
     if settings.task_runner == "dask" and not settings.dask_address:
-        import torch
+        import torch  # on use: torch costs ~3 s at import; flows that never train do not need it
 
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // settings.dask_workers))

@@ -16,6 +16,7 @@ import numpy as np
 from kgrag.config import Settings
 from kgrag.data import load_kg, load_questions
 from kgrag.data.download import missing_data_error
+from kgrag.data.metaqa import split_train_validation
 from kgrag.data.records import KGDataset, KGQuestion, ReadResult
 from kgrag.graph import GraphStore, open_store
 from kgrag.graph.csr import CSRGraph
@@ -80,8 +81,6 @@ def load_store(out_dir: Path, fingerprint: str) -> dict:
 
 def _split(dataset: str, questions: list[KGQuestion], seed: int) -> list[KGQuestion]:
     if dataset == "metaqa":
-        from kgrag.data.metaqa import split_train_validation
-
         parts = split_train_validation(questions, seed=seed)
         return [q for name in ("train", "validation") for q in parts[name]]
     return questions

@@ -28,6 +28,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from kgrag.config import get_settings
+from kgrag.llm.client import ChatClient
+from kgrag.llm.json_output import chat_json
+from kgrag.llm.prompts import load_prompt
 from kgrag.network.model import KnowledgeNetwork, ObjectType
 from kgrag.network.service import ContextStore
 from kgrag.search.context_models import (
@@ -132,15 +136,9 @@ def validate_attribute_conditions(conditions: list[AttributeConditionIn], networ
 
 def _llm_extraction(question: str) -> Extraction | None:
     """Stage 1 by the configured LLM (validated against :class:`Extraction`), or None when none is configured."""
-    from kgrag.config import get_settings
-
     settings = get_settings()
     if not settings.llm_enabled:
         return None
-    from kgrag.llm.client import ChatClient
-    from kgrag.llm.json_output import chat_json
-    from kgrag.llm.prompts import load_prompt
-
     client = ChatClient.from_settings(settings)
     messages = [{"role": "system", "content": load_prompt("keyword_extraction")},
                 {"role": "user", "content": question}]

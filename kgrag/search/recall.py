@@ -33,6 +33,7 @@ from kgrag.search.kn_models import (
     RetrievalConfig,
     merge_retrieval_config,
 )
+from kgrag.search.rerank_client import rerank_client_from_env
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +53,6 @@ RerankerArg = Reranker | None | Literal[_Default.RERANKER]
 def default_reranker() -> Reranker:
     """The process-wide default relation reranker: :class:`EmbeddingReranker` on the configured embedder,
     or the OpenAI-compatible ``/rerank`` client when ``KGRAG_RERANK_BASE_URL`` is set."""
-    from kgrag.search.rerank_client import rerank_client_from_env
-
     client = rerank_client_from_env()
     return client if client is not None else EmbeddingReranker()
 

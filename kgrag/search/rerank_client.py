@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import httpx
 
+from kgrag.config import Settings
 from kgrag.rank.bm25 import stable_top_k
 
 __all__ = ["RerankClient", "RerankError", "rerank_client_from_env"]
@@ -69,8 +70,6 @@ class RerankClient:
 
 def rerank_client_from_env() -> RerankClient | None:
     """The client configured by the ``KGRAG_RERANK_*`` settings, or None when no endpoint is set."""
-    from kgrag.config import Settings
-
     settings = Settings()  # read now: the environment may have changed since get_settings() was cached
     if not settings.rerank_base_url.strip():
         return None

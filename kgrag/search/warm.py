@@ -20,6 +20,7 @@ from typing import Any
 from kgrag.network.model import KnowledgeNetwork
 from kgrag.rank.rerank import EmbeddingReranker, Reranker
 from kgrag.search.pipeline import SearchStore
+from kgrag.search.recall import default_reranker
 from kgrag.search.relevance import relation_document
 
 log = logging.getLogger(__name__)
@@ -43,8 +44,6 @@ def warm_search(store: SearchStore, reranker: Reranker | None = None, kn_ids: li
     default reranker, when it is the embedding one). Returns what was done per network; a network that fails
     is logged and reported with its ``error``, the others still warm."""
     if reranker is None:
-        from kgrag.search.recall import default_reranker
-
         reranker = default_reranker()
     embedder = reranker.embedder if isinstance(reranker, EmbeddingReranker) else None
     report: dict[str, dict[str, Any]] = {}

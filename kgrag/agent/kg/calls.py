@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from kgrag.agent.state import ToolCall
 from kgrag.errors import KgragError
+from kgrag.hrag.gflownet.llm_answer import verbalise_path
 from kgrag.tools.parse import GetRelations, GetTriples, ParseError, extract_query, parse_query
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -53,8 +54,6 @@ def reason_text(answers: list[dict[str, Any]], predicted: list[str], shown: int 
 
 
 def _reason(kg: TripleKG, question: str, topics: list[TopicLink], k: int) -> tuple[dict[str, Any], str]:
-    from kgrag.hrag.gflownet.llm_answer import verbalise_path
-
     if kg.reasoner is None:
         return {"text": f"[reason_paths is not available on {kg.dataset}: {kg.reasoner_note}]"}, "no reasoner"
     rows = [t.row for t in topics] or None

@@ -21,7 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from kgrag.config import Settings
 from kgrag.errors import KgragError
+from kgrag.graph import open_store
+from kgrag.hrag import pipeline
+from kgrag.hrag.chains import chain_text
 from kgrag.hrag.linker import EntityLinker
+from kgrag.hrag.questions import masked_text
+from kgrag.hrag.reasoner import loaded_reasoner
 from kgrag.tools.config import KGToolsConfig
 from kgrag.tools.factory import NAMESPACES, make_client, make_relation_filter
 from kgrag.tools.relations import RelationFilters
@@ -61,9 +66,6 @@ class TripleKG:
     """A prepared triple graph (see the module docstring). Thread-safe: sessions are locked per id."""
 
     def __init__(self, settings: Settings, dataset: str) -> None:
-        from kgrag.graph import open_store
-        from kgrag.hrag import pipeline
-
         if dataset not in NAMESPACES:
             raise KgragError(f"unknown KG {dataset!r}; choose one of {', '.join(NAMESPACES)}")
         if not (settings.dataset_dir(dataset) / "graph.npz").is_file():
@@ -79,8 +81,6 @@ class TripleKG:
         self.reasoner: HRAGReasoner | None = None
         self.reasoner_note = ""
         try:
-            from kgrag.hrag.reasoner import loaded_reasoner
-
             self.reasoner = loaded_reasoner(dataset, settings)  # shared with answer_question in this process
         except KgragError as exc:  # no trained retriever / policy: the KG tools alone
             self.reasoner_note = str(exc)
@@ -121,9 +121,6 @@ class TripleKG:
         prior = reasoner.retriever.prior if reasoner is not None else None
         if reasoner is None or prior is None:
             return []
-        from kgrag.hrag.chains import chain_text
-        from kgrag.hrag.questions import masked_text
-
         sentence, _ = reasoner.encode([linked])
         out = []
         for row, p in prior.top([masked_text(linked)], sentence, max_chains=max_chains)[0]:

@@ -169,6 +169,7 @@ class IntentRanker:
     def train(cls, questions: Sequence[str], labels: Sequence[str], config: IntentConfig | None = None,
               topics: Sequence[str | None] | None = None) -> IntentRanker:
         """Fit on ``questions`` with their ``labels`` (and each question's topic name, masked out)."""
+        # on use: scikit-learn costs ~3 s at import; the online agent only loads a trained ranker
         from sklearn.feature_extraction.text import TfidfVectorizer
         from sklearn.linear_model import LogisticRegression
 

@@ -31,6 +31,7 @@ from typing import Any, Literal
 from kgrag.network.model import ObjectType
 from kgrag.search.context_models import ContextConfig
 from kgrag.search.keywords import STOPWORDS, Lexicon
+from kgrag.search.storage_forms import map_keyword
 
 __all__ = ["TopicCandidate", "choose_topic", "contains_candidates", "storage_form_candidates", "topic_candidates"]
 
@@ -117,8 +118,6 @@ def contains_candidates(question: str, lexicon: Lexicon, object_type: str, max_l
 def storage_form_candidates(store: Any, kn_id: str, keywords: Sequence[str], object_types: Sequence[ObjectType],
                             config: ContextConfig | None = None) -> list[TopicCandidate]:
     """Contains/fuzzy storage forms of ``keywords`` among ``object_types`` (contextual recall's search)."""
-    from kgrag.search.storage_forms import map_keyword
-
     config = config or ContextConfig()
     wanted = {ot.id for ot in object_types}
     out: list[TopicCandidate] = []

@@ -29,6 +29,11 @@ from kgrag.agent.kn.instance_queries import (
 )
 from kgrag.agent.state import ToolCall
 from kgrag.errors import NetworkNotFound
+from kgrag.modes.params import QueryParam
+from kgrag.modes.query import kg_query
+from kgrag.modes.render import trace_summary
+from kgrag.search.kn_models import KnSearchRequest
+from kgrag.search.pipeline import context_search, kn_search
 
 __all__ = ["TOOL_NAMES", "llm_result_text", "openai_tools", "run_tool"]
 
@@ -43,9 +48,6 @@ class SearchArgs(BaseModel):
 
 
 def _search(store: Any, args: SearchArgs, kn_id: str, context: bool) -> dict[str, Any]:
-    from kgrag.search.kn_models import KnSearchRequest
-    from kgrag.search.pipeline import context_search, kn_search
-
     request = KnSearchRequest(query=args.query, kn_id=kn_id)
     response = context_search(request, store, use_llm=False) if context else kn_search(request, store)
     return response.model_dump(mode="json", exclude_none=True)
@@ -68,10 +70,6 @@ class QueryModesArgs(BaseModel):
 def _query_modes(store: Any, args: QueryModesArgs, kn_id: str) -> dict[str, Any]:
     """The context of one query mode (no LLM answer: the agent answers), sized for a tool result: the spec's
     entity / relation budgets scaled to ``max_total_tokens`` (6000 and 8000 of 30000)."""
-    from kgrag.modes.params import QueryParam
-    from kgrag.modes.query import kg_query
-    from kgrag.modes.render import trace_summary
-
     total = args.max_total_tokens
     param = QueryParam(mode=args.mode, top_k=args.top_k, chunk_top_k=args.chunk_top_k, max_total_tokens=total,
                        max_entity_tokens=total * 6000 // 30000, max_relation_tokens=total * 8000 // 30000,

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.pipeline import make_pipeline
+from sklearn.svm import LinearSVC
+
 __all__ = ["BaselineIntent", "longest_name"]
 
 
@@ -27,10 +31,6 @@ class BaselineIntent:
     """Topic = the longest disease name in the question; label = char TF-IDF LinearSVC, question unmasked."""
 
     def __init__(self, names: Iterable[str] = ()) -> None:
-        from sklearn.feature_extraction.text import TfidfVectorizer
-        from sklearn.pipeline import make_pipeline
-        from sklearn.svm import LinearSVC
-
         self.names = set(names)
         self._max_len = max((len(n) for n in self.names), default=0)
         self.model = make_pipeline(TfidfVectorizer(analyzer="char", ngram_range=(1, 3)), LinearSVC())

@@ -26,6 +26,10 @@ from typing import Any
 
 import numpy as np
 
+from kgrag.agent.training.gold import load_ce_prompt
+from kgrag.data.metaqa import parse_question_line
+from kgrag.hrag.file_eval import strip_brackets
+
 __all__ = ["EvalItem", "evaluate", "read_metaqa", "read_questions", "set_scores", "top_answer"]
 
 
@@ -53,8 +57,6 @@ def read_questions(path: Path, diseases_dir: Path | None = None) -> tuple[list[E
     """Items of a CE-Prompt JSON file or a ``{"question", "answers"}`` JSONL file, and skips by reason."""
     text = path.read_text(encoding="utf-8")
     if text.lstrip().startswith("["):
-        from kgrag.agent.training.gold import load_ce_prompt
-
         examples, skipped = load_ce_prompt(path, diseases_dir)
         return [EvalItem(e.question, tuple(e.answers), e.target.topic, e.target.label) for e in examples], skipped
     items: list[EvalItem] = []
@@ -79,9 +81,6 @@ def read_questions(path: Path, diseases_dir: Path | None = None) -> tuple[list[E
 def read_metaqa(path: Path, no_brackets: bool = False) -> tuple[list[EvalItem], Counter]:
     """Items of a MetaQA-format file (``question<TAB>a1|a2``; the topic in [brackets], its name the item's
     ``topic``), the brackets stripped with ``no_brackets``; unusable lines counted by reason."""
-    from kgrag.data.metaqa import parse_question_line
-    from kgrag.hrag.file_eval import strip_brackets
-
     items: list[EvalItem] = []
     skipped: Counter = Counter()
     for line in path.read_text(encoding="utf-8").splitlines():

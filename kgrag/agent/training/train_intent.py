@@ -33,6 +33,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.svm import LinearSVC
 
 from kgrag.agent.kn.intent import (
     DATASET,
@@ -57,6 +59,8 @@ from kgrag.agent.training.gold import (
 from kgrag.config import Settings
 from kgrag.errors import KgragError
 from kgrag.fileio import write_json
+from kgrag.hrag.metrics import save_figure
+from kgrag.hrag.pipeline import record_latest
 
 __all__ = ["accuracy_markdown", "annotation_oracle", "annotation_style", "confusion_markdown",
            "evaluate_ranker", "intent_run_dir", "noise_bounds", "split_examples", "split_questions", "train_intent",
@@ -239,9 +243,6 @@ def annotation_oracle(train: Sequence[GoldExample], validation: Sequence[GoldExa
     an ORACLE feature naming each question's annotation batch (:func:`annotation_style`, crossed with its
     1–2-grams). The gap is what the batches' differing labelling conventions cost a classifier that sees only
     the question."""
-    from sklearn.feature_extraction.text import TfidfVectorizer
-    from sklearn.svm import LinearSVC
-
     def grams(ex: GoldExample) -> list[str]:
         text = mask_question(ex.question, ex.topic) if cfg.mask_topic else normalize_text(ex.question)
         return char_ngrams(text, cfg.ngram_min, cfg.ngram_max, cfg.boundaries)
@@ -319,12 +320,11 @@ def confusion_markdown(confusion: dict) -> str:
 
 def plot_confusion(confusion: dict, path: Path, title: str) -> Path:
     """PNG of the row-normalised confusion table."""
-    import matplotlib
+    import matplotlib  # on use: matplotlib costs ~1.5 s at import; only plots need it
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # on use (see above)
 
-    from kgrag.hrag.metrics import save_figure
 
     matrix = np.asarray(confusion["matrix"], dtype=float)
     norm = matrix / np.maximum(matrix.sum(1, keepdims=True), 1)
@@ -347,8 +347,6 @@ def plot_confusion(confusion: dict, path: Path, title: str) -> Path:
 def _record_latest(settings: Settings, run_dir: Path) -> None:
     """``checkpoints/intent/medical-latest.json`` → ``run_dir`` (the shared helper; imported here because
     :mod:`kgrag.hrag.pipeline` pulls in torch, which loading a ranker does not need)."""
-    from kgrag.hrag.pipeline import record_latest
-
     record_latest(settings, DATASET, run_dir, kind=KIND)
 
 

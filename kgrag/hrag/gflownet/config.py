@@ -74,7 +74,7 @@ class GFlowNetConfig(BaseModel):
         """``device`` resolved: ``auto`` is ``cuda`` when a GPU is present, else ``cpu``."""
         if self.device != "auto":
             return self.device
-        import torch
+        import torch  # on use: torch costs ~3 s at import, and the CLI reads configs without it
 
         return "cuda" if torch.cuda.is_available() else "cpu"
 
