@@ -1,0 +1,168 @@
+"""The import graph of ``kgrag/``, ``flows/`` and ``graphs/``, built from the AST (top-level, ``TYPE_CHECKING`` and
+function-level imports alike): no cycle between modules, none between kgrag's subpackages, nothing below the entry
+points imports ``flows/`` or ``graphs/``, and the online agent never imports its offline training code."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("kgrag", "flows", "graphs")
+#: the entry layer: the only modules of kgrag that may import flows/ or graphs/
+ENTRY_POINTS = ("kgrag.cli", "kgrag.run", "kgrag.api", "kgrag.mcp")
+#: what the agent graph and the servers load: none of it may import the agent's offline training
+ONLINE_ROOTS = ("graphs.agent.graph", "graphs.agent.webapp", "kgrag.api.app", "kgrag.mcp.server")
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            found[name] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _target(name: str) -> str | None:
+    """The project module an imported name lives in (``a.b.c`` → ``a.b`` when ``c`` is not a module)."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports(module: str, path: Path) -> set[str]:
+    is_package = path.name == "__init__.py"
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = module.split(".") if is_package else module.split(".")[:-1]
+                parts = parts[: len(parts) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            names = [f"{base}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        found.update(t for t in map(_target, names) if t and t != module)
+    return found
+
+
+GRAPH = {module: _imports(module, path) for module, path in MODULES.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one node (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def _is_entry(module: str) -> bool:
+    return any(module == e or module.startswith(e + ".") for e in ENTRY_POINTS)
+
+
+def _subpackage(module: str) -> str:
+    """``kgrag.network.store.core`` → ``kgrag.network``; a top-level kgrag module stands for itself."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "kgrag" else parts[0]
+
+
+def _reachable(roots: tuple[str, ...]) -> set[str]:
+    seen: set[str] = set()
+    todo = [r for r in roots if r in GRAPH]
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo.extend(GRAPH[module])
+    return seen
+
+
+def test_the_graph_is_read_from_the_sources():
+    assert len(MODULES) > 150
+    assert "kgrag.agent.node" in GRAPH["kgrag.agent.kn.steps"]  # a top-level import
+    assert "flows.prepare_data" in GRAPH["kgrag.cli"]  # a function-level import counts too
+
+
+def test_no_module_cycle():
+    assert _cycles(GRAPH) == []
+
+
+def test_no_cycle_between_kgrag_subpackages():
+    packages: dict[str, set[str]] = defaultdict(set)
+    for module, targets in GRAPH.items():
+        for target in targets:
+            if _subpackage(target) != _subpackage(module):
+                packages[_subpackage(module)].add(_subpackage(target))
+    assert _cycles(packages) == []
+
+
+def test_only_entry_points_import_flows_or_graphs():
+    below = sorted((module, target) for module, targets in GRAPH.items() for target in targets
+                   if module.startswith("kgrag.") and target.split(".")[0] in ("flows", "graphs")
+                   and not _is_entry(module))
+    assert below == []
+
+
+def test_flows_and_graphs_do_not_import_the_entry_points():
+    upward = sorted((module, target) for module, targets in GRAPH.items() for target in targets
+                    if module.split(".")[0] in ("flows", "graphs") and _is_entry(target))
+    assert upward == []
+
+
+def test_the_online_path_never_imports_training():
+    online = _reachable(ONLINE_ROOTS)
+    assert "kgrag.agent.kn.steps" in online and "kgrag.agent.kg.steps" in online
+    assert sorted(m for m in online if m.startswith("kgrag.agent.training")) == []
+
+
+@pytest.mark.parametrize("kind", ["kn", "kg"])
+def test_the_two_agents_do_not_import_each_other(kind):
+    other = "kg" if kind == "kn" else "kn"
+    crossing = sorted((module, target) for module, targets in GRAPH.items() for target in targets
+                      if module.startswith(f"kgrag.agent.{kind}.") and target.startswith(f"kgrag.agent.{other}."))
+    assert crossing == []
+
+
+def test_a_cycle_is_detected():
+    """The checker itself: a two-module circle and a self-contained chain."""
+    assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
