@@ -19,7 +19,7 @@ Everything else gives ``None`` and a short reason the caller counts (:data:`SKIP
 r.cause``), unknown or misspelt property names, untyped or unknown relations, several named nodes, multi-hop
 patterns, ``CONTAINS``/``OR``/``AND`` conditions, aggregates.
 
-Run: ``python -m kgrag.agent.cypher`` parses ``<data_dir>/medical/questions_cypher_train.json`` and prints the
+Run: ``python -m kgrag.agent.training.cypher`` parses ``<data_dir>/medical/questions_cypher_train.json`` and prints the
 label and skip-reason counts.
 """
 

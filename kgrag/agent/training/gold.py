@@ -18,7 +18,7 @@ its reason counted) when its Cypher is outside the subset, its topic is no name 
 data``) or its answer is empty (``empty answer``). ``write_gold_jsonl`` / ``read_gold_jsonl`` keep
 ``{"qid", "question", "answers", "topic", "topic_type", "label"}`` lines.
 
-Run: ``python -m kgrag.agent.gold [out.jsonl]`` prints the counts (and writes the gold file).
+Run: ``python -m kgrag.agent.training.gold [out.jsonl]`` prints the counts (and writes the gold file).
 """
 
 from __future__ import annotations
