@@ -32,13 +32,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from kgrag.config import Settings
 from kgrag.fileio import write_json
 from kgrag.rank.domain import META_FILE, VECTORS_FILE, DomainEmbedder, tokenize_many
 
 if TYPE_CHECKING:  # pragma: no cover
     from gensim.models import FastText
-
-    from kgrag.config import Settings
 
 __all__ = [
     "ALIAS_PATTERN",
@@ -118,7 +117,7 @@ def corpus_sentences(
 def fit_fasttext(sentences: Sequence[Sequence[str]], config: DomainEmbeddingConfig) -> FastText:
     """A gensim FastText model trained on ``sentences`` with ``config``; ``ValueError`` when no word occurs
     ``min_count`` times."""
-    from gensim.models import FastText
+    from gensim.models import FastText  # on use: gensim costs ~1 s at import
 
     model = FastText(
         vector_size=config.vector_size, window=config.window, min_count=config.min_count,
@@ -167,7 +166,7 @@ def save_fasttext(
 ) -> Path:
     """Write ``model``'s vectors as a :class:`DomainEmbedder` folder at ``out_dir`` (atomically; no pickle)
     and return the folder. ``corpus``/``timings`` are stored in ``meta.json`` as they are."""
-    import gensim
+    import gensim  # on use: gensim costs ~1 s at import
 
     wv = model.wv
     trained = np.zeros(wv.bucket, dtype=bool)
