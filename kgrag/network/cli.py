@@ -1,5 +1,8 @@
 """``kgrag kn …``: load, list, inspect and query knowledge networks (attach with
-``app.add_typer(kn_app, name="kn")``). The database is ``Settings.db_url`` unless ``--db`` is given."""
+``app.add_typer(kn_app, name="kn")``). The database is ``Settings.db_url`` unless ``--db`` is given.
+
+    kgrag kn load demo && kgrag kn query demo Person --condition '{"operation":"match","field":"name","value":"kamau"}'
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
 """Tokenisation for mixed Chinese/English text (BM25, keyword extraction).
 
+    tokenize("百日咳的症状 people.person.place_of_birth")   # -> ['百日咳', '症状', 'people', 'person', 'place', 'birth']
+
 Rules, in order:
 
 1. NFKC-normalise (full-width letters, digits and punctuation become ASCII) and lowercase.

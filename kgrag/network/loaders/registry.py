@@ -1,5 +1,8 @@
 """Named networks: ``load_named(name, store, data_dir)`` builds and loads ``medical|metaqa|demo|synthetic``
-(kn_id = the name). ``build_named`` only builds ``(network, instances, links)``."""
+(kn_id = the name). ``build_named`` only builds ``(network, instances, links)``.
+
+    load_named("demo", NetworkStore("sqlite:///work/kn.db"))   # -> LoadStats(kn_id="demo", …)
+"""
 
 from __future__ import annotations
 
