@@ -17,7 +17,7 @@ to the others explicitly:
 - :mod:`~kgrag.network.store.index` — :class:`StoreIndex` (core): the embedders and the text and vector indexes:
   ``match_scores``, ``knn_scores``, ``representable``, ``search_object_types`` / ``search_relation_types``.
 - :mod:`~kgrag.network.store.load` — :class:`StoreLoader` (core, index): ``load`` (validation, derived rows, one
-  transaction) and ``delete``.
+  transaction) and ``delete``; the rows are derived by the pure steps of :mod:`~kgrag.network.store.rows`.
 - :mod:`~kgrag.network.store.query` — :class:`StoreQueries` (core, index): ``query_instances``, ``compile``,
   ``get_instances``, ``sample_instance``, counts, ``instance_names``, ``link_cardinality``, ``query_path``.
 
