@@ -14,7 +14,10 @@ exact cosine with numpy over the float32 vectors of one (network, kind, type), l
 network version (on PostgreSQL too: ``bytea`` blobs, no pgvector — it is not packaged for Debian bookworm); :meth:`StoreIndex.representable` says which
 texts the embedder can embed (others get no vector, and a knn query made of them returns nothing). Type search
 (:meth:`StoreIndex.search_object_types`, :meth:`StoreIndex.search_relation_types`) combines the two per type
-with a noisy-OR. Everything here reads; the rows are written by :mod:`kgrag.network.store.load`.
+with a noisy-OR. The index also holds the embedders: :attr:`StoreIndex.embedder` (the store's own, created on
+first need) and :meth:`StoreIndex.embedder_for` (the model a network's vectors were made with, so queries land in
+the same space); its caches are per network version and :meth:`StoreIndex.forget` drops a reloaded network's.
+Everything here reads; the rows are written by :mod:`kgrag.network.store.load`.
 """
 
 from __future__ import annotations
