@@ -41,12 +41,8 @@ def progress(message: str) -> None:
 def write(store: NetworkStore, rows: dict[str, Any], kn_id: str) -> float:
     """The load's write transaction of ``rows`` (what :meth:`NetworkStore.load` does after preparing)."""
     start = time.perf_counter()
-    store._write(kn_id, rows)
-    seconds = time.perf_counter() - start
-    with store._lock:  # as load() does after its write
-        store._schemas.pop(kn_id, None)
-        store._checked.pop(kn_id, None)
-    return seconds
+    store.loader.write(kn_id, rows)
+    return time.perf_counter() - start
 
 
 def run_queries(store: NetworkStore, kn_id: str, queries: list[str]) -> tuple[list[float], list[dict]]:
@@ -75,7 +71,7 @@ def main(argv: list[str] | None = None) -> None:
             network, instances, links = build_named(kn_id)
             embedder = network_embedder(network, instances, get_settings()) or stores["sqlite"].embedder
             t = time.perf_counter()
-            rows = stores["sqlite"]._prepare(network, instances, links, embedder)
+            rows = stores["sqlite"].loader.prepare(network, instances, links, embedder)
             prepare_s = time.perf_counter() - t
             loads = {}
             for name, store in stores.items():

@@ -1,12 +1,13 @@
 """Domain-embedding training flow: a knowledge network's own text → FastText word vectors → probe table.
 
 Thin wrapper of :mod:`kgrag.rank.train_domain`: reads every text of network ``kn_id``'s instances from the
-store (``Settings.db_url``), trains FastText over jieba tokens with :class:`DomainEmbeddingConfig` (defaults
-plus ``config`` overrides) into ``<work_dir>/models/embeddings/<kn_id>/`` (``meta.json`` + ``vectors.npz``,
-replaced atomically), then evaluates: the instance names nearest (cosine, ``DomainEmbedder.similarity``) to a
-few probe words (心梗 / 老慢支 / 感冒 for a Chinese network, else frequent vocabulary words) and, where
-instance texts say "又称X" …, the alias → name recall@k. Publishes a markdown summary and a probe table as
-Prefect artifacts and returns the model folder; use it with ``make_embedder("fasttext:<folder>")``.
+store (``Settings.db_url``, :mod:`kgrag.network.domain_vectors`), trains FastText over jieba tokens with
+:class:`DomainEmbeddingConfig` (defaults plus ``config`` overrides) into
+``<work_dir>/models/embeddings/<kn_id>/`` (``meta.json`` + ``vectors.npz``, replaced atomically), then
+evaluates: the instance names nearest (cosine, ``DomainEmbedder.similarity``) to a few probe words
+(心梗 / 老慢支 / 感冒 for a Chinese network, else frequent vocabulary words) and, where instance texts say
+"又称X" …, the alias → name recall@k. Publishes a markdown summary and a probe table as Prefect artifacts and
+returns the model folder; use it with ``make_embedder("fasttext:<folder>")``.
 
 Run: ``python -m flows.train_embeddings [--kn-id medical] [--config '{"epochs": 10}'] [--probes 心梗 感冒]``.
 """
@@ -25,6 +26,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from kgrag.config import get_settings
+from kgrag.network.domain_vectors import instance_texts
 from kgrag.network.store import NetworkStore
 from kgrag.rank.domain import DomainEmbedder
 from kgrag.rank.train_domain import (
@@ -32,7 +34,6 @@ from kgrag.rank.train_domain import (
     alias_pairs,
     alias_recall,
     domain_model_dir,
-    instance_texts,
     nearest_names,
     train_domain_embeddings,
 )

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from kgrag.network.domain_vectors import network_texts
 from kgrag.network.model import DataProperty, Instance, KnowledgeNetwork, ObjectType
 from kgrag.network.store import NetworkStore
 from kgrag.rank import domain as domain_mod
@@ -27,7 +28,6 @@ from kgrag.rank.train_domain import (
     domain_model_dir,
     fit_fasttext,
     nearest_names,
-    network_texts,
     save_fasttext,
     split_sentences,
     train_domain_embeddings,

@@ -22,6 +22,7 @@ from kgrag.network.model import (
 )
 from kgrag.network.service import OntologyService
 from kgrag.network.store import NetworkStore, fts_query
+from kgrag.network.store.load import StoreLoader
 from kgrag.rank.sentence_embedder import Embedder
 
 NAME_OPS = ["knn", "match", "==", "prefix", "contain"]
@@ -198,14 +199,14 @@ def test_failed_load_keeps_previous_version(
     version = s.network_stats("tiny")["version"]
     network, instances, links = tiny_network()
     instances = [*instances, Instance(object_type_id="Drug", id="Drug:new", properties={"name": "新药"})]
-    original = NetworkStore._insert
+    original = StoreLoader._insert
 
     def failing(self, conn, name, rows):  # noqa: ANN001
         original(self, conn, name, rows)
         if name == "links":  # instances already written (and the old rows deleted) in this transaction
             raise RuntimeError("injected failure")
 
-    monkeypatch.setattr(NetworkStore, "_insert", failing)
+    monkeypatch.setattr(StoreLoader, "_insert", failing)
     with pytest.raises(RuntimeError, match="injected"):
         s.load(network, instances, links)
     monkeypatch.undo()

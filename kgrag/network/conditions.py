@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import and_, case, cast, exists, false, func, literal, null, or_, select, true
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.sql.elements import ColumnElement
 
 from kgrag.network.model import TEXT_TYPES, Condition, DataProperty, ObjectType
@@ -235,8 +236,6 @@ def _list_contains(field_name: str, value: Any, dialect: str) -> ColumnElement[b
     if dialect == "sqlite":
         each = func.json_each(instances.c.properties, f'$."{field_name}"').table_valued("value")
         return exists(select(literal(1)).select_from(each).where(each.c.value == value))
-    from sqlalchemy.dialects.postgresql import JSONB
-
     element = cast(instances.c.properties, JSONB)[field_name]
     # a list holding the value, or the value itself (json_each yields a scalar as its one row)
     return or_(element.contains(func.jsonb_build_array(value)), element == func.to_jsonb(value))

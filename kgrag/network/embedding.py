@@ -14,14 +14,19 @@ name, and queries of that network embed with the same model.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
+from kgrag.config import Settings
 from kgrag.network.model import Instance, KnowledgeNetwork
+from kgrag.rank.domain import META_FILE
+from kgrag.rank.embedder_factory import TextEmbedder, make_embedder
 from kgrag.rank.tokenize import has_cjk
-
-if TYPE_CHECKING:  # pragma: no cover
-    from kgrag.config import Settings
-    from kgrag.rank.embedder_factory import TextEmbedder
+from kgrag.rank.train_domain import (
+    DomainEmbeddingConfig,
+    distinct_texts,
+    domain_model_dir,
+    property_strings,
+    train_domain_embeddings,
+)
 
 __all__ = ["instance_corpus", "is_chinese", "network_embedder"]
 
@@ -38,9 +43,7 @@ def is_chinese(network: KnowledgeNetwork, instances: Sequence[Instance]) -> bool
 
 def instance_corpus(instances: Sequence[Instance]) -> list[str]:
     """Every text value of every instance (names included), each distinct text once — the corpus
-    ``flows/train_embeddings.py`` trains on from the store (:func:`kgrag.rank.train_domain.distinct_texts`)."""
-    from kgrag.rank.train_domain import distinct_texts, property_strings
-
+    ``flows/train_embeddings.py`` trains on from the store (:func:`kgrag.network.domain_vectors.network_texts`)."""
     return distinct_texts(("", property_strings(inst.properties)) for inst in instances)
 
 
@@ -50,13 +53,8 @@ def network_embedder(network: KnowledgeNetwork, instances: Sequence[Instance], s
     choice = settings.zh_embedder.strip()
     if not choice or not is_chinese(network, instances):
         return None
-    from kgrag.rank.embedder_factory import make_embedder
-
     if choice != "domain":
         return make_embedder(choice, settings.cache_dir)
-    from kgrag.rank.domain import META_FILE
-    from kgrag.rank.train_domain import DomainEmbeddingConfig, domain_model_dir, train_domain_embeddings
-
     folder = domain_model_dir(settings, network.kn_id)
     if not (folder / META_FILE).is_file():
         say = log or (lambda _line: None)

@@ -35,6 +35,8 @@ SQLite whatever the database's locale.
 
 from __future__ import annotations
 
+import hashlib
+
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -202,8 +204,6 @@ def _migrate_inline_fts(conn: Connection) -> None:
 
 def scope_token(kn_id: str, kind: str, type_id: str, field: str) -> str:
     """The single FTS token naming one (network, kind, type, field) slice of the text index."""
-    import hashlib
-
     return "s" + hashlib.sha1(f"{kn_id}\0{kind}\0{type_id}\0{field}".encode()).hexdigest()[:24]
 
 

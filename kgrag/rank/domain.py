@@ -64,6 +64,7 @@ def ngram_hashes(word: str, min_n: int, max_n: int, bucket: int) -> list[int]:
     FastText/gensim compute them (gensim's ``ft_ngram_hashes``)."""
     global _hash_fn
     if _hash_fn is None:
+        # on use: gensim costs ~1 s at import, and only domain vectors need it
         from gensim.models.fasttext import ft_ngram_hashes
 
         _hash_fn = ft_ngram_hashes

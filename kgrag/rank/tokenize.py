@@ -1,5 +1,7 @@
 """Tokenisation for mixed Chinese/English text (BM25, keyword extraction).
 
+    tokenize("百日咳的症状 people.person.place_of_birth")   # -> ['百日咳', '症状', 'people', 'person', 'place', 'birth']
+
 Rules, in order:
 
 1. NFKC-normalise (full-width letters, digits and punctuation become ASCII) and lowercase.
@@ -13,7 +15,7 @@ Rules, in order:
 4. Stop words (a small built-in English and Chinese list) and punctuation are dropped unless
    ``stopwords=False``. Numbers are kept.
 
-jieba is initialised once, lazily, on the first Chinese text, with its logging quietened. The segmenter is
+jieba's dictionary is loaded once, lazily, on the first Chinese text, with its logging quietened. The segmenter is
 a private ``jieba.Tokenizer`` so that :func:`add_words` does not leak into other users of jieba's global one.
 Note that :func:`add_words` changes how later texts segment: build indexes after adding the words.
 """
@@ -25,10 +27,8 @@ import re
 import threading
 import unicodedata
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # pragma: no cover
-    import jieba
+import jieba
 
 __all__ = ["ENGLISH_STOPWORDS", "CHINESE_STOPWORDS", "add_words", "tokenize", "has_cjk"]
 
@@ -81,8 +81,6 @@ def _get_segmenter() -> jieba.Tokenizer:
     if _segmenter is None:
         with _lock:
             if _segmenter is None:
-                import jieba
-
                 jieba.setLogLevel(logging.WARNING)
                 segmenter = jieba.Tokenizer()
                 segmenter.initialize()

@@ -1,6 +1,6 @@
-"""Train domain word embeddings (gensim FastText over jieba tokens) on a knowledge network's own text.
+"""Train domain word embeddings (gensim FastText over jieba tokens) on a corpus of texts.
 
-    train_domain_embeddings(network_texts(store, "medical"), domain_model_dir(settings, "medical"))
+    train_domain_embeddings(["心肌梗死又称心梗。", …], domain_model_dir(settings, "medical"))
 
 Contract: :func:`corpus_sentences` splits texts into sentences (Chinese/English sentence punctuation and line
 breaks) and tokenises them with :func:`kgrag.rank.tokenize.tokenize` (over a process pool for large corpora);
@@ -10,7 +10,8 @@ keep its random initial vector; such words fall back to their trained n-grams in
 ``<out_dir>/meta.json`` + ``vectors.npz`` (format in :mod:`kgrag.rank.domain`; no pickle) into a temporary
 folder beside ``out_dir`` that then replaces ``out_dir`` (readers see the old model or the new one, apart from
 the instant between the two renames), and returns the loaded :class:`kgrag.rank.domain.DomainEmbedder`.
-:func:`network_texts` reads every text of a network's instances from a ``NetworkStore``;
+:func:`property_strings` / :func:`distinct_texts` turn instance properties into such a corpus (a network's texts
+are read from the store by :mod:`kgrag.network.domain_vectors`; this module never reads a network);
 :func:`alias_pairs` / :func:`alias_recall` measure how well the vectors find a name from an alias
 ("又称X" …) stated in its description.
 """
@@ -30,17 +31,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from sqlalchemy import select
 
+from kgrag.config import Settings
 from kgrag.fileio import write_json
-from kgrag.network import tables as t
 from kgrag.rank.domain import META_FILE, VECTORS_FILE, DomainEmbedder, tokenize_many
 
 if TYPE_CHECKING:  # pragma: no cover
     from gensim.models import FastText
-
-    from kgrag.config import Settings
-    from kgrag.network.store import NetworkStore
 
 __all__ = [
     "ALIAS_PATTERN",
@@ -50,9 +47,9 @@ __all__ = [
     "corpus_sentences",
     "domain_model_dir",
     "fit_fasttext",
-    "instance_texts",
+    "distinct_texts",
     "nearest_names",
-    "network_texts",
+    "property_strings",
     "save_fasttext",
     "train_domain_embeddings",
 ]
@@ -120,7 +117,7 @@ def corpus_sentences(
 def fit_fasttext(sentences: Sequence[Sequence[str]], config: DomainEmbeddingConfig) -> FastText:
     """A gensim FastText model trained on ``sentences`` with ``config``; ``ValueError`` when no word occurs
     ``min_count`` times."""
-    from gensim.models import FastText
+    from gensim.models import FastText  # on use: gensim costs ~1 s at import
 
     model = FastText(
         vector_size=config.vector_size, window=config.window, min_count=config.min_count,
@@ -169,7 +166,7 @@ def save_fasttext(
 ) -> Path:
     """Write ``model``'s vectors as a :class:`DomainEmbedder` folder at ``out_dir`` (atomically; no pickle)
     and return the folder. ``corpus``/``timings`` are stored in ``meta.json`` as they are."""
-    import gensim
+    import gensim  # on use: gensim costs ~1 s at import
 
     wv = model.wv
     trained = np.zeros(wv.bucket, dtype=bool)
@@ -252,7 +249,7 @@ def train_domain_embeddings(
     return DomainEmbedder(folder)
 
 
-# ---------------------------------------------------------------------------------------------- store
+# ---------------------------------------------------------------------------------------------- network corpus
 def domain_model_dir(settings: Settings, kn_id: str) -> Path:
     """Where a network's domain embeddings live: ``<work_dir>/models/embeddings/<kn_id>``."""
     return settings.work_dir / "models" / "embeddings" / kn_id
@@ -287,27 +284,6 @@ def distinct_texts(records: Iterable[tuple[str, dict[str, list[str]]]]) -> list[
             for text in strings:
                 seen.setdefault(text, None)
     return list(seen)
-
-
-def instance_texts(store: NetworkStore, kn_id: str) -> list[tuple[str, str, dict[str, list[str]]]]:
-    """``(object type id, name, {property: [texts]})`` for every instance of ``kn_id`` (by type and id):
-    string properties and the strings of list properties, blanks dropped. Raises
-    :class:`kgrag.network.service.NetworkNotFound` for an unknown network."""
-    store.get_network(kn_id)
-    ti = t.instances
-    stmt = (select(ti.c.object_type_id, ti.c.name, ti.c.properties)
-            .where(ti.c.kn_id == kn_id).order_by(ti.c.object_type_id, ti.c.id))
-    out = []
-    with store.engine.connect() as conn:
-        for row in conn.execute(stmt):
-            out.append((row.object_type_id, row.name, property_strings(row.properties)))
-    return out
-
-
-def network_texts(store: NetworkStore, kn_id: str) -> list[str]:
-    """Every text of ``kn_id``'s instances — names and every string / list-of-string property — each distinct
-    text once, in store order (type, id, property)."""
-    return distinct_texts((name, props) for _type, name, props in instance_texts(store, kn_id))
 
 
 # ---------------------------------------------------------------------------------------------- evaluation

@@ -1,17 +1,23 @@
 """Named networks: ``load_named(name, store, data_dir)`` builds and loads ``medical|metaqa|demo|synthetic``
-(kn_id = the name). ``build_named`` only builds ``(network, instances, links)``."""
+(kn_id = the name). ``build_named`` only builds ``(network, instances, links)``.
+
+    load_named("demo", NetworkStore("sqlite:///work/kn.db"))   # -> LoadStats(kn_id="demo", …)
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from kgrag.config import get_settings
 from kgrag.errors import KgragError
+from kgrag.network.embedding import network_embedder
 from kgrag.network.loaders import NetworkData
-
-if TYPE_CHECKING:  # pragma: no cover
-    from kgrag.network.store import LoadStats, NetworkStore
+from kgrag.network.loaders.demo import demo_network
+from kgrag.network.loaders.medical import load_medical
+from kgrag.network.loaders.metaqa import load_metaqa
+from kgrag.network.loaders.synthetic import synthetic_network
+from kgrag.network.store import LoadStats, NetworkStore
 
 __all__ = ["NAMED_NETWORKS", "build_named", "load_named"]
 
@@ -21,24 +27,14 @@ NAMED_NETWORKS = ("medical", "metaqa", "demo", "synthetic")
 def build_named(name: str, data_dir: str | Path | None = None) -> NetworkData:
     """The network data for ``name`` (reads ``data_dir``, default ``Settings.data_dir``, for medical/metaqa)."""
     if data_dir is None:
-        from kgrag.config import get_settings
-
         data_dir = get_settings().data_dir
     if name == "medical":
-        from kgrag.network.loaders.medical import load_medical
-
         return load_medical(data_dir, kn_id=name)
     if name == "metaqa":
-        from kgrag.network.loaders.metaqa import load_metaqa
-
         return load_metaqa(data_dir, kn_id=name)
     if name == "demo":
-        from kgrag.network.loaders.demo import demo_network
-
         return demo_network(kn_id=name)
     if name == "synthetic":
-        from kgrag.network.loaders.synthetic import synthetic_network
-
         return synthetic_network(kn_id=name)
     raise KgragError(f"unknown network {name!r}; choose one of {', '.join(NAMED_NETWORKS)}")
 
@@ -47,9 +43,6 @@ def load_named(name: str, store: NetworkStore, data_dir: str | Path | None = Non
                log: Callable[[str], None] | None = None) -> LoadStats:
     """Build network ``name`` and load it into ``store`` (idempotent: replaces any earlier load), with Chinese
     vectors for a Chinese network (:func:`kgrag.network.embedding.network_embedder`)."""
-    from kgrag.config import get_settings
-    from kgrag.network.embedding import network_embedder
-
     network, instances, links = build_named(name, data_dir)
     embedder = network_embedder(network, instances, get_settings(), log=log)
     return store.load(network, instances, links, embedder=embedder)

@@ -1,18 +1,23 @@
 """The store's text and vector indexes: ``match`` and ``knn`` scores, representability, type search.
 
-Contract: :meth:`IndexMixin.match_scores` ranks FTS5 rows (jieba tokens of :func:`index_tokens`, ORed) and
+    StoreIndex(StoreCore("sqlite://")).match_scores("medical", "instance", "Disease", ["name"], "感冒", 10)  # {}
+
+Contract: :meth:`StoreIndex.match_scores` ranks FTS5 rows (jieba tokens of :func:`index_tokens`, ORed) and
 scores them in (0, 1]; on PostgreSQL it computes the same ranking — FTS5's ``bm25()`` (k1 = 1.2, b = 0.75, IDF
 and average length over the whole text index, the row's length counting its scope token) in SQL, over a GIN
 index of the stored tokens and the term statistics of ``kn_text_terms`` — so both backends return the same
 items and scores (ties broken by row id on both). Index tokens hold letters and digits, plus the ``.`` of decimals
 (``3.5``), which FTS5's tokenizer splits: PostgreSQL splits them too (:func:`fts_terms`), so document lengths,
 term frequencies and document frequencies are FTS5's. One difference remains: a decimal in the *query* is the
-phrase ``"3 5"`` for FTS5 and its two terms ORed on PostgreSQL. :meth:`IndexMixin.knn_scores` is
+phrase ``"3 5"`` for FTS5 and its two terms ORed on PostgreSQL. :meth:`StoreIndex.knn_scores` is
 exact cosine with numpy over the float32 vectors of one (network, kind, type), loaded lazily and cached per
-network version (on PostgreSQL too: ``bytea`` blobs, no pgvector — it is not packaged for Debian bookworm); :meth:`IndexMixin.representable` says which
+network version (on PostgreSQL too: ``bytea`` blobs, no pgvector — it is not packaged for Debian bookworm); :meth:`StoreIndex.representable` says which
 texts the embedder can embed (others get no vector, and a knn query made of them returns nothing). Type search
-(:meth:`IndexMixin.search_object_types`, :meth:`IndexMixin.search_relation_types`) combines the two per type
-with a noisy-OR. Everything here reads; the rows are written by :mod:`kgrag.network.store.load`.
+(:meth:`StoreIndex.search_object_types`, :meth:`StoreIndex.search_relation_types`) combines the two per type
+with a noisy-OR. The index also holds the embedders: :attr:`StoreIndex.embedder` (the store's own, created on
+first need) and :meth:`StoreIndex.embedder_for` (the model a network's vectors were made with, so queries land in
+the same space); its caches are per network version and :meth:`StoreIndex.forget` drops a reloaded network's.
+Everything here reads; the rows are written by :mod:`kgrag.network.store.load`.
 """
 
 from __future__ import annotations
@@ -21,21 +26,20 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from sqlalchemy import Float, Text, any_, bindparam, case, cast, func, literal, literal_column, select, text
 from sqlalchemy.dialects.postgresql import ARRAY
 
+from kgrag.config import get_settings
 from kgrag.network import tables as t
 from kgrag.network.store.core import StoreCore
+from kgrag.rank.embedder_factory import TextEmbedder, make_embedder
+from kgrag.rank.sentence_embedder import Embedder
 from kgrag.rank.tokenize import tokenize
 
-if TYPE_CHECKING:  # pragma: no cover
-    from kgrag.rank.embedder_factory import TextEmbedder
-    from kgrag.rank.sentence_embedder import Embedder
-
-__all__ = ["MAX_UNKNOWN_FRACTION", "IndexMixin", "fts_query", "index_tokens"]
+__all__ = ["MAX_UNKNOWN_FRACTION", "StoreIndex", "fts_query", "index_tokens"]
 
 #: a text with more unknown model tokens than this fraction gets no embedding (see NetworkStore.representable)
 MAX_UNKNOWN_FRACTION = 0.34
@@ -108,13 +112,52 @@ def index_tokens(text_value: str) -> list[str]:
     return list(out)
 
 
-class IndexMixin(StoreCore):
-    """``match``/``knn`` scorers and type search over the indexes (see the module docstring)."""
+class StoreIndex:
+    """``match``/``knn`` scorers and type search over the indexes of ``core``'s database, and the embedders
+    that make and query the vectors (see the module docstring).
 
-    def __init__(self, db_url: str, embedder: Embedder | None = None) -> None:
-        super().__init__(db_url, embedder)
+    ``embedder`` defaults to ``Embedder.from_settings()`` (created on first need: loading or a knn query).
+    """
+
+    def __init__(self, core: StoreCore, embedder: Embedder | None = None) -> None:
+        self.core = core
+        self._embedder = embedder
+        self._embedders: dict[str, tuple[str, TextEmbedder]] = {}  # kn_id -> (version, its vectors' model)
         self._representable: dict[tuple[str, str], bool] = {}  # (model, query) -> representable (bounded)
         self._vectors: dict[tuple[str, str, str], tuple[str, _VectorIndex]] = {}
+
+    def forget(self, kn_id: str) -> None:
+        """Drop ``kn_id``'s cached vector indexes and embedder (after a load)."""
+        with self.core.lock:
+            for key in [k for k in self._vectors if k[0] == kn_id]:
+                del self._vectors[key]
+            self._embedders.pop(kn_id, None)
+
+    # ------------------------------------------------------------------ embedders
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = Embedder.from_settings()
+        return self._embedder
+
+    def embedder_for(self, kn_id: str) -> TextEmbedder:
+        """The embedder that made ``kn_id``'s vectors (its recorded ``embedder`` name), so queries land in the
+        same space: the store's own embedder when the names agree or none was recorded, else
+        :func:`kgrag.rank.embedder_factory.make_embedder` of the recorded name (e.g. ``fasttext:…`` domain vectors)."""
+        version = self.core.schema(kn_id)[0]
+        cached = self._embedders.get(kn_id)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        name = self.core.recorded_embedder(kn_id)
+        own_name = self._embedder.model_name if self._embedder is not None else get_settings().embedder
+        embedder: TextEmbedder
+        if not name or name == own_name:
+            embedder = self.embedder
+        else:
+            embedder = make_embedder(name, get_settings().cache_dir)
+        with self.core.lock:
+            self._embedders[kn_id] = (version, embedder)
+        return embedder
 
     # ------------------------------------------------------------------ scorers
     def match_scores(
@@ -134,12 +177,12 @@ class IndexMixin(StoreCore):
         if not scopes:
             return {}
         fetch = max(limit, 1) * 4
-        if self.dialect == "sqlite":
+        if self.core.dialect == "sqlite":
             # the index alone ranks (rowid + bm25); only the best ``fetch`` rows are read back
             stmt = _FTS_MATCH.bindparams(
                 q=f"scope : ({fts_query(scopes)}) AND text : ({fts_query(tokens)})", n=fetch
             )
-            with self.engine.connect() as conn:
+            with self.core.engine.connect() as conn:
                 rows = conn.execute(stmt).all()
         else:
             rows = self._bm25_rows(scopes, tokens, fetch)
@@ -164,7 +207,7 @@ class IndexMixin(StoreCore):
         ranks them (PostgreSQL; see the module docstring): ``(item_id, field, text, rank)``, rank ascending."""
         tt, ti = t.text_terms, t.text_index
         # one snapshot for the statistics and the rows (a concurrent load commits before or after both)
-        with self.engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn, conn.begin():
+        with self.core.engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn, conn.begin():
             tokens = list(dict.fromkeys(term for tok in tokens for term in fts_terms(tok)))
             stats = {r.token: (int(r.rows), int(r.tokens)) for r in conn.execute(
                 select(tt.c.token, func.sum(tt.c.rows).label("rows"), func.sum(tt.c.tokens).label("tokens"))
@@ -248,7 +291,7 @@ class IndexMixin(StoreCore):
         if cached is not None and cached[0] == version:
             return cached[1]
         v = t.vectors
-        with self.engine.connect() as conn:
+        with self.core.engine.connect() as conn:
             rows = conn.execute(
                 select(v.c.item_id, v.c.field, v.c.vector).where(
                     v.c.kn_id == kn_id, v.c.kind == kind, v.c.type_id == type_id
@@ -263,14 +306,14 @@ class IndexMixin(StoreCore):
             np.array([r.field for r in rows], dtype=object),
             matrix,
         )
-        with self._lock:
+        with self.core.lock:
             self._vectors[key] = (version, index)
         return index
 
     def warm_vector_indexes(self, kn_id: str) -> int:
         """Load the instance vector index of every object type of ``kn_id`` (what a first knn query would read);
         returns the rows now in memory."""
-        version, network, _ = self._schema(kn_id)
+        version, network, _ = self.core.schema(kn_id)
         return sum(len(self._vector_index(kn_id, version, "instance", ot.id).ids) for ot in network.object_types)
 
     def knn_scores(
@@ -286,7 +329,7 @@ class IndexMixin(StoreCore):
         """Exact cosine neighbours ``{item id: score}`` of ``query``: top ``limit`` items (max over their
         fields), scores clipped to [0, 1]."""
         if version is None:
-            version = self._schema(kn_id)[0]
+            version = self.core.schema(kn_id)[0]
         index = self._vector_index(kn_id, version, kind, type_id)
         if not len(index.ids) or not query.strip():
             return {}
@@ -316,7 +359,7 @@ class IndexMixin(StoreCore):
 
     # ------------------------------------------------------------------ type search
     def _search_types(self, kn_id: str, kind: str, query: str, limit: int) -> list[tuple[str, float]]:
-        version = self._schema(kn_id)[0]
+        version = self.core.schema(kn_id)[0]
         if limit <= 0 or not query.strip():
             return []
         pool = max(limit, 50)

@@ -1,9 +1,11 @@
 """Queries over a loaded network: instances by condition or id, counts, names, link statistics, relation paths.
 
-Contract: :meth:`QueryMixin.query_instances` compiles a :class:`Condition` (:mod:`kgrag.network.conditions`,
+    queries = StoreQueries(core, StoreIndex(core)); queries.query_instances("medical", "Disease", None, 5)
+
+Contract: :meth:`StoreQueries.query_instances` compiles a :class:`Condition` (:mod:`kgrag.network.conditions`,
 whose ``match``/``knn`` leaves are scored by :mod:`kgrag.network.store.index`) and returns scored hits first, by
-score desc, then the rest by id; :meth:`QueryMixin.query_path` follows one relation type either way (interface 2
-of contextual recall). :meth:`QueryMixin.instance_names` and :meth:`QueryMixin.link_cardinality` are cached per
+score desc, then the rest by id; :meth:`StoreQueries.query_path` follows one relation type either way (interface 2
+of contextual recall). :meth:`StoreQueries.instance_names` and :meth:`StoreQueries.link_cardinality` are cached per
 network version. Unknown object types, fields, operations and relation types raise ``ValueError``; an unknown
 network :class:`NetworkNotFound`.
 """
@@ -11,19 +13,17 @@ network :class:`NetworkNotFound`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import func, select
 
 from kgrag.network import tables as t
 from kgrag.network.conditions import Plan, compile_condition, is_list_type
 from kgrag.network.model import Condition, InstanceHit, ObjectType, PathHit
-from kgrag.network.store.index import IndexMixin
+from kgrag.network.store.core import StoreCore
+from kgrag.network.store.index import StoreIndex
 
-if TYPE_CHECKING:  # pragma: no cover
-    from kgrag.rank.sentence_embedder import Embedder
-
-__all__ = ["QueryMixin", "list_fields"]
+__all__ = ["StoreQueries", "list_fields"]
 
 
 def list_fields(ot: ObjectType) -> list[str]:
@@ -31,11 +31,13 @@ def list_fields(ot: ObjectType) -> list[str]:
     return [p.name for p in ot.data_properties if is_list_type(p.type)]
 
 
-class QueryMixin(IndexMixin):
-    """Instance, count, name, cardinality and path queries (see the module docstring)."""
+class StoreQueries:
+    """Instance, count, name, cardinality and path queries over ``core``'s database; ``index`` scores the
+    ``match``/``knn`` leaves of conditions (see the module docstring)."""
 
-    def __init__(self, db_url: str, embedder: Embedder | None = None) -> None:
-        super().__init__(db_url, embedder)
+    def __init__(self, core: StoreCore, index: StoreIndex) -> None:
+        self.core = core
+        self.index = index
         self._names: dict[str, tuple[str, list[tuple[str, str, str]]]] = {}
         self._cardinality: dict[str, tuple[str, dict[str, tuple[int, int, int]]]] = {}
 
@@ -44,16 +46,16 @@ class QueryMixin(IndexMixin):
         self, kn_id: str, object_type_id: str, condition: Condition | None, limit: int
     ) -> Plan | None:
         """The compiled plan of ``condition`` (raises ``ValueError`` for unknown fields/operations)."""
-        version, ot = self._object_type(kn_id, object_type_id)
+        version, ot = self.core.object_type(kn_id, object_type_id)
         if condition is None:
             return None
         return compile_condition(
             condition,
             ot,
-            dialect=self.dialect,
+            dialect=self.core.dialect,
             default_limit=limit,
-            match=lambda type_id, fields, q, k: self.match_scores(kn_id, "instance", type_id, fields, q, k),
-            knn=lambda type_id, fields, q, k: self.knn_scores(
+            match=lambda type_id, fields, q, k: self.index.match_scores(kn_id, "instance", type_id, fields, q, k),
+            knn=lambda type_id, fields, q, k: self.index.knn_scores(
                 kn_id, "instance", type_id, fields, q, k, version=version
             ),
         )
@@ -84,10 +86,10 @@ class QueryMixin(IndexMixin):
             ti.c.kn_id == kn_id, ti.c.object_type_id == object_type_id
         )
         if plan is None:
-            with self.engine.connect() as conn:
+            with self.core.engine.connect() as conn:
                 rows = conn.execute(base.order_by(ti.c.id).limit(limit)).all()
             return [self._hit(object_type_id, r, None) for r in rows]
-        with self.engine.connect() as conn:
+        with self.core.engine.connect() as conn:
             if not plan.scores:  # every row is outside the scored candidates: the rest clause is exact
                 if plan.rest_clause is None:
                     return []
@@ -113,10 +115,10 @@ class QueryMixin(IndexMixin):
 
     def get_instances(self, kn_id: str, object_type_id: str, ids: Sequence[str]) -> list[InstanceHit]:
         """Instances by id (in the order given; unknown ids are skipped)."""
-        self._object_type(kn_id, object_type_id)
+        self.core.object_type(kn_id, object_type_id)
         ti = t.instances
         found: dict[str, Any] = {}
-        with self.engine.connect() as conn:
+        with self.core.engine.connect() as conn:
             for start in range(0, len(ids), 900):
                 chunk = list(ids[start : start + 900])
                 for r in conn.execute(
@@ -129,9 +131,9 @@ class QueryMixin(IndexMixin):
 
     def sample_instance(self, kn_id: str, object_type_id: str) -> dict | None:
         """The properties of the instance with the smallest id (deterministic), or None when there is none."""
-        self._object_type(kn_id, object_type_id)
+        self.core.object_type(kn_id, object_type_id)
         ti = t.instances
-        with self.engine.connect() as conn:
+        with self.core.engine.connect() as conn:
             row = conn.execute(
                 select(ti.c.properties)
                 .where(ti.c.kn_id == kn_id, ti.c.object_type_id == object_type_id)
@@ -145,34 +147,34 @@ class QueryMixin(IndexMixin):
         stmt = select(func.count()).select_from(ti).where(ti.c.kn_id == kn_id)
         if object_type_id is not None:
             stmt = stmt.where(ti.c.object_type_id == object_type_id)
-        with self.engine.connect() as conn:
+        with self.core.engine.connect() as conn:
             return int(conn.execute(stmt).scalar() or 0)
 
     def instance_names(self, kn_id: str) -> list[tuple[str, str, str]]:
         """``(object_type_id, instance id, name)`` of every instance (``name`` = the display-key value), cached
         per network version: the dictionary contextual recall segments questions with. By (type, id)."""
-        version = self._schema(kn_id)[0]
+        version = self.core.schema(kn_id)[0]
         cached = self._names.get(kn_id)
         if cached is not None and cached[0] == version:
             return cached[1]
         ti = t.instances
-        with self.engine.connect() as conn:
+        with self.core.engine.connect() as conn:
             rows = [(r[0], r[1], r[2]) for r in conn.execute(
                 select(ti.c.object_type_id, ti.c.id, ti.c.name).where(ti.c.kn_id == kn_id)
                 .order_by(ti.c.object_type_id, ti.c.id))]
-        with self._lock:
+        with self.core.lock:
             self._names[kn_id] = (version, rows)
         return rows
 
     def link_cardinality(self, kn_id: str, relation_type_id: str) -> tuple[int, int, int]:
         """``(most targets of one source, most sources of one target, links)`` of one relation type. Computed for
         every relation of the network at once (two grouped scans of the link indexes) and cached per version."""
-        version = self._schema(kn_id)[0]
+        version = self.core.schema(kn_id)[0]
         cached = self._cardinality.get(kn_id)
         if cached is None or cached[0] != version:
             tl = t.links
             stats: dict[str, list[int]] = {}
-            with self.engine.connect() as conn:
+            with self.core.engine.connect() as conn:
                 for end, column in ((0, tl.c.source_id), (1, tl.c.target_id)):
                     per = (select(tl.c.relation_type_id.label("rid"), func.count().label("n"))
                            .where(tl.c.kn_id == kn_id).group_by(tl.c.relation_type_id, column).subquery())
@@ -181,7 +183,7 @@ class QueryMixin(IndexMixin):
                         entry = stats.setdefault(rid, [0, 0, 0])
                         entry[end], entry[2] = int(most), int(total)
             cached = (version, {rid: (v[0], v[1], v[2]) for rid, v in stats.items()})
-            with self._lock:
+            with self.core.lock:
                 self._cardinality[kn_id] = cached
         return cached[1].get(relation_type_id, (0, 0, 0))
 
@@ -190,7 +192,7 @@ class QueryMixin(IndexMixin):
         stmt = select(func.count()).select_from(tl).where(tl.c.kn_id == kn_id)
         if relation_type_id is not None:
             stmt = stmt.where(tl.c.relation_type_id == relation_type_id)
-        with self.engine.connect() as conn:
+        with self.core.engine.connect() as conn:
             return int(conn.execute(stmt).scalar() or 0)
 
     # ------------------------------------------------------------------ relation paths (interface 2)
@@ -202,7 +204,7 @@ class QueryMixin(IndexMixin):
         tl = t.links
         near, far = (tl.c.source_id, tl.c.target_id) if forward else (tl.c.target_id, tl.c.source_id)
         out: list[tuple[str, str]] = []
-        with self.engine.connect() as conn:
+        with self.core.engine.connect() as conn:
             for start in range(0, len(ids), 900):
                 chunk = list(ids[start : start + 900])
                 out.extend((r[0], r[1]) for r in conn.execute(select(near, far).where(
@@ -229,7 +231,7 @@ class QueryMixin(IndexMixin):
         the linked instances of ``target_type`` that satisfy ``target_condition`` (at most ``limit_per_type``
         distinct ones, best first). Returns at most ``limit_per_type`` paths per source instance.
         """
-        _, network, ots = self._schema(kn_id)
+        _, network, ots = self.core.schema(kn_id)
         rt = next((r for r in network.relation_types if r.id == relation_type_id), None)
         if rt is None:
             raise ValueError(f"unknown relation type {relation_type_id!r} in network {kn_id!r}")
