@@ -45,6 +45,8 @@ def test_load_list_show_query(
     assert "demo" in listing.output and "476" in listing.output
     show = invoke("show", "demo", "--db", db)
     assert show.exit_code == 0 and "Film" in show.output and "film.film.directed_by" in show.output
+    # the operations as they are, not eaten as rich markup (a "[knn,…]" reads as a style tag)
+    assert "name:string [knn,match,==,!=,in,prefix,contain,like,regex,exist]" in show.output
     cond = json.dumps({"operation": "prefix", "field": "name", "value": "Neon"})
     query = invoke("query", "demo", "Film", "--condition", cond, "--db", db)
     assert query.exit_code == 0, query.output
