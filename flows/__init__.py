@@ -52,3 +52,14 @@ def quiet_user_errors() -> None:
 
 
 quiet_user_errors()
+
+
+def run_main(main) -> None:  # noqa: ANN001 - a flow module's argparse main
+    """``python -m flows.<name>``: run ``main()``; a :class:`KgragError` ends it as one line on stderr, exit 1."""
+    import sys
+
+    try:
+        main()
+    except KgragError as exc:
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        raise SystemExit(1) from None

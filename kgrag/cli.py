@@ -109,7 +109,7 @@ def _print_try_next(dataset: str) -> None:
 @app.command()
 @friendly_errors
 def run() -> None:
-    """The main job (what `make run` runs): prepare MetaQA when ../shared/data has it (else the demo KG), answer one
+    """The main job (what `make run` runs): prepare MetaQA when the data dir has it (else the demo KG), answer one
     dev question with SPARQL, train the H-RAG retriever and reasoner on a budget, answer the validation split and
     two questions in memory, then the agent over the knowledge network; prints the wall time of each stage."""
     from kgrag.run import main  # on use: it imports every flow (Prefect) and the agent graph
