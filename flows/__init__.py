@@ -26,8 +26,8 @@ def _user_error_names() -> set[str]:
 
 class UserErrorConsoleFilter(logging.Filter):
     """Keeps Prefect's task/flow failure records about a :class:`KgragError` (a missing data file or checkpoint: a
-    message that says what to do) off the console: the caller prints the message as one line (``kgrag``), or the
-    traceback ends the process (``python -m flows.…``). The run's logs in the Prefect API keep them."""
+    message that says what to do) off the console: the caller prints the message as one line (``kgrag …``, and
+    ``python -m flows.…`` through :func:`run_main`). The run's logs in the Prefect API keep them."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.exc_info and isinstance(record.exc_info[1], KgragError):
@@ -36,7 +36,7 @@ class UserErrorConsoleFilter(logging.Filter):
             # "Finished in state Failed('Task run encountered an exception DataNotFoundError: …')"
             message = record.getMessage()
             if message.startswith("Finished in state Failed") and any(
-                    f"exception {name}: " in message for name in _user_error_names()):
+                    f" {name}: " in message for name in _user_error_names()):
                 return False
         return True
 

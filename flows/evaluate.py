@@ -92,7 +92,7 @@ def evaluate(dataset: str = "metaqa", split: str = "validation", questions: str 
     ``no_brackets``: topics linked from the text with its brackets removed)."""
     settings = get_settings()
     if questions and not Path(questions).is_file():  # named before the checkpoints are looked for
-        raise KgragError(f"no question file at {questions} (MetaQA format: one question<TAB>a1|a2 per line)")
+        raise KgragError(f"question file not found: {questions} (MetaQA format: one question<TAB>a1|a2 per line)")
     if questions:
         reasoner = HRAGReasoner.load(settings, dataset, _path(retriever_checkpoint), _path(policy_checkpoint))
         answers = evaluate_file(reasoner, Path(questions), hop, no_brackets)

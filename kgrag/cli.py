@@ -135,7 +135,7 @@ def sparql(
         if as_json:
             console.print_json(json.dumps({k: v.value for k, v in row.items()}, ensure_ascii=False))
         else:
-            console.print("\t".join(f"{k}={v.value}" for k, v in row.items()), highlight=False)
+            console.print("\t".join(f"{k}={v.value}" for k, v in row.items()), highlight=False, markup=False)
     console.print(f"{len(rows)} row(s)", style="dim")
 
 
@@ -266,7 +266,7 @@ def _config_overrides(config: str | None, model: type | None = None, **fields: i
 def _require_question_file(questions: Path | None) -> None:
     """A missing ``--questions`` file is named before any checkpoint is looked for."""
     if questions is not None and not questions.is_file():
-        raise KgragError(f"no question file at {questions} (MetaQA format: one question<TAB>a1|a2 per line)")
+        raise KgragError(f"question file not found: {questions} (MetaQA format: one question<TAB>a1|a2 per line)")
 
 
 @app.command("retriever-eval")
@@ -422,9 +422,19 @@ def ask(
         print(json.dumps(state, ensure_ascii=False))
     else:
         console.print(state_tree(state))
-    if not state.get("answers"):  # the state says why: its errors, else the answer sentence ("I could not …")
-        why = "; ".join(state.get("errors") or []) or state.get("answer") or "no answer"
+    why = _no_answer(state)
+    if why:
         raise KgragError(f"no answer: {why}")
+
+
+def _no_answer(state: dict) -> str | None:
+    """Why the agent's final state holds no answer (its errors, else its "I could not …" sentence), or None: it
+    answered with values, or the LLM answered in its own words without an error."""
+    if state.get("answers"):
+        return None
+    if state.get("planner") == "llm" and state.get("answer") and not state.get("errors"):
+        return None
+    return "; ".join(state.get("errors") or []) or state.get("answer") or "the agent gave no answer"
 
 
 #: the query modes as a choice for typer (one source: kgrag.modes.params.MODES)

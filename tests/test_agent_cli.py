@@ -86,8 +86,8 @@ def test_ask_exits_non_zero_when_it_could_not_answer(demo_untrained_settings) ->
     assert answered.exit_code == 0 and "Uma Halvorsen" in answered.output
     unlinked = runner.invoke(app, ["ask", "what is the airspeed of an unladen swallow", "--kg", "demo", "--json"])
     assert unlinked.exit_code == 1
-    state = json.loads(unlinked.output.splitlines()[0])  # the final state still comes out whole
+    state = json.loads(unlinked.stdout)  # the final state still comes out whole, on stdout
     assert state["answers"] == [] and "could not link" in state["answer"]
-    assert "error: no answer: I could not link the question" in unlinked.output
+    assert unlinked.stderr.startswith("error: no answer: I could not link the question")
     unknown = runner.invoke(app, ["ask", "who directed Carnival Lights?", "--kn", "nope"])
     assert unknown.exit_code == 1 and "error: no answer: unknown knowledge network 'nope'" in unknown.output

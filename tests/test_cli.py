@@ -99,7 +99,7 @@ def test_eval_without_checkpoints_is_one_line_without_prefect_traceback(work_set
 def test_a_missing_question_file_is_named_before_checkpoints(work_settings, tmp_path, command):
     missing = tmp_path / "no-such-questions.txt"
     res = runner.invoke(app, [command, "--questions", str(missing)])
-    assert res.exit_code == 1 and f"no question file at {missing}" in res.output, res.output
+    assert res.exit_code == 1 and f"question file not found: {missing}" in res.output, res.output
     assert "checkpoint" not in res.output and "train-" not in res.output
 
 

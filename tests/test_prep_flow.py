@@ -93,3 +93,5 @@ def test_cli_prepare_prints_questions_to_ask_and_they_answer(prefect_harness, wo
     first = shlex.split(commands[0])[1:]  # as the shell passes it
     answered = runner.invoke(app, first)
     assert answered.exit_code == 0 and "answer: Uma Halvorsen." in answered.output
+    literal = runner.invoke(app, ["sparql", "--dataset", "demo", 'SELECT ("[knn,match]" AS ?v) WHERE {}'])
+    assert literal.exit_code == 0 and "v=[knn,match]" in literal.output  # values print as they are, no markup
