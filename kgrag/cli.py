@@ -401,6 +401,8 @@ def ask(
 ) -> None:
     """Answer one question with the agent (keywords → schema recall → contextual recall → tool calls → answer)
     and print each step as a tree. Exits with 1 when it could not answer (no answer values), saying why."""
+    from pydantic import ValidationError
+
     from graphs.agent.context import AgentContext, resolve
     from kgrag.agent.render import state_tree
     from kgrag.agent.steps import question_problem
@@ -408,7 +410,12 @@ def ask(
 
     settings = get_settings()
     # refused here, in one line, before anything echoes it back (an over-long question would fill the screen)
-    problem = question_problem(question, resolve(AgentContext(kn_id=kn, kg=kg), settings))
+    try:
+        agent_settings = resolve(AgentContext(kn_id=kn, kg=kg), settings)
+    except ValidationError as exc:  # an empty or over-long --kn / --kg
+        error = exc.errors()[0]
+        raise KgragError(f"invalid --{'kn' if error['loc'][0] == 'kn_id' else error['loc'][0]}: {error['msg']}") from None
+    problem = question_problem(question, agent_settings)
     if problem:
         raise KgragError(problem)
     try:

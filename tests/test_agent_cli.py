@@ -79,6 +79,8 @@ def test_an_over_long_question_is_refused_in_one_line_without_echoing_it(work_se
         assert res.exit_code == 1, res.output
         assert res.output.strip() == "error: the question has 2900 characters; at most 2000 are accepted"
         assert "Carnival" not in res.output
+    empty_kn = runner.invoke(app, ["ask", "who directed Carnival Lights?", "--kn", ""])
+    assert empty_kn.exit_code == 1 and empty_kn.output.strip() == "error: invalid --kn: String should have at least 1 character"
 
 
 def test_ask_exits_non_zero_when_it_could_not_answer(demo_untrained_settings) -> None:
