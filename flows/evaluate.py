@@ -22,6 +22,7 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from kgrag.config import get_settings
+from kgrag.errors import KgragError
 from kgrag.hrag import pipeline as retrieval
 from kgrag.hrag.file_eval import evaluate_file
 from kgrag.hrag.g_agent import GAgentSplit
@@ -90,6 +91,8 @@ def evaluate(dataset: str = "metaqa", split: str = "validation", questions: str 
     """Hits@1 / Hit / F1 of the latest (or given) checkpoints on ``split`` or on the ``questions`` file (with
     ``no_brackets``: topics linked from the text with its brackets removed)."""
     settings = get_settings()
+    if questions and not Path(questions).is_file():  # named before the checkpoints are looked for
+        raise KgragError(f"question file not found: {questions} (MetaQA format: one question<TAB>a1|a2 per line)")
     if questions:
         reasoner = HRAGReasoner.load(settings, dataset, _path(retriever_checkpoint), _path(policy_checkpoint))
         answers = evaluate_file(reasoner, Path(questions), hop, no_brackets)
@@ -125,4 +128,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from flows import run_main
+
+    run_main(main)

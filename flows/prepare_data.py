@@ -102,4 +102,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from flows import run_main
+
+    run_main(main)

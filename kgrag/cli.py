@@ -56,7 +56,9 @@ def friendly_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except KgragError as exc:
-            err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+            # one line however long (the terminal wraps it; rich would break it at 80 columns off a terminal)
+            err_console.print(f"[bold red]error:[/] {escape(' '.join(str(exc).split()))}", highlight=False,
+                              soft_wrap=True)
             raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]
@@ -79,12 +81,35 @@ def prepare(
     check_inputs(dataset.value, data_dir or get_settings().data_dir)
     result = prepare_data(dataset=dataset.value, data_dir=str(data_dir) if data_dir else None)
     print_markdown_table(result["markdown"])
+    _print_try_next(dataset.value)
+
+
+def _print_try_next(dataset: str) -> None:
+    """After ``prepare``: sample questions of the prepared data as ``kgrag ask`` commands to copy."""
+    from kgrag.prep.next_steps import ask_command, try_next
+
+    settings = get_settings()
+    commands = try_next(dataset, settings.dataset_dir(dataset))
+    lines = []
+    if commands:
+        lines += [f"questions of the prepared {dataset} data:", *commands]
+        if not (settings.checkpoint_dir / "gflownet" / f"{dataset}-latest.json").is_file():
+            lines.append("(no trained path reasoner yet: the agent answers with get_relations → get_triples on the "
+                         "best-ranked relation, right for one-hop questions; multi-hop ones need the reasoner "
+                         "`make run` trains)")
+    elif dataset == "medical":  # its questions are Cypher-paired: they are answered over the knowledge network
+        lines += ["the medical questions are answered over its knowledge network:", "kgrag kn load medical",
+                  ask_command("上气道梗阻有哪些症状", "kn", "medical")]
+    lines.append("kgrag serve   (the HTTP API; OpenAPI at http://127.0.0.1:8000/docs)")
+    console.print("\n[bold]Try next[/]")
+    for line in lines:
+        console.print(f"  {escape(line)}", highlight=False, soft_wrap=True)
 
 
 @app.command()
 @friendly_errors
 def run() -> None:
-    """The main job (what `make run` runs): prepare MetaQA when ../shared/data has it (else the demo KG), answer one
+    """The main job (what `make run` runs): prepare MetaQA when the data dir has it (else the demo KG), answer one
     dev question with SPARQL, train the H-RAG retriever and reasoner on a budget, answer the validation split and
     two questions in memory, then the agent over the knowledge network; prints the wall time of each stage."""
     from kgrag.run import main  # on use: it imports every flow (Prefect) and the agent graph
@@ -110,7 +135,7 @@ def sparql(
         if as_json:
             console.print_json(json.dumps({k: v.value for k, v in row.items()}, ensure_ascii=False))
         else:
-            console.print("\t".join(f"{k}={v.value}" for k, v in row.items()), highlight=False)
+            console.print("\t".join(f"{k}={v.value}" for k, v in row.items()), highlight=False, markup=False)
     console.print(f"{len(rows)} row(s)", style="dim")
 
 
@@ -238,6 +263,12 @@ def _config_overrides(config: str | None, model: type | None = None, **fields: i
         raise KgragError(f"invalid {model.__name__}: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") from None
 
 
+def _require_question_file(questions: Path | None) -> None:
+    """A missing ``--questions`` file is named before any checkpoint is looked for."""
+    if questions is not None and not questions.is_file():
+        raise KgragError(f"question file not found: {questions} (MetaQA format: one question<TAB>a1|a2 per line)")
+
+
 @app.command("retriever-eval")
 @friendly_errors
 def retriever_eval_cmd(
@@ -254,6 +285,7 @@ def retriever_eval_cmd(
 
     if hop is not None and hop < 0:
         raise KgragError("--hop must be >= 0")
+    _require_question_file(questions)
     settings = get_settings()
     if questions is not None:
         from kgrag.hrag.evaluate import evaluate_question_file
@@ -326,6 +358,7 @@ def eval_cmd(
 
     if hop is not None and hop < 0:
         raise KgragError("--hop must be >= 0")
+    _require_question_file(questions)
     if no_brackets and questions is None:
         raise KgragError("--no-brackets needs --questions (a g_agent split has its topics already)")
     result = on_task_runner(evaluate)(dataset=dataset.value, split=split, questions=str(questions) if questions else None, hop=hop,
@@ -367,11 +400,24 @@ def ask(
     style: Annotated[LLMStyle, typer.Option(help="With --kg and an LLM: <kg-query> text or tool calls.")] = LLMStyle.kg_query,
 ) -> None:
     """Answer one question with the agent (keywords → schema recall → contextual recall → tool calls → answer)
-    and print each step as a tree."""
+    and print each step as a tree. Exits with 1 when it could not answer (no answer values), saying why."""
+    from pydantic import ValidationError
+
+    from graphs.agent.context import AgentContext, resolve
     from kgrag.agent.render import state_tree
+    from kgrag.agent.steps import question_problem
     from kgrag.agent.threads import load_history, save_history
 
     settings = get_settings()
+    # refused here, in one line, before anything echoes it back (an over-long question would fill the screen)
+    try:
+        agent_settings = resolve(AgentContext(kn_id=kn, kg=kg), settings)
+    except ValidationError as exc:  # an empty or over-long --kn / --kg
+        error = exc.errors()[0]
+        raise KgragError(f"invalid --{'kn' if error['loc'][0] == 'kn_id' else error['loc'][0]}: {error['msg']}") from None
+    problem = question_problem(question, agent_settings)
+    if problem:
+        raise KgragError(problem)
     try:
         history = load_history(settings, thread) if thread else []
     except ValueError as exc:
@@ -383,6 +429,19 @@ def ask(
         print(json.dumps(state, ensure_ascii=False))
     else:
         console.print(state_tree(state))
+    why = _no_answer(state)
+    if why:
+        raise KgragError(f"no answer: {why}")
+
+
+def _no_answer(state: dict) -> str | None:
+    """Why the agent's final state holds no answer (its errors, else its "I could not …" sentence), or None: it
+    answered with values, or the LLM answered in its own words without an error."""
+    if state.get("answers"):
+        return None
+    if state.get("planner") == "llm" and state.get("answer") and not state.get("errors"):
+        return None
+    return "; ".join(state.get("errors") or []) or state.get("answer") or "the agent gave no answer"
 
 
 #: the query modes as a choice for typer (one source: kgrag.modes.params.MODES)
@@ -494,12 +553,15 @@ def agent_eval_cmd(
 
 @app.command("config")
 def show_config() -> None:
-    """Print the effective settings (KGRAG_* environment, .env, defaults); the API key is masked."""
+    """Print the effective settings (KGRAG_* environment, .env, defaults); every API key is masked."""
+    from pydantic import SecretStr
+
     settings = get_settings()
     for key, value in settings.model_dump().items():
-        if key == "llm_api_key" and value:
-            value = "***"
-        console.print(f"KGRAG_{key.upper()}={value}", highlight=False)
+        if key.endswith("api_key"):  # llm_api_key, rerank_api_key, api_key (a SecretStr)
+            secret = value.get_secret_value() if isinstance(value, SecretStr) else value
+            value = "***" if secret else ""
+        console.print(f"KGRAG_{key.upper()}={value}", highlight=False, markup=False, soft_wrap=True)
 
 
 @data_app.command("list")
@@ -527,10 +589,6 @@ def data_download(
 
     path = download(name, dest or get_settings().data_dir, timeout=timeout)
     console.print(f"downloaded {name} to {path}")
-
-
-if __name__ == "__main__":
-    app()
 
 
 @deploy_app.command("list")
@@ -573,3 +631,7 @@ def deploy_apply(
     specs = load_specs(file or DEFAULT_FILE)
     for spec, deployment_id in zip(specs, apply_all(runner_deployments(specs), specs), strict=True):
         console.print(f"{spec.name}: {deployment_id}")
+
+
+if __name__ == "__main__":  # last: every command above is registered by now (python -m kgrag.cli deploy list)
+    app()

@@ -70,3 +70,26 @@ def test_agent_eval_rejects_bad_files(medical_settings, tmp_path: Path) -> None:
     bad.write_text('{"q": 1}\n', encoding="utf-8")
     res = runner.invoke(app, ["agent-eval", "--questions", str(bad)])
     assert res.exit_code == 1 and "bad.jsonl:1" in res.output
+
+
+def test_an_over_long_question_is_refused_in_one_line_without_echoing_it(work_settings) -> None:
+    question = "who directed Carnival Lights " * 100  # 2,900 characters; the agent accepts 2,000
+    for extra in ([], ["--json"], ["--kg", "demo"]):
+        res = runner.invoke(app, ["ask", question, *extra])
+        assert res.exit_code == 1, res.output
+        assert res.output.strip() == "error: the question has 2900 characters; at most 2000 are accepted"
+        assert "Carnival" not in res.output
+    empty_kn = runner.invoke(app, ["ask", "who directed Carnival Lights?", "--kn", ""])
+    assert empty_kn.exit_code == 1 and empty_kn.output.strip() == "error: invalid --kn: String should have at least 1 character"
+
+
+def test_ask_exits_non_zero_when_it_could_not_answer(demo_untrained_settings) -> None:
+    answered = runner.invoke(app, ["ask", "who directed Carnival Lights?", "--kg", "demo"])
+    assert answered.exit_code == 0 and "Uma Halvorsen" in answered.output
+    unlinked = runner.invoke(app, ["ask", "what is the airspeed of an unladen swallow", "--kg", "demo", "--json"])
+    assert unlinked.exit_code == 1
+    state = json.loads(unlinked.stdout)  # the final state still comes out whole, on stdout
+    assert state["answers"] == [] and "could not link" in state["answer"]
+    assert unlinked.stderr.startswith("error: no answer: I could not link the question")
+    unknown = runner.invoke(app, ["ask", "who directed Carnival Lights?", "--kn", "nope"])
+    assert unknown.exit_code == 1 and "error: no answer: unknown knowledge network 'nope'" in unknown.output

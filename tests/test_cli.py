@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -48,8 +49,7 @@ def test_missing_data_dir_is_one_clear_line(work_settings, monkeypatch, tmp_path
     monkeypatch.setenv("KGRAG_DATA_DIR", str(tmp_path / "missing"))
     proc = subprocess.run([sys.executable, "-m", "flows.prepare_data", "--dataset", "metaqa"],
                           capture_output=True, text=True, timeout=300)
-    assert proc.returncode != 0
-    assert "KGRAG_DATA_DIR" in proc.stderr + proc.stdout
+    assert "KGRAG_DATA_DIR" in _the_one_error_line(proc)  # python -m flows.…: one line too, no traceback
 
 
 def test_config_masks_the_key(monkeypatch):
@@ -67,3 +67,79 @@ def test_config_masks_the_key(monkeypatch):
 def test_console_script_is_installed():
     proc = subprocess.run([sys.executable, "-m", "kgrag.cli", "--help"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "prepare" in proc.stdout
+
+
+def _kgrag(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    """``python -m kgrag.cli ARGS`` as a user runs it (80 columns, stderr as the terminal gets it)."""
+    return subprocess.run([sys.executable, "-m", "kgrag.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "COLUMNS": "80"})
+
+
+def _the_one_error_line(proc: subprocess.CompletedProcess) -> str:
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr  # no Prefect log, no traceback
+    return lines[0]
+
+
+def test_prepare_missing_data_file_is_one_line_without_prefect_traceback(work_settings, tmp_path):
+    data = tmp_path / "data"
+    (data / "metaqa" / "1-hop").mkdir(parents=True)  # the dataset folder is there, its kb.txt is not
+    (data / "metaqa" / "1-hop" / "dev.txt").write_text("what did [X] direct\tY\n", encoding="utf-8")
+    line = _the_one_error_line(_kgrag("prepare", "--dataset", "metaqa", "--data-dir", str(data)))
+    assert "kb.txt" in line and "kgrag data download metaqa" in line
+
+
+def test_eval_without_checkpoints_is_one_line_without_prefect_traceback(work_settings):
+    line = _the_one_error_line(_kgrag("eval", "--dataset", "demo"))  # a fresh work dir: nothing trained
+    assert "no trained" in line and "kgrag train-" in line
+
+
+@pytest.mark.parametrize("command", ["eval", "retriever-eval"])
+def test_a_missing_question_file_is_named_before_checkpoints(work_settings, tmp_path, command):
+    missing = tmp_path / "no-such-questions.txt"
+    res = runner.invoke(app, [command, "--questions", str(missing)])
+    assert res.exit_code == 1 and f"question file not found: {missing}" in res.output, res.output
+    assert "checkpoint" not in res.output and "train-" not in res.output
+
+
+def test_config_masks_every_api_key(monkeypatch):
+    from kgrag.config import get_settings
+
+    for var, value in (("KGRAG_LLM_API_KEY", "sk-llm"), ("KGRAG_RERANK_API_KEY", "sk-rerank"),
+                       ("KGRAG_API_KEY", "sk-http")):
+        monkeypatch.setenv(var, value)
+    get_settings.cache_clear()
+    try:
+        out = runner.invoke(app, ["config"]).output
+    finally:
+        get_settings.cache_clear()
+    assert "sk-" not in out
+    for var in ("KGRAG_LLM_API_KEY", "KGRAG_RERANK_API_KEY", "KGRAG_API_KEY"):
+        assert f"{var}=***" in out
+
+
+def test_every_setting_kgrag_config_shows_is_in_the_readme():
+    from pathlib import Path
+
+    from kgrag.config import Settings
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    missing = [f"KGRAG_{name.upper()}" for name in Settings.model_fields
+               if f"`KGRAG_{name.upper()}`" not in readme]
+    assert not missing, f"settings kgrag config prints that README.md does not document: {missing}"
+
+
+def test_readme_stays_inside_the_repository():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    assert "../shared" not in readme  # a user's checkout has no ../shared: the data dir is a setting
+
+
+def test_deploy_commands_work_through_python_m():
+    proc = subprocess.run([sys.executable, "-m", "kgrag.cli", "deploy", "list"], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "data-daily" in proc.stdout
+

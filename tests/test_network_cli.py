@@ -45,6 +45,8 @@ def test_load_list_show_query(
     assert "demo" in listing.output and "476" in listing.output
     show = invoke("show", "demo", "--db", db)
     assert show.exit_code == 0 and "Film" in show.output and "film.film.directed_by" in show.output
+    # the operations as they are, not eaten as rich markup (a "[knn,…]" reads as a style tag)
+    assert "name:string [knn,match,==,!=,in,prefix,contain,like,regex,exist]" in show.output
     cond = json.dumps({"operation": "prefix", "field": "name", "value": "Neon"})
     query = invoke("query", "demo", "Film", "--condition", cond, "--db", db)
     assert query.exit_code == 0, query.output
@@ -96,3 +98,42 @@ def test_errors_are_one_line(
     assert result.exit_code == 1
     assert message in result.output
     assert "Traceback" not in result.output
+
+
+TINY = Path(__file__).parent / "network_tiny" / "clinic.yaml"
+
+
+def test_load_a_schema_file_and_show_prints_operations_literally(
+    work_settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rich.console import Console
+
+    import kgrag.network.cli as cli
+
+    monkeypatch.setattr(cli, "console", Console(width=250))
+    db = f"sqlite:///{tmp_path / 'kn.db'}"
+    loaded = invoke("load", str(TINY), "--db", db)
+    assert loaded.exit_code == 0 and "loaded clinic" in loaded.output, loaded.output
+    show = invoke("show", "clinic", "--db", db)
+    assert show.exit_code == 0, show.output
+    # the operation lists in square brackets, not swallowed as rich markup
+    assert "name:string [knn,match,==,prefix]" in show.output
+    assert "cost:integer [>,<,range]" in show.output and "cure_way:string[] [contain]" in show.output
+
+
+def test_a_yaml_syntax_error_is_one_line_with_file_and_line(work_settings: Settings, tmp_path: Path) -> None:
+    bad = tmp_path / "clinic.yaml"
+    bad.write_text("kn_id: clinic\nname: Tiny clinic\nobject_types:\n  - id: Disease\n    name: [疾病\n"
+                   "    comment: x\n", encoding="utf-8")
+    result = runner.invoke(kn_app, ["load", str(bad), "--db", f"sqlite:///{tmp_path / 'kn.db'}"])
+    assert result.exit_code == 1
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"error: {bad}:6:12: not valid YAML: "), result.output
+    assert "started on line 5" in lines[0]
+
+
+def test_an_unknown_network_name_says_what_load_takes(work_settings: Settings, tmp_path: Path) -> None:
+    result = runner.invoke(kn_app, ["load", "nope", "--db", f"sqlite:///{tmp_path / 'kn.db'}"])
+    assert result.exit_code == 1
+    assert "unknown network 'nope'; choose one of medical, metaqa, demo, synthetic or give a schema file" in (
+        result.output)

@@ -174,3 +174,31 @@ def test_metaqa_network_ids_and_types(shared_data_dir: Path) -> None:
 def test_registry_unknown_name() -> None:
     with pytest.raises(KgragError, match="unknown network 'nope'"):
         build_named("nope")
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "where"),
+    [
+        ("tab.yaml", "name: x\n\tobject_types: []\n", ":2:1: not valid YAML: found character '\\t'"),
+        ("indent.yaml", "name: x\nobject_types:\n  - id: A\n   name: B\n", ":4:4: not valid YAML: "),
+        ("bad.json", '{"name": "x",\n "object_types": [}\n', ":2:19: not valid JSON: Expecting value"),
+    ],
+)
+def test_declarative_syntax_errors_name_file_and_line(tmp_path: Path, name: str, text: str, where: str) -> None:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(KgragError) as info:
+        load_declarative(path)
+    assert str(info.value).startswith(f"{path}{where}") and "\n" not in str(info.value)
+
+
+def test_declarative_schema_and_data_errors_are_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nobject_types:\n  - {id: A, name: A, colour: red}\n", encoding="utf-8")
+    with pytest.raises(KgragError) as info:
+        load_declarative(bad)
+    assert str(info.value) == f"{bad}: invalid network schema: object_types.0.colour: Extra inputs are not permitted"
+    no_file = tmp_path / "nofile.yaml"
+    no_file.write_text("name: x\nobject_types: []\ndata:\n  instances: [{object_type: A}]\n", encoding="utf-8")
+    with pytest.raises(KgragError, match="data.instances entry 1 needs a file"):
+        load_declarative(no_file)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shlex
 
 from typer.testing import CliRunner
 
@@ -77,3 +78,20 @@ def test_flow_rebuilds_outputs_deleted_after_a_cached_run(prefect_harness, work_
     again = prepare_data(dataset="demo")
     assert (out / "graph.npz").exists() and (out / "oxigraph").is_dir()
     assert again["store"]["store_triples"] == first["store"]["store_triples"]
+
+
+def test_cli_prepare_prints_questions_to_ask_and_they_answer(prefect_harness, work_settings):
+    runner = CliRunner()
+    res = runner.invoke(app, ["prepare", "--dataset", "demo"])
+    assert res.exit_code == 0, res.output
+    commands = [line.strip() for line in res.output.splitlines() if line.strip().startswith("kgrag ask ")]
+    # three questions of the prepared test split, one per hop, brackets-free, each as the exact command
+    assert commands == ['kgrag ask "who directed Carnival Lights?" --kg demo',
+                        'kgrag ask "in which country was Ines Kamau born?" --kg demo',
+                        'kgrag ask "in which cities are the teams of Uma Oyelaran based?" --kg demo']
+    assert "no trained path reasoner yet" in res.output and "kgrag serve" in res.output
+    first = shlex.split(commands[0])[1:]  # as the shell passes it
+    answered = runner.invoke(app, first)
+    assert answered.exit_code == 0 and "answer: Uma Halvorsen." in answered.output
+    literal = runner.invoke(app, ["sparql", "--dataset", "demo", 'SELECT ("[knn,match]" AS ?v) WHERE {}'])
+    assert literal.exit_code == 0 and "v=[knn,match]" in literal.output  # values print as they are, no markup

@@ -112,3 +112,26 @@ def test_metaqa_prep_counts(shared_data_dir, tmp_path):
     assert questions["unresolved_topic"] == 0
     summary = json.loads(json.dumps(questions))
     assert set(summary["per_split_hop"]) == {"train", "validation"}
+
+
+def test_try_next_samples_held_out_questions_one_per_hop(tmp_path) -> None:
+    from kgrag.prep.next_steps import try_next
+
+    def record(text: str, split: str, hop: int, answer_hops: int = 1, topic: bool = True) -> dict:
+        return {"text": text, "split": split, "hop": hop, "topic_ids": ["t"] if topic else [], "answer_ids": ["a"],
+                "answer_hops": answer_hops}
+
+    rows = [record("what films did [Tom Hanks] act in", "train", 1),
+            record("who wrote [Dune]", "validation", 1, answer_hops=-1),  # answer beyond 3 hops: not shown
+            record("who wrote [Nowhere]", "validation", 1, topic=False),  # unresolved topic: not shown
+            record("who directed [Heat]", "validation", 1),
+            record("who directed [Up]", "validation", 1),
+            record("which genres are the films written by [Alan Smithee's Ghost] in", "validation", 2),
+            record("what languages are the films of the writer of [Big] in", "validation", 3)]
+    (tmp_path / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert try_next("metaqa", tmp_path) == [
+        'kgrag ask "who directed Heat" --kg metaqa',
+        'kgrag ask "which genres are the films written by Alan Smithee\'s Ghost in" --kg metaqa',
+        'kgrag ask "what languages are the films of the writer of Big in" --kg metaqa']
+    assert try_next("metaqa", tmp_path, count=4)[-1] == 'kgrag ask "who directed Up" --kg metaqa'
+    assert try_next("metaqa", tmp_path / "unprepared") == []

@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, TypeVar
 
@@ -41,13 +40,6 @@ DbOption = Annotated[
 ]
 
 
-class NetworkName(StrEnum):
-    medical = "medical"
-    metaqa = "metaqa"
-    demo = "demo"
-    synthetic = "synthetic"
-
-
 def _errors(fn: F) -> F:
     """Turn KgragError / ValueError / NetworkNotFound into one red line and exit code 1."""
 
@@ -57,13 +49,16 @@ def _errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except NetworkNotFound as exc:
             err_console.print(
-                f"[bold red]error:[/] no knowledge network {exc.args[0]!r} is loaded "
+                f"[bold red]error:[/] no knowledge network {escape(repr(exc.args[0]))} is loaded "
                 "(see `kgrag kn list`, load one with `kgrag kn load`)",
                 highlight=False,
+                soft_wrap=True,
             )
             raise typer.Exit(1) from None
         except (KgragError, ValueError) as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+            # one line, printed as it is (a message may hold [brackets]); the terminal wraps it
+            err_console.print(f"[bold red]error:[/] {escape(' '.join(str(exc).split()))}", highlight=False,
+                              soft_wrap=True)
             raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]
@@ -79,7 +74,9 @@ def _store(db: str | None):  # noqa: ANN202
 @kn_app.command("load")
 @_errors
 def load_cmd(
-    name: Annotated[NetworkName, typer.Argument(help="Which network to build and load (kn_id = the name).")],
+    name: Annotated[str, typer.Argument(help="Which network to build and load: medical, metaqa, demo or synthetic "
+                                        "(kn_id = the name), or a schema file (.yaml/.yml/.json; the format: "
+                                        "kgrag/network/loaders/declarative.py).", show_default=False)],
     db: DbOption = None,
     data_dir: Annotated[Path | None, typer.Option(help="Override KGRAG_DATA_DIR (medical, metaqa).")] = None,
 ) -> None:
@@ -91,7 +88,7 @@ def load_cmd(
     # on use: the loaders pull the embedding stack (~0.3 s at import), which `kgrag --help` skips
     from kgrag.network.loaders.registry import load_named
 
-    stats = load_named(name.value, _store(db), data_dir, log=lambda line: console.print(escape(line)))
+    stats = load_named(name, _store(db), data_dir, log=lambda line: console.print(escape(line)))
     table = Table(title=f"loaded {stats.kn_id}", show_header=True, header_style="bold")
     for col in ("object types", "relation types", "instances", "links", "text rows", "vectors", "seconds"):
         table.add_column(col, justify="right")
@@ -141,17 +138,19 @@ def show_cmd(
     store = _store(db)
     network = store.get_network(kn_id)
     counts = store.network_stats(kn_id).get("instances_by_type", {})
-    console.print(f"[bold]{network.kn_id}[/] — {network.name}: {network.comment}", highlight=False)
+    console.print(f"[bold]{escape(network.kn_id)}[/] — {escape(network.name)}: {escape(network.comment)}",
+                  highlight=False)
     objects = Table(
         title=f"object types ({len(network.object_types)})", show_header=True, header_style="bold"
     )
     for col in ("id", "name", "instances", "properties (operations)"):
         objects.add_column(col)
     for ot in network.object_types[:max_rows]:
+        # printed literally: "[knn,match,==,prefix]" is no rich markup
         props = "; ".join(
             f"{p.name}:{p.type} [{','.join(p.condition_operations)}]" for p in ot.data_properties
         )
-        objects.add_row(ot.id, ot.name, str(counts.get(ot.id, 0)), props)
+        objects.add_row(escape(ot.id), escape(ot.name), str(counts.get(ot.id, 0)), escape(props))
     console.print(objects)
     relations = Table(
         title=f"relation types ({len(network.relation_types)})", show_header=True, header_style="bold"
@@ -160,7 +159,7 @@ def show_cmd(
         relations.add_column(col)
     for rt in network.relation_types[:max_rows]:
         relations.add_row(
-            rt.id, rt.name, f"{rt.source_object_type_id} → {rt.target_object_type_id}", rt.comment
+            *map(escape, (rt.id, rt.name, f"{rt.source_object_type_id} → {rt.target_object_type_id}", rt.comment))
         )
     console.print(relations)
 
@@ -193,4 +192,5 @@ def query_cmd(
                 f"{'.'.join(map(str, exc.errors()[0]['loc']))}"
             ) from None
     for hit in _store(db).query_instances(kn_id, object_type, cond, limit):
-        console.print(json.dumps(hit.model_dump(), ensure_ascii=False), highlight=False, soft_wrap=True)
+        console.print(json.dumps(hit.model_dump(), ensure_ascii=False), markup=False, highlight=False,
+                      soft_wrap=True)

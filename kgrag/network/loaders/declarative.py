@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
 from kgrag.errors import KgragError
 from kgrag.network.conditions import is_list_type
@@ -118,13 +119,33 @@ def _instances(ot: ObjectType, path: Path, id_column: str) -> list[Instance]:
     return out
 
 
+def _read_schema(path: Path) -> Any:
+    """The schema file's document; a syntax error names the file, line and column in one line."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix.lower() == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise KgragError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+        problem = " ".join(f"{exc.problem or ''} {exc.context or ''}".split()) or "syntax error"
+        if exc.context_mark is not None and mark is not None and exc.context_mark.line != mark.line:
+            problem += f" started on line {exc.context_mark.line + 1}"
+        raise KgragError(f"{where}: not valid YAML: {problem}") from None
+    except yaml.YAMLError as exc:
+        raise KgragError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
+
+
 def load_declarative(schema_path: str | Path, kn_id: str | None = None) -> NetworkData:
     """Read the schema file and every data file it names (see the module docstring)."""
     path = Path(schema_path)
     if not path.is_file():
         raise KgragError(f"network schema file not found: {path}")
-    text = path.read_text(encoding="utf-8")
-    doc = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    doc = _read_schema(path)
     if not isinstance(doc, dict):
         raise KgragError(f"{path}: expected a mapping at the top level")
     data = doc.pop("data", None) or {}
@@ -132,17 +153,28 @@ def load_declarative(schema_path: str | Path, kn_id: str | None = None) -> Netwo
     doc.setdefault("name", doc["kn_id"])
     try:
         network = KnowledgeNetwork.model_validate(doc)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        where = ".".join(map(str, first["loc"])) or "top level"
+        raise KgragError(f"{path}: invalid network schema: {where}: {first['msg']}{more}") from None
     except ValueError as exc:
-        raise KgragError(f"{path}: invalid network schema: {exc}") from exc
+        raise KgragError(f"{path}: invalid network schema: {' '.join(str(exc).split())}") from None
     object_types = {ot.id: ot for ot in network.object_types}
     instances: list[Instance] = []
-    for entry in data.get("instances", []):
+    if not isinstance(data, dict):
+        raise KgragError(f"{path}: data must be a mapping with instances and links lists")
+    for section in ("instances", "links"):
+        for n, entry in enumerate(data.get(section) or [], 1):
+            if not isinstance(entry, dict) or not entry.get("file"):
+                raise KgragError(f"{path}: data.{section} entry {n} needs a file (a mapping with file: …)")
+    for entry in data.get("instances") or []:
         ot = object_types.get(entry.get("object_type", ""))
         if ot is None:
             raise KgragError(f"{path}: data.instances names unknown object type {entry.get('object_type')!r}")
         instances.extend(_instances(ot, path.parent / entry["file"], entry.get("id_column", "id")))
     links: list[Link] = []
-    for entry in data.get("links", []):
+    for entry in data.get("links") or []:
         file = path.parent / entry["file"]
         for n, row in enumerate(read_records(file), 1):
             rel = row.get("relation_type_id") or entry.get("relation_type")

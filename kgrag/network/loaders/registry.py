@@ -1,5 +1,6 @@
 """Named networks: ``load_named(name, store, data_dir)`` builds and loads ``medical|metaqa|demo|synthetic``
-(kn_id = the name). ``build_named`` only builds ``(network, instances, links)``.
+(kn_id = the name) or a declarative schema file (``clinic.yaml``: kn_id from the file, else its stem).
+``build_named`` only builds ``(network, instances, links)``.
 
     load_named("demo", NetworkStore("sqlite:///work/kn.db"))   # -> LoadStats(kn_id="demo", …)
 """
@@ -13,15 +14,18 @@ from kgrag.config import get_settings
 from kgrag.errors import KgragError
 from kgrag.network.embedding import network_embedder
 from kgrag.network.loaders import NetworkData
+from kgrag.network.loaders.declarative import load_declarative
 from kgrag.network.loaders.demo import demo_network
 from kgrag.network.loaders.medical import load_medical
 from kgrag.network.loaders.metaqa import load_metaqa
 from kgrag.network.loaders.synthetic import synthetic_network
 from kgrag.network.store import LoadStats, NetworkStore
 
-__all__ = ["NAMED_NETWORKS", "build_named", "load_named"]
+__all__ = ["NAMED_NETWORKS", "SCHEMA_SUFFIXES", "build_named", "load_named"]
 
 NAMED_NETWORKS = ("medical", "metaqa", "demo", "synthetic")
+#: a schema file of the declarative loader (kgrag.network.loaders.declarative): kn_id from the file or its stem
+SCHEMA_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 def build_named(name: str, data_dir: str | Path | None = None) -> NetworkData:
@@ -36,7 +40,10 @@ def build_named(name: str, data_dir: str | Path | None = None) -> NetworkData:
         return demo_network(kn_id=name)
     if name == "synthetic":
         return synthetic_network(kn_id=name)
-    raise KgragError(f"unknown network {name!r}; choose one of {', '.join(NAMED_NETWORKS)}")
+    if Path(name).suffix.lower() in SCHEMA_SUFFIXES:
+        return load_declarative(name)
+    raise KgragError(f"unknown network {name!r}; choose one of {', '.join(NAMED_NETWORKS)} or give a schema file "
+                     f"({', '.join(SCHEMA_SUFFIXES)})")
 
 
 def load_named(name: str, store: NetworkStore, data_dir: str | Path | None = None,

@@ -1,0 +1,52 @@
+"""What to try after ``kgrag prepare``: a few questions of the prepared data, each as the exact ``kgrag ask`` command.
+
+    try_next("demo", Path("work/demo"))  # ['kgrag ask "who directed Carnival Lights?" --kg demo', …]
+
+The questions come from the held-out split (validation, else test, else any), one per hop first, with a resolved
+topic and an answer within 3 hops; their ``[topic]`` brackets are removed (the agent links the topic from the text).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+from kgrag.data.metaqa import TOPIC_SPAN
+
+__all__ = ["ask_command", "sample_questions", "try_next"]
+
+#: splits a sample is taken from, in order of preference (held-out first)
+SPLITS = ("validation", "test", "train")
+
+
+def sample_questions(out_dir: Path, count: int = 3) -> list[str]:
+    """Up to ``count`` question texts of ``out_dir/questions.jsonl`` (see the module docstring)."""
+    path = out_dir / "questions.jsonl"
+    if not path.is_file():
+        return []
+    by_split: dict[str, list[dict]] = {}
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            if record.get("topic_ids") and record.get("answer_ids") and (record.get("answer_hops") or 0) > 0:
+                by_split.setdefault(record.get("split", ""), []).append(record)
+    pool = next((by_split[s] for s in (*SPLITS, *sorted(by_split)) if by_split.get(s)), [])
+    picks: list[dict] = []
+    for hop in sorted({q.get("hop") or 0 for q in pool}):  # the first question of each hop count …
+        picks.append(next(q for q in pool if (q.get("hop") or 0) == hop))
+    picks += [q for q in pool if q not in picks]  # … then the next ones in file order
+    return [TOPIC_SPAN.sub(lambda m: m.group(1), q["text"]) for q in picks[:count]]
+
+
+def ask_command(question: str, option: str, target: str) -> str:
+    """``kgrag ask "<question>" --kg <target>`` quoted for a POSIX shell (double quotes when that is safe)."""
+    quoted = f'"{question}"' if not any(c in question for c in '"$`\\!') else shlex.quote(question)
+    return f"kgrag ask {quoted} --{option} {target}"
+
+
+def try_next(dataset: str, out_dir: Path, count: int = 3) -> list[str]:
+    """The ``kgrag ask`` commands to try on the prepared ``dataset`` (empty when it has no questions)."""
+    return [ask_command(q, "kg", dataset) for q in sample_questions(out_dir, count)]
