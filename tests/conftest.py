@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
+
+import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+# pytest-xdist (make test runs two workers): each worker its own Prefect home, so their ephemeral APIs do not
+# share (and lock) one SQLite database; set before anything imports prefect
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    _prefect_home = Path(os.environ.get("PREFECT_HOME") or "~/.prefect").expanduser() / os.environ["PYTEST_XDIST_WORKER"]
+    _prefect_home.mkdir(parents=True, exist_ok=True)
+    os.environ["PREFECT_HOME"] = str(_prefect_home)
 
 pytest_plugins = [
     "fixtures.llm_server",
@@ -20,3 +30,81 @@ pytest_plugins = [
     "fixtures.demo_kg",
     "fixtures.postgres",
 ]
+
+
+# ---------------------------------------------------------------------------------------------- parallel runs
+#: fixture -> its group: fixtures too costly to set up on more than one pytest-xdist worker (the medical network:
+#: minutes), or that must not run beside each other (``langgraph dev`` keeps its state in the repository root).
+#: Every test file using one (directly or through other fixtures) runs on the same worker as the other files
+#: using one of its group.
+SHARED_FIXTURES = {"medical_db": "medical", "virtuoso": "virtuoso", "metaqa_prepared": "virtuoso",
+                   "langgraph_url": "langgraph", "kg_langgraph_url": "langgraph"}
+_GROUPS_ENV = "KGRAG_TEST_GROUPS_FILE"
+
+
+def _file_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The xdist controller of ``--dist loadgroup`` schedules by file group (:class:`_XdistFileGroups`) and names
+    the file where its workers write which test file runs with which (they inherit the environment)."""
+    if config.getoption("dist", "no") == "loadgroup" and not hasattr(config, "workerinput"):
+        import tempfile
+        import uuid
+
+        os.environ[_GROUPS_ENV] = str(Path(tempfile.gettempdir()) / f"kgrag-test-groups-{uuid.uuid4().hex}.json")
+        config.pluginmanager.register(_XdistFileGroups(), "kgrag-xdist-file-groups")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """An xdist worker of ``pytest -n N --dist loadgroup`` (``make test``) writes each test file's group: the file
+    itself, merged with every other file that uses a fixture of the same :data:`SHARED_FIXTURES` group, so that
+    a file's module fixtures and each such fixture are set up on one worker only (:class:`_FileGroups`)."""
+    target = os.environ.get(_GROUPS_ENV)
+    if not target or not hasattr(config, "workerinput"):
+        return
+    import json
+
+    parent: dict[str, str] = {}
+
+    def find(node: str) -> str:
+        parent.setdefault(node, node)
+        while parent[node] != node:
+            parent[node] = parent[parent[node]]
+            node = parent[node]
+        return node
+
+    for item in items:
+        for name, group in SHARED_FIXTURES.items():
+            if name in item.fixturenames:
+                parent[find(_file_of(item.nodeid))] = find(f"uses:{group}")
+    groups = {_file_of(item.nodeid): find(_file_of(item.nodeid)) for item in items}
+    tmp = Path(f"{target}.{os.environ.get('PYTEST_XDIST_WORKER', 'w')}")
+    tmp.write_text(json.dumps(groups))
+    tmp.replace(target)  # every worker collects the same tests: any one's map will do
+
+
+class _XdistFileGroups:
+    """A plugin registered only under xdist (its hook is unknown without it)."""
+
+    @staticmethod
+    def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN205, ANN001
+        """Whole groups of test files (see :func:`pytest_collection_modifyitems`) to a worker. (xdist's own
+        loadgroup reads ``xdist_group`` marks through a node id suffix that pytest 9 no longer keeps.)"""
+        from xdist.scheduler import LoadScopeScheduling
+
+        class FileGroups(LoadScopeScheduling):
+            _groups: dict[str, str] | None = None
+
+            def _split_scope(self, nodeid: str) -> str:
+                if self._groups is None:  # scheduling starts once every worker has collected (and written the map)
+                    import json
+
+                    path = Path(os.environ[_GROUPS_ENV])
+                    self._groups = json.loads(path.read_text()) if path.is_file() else {}
+                    path.unlink(missing_ok=True)
+                file = _file_of(nodeid)
+                return self._groups.get(file, file)
+
+        return FileGroups(config, log)

@@ -62,3 +62,21 @@ def test_add_words_keeps_instance_names_whole() -> None:
     assert tokenize("服用喵喵药片的剂量") == ["服用", "喵喵药片", "剂量"]
     # dictionary words are normalised like text, so mixed-script names match case-insensitively
     assert tokenize("喵喵维生素b12的作用") == ["喵喵维生素b12", "作用"]
+
+
+def test_tokenize_cache_gives_the_same_tokens_and_forgets_on_add_words() -> None:
+    from kgrag.rank.domain import tokenize_many
+    from kgrag.rank.tokenize import tokenize_cache
+
+    texts = ["高血压患者应该吃什么药？高血压患者。", "COVID-19疫苗 and 阿莫西林500mg胶囊", "ｆｉｌｍ　ｄｉｒｅｃｔｏｒ，导演",
+             "people.person.place_of_birth", "", "剂量3.5mg，每日2次；㐀䶵字。", "上气道梗阻的常用药物"]
+    plain = [tokenize(t) for t in texts]
+    plain_all = [tokenize(t, stopwords=False) for t in texts]
+    with tokenize_cache() as cache:
+        assert [tokenize(t) for t in texts] == plain and cache
+        assert [tokenize(t, stopwords=False) for t in texts] == plain_all
+        assert tokenize_many(texts) == plain and tokenize_many(texts, stopwords=False) == plain_all
+        add_words(["喵呜呜药丸"])  # a made-up word: other tests' texts segment as before
+        assert not cache  # segmented with the old dictionary: dropped
+        assert tokenize("吃喵呜呜药丸。") == tokenize_many(["吃喵呜呜药丸。"])[0] == ["吃", "喵呜呜药丸"]
+    assert tokenize_many(texts[:4]) == plain[:4]

@@ -367,6 +367,8 @@ class Statement(NamedTuple):
 
 def statements(text: str) -> list[Statement]:
     """Every alias statement of ``text``, in order (see :class:`Statement` and the module docstring)."""
+    if not _PATTERN_RE.search(text):  # most texts: no pattern word in any of their sentences
+        return []
     out: list[Statement] = []
     previous_subject = ""
     start = 0

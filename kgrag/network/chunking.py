@@ -6,8 +6,8 @@ A section's text is cut into sentences (。！？；!?; and newlines, the delimi
 ``chunk_tokens`` tokens; the next chunk starts with the last sentences of the previous one up to
 ``overlap_tokens`` tokens. A sentence longer than a chunk is cut at token boundaries. A chunk's id is
 ``chunk-`` + the first 16 hex digits of sha1(instance id, section, position, text), so reloading the same data
-gives the same ids; its ``source_ids`` name the instance it describes. All token counts of a section are taken
-in one batch call.
+gives the same ids; its ``source_ids`` name the instance it describes. The token counts of all sentences of
+all instances are taken in a few large batch calls (each distinct sentence once).
 """
 
 from __future__ import annotations
@@ -52,7 +52,12 @@ def chunk_text(text: str, counter: TokenCounter, chunk_tokens: int, overlap_toke
     if not text:
         return []
     sentences = _sentences(text)
-    counts = counter.count(sentences).tolist()
+    return _pack(sentences, counter.count(sentences).tolist(), counter, chunk_tokens, overlap_tokens)
+
+
+def _pack(sentences: list[str], counts: list[int], counter: TokenCounter, chunk_tokens: int,
+          overlap_tokens: int) -> list[tuple[str, int]]:
+    """:func:`chunk_text` of a text cut into ``sentences`` whose token counts are ``counts``."""
     pieces: list[tuple[str, int]] = []
     for sentence, n in zip(sentences, counts, strict=True):
         if n <= chunk_tokens:
@@ -90,15 +95,29 @@ def _section_text(value: object) -> str:
     return str(value) if value else ""
 
 
+#: sentences counted per batch call
+COUNT_BATCH = 50_000
+
+
 def chunk_instances(instances: Iterable[Instance], config: TextConfig, counter: TokenCounter) -> list[Chunk]:
-    """Every chunk of the configured sections of ``instances``, in instance then section order."""
-    out: list[Chunk] = []
+    """Every chunk of the configured sections of ``instances``, in instance then section order (the same chunks
+    as :func:`chunk_text` of each section, with the sentences counted in batches)."""
+    sections: list[tuple[Instance, str, list[str]]] = []
     for inst in instances:
         for section in config.sections.get(inst.object_type_id, ()):
-            text = _section_text(inst.properties.get(section))
-            for position, (piece, tokens) in enumerate(
-                chunk_text(text, counter, config.chunk_tokens, config.overlap_tokens)
-            ):
-                out.append(Chunk(chunk_id(inst.id, section, position, piece), inst.id, inst.object_type_id,
-                                 section, position, piece, tokens, [inst.id]))
+            text = _section_text(inst.properties.get(section)).strip()
+            if text:
+                sections.append((inst, section, _sentences(text)))
+    distinct = list(dict.fromkeys(s for _inst, _section, sentences in sections for s in sentences))
+    counts: dict[str, int] = {}
+    for start in range(0, len(distinct), COUNT_BATCH):
+        batch = distinct[start : start + COUNT_BATCH]
+        counts.update(zip(batch, counter.count(batch).tolist(), strict=True))
+    out: list[Chunk] = []
+    for inst, section, sentences in sections:
+        pieces = _pack(sentences, [counts[s] for s in sentences], counter, config.chunk_tokens,
+                       config.overlap_tokens)
+        for position, (piece, tokens) in enumerate(pieces):
+            out.append(Chunk(chunk_id(inst.id, section, position, piece), inst.id, inst.object_type_id,
+                             section, position, piece, tokens, [inst.id]))
     return out

@@ -28,14 +28,13 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from kgrag.rank.sentence_embedder import EmbedderStats
-from kgrag.rank.tokenize import tokenize
+from kgrag.rank.tokenize import join_blocks, segment_blocks, text_blocks, tokenize, tokenize_cache
 
 __all__ = [
     "META_FILE",
@@ -78,31 +77,21 @@ def _default_processes() -> int:
         return os.cpu_count() or 1
 
 
-def _tokenize_chunk(texts: list[str], stopwords: bool) -> list[list[str]]:
-    return [tokenize(text, stopwords=stopwords) for text in texts]
+def _segment_chunk(blocks: list[str]) -> list[tuple[str, ...]]:
+    return segment_blocks(blocks)
 
 
-def tokenize_many(
-    texts: Sequence[str], *, stopwords: bool = True, processes: int | None = None
-) -> list[list[str]]:
-    """``[tokenize(t, stopwords=stopwords) for t in texts]``, over a forked process pool when the batch has at
-    least :data:`PARALLEL_MIN_CHARS` characters and more than one CPU is available (``processes`` defaults
-    to the CPUs this process may use). jieba is initialised here first, so the workers inherit its dictionary,
-    words added with :func:`kgrag.rank.tokenize.add_words` included. Where ``fork`` is unavailable the batch
-    is tokenised in this process."""
-    texts = list(texts)
-    procs = _default_processes() if processes is None else max(1, processes)
-    total = sum(map(len, texts))
-    if procs <= 1 or total < PARALLEL_MIN_CHARS or "fork" not in mp.get_all_start_methods():
-        return _tokenize_chunk(texts, stopwords)
-    tokenize("中文分词", stopwords=stopwords)  # initialise jieba (and its HMM tables) before forking
+def _segment_pool(blocks: list[str], procs: int) -> list[tuple[str, ...]]:
+    """:func:`kgrag.rank.tokenize.segment_blocks` of ``blocks`` over a forked pool of ``procs`` workers."""
+    tokenize("中文分词")  # initialise jieba (and its HMM tables) before forking
+    total = sum(map(len, blocks))
     target = max(20_000, total // (procs * 8))  # characters per chunk: ~8 chunks per worker
     chunks: list[list[str]] = []
     current: list[str] = []
     size = 0
-    for text in texts:
-        current.append(text)
-        size += len(text)
+    for block in blocks:
+        current.append(block)
+        size += len(block)
         if size >= target:
             chunks.append(current)
             current, size = [], 0
@@ -112,7 +101,7 @@ def tokenize_many(
     # (Prefect installs one), which then print a traceback
     pool = mp.get_context("fork").Pool(min(procs, len(chunks)))
     try:
-        parts = pool.map(partial(_tokenize_chunk, stopwords=stopwords), chunks, chunksize=1)
+        parts = pool.map(_segment_chunk, chunks, chunksize=1)
     except BaseException:
         pool.terminate()
         raise
@@ -121,6 +110,31 @@ def tokenize_many(
     finally:
         pool.join()
     return [tokens for part in parts for tokens in part]
+
+
+def tokenize_many(
+    texts: Sequence[str], *, stopwords: bool = True, processes: int | None = None
+) -> list[list[str]]:
+    """``[tokenize(t, stopwords=stopwords) for t in texts]``, segmenting each distinct jieba block of the batch
+    once (and none already in an active :func:`kgrag.rank.tokenize.tokenize_cache`, which keeps the new ones),
+    over a forked process pool when those blocks have at least :data:`PARALLEL_MIN_CHARS` characters and more
+    than one CPU is available (``processes`` defaults to the CPUs this process may use). jieba is initialised
+    here first, so the workers inherit its dictionary, words added with :func:`kgrag.rank.tokenize.add_words`
+    included. Where ``fork`` is unavailable the blocks are segmented in this process."""
+    texts = list(texts)
+    procs = _default_processes() if processes is None else max(1, processes)
+    with tokenize_cache() as cache:
+        plans = [text_blocks(text) for text in texts]  # None: no Chinese, tokenize() needs no jieba
+        missing = list(dict.fromkeys(block for blocks in plans if blocks for block in blocks
+                                     if block not in cache))
+        if missing:
+            if procs <= 1 or sum(map(len, missing)) < PARALLEL_MIN_CHARS or "fork" not in mp.get_all_start_methods():
+                segmented = segment_blocks(missing)
+            else:
+                segmented = _segment_pool(missing, procs)
+            cache.update(zip(missing, segmented, strict=True))
+        return [tokenize(text, stopwords=stopwords) if blocks is None else join_blocks(blocks, cache, stopwords)
+                for text, blocks in zip(texts, plans, strict=True)]
 
 
 def model_name_for(folder: str | os.PathLike[str], fingerprint: str) -> str:

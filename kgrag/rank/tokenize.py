@@ -18,6 +18,12 @@ Rules, in order:
 jieba's dictionary is loaded once, lazily, on the first Chinese text, with its logging quietened. The segmenter is
 a private ``jieba.Tokenizer`` so that :func:`add_words` does not leak into other users of jieba's global one.
 Note that :func:`add_words` changes how later texts segment: build indexes after adding the words.
+
+jieba segments each *block* (a run of jieba's word characters: Chinese, ASCII letters and digits, ``+#&._%-``)
+on its own, so a text's tokens are the concatenation of its blocks' tokens. Inside ``with tokenize_cache():``
+each distinct block is segmented once and its tokens kept until the outermost ``with`` ends (loading a
+network tokenises the same texts for its vectors, its text index and its chunks' vectors); the tokens are the
+same as without the cache. :func:`kgrag.rank.domain.tokenize_many` segments a batch's distinct blocks only.
 """
 
 from __future__ import annotations
@@ -26,11 +32,12 @@ import logging
 import re
 import threading
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 
 import jieba
 
-__all__ = ["ENGLISH_STOPWORDS", "CHINESE_STOPWORDS", "add_words", "tokenize", "has_cjk"]
+__all__ = ["ENGLISH_STOPWORDS", "CHINESE_STOPWORDS", "add_words", "tokenize", "tokenize_cache", "has_cjk"]
 
 
 def _wordset(words: str) -> frozenset[str]:
@@ -69,6 +76,11 @@ _ASCII_WORD = re.compile(r"\d+(?:\.\d+)+|[a-z0-9]+")
 _segmenter: jieba.Tokenizer | None = None
 _pending_words: list[str] = []
 _lock = threading.Lock()
+#: jieba's block pattern (``jieba.re_han_default``: the text between its matches is never joined to a word)
+_JIEBA_BLOCK = re.compile("([\u4E00-\u9FD5a-zA-Z0-9+#&\\._%\\-]+)", re.U)
+#: block -> its tokens, stop words kept (only inside ``with tokenize_cache()``)
+_block_cache: dict[str, tuple[str, ...]] | None = None
+_cache_depth = 0
 
 
 def _normalise(text: str) -> str:
@@ -104,9 +116,65 @@ def add_words(words: Iterable[str]) -> int:
         if _segmenter is None:
             _pending_words.extend(cleaned)
             return len(cleaned)
+        if _block_cache is not None and cleaned:
+            _block_cache.clear()  # segmented with the old dictionary
     for word in cleaned:
         _segmenter.add_word(word)
     return len(cleaned)
+
+
+@contextmanager
+def tokenize_cache() -> Iterator[dict[str, tuple[str, ...]]]:
+    """Within the ``with``, each distinct jieba block is segmented once (see the module docstring); nested uses
+    share the outermost cache, which is dropped when it ends. Yields the cache (block -> tokens, stop words
+    kept)."""
+    global _block_cache, _cache_depth
+    with _lock:
+        if _block_cache is None:
+            _block_cache = {}
+        _cache_depth += 1
+        cache = _block_cache
+    try:
+        yield cache
+    finally:
+        with _lock:
+            _cache_depth -= 1
+            if _cache_depth == 0:
+                _block_cache = None
+
+
+def text_blocks(text: str) -> list[str] | None:
+    """The non-empty jieba blocks (and the pieces between them) of normalised ``text``, in order, or None when
+    it holds no Chinese (:func:`tokenize` then never uses jieba)."""
+    if not text:
+        return None
+    text = _normalise(text)
+    if not _CJK.search(text):
+        return None
+    return [block for block in _JIEBA_BLOCK.split(text) if block]
+
+
+def segment_blocks(blocks: Sequence[str]) -> list[tuple[str, ...]]:
+    """The tokens (stop words kept) of each block of :func:`text_blocks`."""
+    segmenter = _get_segmenter()
+    out = []
+    for block in blocks:
+        tokens: list[str] = []
+        for piece in segmenter.cut(block, HMM=True):
+            if _CJK.search(piece):
+                tokens.append(piece)
+            else:
+                tokens.extend(_ASCII_WORD.findall(piece))
+        out.append(tuple(tokens))
+    return out
+
+
+def join_blocks(blocks: Iterable[str], cache: dict[str, tuple[str, ...]], stopwords: bool) -> list[str]:
+    """A text's tokens from its blocks' cached tokens."""
+    if stopwords:
+        return [tok for block in blocks for tok in cache[block]
+                if tok not in ENGLISH_STOPWORDS and tok not in CHINESE_STOPWORDS]
+    return [tok for block in blocks for tok in cache[block]]
 
 
 def _keep(token: str, stopwords: bool) -> bool:
@@ -126,6 +194,13 @@ def tokenize(text: str, *, stopwords: bool = True) -> list[str]:
     text = _normalise(text)
     if not _CJK.search(text):
         return [t for t in _ASCII_WORD.findall(text) if _keep(t, stopwords)]
+    cache = _block_cache
+    if cache is not None:
+        blocks = [block for block in _JIEBA_BLOCK.split(text) if block]
+        missing = [block for block in dict.fromkeys(blocks) if block not in cache]
+        if missing:
+            cache.update(zip(missing, segment_blocks(missing), strict=True))
+        return join_blocks(blocks, cache, stopwords)
     tokens: list[str] = []
     for piece in _get_segmenter().cut(text, HMM=True):
         if _CJK.search(piece):

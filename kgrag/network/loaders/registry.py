@@ -20,6 +20,7 @@ from kgrag.network.loaders.medical import load_medical
 from kgrag.network.loaders.metaqa import load_metaqa
 from kgrag.network.loaders.synthetic import synthetic_network
 from kgrag.network.store import LoadStats, NetworkStore
+from kgrag.rank.tokenize import tokenize_cache
 
 __all__ = ["NAMED_NETWORKS", "SCHEMA_SUFFIXES", "build_named", "load_named"]
 
@@ -49,7 +50,9 @@ def build_named(name: str, data_dir: str | Path | None = None) -> NetworkData:
 def load_named(name: str, store: NetworkStore, data_dir: str | Path | None = None,
                log: Callable[[str], None] | None = None) -> LoadStats:
     """Build network ``name`` and load it into ``store`` (idempotent: replaces any earlier load), with Chinese
-    vectors for a Chinese network (:func:`kgrag.network.embedding.network_embedder`)."""
+    vectors for a Chinese network (:func:`kgrag.network.embedding.network_embedder`). Each text is segmented
+    once for the vectors' training, the text index and the vectors (:func:`kgrag.rank.tokenize.tokenize_cache`)."""
     network, instances, links = build_named(name, data_dir)
-    embedder = network_embedder(network, instances, get_settings(), log=log)
-    return store.load(network, instances, links, embedder=embedder)
+    with tokenize_cache():
+        embedder = network_embedder(network, instances, get_settings(), log=log)
+        return store.load(network, instances, links, embedder=embedder)
