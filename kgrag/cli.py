@@ -12,14 +12,26 @@ from pathlib import Path
 from typing import Annotated, TypeVar
 
 import typer
+from pydantic import SecretStr, ValidationError
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import Progress
 from rich.table import Table
 
+from kgrag.agent.render import state_tree
+from kgrag.agent.threads import load_history, save_history
 from kgrag.config import get_settings
 from kgrag.errors import KgragError
+from kgrag.hrag.config import RetrieverConfig
+from kgrag.hrag.gflownet.config import GFlowNetConfig
 from kgrag.modes.params import MODES
+from kgrag.modes.render import result_summary
 from kgrag.network.cli import kn_app
+from kgrag.prep.next_steps import ask_command, try_next
+
+# The commands import the rest on use: flows (Prefect, ~1 s), the agent graph, H-RAG's evaluation (torch), the
+# API and MCP servers (uvicorn), the LLM client (httpx), the stores, the dataset readers: each 0.04-2.6 s on top of this module
+# (measured after `import kgrag.cli`), which `kgrag --help` and every other command would pay otherwise.
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -86,8 +98,6 @@ def prepare(
 
 def _print_try_next(dataset: str) -> None:
     """After ``prepare``: sample questions of the prepared data as ``kgrag ask`` commands to copy."""
-    from kgrag.prep.next_steps import ask_command, try_next
-
     settings = get_settings()
     commands = try_next(dataset, settings.dataset_dir(dataset))
     lines = []
@@ -150,8 +160,6 @@ def serve(
 ) -> None:
     """Serve every HTTP route of the project (FastAPI + uvicorn); GET /healthz answers 200 once stores are open
     (and says ``"warming": true`` until the search path is warm)."""
-    import uvicorn
-
     os.environ["KGRAG_WARM_ON_START"] = "1" if warm else "0"  # the workers build their settings from it
     get_settings.cache_clear()
     # one torch/BLAS thread per server process unless told otherwise: the query embedder's calls are short
@@ -159,6 +167,8 @@ def serve(
     # (medical kn_search in-process, 2 cores: 147 ms/request with 2 threads, 102 ms with 1; with every worker
     # using all cores, concurrent encodes oversubscribe the machine and each takes ~10x longer)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    import uvicorn
+
     if workers > 1:  # uvicorn forks: each worker builds the app from the factory
         uvicorn.run("kgrag.api.app:create_app", factory=True, host=host, port=port, workers=workers,
                     log_level="warning")
@@ -245,10 +255,6 @@ def train_retriever_cmd(
 
 def _config_overrides(config: str | None, model: type | None = None, **fields: int | str | None) -> dict:
     """``--config`` JSON plus the explicit options, validated by ``model`` (default: RetrieverConfig)."""
-    from pydantic import ValidationError
-
-    from kgrag.hrag.config import RetrieverConfig
-
     model = model or RetrieverConfig
     try:
         overrides = json.loads(config) if config else {}
@@ -325,7 +331,6 @@ def train_gflownet_cmd(
     """Train the H-RAG GFlowNet path reasoner on <split>_g_agent.pt (flow `train-gflownet`); checkpoints under
     <KGRAG_WORK_DIR>/checkpoints/gflownet/, resumed after a kill; prints the validation answers table."""
     from flows.train_gflownet import train_gflownet
-    from kgrag.hrag.gflownet.config import GFlowNetConfig
     from kgrag.hrag.gflownet.evaluate import metrics_table
 
     overrides = _config_overrides(config, GFlowNetConfig, steps=steps, objective=objective, device=device)
@@ -401,12 +406,8 @@ def ask(
 ) -> None:
     """Answer one question with the agent (keywords → schema recall → contextual recall → tool calls → answer)
     and print each step as a tree. Exits with 1 when it could not answer (no answer values), saying why."""
-    from pydantic import ValidationError
-
     from graphs.agent.context import AgentContext, resolve
-    from kgrag.agent.render import state_tree
-    from kgrag.agent.steps import question_problem
-    from kgrag.agent.threads import load_history, save_history
+    from kgrag.agent.node import question_problem
 
     settings = get_settings()
     # refused here, in one line, before anything echoes it back (an over-long question would fill the screen)
@@ -464,12 +465,9 @@ def query_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="Print {response, context, raw_data} as JSON.")] = False,
 ) -> None:
     """Retrieve (and answer) in one query mode: local / global / hybrid / naive / mix / bypass."""
-    from pydantic import ValidationError
-
     from kgrag.llm.client import ChatClient
     from kgrag.modes.params import QueryParam
     from kgrag.modes.query import kg_query
-    from kgrag.modes.render import result_summary
     from kgrag.network.store import NetworkStore
 
     settings = get_settings()
@@ -515,8 +513,6 @@ def agent_eval_cmd(
 ) -> None:
     """Answer every question of FILE with the agent and print answer Hit, set F1, exact-set rate, topic accuracy
     and latency (gold of CE-Prompt files: the Cypher executed on the raw disease data; skips counted)."""
-    from rich.progress import Progress
-
     from kgrag.agent.training.evaluate import evaluate, read_metaqa, read_questions
 
     if not questions.is_file():
@@ -554,8 +550,6 @@ def agent_eval_cmd(
 @app.command("config")
 def show_config() -> None:
     """Print the effective settings (KGRAG_* environment, .env, defaults); every API key is masked."""
-    from pydantic import SecretStr
-
     settings = get_settings()
     for key, value in settings.model_dump().items():
         if key.endswith("api_key"):  # llm_api_key, rerank_api_key, api_key (a SecretStr)
