@@ -9,8 +9,10 @@ os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")  # set INFO to see eve
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 import logging  # noqa: E402
+import sys  # noqa: E402
 
 import prefect.main  # noqa: E402,F401  - configures Prefect's logging (its console handler on the root logger)
+from prefect.logging.handlers import PrefectConsoleHandler  # noqa: E402
 
 from kgrag.errors import KgragError  # noqa: E402
 
@@ -43,8 +45,6 @@ class UserErrorConsoleFilter(logging.Filter):
 
 def quiet_user_errors() -> None:
     """Put :class:`UserErrorConsoleFilter` on Prefect's console handler(s) (idempotent)."""
-    from prefect.logging.handlers import PrefectConsoleHandler
-
     for handler in logging.getLogger().handlers:
         if isinstance(handler, PrefectConsoleHandler) and not any(
                 isinstance(f, UserErrorConsoleFilter) for f in handler.filters):
@@ -56,8 +56,6 @@ quiet_user_errors()
 
 def run_main(main) -> None:  # noqa: ANN001 - a flow module's argparse main
     """``python -m flows.<name>``: run ``main()``; a :class:`KgragError` ends it as one line on stderr, exit 1."""
-    import sys
-
     try:
         main()
     except KgragError as exc:
