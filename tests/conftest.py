@@ -10,8 +10,21 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-# pytest-xdist (make test runs two workers): each worker its own Prefect home, so their ephemeral APIs do not
-# share (and lock) one SQLite database; set before anything imports prefect
+# pytest-xdist (make test runs two workers): a worker starts with COLUMNS=80 and LINES=24 in its environment
+# (rich consoles made at import would keep that width): give it the controller's terminal variables
+_TERMINAL_VARS = ("COLUMNS", "LINES")
+if not os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["KGRAG_TEST_TERMINAL"] = " ".join(f"{v}={os.environ.get(v, '')}" for v in _TERMINAL_VARS)
+elif "KGRAG_TEST_TERMINAL" in os.environ:
+    for _pair in os.environ["KGRAG_TEST_TERMINAL"].split():
+        _var, _, _value = _pair.partition("=")
+        if _value:
+            os.environ[_var] = _value
+        else:
+            os.environ.pop(_var, None)
+
+# each worker its own Prefect home, so their ephemeral APIs do not share (and lock) one SQLite database; set
+# before anything imports prefect
 if os.environ.get("PYTEST_XDIST_WORKER"):
     _prefect_home = Path(os.environ.get("PREFECT_HOME") or "~/.prefect").expanduser() / os.environ["PYTEST_XDIST_WORKER"]
     _prefect_home.mkdir(parents=True, exist_ok=True)

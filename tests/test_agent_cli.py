@@ -68,7 +68,8 @@ def test_agent_eval_rejects_bad_files(medical_settings, tmp_path: Path) -> None:
     assert res.exit_code == 1 and "no question file" in res.output
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"q": 1}\n', encoding="utf-8")
-    res = runner.invoke(app, ["agent-eval", "--questions", str(bad)])
+    # wide enough that the path is not wrapped (a pytest-xdist worker's temp path is 10 characters longer)
+    res = runner.invoke(app, ["agent-eval", "--questions", str(bad)], env={"COLUMNS": "200"})
     assert res.exit_code == 1 and "bad.jsonl:1" in res.output
 
 
