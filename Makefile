@@ -39,7 +39,7 @@ run: $(STAMP)
 TEST_WORKERS ?= 2
 test: $(STAMP)
 	@mkdir -p $(PREFECT_HOME)
-	@$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup; rc=$$?; \
+	@$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=10; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
 bench: $(STAMP)
