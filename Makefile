@@ -34,12 +34,14 @@ run: $(STAMP)
 	$(VENV)/bin/kgrag run
 
 # pytest exits 5 when it collects nothing: that is a failure too, with a message saying so.
-# Two pytest-xdist workers (CI has 2 cores); tests/conftest.py groups the test files so that a file, the medical
-# network and each server that must not run twice stay on one worker. TEST_WORKERS=0 runs in one process.
-TEST_WORKERS ?= 2
+# TEST_WORKERS=N runs N pytest-xdist workers; tests/conftest.py groups the test files so that a file, the medical
+# network and each server that must not run twice stay on one worker. Off by default: on 2 cores two workers were
+# slower than one process (the Prefect/torch pipelines of two workers slow each other down).
+TEST_WORKERS ?= 0
+TEST_XDIST := $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup)
 test: $(STAMP)
 	@mkdir -p $(PREFECT_HOME)
-	@$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=10; rc=$$?; \
+	@$(PY) -m pytest -q --durations=10 $(TEST_XDIST); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
 bench: $(STAMP)

@@ -10,7 +10,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-# pytest-xdist (make test runs two workers): a worker starts with COLUMNS=80 and LINES=24 in its environment
+# pytest-xdist (make test TEST_WORKERS=2): a worker starts with COLUMNS=80 and LINES=24 in its environment
 # (rich consoles made at import would keep that width): give it the controller's terminal variables
 _TERMINAL_VARS = ("COLUMNS", "LINES")
 if not os.environ.get("PYTEST_XDIST_WORKER"):
@@ -22,6 +22,12 @@ elif "KGRAG_TEST_TERMINAL" in os.environ:
             os.environ[_var] = _value
         else:
             os.environ.pop(_var, None)
+
+# one torch / BLAS thread per worker (set before torch loads; servers and CLI subprocesses inherit it): two workers
+# with a thread per core each would oversubscribe the machine
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
 
 # each worker its own Prefect home, so their ephemeral APIs do not share (and lock) one SQLite database; set
 # before anything imports prefect
@@ -71,7 +77,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """An xdist worker of ``pytest -n N --dist loadgroup`` (``make test``) writes each test file's group: the file
+    """An xdist worker of ``pytest -n N --dist loadgroup`` (``make test TEST_WORKERS=N``) writes each test file's group: the file
     itself, merged with every other file that uses a fixture of the same :data:`SHARED_FIXTURES` group, so that
     a file's module fixtures and each such fixture are set up on one worker only (:class:`_FileGroups`)."""
     target = os.environ.get(_GROUPS_ENV)
