@@ -34,10 +34,11 @@ run: $(STAMP)
 	$(VENV)/bin/kgrag run
 
 # pytest exits 5 when it collects nothing: that is a failure too, with a message saying so.
-# TEST_WORKERS=N runs N pytest-xdist workers; tests/conftest.py groups the test files so that a file, the medical
-# network and each server that must not run twice stay on one worker. Off by default: on 2 cores two workers were
-# slower than one process (the Prefect/torch pipelines of two workers slow each other down).
-TEST_WORKERS ?= 0
+# Two pytest-xdist workers (CI has 2 cores); tests/conftest.py groups the test files so that a file, the medical
+# network and each server that must not run twice stay on one worker, and gives each worker one torch/BLAS thread
+# (without that cap two workers' pipelines oversubscribed the cores and the suite was slower than one process).
+# From a clean work dir on 2 cores: 7.0 min with two workers. TEST_WORKERS=0 runs in one process.
+TEST_WORKERS ?= 2
 TEST_XDIST := $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup)
 test: $(STAMP)
 	@mkdir -p $(PREFECT_HOME)

@@ -10,7 +10,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-# pytest-xdist (make test TEST_WORKERS=2): a worker starts with COLUMNS=80 and LINES=24 in its environment
+# pytest-xdist (make test runs two workers): a worker starts with COLUMNS=80 and LINES=24 in its environment
 # (rich consoles made at import would keep that width): give it the controller's terminal variables
 _TERMINAL_VARS = ("COLUMNS", "LINES")
 if not os.environ.get("PYTEST_XDIST_WORKER"):
