@@ -122,9 +122,16 @@ def run() -> None:
     """The main job (what `make run` runs): prepare MetaQA when the data dir has it (else the demo KG), answer one
     dev question with SPARQL, train the H-RAG retriever and reasoner on a budget, answer the validation split and
     two questions in memory, then the agent over the knowledge network; prints the wall time of each stage."""
-    from kgrag.run import main  # on use: it imports every flow (Prefect) and the agent graph
+    from flows.prepare_data import prepare_data
+    from flows.retriever_eval import retriever_eval
+    from flows.train_gflownet import train_gflownet
+    from flows.train_intent import train_intent
+    from flows.train_retriever import train_retriever
+    from graphs.agent.run import agent_answerer
+    from kgrag.run import Jobs, main
 
-    main()
+    main(Jobs(prepare_data=prepare_data, train_retriever=train_retriever, retriever_eval=retriever_eval,
+              train_gflownet=train_gflownet, train_intent=train_intent, agent_answerer=agent_answerer))
 
 
 @app.command()

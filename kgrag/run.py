@@ -1,24 +1,23 @@
-"""The main job behind ``make run`` (an entry point, like the CLI): prepare the data it finds, answer with SPARQL,
-train and evaluate H-RAG on a budget, then the agent over the triple graph and the knowledge network, and the
-query modes; every stage prints what it shows and its wall time.
+"""The main job behind ``make run``: prepare the data it finds, answer with SPARQL, train and evaluate H-RAG on a
+budget, then the agent over the triple graph and the knowledge network, and the query modes; every stage prints
+what it shows and its wall time.
 
-    python -c "from kgrag.run import main; main()"   # what `kgrag run` / `make run` does
+The flows and the agent graph it runs come in a :class:`Jobs` from the entry point (``kgrag run`` in
+:mod:`kgrag.cli`): nothing below the entry points imports ``flows/`` or ``graphs/``.
+
+    kgrag run        # what `make run` does: kgrag.cli builds the Jobs and calls main(jobs)
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from flows.prepare_data import prepare_data
-from flows.retriever_eval import retriever_eval
-from flows.train_gflownet import train_gflownet
-from flows.train_intent import train_intent
-from flows.train_retriever import train_retriever
-from graphs.agent.run import agent_answerer
 from kgrag.agent.render import state_tree
 from kgrag.config import get_settings
 from kgrag.hrag.file_eval import strip_brackets
@@ -47,13 +46,25 @@ from kgrag.run_parts import (
 console = Console()
 
 
-def main() -> None:
+@dataclass(frozen=True)
+class Jobs:
+    """The Prefect flows and the agent runner the stages call (``flows.*``, ``graphs.agent.run.agent_answerer``)."""
+
+    prepare_data: Callable[..., dict]
+    train_retriever: Callable[..., dict]
+    retriever_eval: Callable[..., dict]
+    train_gflownet: Callable[..., dict]
+    train_intent: Callable[..., dict]
+    agent_answerer: Callable[..., Callable[..., dict]]
+
+
+def main(jobs: Jobs) -> None:
     """Run every stage in order, printing each as it ends."""
     settings = get_settings()
     clock = StageClock()
     network = NetworkLoad(settings)  # the agent stage's network loads in the background meanwhile
     try:
-        _run_stages(settings, clock, network)
+        _run_stages(jobs, settings, clock, network)
     finally:
         network.close()
 
@@ -70,12 +81,11 @@ def print_markdown_table(markdown: str) -> None:
     console.print(table)
 
 
-def _run_stages(settings, clock, network) -> None:
-    """make run's stages in order (see :func:`run`), each closed on ``clock``."""
-
+def _run_stages(jobs: Jobs, settings, clock, network) -> None:
+    """make run's stages in order (see :func:`main`), each closed on ``clock``."""
     dataset = default_dataset(settings)
     console.print(f"[bold]kgrag run[/]: dataset [cyan]{dataset}[/] (data dir {settings.data_dir}, work dir {settings.work_dir})")
-    result = prepare_data(dataset=dataset)
+    result = jobs.prepare_data(dataset=dataset)
     print_markdown_table(result["markdown"])
     example = sparql_example(dataset, settings)
     if example is None:
@@ -88,13 +98,13 @@ def _run_stages(settings, clock, network) -> None:
     console.print(f"[bold]Match[/]: {'yes' if example.matches else 'no'}")
     clock.lap("prepare + SPARQL example")
     train_split, validation_split = retriever_splits(dataset)
-    _run_retriever(dataset, settings, train_split, validation_split)
+    _run_retriever(jobs, dataset, settings, train_split, validation_split)
     clock.lap("H-RAG retriever: train + recall + g_agent")
-    _run_gflownet(dataset, settings, train_split, validation_split)
+    _run_gflownet(jobs, dataset, settings, train_split, validation_split)
     clock.lap("H-RAG reasoner: train + answer the validation split")
-    _run_online(dataset, settings, validation_split)
+    _run_online(jobs, dataset, settings, validation_split)
     clock.lap("H-RAG online: two questions in memory + the agent on them")
-    kn_id, questions = _run_agent(settings, network)
+    kn_id, questions = _run_agent(jobs, settings, network)
     clock.lap("agent over the knowledge network")
     _run_modes(settings, kn_id, questions[:1])
     clock.lap("query modes")
@@ -106,16 +116,16 @@ def _run_stages(settings, clock, network) -> None:
     console.print(table)
 
 
-def _run_retriever(dataset: str, settings, train_split: str, validation_split: str) -> None:
+def _run_retriever(jobs: Jobs, dataset: str, settings, train_split: str, validation_split: str) -> None:
     """make run's H-RAG retrieval stage: train the retriever on a small budget, evaluate it, write g_agent."""
 
     console.print(f"\n[bold]H-RAG retriever[/]: training on {train_split} (budget {RUN_RETRIEVER_CONFIG}), "
                   f"early stop on {validation_split}")
-    trained = train_retriever(dataset=dataset, config=RUN_RETRIEVER_CONFIG, train_split=train_split,
+    trained = jobs.train_retriever(dataset=dataset, config=RUN_RETRIEVER_CONFIG, train_split=train_split,
                               validation_split=validation_split)
     for row in trained["history"]:
         console.print(f"  epoch {row['epoch']}: loss {row['loss']:.4f}, {row['train_seconds']:.1f}s")
-    result = retriever_eval(dataset=dataset, run_all_splits=dataset != "demo", split=validation_split)
+    result = jobs.retriever_eval(dataset=dataset, run_all_splits=dataset != "demo", split=validation_split)
     part = result[validation_split]
     console.print(f"\n[bold]Retriever recall@K[/] ({dataset} {validation_split}; the scorer alone: answer = an answer "
                   f"entity in the top-K triples, path = share of shortest-path triples in the top-K, ceiling in "
@@ -126,13 +136,13 @@ def _run_retriever(dataset: str, settings, train_split: str, validation_split: s
         console.print(escape(line), highlight=False)
 
 
-def _run_gflownet(dataset: str, settings, train_split: str, validation_split: str) -> None:
+def _run_gflownet(jobs: Jobs, dataset: str, settings, train_split: str, validation_split: str) -> None:
     """make run's System 2 stage: train the GFlowNet path policy on g_agent, answer the validation split."""
 
     budget = gflownet_budget(dataset)
     console.print(f"\n[bold]H-RAG GFlowNet reasoner[/]: training on {train_split} g_agent "
                   f"(budget {budget}), validating on {validation_split}")
-    result = train_gflownet(dataset=dataset, config=budget, train_split=train_split,
+    result = jobs.train_gflownet(dataset=dataset, config=budget, train_split=train_split,
                             validation_split=validation_split)
     for row in result["history"]:
         console.print(f"  step {row['step']}: loss {row['loss']:.3f}, sampled paths correct {row['correct']:.3f}, "
@@ -144,7 +154,7 @@ def _run_gflownet(dataset: str, settings, train_split: str, validation_split: st
     print(metrics_table(validation["report"]))
 
 
-def _run_online(dataset: str, settings, validation_split: str) -> None:
+def _run_online(jobs: Jobs, dataset: str, settings, validation_split: str) -> None:
     """make run's online stage: two validation questions, brackets removed, answered in memory with their paths;
     then the agent graph on the triple graph answers the last of them, each step shown."""
 
@@ -154,10 +164,10 @@ def _run_online(dataset: str, settings, validation_split: str) -> None:
     question = strip_brackets(example_questions(settings, dataset, validation_split)[-1].text)
     console.print(f"\n[bold]The agent on the triple graph[/] ({dataset}, LLM-free): link → chain prior → "
                   "reason_paths → verify_path on the store → answer")
-    console.print(state_tree(agent_answerer(settings.agent_kn_id, None, kg=dataset)(question)))
+    console.print(state_tree(jobs.agent_answerer(settings.agent_kn_id, None, kg=dataset)(question)))
 
 
-def _run_agent(settings, network=None) -> tuple[str, list[str]]:
+def _run_agent(jobs: Jobs, settings, network=None) -> tuple[str, list[str]]:
     """make run's agent stage: the knowledge network (medical when its data is there, else demo), the trained
     intent ranker (medical), then two questions answered by the LangGraph agent, each step shown."""
 
@@ -178,7 +188,7 @@ def _run_agent(settings, network=None) -> tuple[str, list[str]]:
                           f"links ({time.perf_counter() - start:.0f} s, the domain vectors' training included)")
         if kn_id == "medical":
             start = time.perf_counter()
-            result = train_intent()
+            result = jobs.train_intent()
             v = result["validation"]
             console.print(f"  intent ranker ({'reused' if result.get('cached') else 'trained'}): validation "
                           f"accuracy@1 {v['accuracy@1']:.4f} (n={v['n']}), baseline "
@@ -187,7 +197,7 @@ def _run_agent(settings, network=None) -> tuple[str, list[str]]:
         questions = agent_questions(store, kn_id)
     finally:
         store.close()
-    answer = agent_answerer(kn_id, None)
+    answer = jobs.agent_answerer(kn_id, None)
     for question in questions:
         console.print(state_tree(answer(question)))
     console.print("Serve it: [bold]langgraph dev --no-browser[/] (assistant 'agent'); ask in-process: "
