@@ -27,7 +27,6 @@ from kgrag.hrag.gflownet.config import GFlowNetConfig
 from kgrag.modes.params import MODES
 from kgrag.modes.render import result_summary
 from kgrag.network.cli import kn_app
-from kgrag.prep.next_steps import ask_command, try_next
 
 # The commands import the rest on use: flows (Prefect, ~1 s), the agent graph, H-RAG's evaluation (torch), the
 # API and MCP servers (uvicorn), the LLM client (httpx), the stores, the dataset readers: each 0.04-2.6 s on top of this module
@@ -98,6 +97,8 @@ def prepare(
 
 def _print_try_next(dataset: str) -> None:
     """After ``prepare``: sample questions of the prepared data as ``kgrag ask`` commands to copy."""
+    from kgrag.prep.next_steps import ask_command, try_next
+
     settings = get_settings()
     commands = try_next(dataset, settings.dataset_dir(dataset))
     lines = []

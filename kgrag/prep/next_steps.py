@@ -8,11 +8,11 @@ topic and an answer within 3 hops; their ``[topic]`` brackets are removed (the a
 
 from __future__ import annotations
 
-import json
 import shlex
 from pathlib import Path
 
 from kgrag.data.metaqa import TOPIC_SPAN
+from kgrag.prep.steps import read_prepared_questions
 
 __all__ = ["ask_command", "sample_questions", "try_next"]
 
@@ -22,17 +22,12 @@ SPLITS = ("validation", "test", "train")
 
 def sample_questions(out_dir: Path, count: int = 3) -> list[str]:
     """Up to ``count`` question texts of ``out_dir/questions.jsonl`` (see the module docstring)."""
-    path = out_dir / "questions.jsonl"
-    if not path.is_file():
+    if not (out_dir / "questions.jsonl").is_file():
         return []
     by_split: dict[str, list[dict]] = {}
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            if not line.strip():
-                continue
-            record = json.loads(line)
-            if record.get("topic_ids") and record.get("answer_ids") and (record.get("answer_hops") or 0) > 0:
-                by_split.setdefault(record.get("split", ""), []).append(record)
+    for record in read_prepared_questions(out_dir):
+        if record.get("topic_ids") and record.get("answer_ids") and (record.get("answer_hops") or 0) > 0:
+            by_split.setdefault(record.get("split", ""), []).append(record)
     pool = next((by_split[s] for s in (*SPLITS, *sorted(by_split)) if by_split.get(s)), [])
     picks: list[dict] = []
     for hop in sorted({q.get("hop") or 0 for q in pool}):  # the first question of each hop count …
