@@ -1,6 +1,8 @@
 """Data-prep flow: dataset → vocabularies + CSR graph → N-Triples → Oxigraph store → resolved questions → summary.
 
-Run: ``python -m flows.prepare_data --dataset metaqa`` or ``kgrag prepare --dataset metaqa``.
+Run: ``python -m flows.prepare_data --dataset metaqa`` or ``kgrag prepare --dataset metaqa``; a user's own graph:
+``kgrag prepare --dataset NAME --triples kg.nt.gz --questions q.jsonl`` (prepared in a staging folder, swapped in
+and registered only when every step succeeded: :mod:`kgrag.prep.imports`).
 Each step is a task; steps are idempotent (manifest in the dataset's work folder) and cached on their inputs
 (the dataset fingerprint plus the recorded state of their outputs, so deleting outputs invalidates the cache).
 """
@@ -16,9 +18,10 @@ from prefect.artifacts import create_image_artifact, create_markdown_artifact, c
 from prefect.cache_policies import NO_CACHE
 
 from kgrag.config import get_settings
+from kgrag.data.spec import DatasetSpec
 from kgrag.errors import KgragError
 from kgrag.fileio import png_data_url
-from kgrag.prep import steps
+from kgrag.prep import imports, steps
 from kgrag.prep.chart import write_chart
 from kgrag.prep.manifest import state_token
 from kgrag.prep.summary import summary_rows, write_summary
@@ -33,14 +36,14 @@ def _cache_key(step: str):
 
 
 @task(name="fingerprint-inputs", cache_policy=NO_CACHE)
-def fingerprint_inputs(dataset: str, data_dir: str) -> str:
-    return steps.input_fingerprint(dataset, Path(data_dir))
+def fingerprint_inputs(spec: DatasetSpec, data_dir: str) -> str:
+    return steps.input_fingerprint(spec, Path(data_dir))
 
 
 @task(name="build-graph", retries=2, retry_delay_seconds=2, cache_key_fn=_cache_key("graph"),
       cache_expiration=timedelta(days=30), persist_result=True)
-def build_graph(dataset: str, data_dir: str, out_dir: str, fingerprint: str) -> dict:
-    return steps.build_graph(dataset, Path(data_dir), Path(out_dir), fingerprint)
+def build_graph(spec: DatasetSpec, data_dir: str, out_dir: str, fingerprint: str) -> dict:
+    return steps.build_graph(spec, Path(data_dir), Path(out_dir), fingerprint)
 
 
 @task(name="load-oxigraph", retries=2, retry_delay_seconds=2, cache_key_fn=_cache_key("store"),
@@ -51,8 +54,8 @@ def load_store(out_dir: str, fingerprint: str) -> dict:
 
 @task(name="prepare-questions", retries=2, retry_delay_seconds=2, cache_key_fn=_cache_key("questions"),
       cache_expiration=timedelta(days=30), persist_result=True)
-def prepare_questions(dataset: str, data_dir: str, out_dir: str, fingerprint: str, seed: int) -> dict:
-    return steps.prepare_questions(dataset, Path(data_dir), Path(out_dir), fingerprint, seed=seed)
+def prepare_questions(spec: DatasetSpec, data_dir: str, out_dir: str, fingerprint: str, seed: int) -> dict:
+    return steps.prepare_questions(spec, Path(data_dir), Path(out_dir), fingerprint, seed=seed)
 
 
 @task(name="summarise", cache_policy=NO_CACHE)
@@ -73,23 +76,36 @@ def summarise(dataset: str, out_dir: str, graph: dict, store: dict, questions: d
 
 @flow(name="prepare-data", log_prints=True)
 def prepare_data(dataset: str = "metaqa", data_dir: str | None = None, work_dir: str | None = None,
-                 seed: int | None = None) -> dict:
-    """Prepare one dataset (``demo``, ``metaqa`` or ``medical``); returns the summary counts."""
+                 seed: int | None = None, spec: dict | None = None) -> dict:
+    """Prepare one dataset: a built-in or registered one by name, or the graph ``spec`` describes (an import:
+    :class:`~kgrag.data.spec.DatasetSpec` fields); returns the summary counts."""
     settings = get_settings()
+    if work_dir:
+        settings = settings.model_copy(update={"work_dir": Path(work_dir)})
+    the_spec = DatasetSpec.model_validate(spec) if spec else steps.spec_of(dataset, settings)
+    dataset = the_spec.name
     data = str(Path(data_dir) if data_dir else settings.data_dir)
-    out = str((Path(work_dir) if work_dir else settings.work_dir) / dataset)
-    fp = fingerprint_inputs(dataset, data)
-    graph = build_graph(dataset, data, out, fp)
-    store = load_store(out, fp)
-    questions = prepare_questions(dataset, data, out, fp, settings.seed if seed is None else seed)
-    markdown = summarise(dataset, out, graph, store, questions)
+    fp = fingerprint_inputs(the_spec, data)
+    staging = imports.staging_dir(settings, the_spec, fp)
+    out = str(staging or settings.dataset_dir(dataset))
+    try:
+        graph = build_graph(the_spec, data, out, fp)
+        store = load_store(out, fp)
+        questions = prepare_questions(the_spec, data, out, fp, settings.seed if seed is None else seed)
+        markdown = summarise(dataset, out, graph, store, questions)
+    except BaseException:
+        imports.discard(staging)  # the dataset's folder and registration stay as they were
+        raise
+    if staging is not None:
+        out = str(imports.commit(settings, the_spec, staging))
+        store = {**store, "store_path": str(Path(out) / "oxigraph")}
     return {"dataset": dataset, "out_dir": out, "graph": graph, "store": store, "questions": questions,
             "markdown": markdown}
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Prepare a dataset: CSR graph, Oxigraph store, questions.")
-    parser.add_argument("--dataset", choices=steps.DATASETS, default="metaqa")
+    parser.add_argument("--dataset", default="metaqa", help="a built-in or registered dataset")
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--work-dir", default=None)
     args = parser.parse_args(argv)

@@ -27,6 +27,7 @@ from kgrag.hrag.gflownet.config import GFlowNetConfig
 from kgrag.modes.params import MODES
 from kgrag.modes.render import result_summary
 from kgrag.network.cli import kn_app
+from kgrag.prep.kg_cli import kg_app
 
 # The commands import the rest on use: flows (Prefect, ~1 s), the agent graph, H-RAG's evaluation (torch), the
 # API and MCP servers (uvicorn), the LLM client (httpx), the stores, the dataset readers: each 0.04-2.6 s on top of this module
@@ -45,6 +46,7 @@ app = typer.Typer(
 data_app = typer.Typer(help="Datasets: where they come from, downloading them.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
 app.add_typer(kn_app, name="kn")
+app.add_typer(kg_app, name="kg")
 deploy_app = typer.Typer(help="Scheduled deployments of the offline flows (deployments/prefect.yaml).",
                          no_args_is_help=True)
 app.add_typer(deploy_app, name="deploy")
@@ -53,10 +55,11 @@ err_console = Console(stderr=True)
 F = TypeVar("F", bound=Callable)
 
 
-class Dataset(StrEnum):
-    demo = "demo"
-    metaqa = "metaqa"
-    medical = "medical"
+def known_dataset(name: str) -> str:
+    """``name`` when it is a built-in or registered dataset; else a one-line error naming the known ones."""
+    from kgrag.data.registry import dataset_spec
+
+    return dataset_spec(name, get_settings()).name
 
 
 def friendly_errors(fn: F) -> F:
@@ -78,21 +81,45 @@ def friendly_errors(fn: F) -> F:
 @app.command()
 @friendly_errors
 def prepare(
-    dataset: Annotated[Dataset, typer.Option(help="Dataset to prepare.")] = Dataset.metaqa,
+    dataset: Annotated[str, typer.Option(help="Dataset to prepare: built-in (metaqa, demo, medical), registered, or "
+                                        "the NAME to import your own graph under.")] = "metaqa",
+    triples: Annotated[list[Path] | None, typer.Option(help="Your graph: N-Triples, N-Quads, Turtle (.gz/.bz2 too) "
+                                                       "or head<TAB>relation<TAB>tail lines; repeatable.")] = None,
+    questions: Annotated[list[Path] | None, typer.Option(help="Its questions: JSONL {question, topic_entities, "
+                                                         "answers, split?}, MetaQA lines, WebQSP or CWQ JSON; "
+                                                         "repeatable.")] = None,
+    lang: Annotated[str, typer.Option(help="Preferred language of the names.")] = "en",
+    endpoint: Annotated[str | None, typer.Option(help="Register a graph served by this SPARQL endpoint instead "
+                                                 "(not copied).")] = None,
+    graph: Annotated[str | None, typer.Option(help="With --endpoint: the named graph holding it.")] = None,
+    namespace: Annotated[str | None, typer.Option(help="With --endpoint: the IRI base of its entities and "
+                                                  "relations (default Freebase's).")] = None,
+    max_bad_lines: Annotated[int, typer.Option(min=0, help="Malformed lines skipped before the import stops.")] = 1000,
     data_dir: Annotated[Path | None, typer.Option(help="Override KGRAG_DATA_DIR.")] = None,
 ) -> None:
-    """Run the data-prep flow for one dataset (idempotent): CSR graph, Oxigraph store, resolved questions, summary.
+    """Prepare a dataset (idempotent): CSR graph, Oxigraph store, resolved questions, summary. With --triples,
+    import your own graph as dataset NAME (registered once every step succeeded; the same inputs again: a
+    no-op); with --endpoint, register a graph that stays on its SPARQL server.
 
     Outputs go to <KGRAG_WORK_DIR>/<dataset>/ and the summary is printed as a table.
     """
     from flows.prepare_data import prepare_data  # on use, as every flow: importing Prefect costs the CLI ~2 s
+    from kgrag.prep.register import import_spec, register_endpoint
     from kgrag.prep.steps import check_inputs
     from kgrag.run import print_markdown_table
 
-    check_inputs(dataset.value, data_dir or get_settings().data_dir)
-    result = prepare_data(dataset=dataset.value, data_dir=str(data_dir) if data_dir else None)
+    settings = get_settings()
+    if endpoint:
+        spec = register_endpoint(settings, dataset, endpoint, graph, namespace, lang, questions or [])
+        console.print(f"registered {spec.name}: {spec.describe()} (try: kgrag tools --kg {spec.name}, "
+                      f"kgrag ask \"…\" --kg {spec.name})", highlight=False)
+        return
+    spec = import_spec(settings, dataset, triples or [], questions or [], lang, max_bad_lines)
+    check_inputs(spec, data_dir or settings.data_dir)
+    result = prepare_data(dataset=spec.name, data_dir=str(data_dir) if data_dir else None,
+                          spec=None if spec.builtin else spec.model_dump(mode="json"))
     print_markdown_table(result["markdown"])
-    _print_try_next(dataset.value)
+    _print_try_next(spec.name)
 
 
 def _print_try_next(dataset: str) -> None:
@@ -139,7 +166,7 @@ def run() -> None:
 @friendly_errors
 def sparql(
     query: Annotated[str, typer.Argument(help="A SPARQL 1.1 SELECT query ('-' reads it from stdin).")],
-    dataset: Annotated[Dataset, typer.Option(help="Prepared dataset whose store to query.")] = Dataset.metaqa,
+    dataset: Annotated[str, typer.Option(help="Prepared dataset whose store to query. (kgrag kg list)")] = "metaqa",
     limit: Annotated[int, typer.Option(help="Rows to print at most.")] = 50,
     as_json: Annotated[bool, typer.Option("--json", help="Print rows as JSON lines.")] = False,
 ) -> None:
@@ -147,7 +174,7 @@ def sparql(
     from kgrag.graph import open_store
 
     text = sys.stdin.read() if query == "-" else query
-    with open_store(dataset.value) as store:
+    with open_store(known_dataset(dataset)) as store:
         rows = store.select(text)
     for row in rows[:limit]:
         if as_json:
@@ -216,7 +243,7 @@ def mcp_cmd(
 @app.command()
 @friendly_errors
 def tools(
-    kg: Annotated[Dataset, typer.Option(help="Prepared KG to query (demo, metaqa, medical).")] = Dataset.metaqa,
+    kg: Annotated[str, typer.Option(help="Prepared KG to query (demo, metaqa, medical). (kgrag kg list)")] = "metaqa",
     question: Annotated[str, typer.Option(help="The question (used to rank relations).")] = "",
     topic: Annotated[list[str] | None, typer.Option(help="Topic entity name or id; repeatable.")] = None,
     trace: Annotated[Path | None, typer.Option(help="Write the session trace here as JSON.")] = None,
@@ -228,7 +255,7 @@ def tools(
     """
     from kgrag.tools.factory import open_session
 
-    session = open_session(kg.value, question=question, topics=topic or [])
+    session = open_session(known_dataset(kg), question=question, topics=topic or [])
     first = True
     for line in sys.stdin:
         if not line.strip():
@@ -244,7 +271,7 @@ def tools(
 @app.command("train-retriever")
 @friendly_errors
 def train_retriever_cmd(
-    dataset: Annotated[Dataset, typer.Option(help="Prepared dataset to train on.")] = Dataset.metaqa,
+    dataset: Annotated[str, typer.Option(help="Prepared dataset to train on. (kgrag kg list)")] = "metaqa",
     epochs: Annotated[int | None, typer.Option(help="Most epochs (early stopping may end sooner).")] = None,
     max_train_questions: Annotated[int | None, typer.Option(help="Train on this many train questions (0 = all).")] = None,
     config: Annotated[str | None, typer.Option(help="JSON object of RetrieverConfig fields.")] = None,
@@ -254,7 +281,7 @@ def train_retriever_cmd(
     from flows.train_retriever import train_retriever
 
     overrides = _config_overrides(config, epochs=epochs, max_train_questions=max_train_questions)
-    result = train_retriever(dataset=dataset.value, config=overrides)
+    result = train_retriever(dataset=known_dataset(dataset), config=overrides)
     for row in result["history"]:
         console.print(f"epoch {row['epoch']}: loss {row['loss']:.4f}, {row['train_seconds']:.1f}s, "
                       + ", ".join(f"{k} {v:.4f}" for k, v in row.items() if k.startswith("val_") and isinstance(v, float)))
@@ -289,7 +316,7 @@ def retriever_eval_cmd(
     questions: Annotated[Path | None, typer.Option(help="MetaQA-format question file (question<TAB>a1|a2).")] = None,
     hop: Annotated[int | None, typer.Option(help="Hop count of the file's questions (default: from its path).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object with the figures on the last line.")] = False,
-    dataset: Annotated[Dataset, typer.Option(help="Prepared dataset (graph + trained retriever).")] = Dataset.metaqa,
+    dataset: Annotated[str, typer.Option(help="Prepared dataset (graph + trained retriever). (kgrag kg list)")] = "metaqa",
     split: Annotated[str | None, typer.Option(help="Without --questions: one split (default: all splits).")] = None,
     checkpoint: Annotated[Path | None, typer.Option(help="Retriever checkpoint (default: the latest trained).")] = None,
 ) -> None:
@@ -304,7 +331,7 @@ def retriever_eval_cmd(
     if questions is not None:
         from kgrag.hrag.evaluate import evaluate_question_file
 
-        evaluation, info = evaluate_question_file(settings, dataset.value, questions, hop, checkpoint)
+        evaluation, info = evaluate_question_file(settings, known_dataset(dataset), questions, hop, checkpoint)
         if not json_out:
             console.print(f"{info['questions']} questions from {questions} ({info['malformed_lines']} malformed lines, "
                           f"{info['unresolved_topic']} with an unknown topic entity left out)")
@@ -315,7 +342,7 @@ def retriever_eval_cmd(
     from flows.retriever_eval import retriever_eval
     from kgrag.ops.task_runner import on_task_runner
 
-    result = on_task_runner(retriever_eval)(dataset=dataset.value, run_all_splits=split is None, split=split or "test",
+    result = on_task_runner(retriever_eval)(dataset=known_dataset(dataset), run_all_splits=split is None, split=split or "test",
                             checkpoint=str(checkpoint) if checkpoint else None)
     for name, part in result.items():
         console.print(f"[bold]{name}[/] (g_agent: {part['g_agent']})")
@@ -327,7 +354,7 @@ def retriever_eval_cmd(
 @app.command("train-gflownet")
 @friendly_errors
 def train_gflownet_cmd(
-    dataset: Annotated[Dataset, typer.Option(help="Prepared dataset with g_agent files (run retriever-eval).")] = Dataset.metaqa,
+    dataset: Annotated[str, typer.Option(help="Prepared dataset with g_agent files (run retriever-eval). (kgrag kg list)")] = "metaqa",
     steps: Annotated[int | None, typer.Option(help="Optimiser steps (one batch of trajectories each).")] = None,
     objective: Annotated[str | None, typer.Option(help="tb (trajectory balance) or subtb.")] = None,
     device: Annotated[str | None, typer.Option(help="torch device: auto (the default: the GPU when present), cpu, "
@@ -343,7 +370,7 @@ def train_gflownet_cmd(
 
     overrides = _config_overrides(config, GFlowNetConfig, steps=steps, objective=objective, device=device)
     paths = {k: str(v) for k, v in (("train", train_g_agent), ("validation", validation_g_agent)) if v}
-    result = train_gflownet(dataset=dataset.value, config=overrides, cache_paths=paths)
+    result = train_gflownet(dataset=known_dataset(dataset), config=overrides, cache_paths=paths)
     for row in result["history"]:
         console.print(f"step {row['step']}: loss {row['loss']:.3f}, correct {row['correct']:.3f}, "
                       f"val hits@1 {row['val_hits@1']:.4f}, {row['train_seconds']:.0f}s")
@@ -358,7 +385,7 @@ def eval_cmd(
     questions: Annotated[Path | None, typer.Option(help="MetaQA-format question file (question<TAB>a1|a2).")] = None,
     hop: Annotated[int | None, typer.Option(help="Hop count of the file's questions (default: from its path).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print {n, hits@1, hit, f1} as JSON on the last line.")] = False,
-    dataset: Annotated[Dataset, typer.Option(help="Prepared dataset (graph + trained retriever and policy).")] = Dataset.metaqa,
+    dataset: Annotated[str, typer.Option(help="Prepared dataset (graph + trained retriever and policy). (kgrag kg list)")] = "metaqa",
     split: Annotated[str, typer.Option(help="Without --questions: the g_agent split to answer.")] = "validation",
     no_brackets: Annotated[bool, typer.Option("--no-brackets", help="With --questions: strip the [topic] marks and "
                                               "link the topic entities from the text.")] = False,
@@ -374,7 +401,7 @@ def eval_cmd(
     _require_question_file(questions)
     if no_brackets and questions is None:
         raise KgragError("--no-brackets needs --questions (a g_agent split has its topics already)")
-    result = on_task_runner(evaluate)(dataset=dataset.value, split=split, questions=str(questions) if questions else None, hop=hop,
+    result = on_task_runner(evaluate)(dataset=known_dataset(dataset), split=split, questions=str(questions) if questions else None, hop=hop,
                       no_brackets=no_brackets)
     info = result["info"]
     if questions is not None and not json_out:

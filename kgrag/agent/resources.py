@@ -17,6 +17,8 @@ from kgrag.agent.kg.triple_kg import TripleKG
 from kgrag.agent.kn.intent import IntentRanker, load_latest_intent
 from kgrag.agent.kn.planner import ranker_fits
 from kgrag.config import Settings
+from kgrag.data.registry import dataset_spec
+from kgrag.errors import KgragError
 from kgrag.graph import GraphStore
 from kgrag.llm.client import ChatClient
 from kgrag.network.model import KnowledgeNetwork
@@ -24,7 +26,6 @@ from kgrag.network.store import NetworkStore
 from kgrag.prep.steps import open_prepared_stores
 from kgrag.search.contextual import lexicon_for
 from kgrag.search.keywords import Lexicon
-from kgrag.tools.factory import NAMESPACES
 
 log = logging.getLogger(__name__)
 
@@ -83,8 +84,10 @@ class Resources:
 
     def graph_store(self, kg: str) -> GraphStore:
         """The prepared store of ``kg`` (``ValueError`` naming the fix when it is unknown or not prepared)."""
-        if kg not in NAMESPACES:
-            raise ValueError(f"unknown kg {kg!r}; choose one of {', '.join(NAMESPACES)}")
+        try:
+            dataset_spec(kg, self.settings)
+        except KgragError as exc:
+            raise ValueError(str(exc)) from None
         with self._lock:
             if self._graph_stores is None:
                 self._graph_stores = open_prepared_stores(self.settings)

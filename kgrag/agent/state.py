@@ -104,7 +104,7 @@ class AgentSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     kn_id: str = Field(default="medical", min_length=1, max_length=200)
-    #: a triple graph (kgrag.tools.factory.NAMESPACES): when set, the run works on it instead of a network
+    #: a triple graph (built-in or registered: kgrag.data.registry): when set, the run works on it instead of a network
     kg: str | None = Field(default=None, min_length=1, max_length=200)
     #: how the model calls tools on a triple graph: the spec's <kg-query> text protocol, or OpenAI tool calls
     llm_style: Literal["kg-query", "tools"] = "kg-query"

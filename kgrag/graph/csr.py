@@ -70,26 +70,35 @@ class CSRGraph:
         h = np.fromiter((e_index[t.head] for t in kg.triples), dtype=np.int32, count=n)
         r = np.fromiter((r_index[t.relation] for t in kg.triples), dtype=np.int32, count=n)
         t = np.fromiter((e_index[t.tail] for t in kg.triples), dtype=np.int32, count=n)
-        # sort by (head, rel, tail) and drop duplicate triples
+        ids = [local_id(k, kg.id_style) for k in keys]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"{kg.name}: two entity keys map to the same IRI local id")
+        return cls.from_arrays(kg.name, kg.iri_base, keys, ids, [kg.names.get(k, "") for k in keys], relations,
+                               h, r, t, meta={"id_style": kg.id_style, "name_lang": kg.name_lang})
+
+    @classmethod
+    def from_arrays(cls, name: str, iri_base: str, keys: list[str], ids: list[str], names: list[str],
+                    relations: list[str], h: np.ndarray, r: np.ndarray, t: np.ndarray,
+                    meta: dict | None = None) -> CSRGraph:
+        """The graph of int triples over given vocabularies (keys and relations in sorted order), sorted by
+        (head, relation, tail) with duplicate triples dropped (counted in ``meta["duplicates_dropped"]``)."""
+        n = len(h)
         order = np.lexsort((t, r, h))
         h, r, t = h[order], r[order], t[order]
         keep = np.ones(n, dtype=bool)
         if n > 1:
             keep[1:] = (h[1:] != h[:-1]) | (r[1:] != r[:-1]) | (t[1:] != t[:-1])
-        ids = [local_id(k, kg.id_style) for k in keys]
-        if len(set(ids)) != len(ids):
-            raise ValueError(f"{kg.name}: two entity keys map to the same IRI local id")
         return cls(
-            name=kg.name,
-            iri_base=kg.iri_base,
+            name=name,
+            iri_base=iri_base,
             entity_keys=keys,
             entity_ids=ids,
-            entity_names=[kg.names.get(k, "") for k in keys],
+            entity_names=names,
             relations=relations,
             head=h[keep],
             rel=r[keep],
             tail=t[keep],
-            meta={"id_style": kg.id_style, "name_lang": kg.name_lang, "duplicates_dropped": int(n - keep.sum())},
+            meta={**(meta or {}), "duplicates_dropped": int(n - keep.sum())},
         )
 
     # ------------------------------------------------------------------ sizes

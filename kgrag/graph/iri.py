@@ -45,15 +45,32 @@ def slug_id(key: str) -> str:
     return f"e.{slug}_{digest}"
 
 
+def iri_local_id(key: str) -> str:
+    """The local id of an imported node whose key is an IRI (or a blank node, a literal): the IRI's last segment
+    when it already is an id (``…/ns/m.0abc`` → ``m.0abc``), else a slug of that segment with the hash of the whole
+    key (``…/Douglas_Adams`` → ``e.douglas_adams_1a2b3c4d``)."""
+    if key.startswith('"'):  # a literal node: its lexical value
+        tail = key[1:key.rindex('"')] if key.count('"') >= 2 else key
+    else:
+        tail = re.split(r"[/#]", key)[-1] if "://" in key or key.startswith("urn:") else key
+    if ENTITY_ID_RE.match(tail):
+        return tail
+    ascii_name = unicodedata.normalize("NFKD", tail).encode("ascii", "ignore").decode("ascii").lower()
+    slug = _SLUG_STRIP.sub("_", ascii_name).strip("_")[:48].rstrip("_")
+    return f"e.{slug}_{hashlib.sha1(key.encode('utf-8')).hexdigest()[:8]}"
+
+
 def local_id(key: str, id_style: str) -> str:
-    """The IRI local id of an entity key under a dataset's ``id_style`` (``"key"`` or ``"slug"``)."""
+    """The IRI local id of an entity key under a dataset's ``id_style`` (``"key"``, ``"slug"`` or ``"iri"``)."""
     if id_style == "slug":
         return slug_id(key)
+    if id_style == "iri":
+        return iri_local_id(key)
     if id_style == "key":
         if not ENTITY_ID_RE.match(key):
             raise ValueError(f"entity key {key!r} is not a valid id (expected e.g. m.0abc, g.11x, en.foo)")
         return key
-    raise ValueError(f"unknown id_style {id_style!r} (expected 'key' or 'slug')")
+    raise ValueError(f"unknown id_style {id_style!r} (expected 'key', 'slug' or 'iri')")
 
 
 def is_entity_id(value: str) -> bool:

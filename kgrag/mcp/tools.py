@@ -48,7 +48,7 @@ from kgrag.modes.query import kg_query
 from kgrag.search.cache import KnSearchCache
 from kgrag.search.kn_models import KnSearchRequest
 from kgrag.search.pipeline import context_search, kn_search
-from kgrag.tools.factory import NAMESPACES, open_session
+from kgrag.tools.factory import open_session
 from kgrag.tools.parse import GetRelations, GetTriples
 from kgrag.tools.session_store import SessionStore
 
@@ -99,8 +99,8 @@ class CallScope:
 class _KGToolArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    kg: str = Field("metaqa", max_length=50, description="prepared KG to query (kgrag prepare --dataset NAME)",
-                    json_schema_extra={"enum": list(NAMESPACES)})
+    kg: str = Field("metaqa", max_length=50, description="a built-in or registered KG (kgrag kg list; "
+                    "kgrag prepare --dataset NAME)")
     question: str = Field("", max_length=5_000,
                           description="the user's question (ranks the relations; read on the session's first call)")
     topics: list[Annotated[str, Field(max_length=500)]] = Field(
@@ -131,7 +131,7 @@ class AskArgs(BaseModel):
     question: str = Field(min_length=1, max_length=4_000, description="the question, in the network's language")
     kn: str = Field("medical", min_length=1, max_length=200, description="knowledge network id")
     kg: str | None = Field(None, max_length=50,
-                           description="a prepared triple graph (metaqa, demo, freebase) instead of the network")
+                           description="a prepared triple graph (kgrag kg list) instead of the network")
     thread: str | None = Field(None, max_length=64,
                                description="conversation thread id: a follow-up resolves to the thread's topic")
     llm: bool | None = Field(None, description="plan with the LLM (default: when KGRAG_LLM_BASE_URL is set)")

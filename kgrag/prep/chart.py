@@ -26,7 +26,7 @@ def write_chart(out_dir: Path, dataset: str, top: int = 20) -> Path:
     graph = CSRGraph.load(out_dir / "graph.npz")
     counts = np.bincount(graph.rel, minlength=graph.num_relations)
     order = np.argsort(-counts, kind="stable")[:top]
-    questions = Counter((q.get("split", "?"), int(q.get("hop", 0))) for q in read_prepared_questions(out_dir))
+    questions = Counter((q.get("split", "?"), int(q.get("hop") or 0)) for q in read_prepared_questions(out_dir))
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [3, 2]})
     left.barh([graph.relations[i] for i in order][::-1], counts[order][::-1], color="#3b6ea8")
     left.set_title(f"{dataset}: triples per relation ({min(top, len(order))} of {graph.num_relations})")

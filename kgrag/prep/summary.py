@@ -16,6 +16,8 @@ def summary_rows(dataset: str, graph: dict, store: dict, questions: dict) -> lis
         ("triples (unique edges)", f"{graph['triples']:,}"),
         ("duplicate edges dropped", f"{graph['duplicates_dropped']:,}"),
         ("malformed KB lines", f"{graph['malformed_lines']:,}"),
+        *((("unnamed (mediator / CVT) nodes", f"{graph['unnamed_nodes']:,}"),
+           ("name triples read (names, not edges)", f"{graph['name_triples']:,}")) if "unnamed_nodes" in graph else ()),
         ("RDF triples written (edges + names + values)", f"{graph['rdf_triples']:,}"),
         ("RDF triples in Oxigraph store", f"{store['store_triples']:,}"),
         ("questions", f"{questions['questions']:,}"),
@@ -31,6 +33,9 @@ def summary_rows(dataset: str, graph: dict, store: dict, questions: dict) -> lis
         ("questions whose answers are unreachable within 3 hops", f"{unreachable:,} / {total:,}"),
         ("malformed question lines", f"{questions['malformed_lines']:,}"),
     ]
+    rows += [(f"references resolved by {how}", f"{n:,}") for how, n in sorted(questions.get("resolved_by", {}).items())]
+    rows += [(f"references unresolved ({why})", f"{n:,}")
+             for why, n in sorted(questions.get("unresolved_by", {}).items())]
     return rows
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kgrag.config import Settings, get_settings
-from kgrag.data.freebase import FREEBASE_NS
-from kgrag.data.medical import MEDICAL_NS
-from kgrag.data.metaqa import METAQA_NS
+from kgrag.data.registry import dataset_spec
+from kgrag.data.spec import imported_namespace
 from kgrag.graph import GraphStore, open_store
 from kgrag.llm.accounting import UsageLedger
 from kgrag.llm.client import ChatClient
@@ -17,13 +16,11 @@ from kgrag.tools.filter import LLMRelationFilter, OfflineRelationFilter, Relatio
 from kgrag.tools.relations import RelationFilters
 from kgrag.tools.session import KGSession
 
-#: namespace and name language of each dataset kgrag prepares
-NAMESPACES: dict[str, tuple[str, str]] = {
-    "demo": (FREEBASE_NS, "en"),
-    "freebase": (FREEBASE_NS, "en"),
-    "metaqa": (METAQA_NS, "en"),
-    "medical": (MEDICAL_NS, "zh"),
-}
+
+def kg_namespace(dataset: str, settings: Settings | None = None) -> tuple[str, str]:
+    """(namespace, name language) of a built-in or registered KG; an unknown one is a KgragError."""
+    spec = dataset_spec(dataset, settings or get_settings())
+    return spec.namespace or imported_namespace(spec.name), spec.lang
 
 
 def make_relation_filter(settings: Settings, config: KGToolsConfig, ledger: UsageLedger | None = None) -> RelationFilter:
@@ -36,10 +33,8 @@ def make_relation_filter(settings: Settings, config: KGToolsConfig, ledger: Usag
     return OfflineRelationFilter()
 
 
-def make_client(store: GraphStore, dataset: str, config: KGToolsConfig) -> KGClient:
-    if dataset not in NAMESPACES:
-        raise ValueError(f"unknown KG {dataset!r}; choose one of {', '.join(NAMESPACES)}")
-    base, lang = NAMESPACES[dataset]
+def make_client(store: GraphStore, dataset: str, config: KGToolsConfig, settings: Settings | None = None) -> KGClient:
+    base, lang = kg_namespace(dataset, settings)
     return KGClient(store, base=base, timeout=config.timeout, lang=lang,
                     case_insensitive_names=config.case_insensitive_names)
 
@@ -63,7 +58,7 @@ def open_session(dataset: str, question: str = "", topics: Sequence[str] = (), s
     """A session on the dataset's store (``KGRAG_SPARQL_ENDPOINT`` when set, else the embedded store)."""
     settings = settings or get_settings()
     config = config or KGToolsConfig(timeout=settings.sparql_timeout, seed=settings.seed)
-    client = make_client(store or open_store(dataset, settings), dataset, config)
+    client = make_client(store or open_store(dataset, settings), dataset, config, settings)
     return KGSession(client, question=question, topic_entities=topic_mapping(client, topics), config=config,
                      filters=RelationFilters.from_data_dir(settings.data_dir),
                      relation_filter=make_relation_filter(settings, config, ledger))

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kgrag.config import Settings
+from kgrag.data.registry import dataset_spec
 from kgrag.errors import KgragError
 from kgrag.graph import open_store
 from kgrag.hrag import pipeline
@@ -28,7 +29,7 @@ from kgrag.hrag.linker import EntityLinker
 from kgrag.hrag.questions import masked_text
 from kgrag.hrag.reasoner import loaded_reasoner
 from kgrag.tools.config import KGToolsConfig
-from kgrag.tools.factory import NAMESPACES, make_client, make_relation_filter
+from kgrag.tools.factory import make_client, make_relation_filter
 from kgrag.tools.relations import RelationFilters
 from kgrag.tools.session import KGSession
 from kgrag.tools.session_store import SessionStore
@@ -66,15 +67,14 @@ class TripleKG:
     """A prepared triple graph (see the module docstring). Thread-safe: sessions are locked per id."""
 
     def __init__(self, settings: Settings, dataset: str) -> None:
-        if dataset not in NAMESPACES:
-            raise KgragError(f"unknown KG {dataset!r}; choose one of {', '.join(NAMESPACES)}")
+        self.spec = dataset_spec(dataset, settings)  # a KgragError naming the known KGs when unknown
         if not (settings.dataset_dir(dataset) / "graph.npz").is_file():
             raise KgragError(f"KG {dataset!r} is not prepared: run `kgrag prepare --dataset {dataset}`")
         self.dataset = dataset
         self.settings = settings
         self.config = KGToolsConfig(timeout=settings.sparql_timeout, seed=settings.seed)
         self.store = open_store(dataset, settings)
-        self.client = make_client(self.store, dataset, self.config)
+        self.client = make_client(self.store, dataset, self.config, settings)
         self.filters = RelationFilters.from_data_dir(settings.data_dir)
         self.sessions = SessionStore()
         self._turns: dict[str, str] = {}  # session id -> the turn its per-question state belongs to

@@ -1,0 +1,86 @@
+"""The registered datasets: the built-in specs plus every graph a user imported (``kgrag prepare --dataset NAME
+--triples …`` or ``--endpoint URL``), one JSON file each under ``<KGRAG_WORK_DIR>/datasets/``.
+
+    dataset_spec("mykg", get_settings())   # the spec every later command reads by name
+
+A spec is written only after its import succeeded (:func:`register`, atomic), so a failed import leaves the
+previous registration as it was. Names of the built-in datasets cannot be re-registered.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from kgrag.config import Settings
+from kgrag.data.spec import BUILTIN_SPECS, DatasetSpec
+from kgrag.errors import KgragError
+
+__all__ = ["dataset_names", "dataset_spec", "register", "registered_specs", "registry_dir", "unregister"]
+
+
+def registry_dir(settings: Settings) -> Path:
+    return settings.work_dir / "datasets"
+
+
+def _path(settings: Settings, name: str) -> Path:
+    return registry_dir(settings) / f"{name}.json"
+
+
+def _read(path: Path) -> DatasetSpec | None:
+    try:
+        return DatasetSpec.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValidationError, ValueError):
+        return None  # an unreadable entry is not a dataset (kgrag kg list shows the ones that are)
+
+
+def registered_specs(settings: Settings) -> dict[str, DatasetSpec]:
+    """Every dataset by name: built-in first, then the imported ones in name order."""
+    specs = dict(BUILTIN_SPECS)
+    folder = registry_dir(settings)
+    if folder.is_dir():
+        for path in sorted(folder.glob("*.json")):
+            spec = _read(path)
+            if spec is not None and spec.name == path.stem and spec.name not in BUILTIN_SPECS:
+                specs[spec.name] = spec
+    return specs
+
+
+def dataset_names(settings: Settings) -> list[str]:
+    return list(registered_specs(settings))
+
+
+def dataset_spec(name: str, settings: Settings) -> DatasetSpec:
+    """The spec of dataset ``name``; a clear error naming the known ones when there is none."""
+    if name in BUILTIN_SPECS:
+        return BUILTIN_SPECS[name]
+    path = _path(settings, name) if name and "/" not in name and not name.startswith(".") else None
+    spec = _read(path) if path is not None and path.is_file() else None
+    if spec is None:
+        known = ", ".join(dataset_names(settings))
+        raise KgragError(f"unknown dataset {name!r}: known datasets are {known}. Import your own graph with "
+                         f"`kgrag prepare --dataset NAME --triples FILE` (or --endpoint URL).")
+    return spec
+
+
+def register(spec: DatasetSpec, settings: Settings) -> Path:
+    """Record ``spec`` (atomic write); refuses the built-in names."""
+    if spec.name in BUILTIN_SPECS:
+        raise KgragError(f"{spec.name!r} is a built-in dataset; import your graph under another name")
+    path = _path(settings, spec.name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(spec.model_dump(mode="json"), indent=2, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def unregister(name: str, settings: Settings) -> bool:
+    path = _path(settings, name)
+    if name in BUILTIN_SPECS or not path.is_file():
+        return False
+    path.unlink()
+    return True

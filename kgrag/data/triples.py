@@ -1,0 +1,309 @@
+"""Read a user's own triple files — N-Triples, N-Quads, Turtle (plain, ``.gz`` or ``.bz2``) and ``head relation
+tail`` lines separated by tabs or ``|`` (MetaQA's ``kb.txt``) — as a stream into integer triple arrays.
+
+    graph = read_triple_files(["kg.nt.gz"], lang="en")   # TripleArrays: keys, names, relations, head/rel/tail
+
+RDF is parsed by pyoxigraph one statement at a time; a triple becomes three ints appended to typed arrays, so only
+the vocabularies (one string per node and relation) are Python objects, never the triples. Conventions:
+
+- a node's key is its IRI (``_:file:label`` for a blank node); a literal object is a node too, keyed by its
+  N-Triples form (``"1961"^^xsd:gYear``), named by its value, its XSD type kept (so values stay literals in the
+  store); equal literals are one node. A TSV field is its own key and name; numeric tails get an XSD type.
+- names: ``type.object.name`` (Freebase), ``rdfs:label``, ``skos:prefLabel``, ``schema:name`` — the configured
+  language first, then untagged, then any other; a name triple is a name, not an edge. A node without a name is a
+  mediator (CVT) node; the KG tools flatten it.
+- a relation's name is its IRI's local part (the whole local part in Freebase's namespace:
+  ``people.person.spouse_s``; else the last path segment: ``birthPlace``), made a dotted identifier; two IRIs with
+  the same local part get ``_2``, ``_3``. N-Quads' graph names are ignored (all graphs merge).
+- a malformed statement or line is reported with its file and line and skipped; past ``max_bad_lines`` the import
+  stops with an error. A missing file, an unknown format or no triple at all is a one-line error.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import re
+from array import array
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+import pyoxigraph as ox
+
+from kgrag.data.freebase import FREEBASE_NS
+from kgrag.data.records import LineIssue
+from kgrag.errors import KgragError
+
+__all__ = ["NAME_PREDICATES", "TripleArrays", "detect_format", "read_triple_files", "relation_local_name"]
+
+XSD = "http://www.w3.org/2001/XMLSchema#"
+#: name predicates, most preferred first (the rank breaks ties between names of the same language rank)
+NAME_PREDICATES: tuple[str, ...] = (
+    f"{FREEBASE_NS}type.object.name",
+    "http://www.w3.org/2004/02/skos/core#prefLabel",
+    "http://schema.org/name",
+    "https://schema.org/name",
+    "http://www.w3.org/2000/01/rdf-schema#label",
+)
+_RDF_FORMATS = {".nt": ox.RdfFormat.N_TRIPLES, ".nq": ox.RdfFormat.N_QUADS, ".ttl": ox.RdfFormat.TURTLE}
+_LINE_SUFFIXES = (".tsv", ".txt", ".psv")
+_YEAR = re.compile(r"^\d{4}$")
+_INT = re.compile(r"^[+-]?\d+$")
+_DECIMAL = re.compile(r"^[+-]?(\d+\.\d*|\.\d+)$")
+_NOT_REL = re.compile(r"[^A-Za-z0-9_.]+")
+#: the relation local names SPARQL accepts (kgrag.graph.iri.RELATION_RE)
+_RELATION = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+){0,8}\Z")
+_XSD_PLAIN = {"string", "langString"}
+
+
+@dataclass
+class TripleArrays:
+    """Vocabularies in first-seen order and int32 triples over them (duplicates not yet dropped)."""
+
+    keys: list[str]
+    names: list[str]  # "" for unnamed nodes
+    relations: list[str]  # dotted local names
+    relation_iris: list[str]  # what each relation was in the source (an IRI, or the TSV text)
+    head: np.ndarray
+    rel: np.ndarray
+    tail: np.ndarray
+    literal_types: dict[str, str]  # key -> XSD local type
+    id_style: str  # "iri" (RDF sources) or "slug" (TSV sources: keys are names)
+    issues: list[LineIssue] = field(default_factory=list)
+    bad_lines: int = 0
+    name_triples: int = 0
+    files: list[dict] = field(default_factory=list)  # per file: path, format, triples, bad lines
+
+
+def detect_format(path: Path) -> str:
+    """``nt`` | ``nq`` | ``ttl`` | ``lines`` from the name (``.gz`` / ``.bz2`` looked through)."""
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] in (".gz", ".bz2"):
+        suffixes = suffixes[:-1]
+    last = suffixes[-1] if suffixes else ""
+    if last in _RDF_FORMATS:
+        return last[1:]
+    if last in _LINE_SUFFIXES:
+        return "lines"
+    raise KgragError(f"unknown format of {path}: expected .nt, .nq, .ttl (RDF) or .tsv / .txt (head relation tail "
+                     "lines), each optionally .gz or .bz2")
+
+
+def _open(path: Path) -> IO[bytes]:
+    name = path.name.lower()
+    if name.endswith(".gz"):
+        return gzip.open(path, "rb")
+    if name.endswith(".bz2"):
+        return bz2.open(path, "rb")
+    return open(path, "rb")
+
+
+def relation_local_name(iri: str) -> str:
+    """A dotted identifier for a predicate IRI or a TSV relation text (see the module docstring)."""
+    if iri.startswith(FREEBASE_NS):
+        local = iri[len(FREEBASE_NS):]
+    elif "://" in iri or iri.startswith("urn:"):
+        local = re.split(r"[/#:]", iri.rstrip("/#"))[-1]
+    else:
+        local = iri
+    local = _NOT_REL.sub("_", local.strip()).strip("._")
+    local = re.sub(r"\.{2,}", ".", local)
+    local = ".".join(part if part and not part[0].isdigit() else f"r_{part}" for part in local.split(".")[:9])
+    return local if _RELATION.match(local) else "relation"
+
+
+class _Builder:
+    """Interns nodes and relations and appends int triples (see :class:`TripleArrays`)."""
+
+    def __init__(self, lang: str, max_bad_lines: int) -> None:
+        self.lang = lang.lower()
+        self.max_bad = max_bad_lines
+        self.nodes: dict[str, int] = {}
+        self.names: dict[int, tuple[int, str]] = {}  # node -> (rank, name)
+        self.rels: dict[str, int] = {}  # source relation -> id
+        self.rel_names: dict[str, int] = {}  # local name -> id (clash check)
+        self.rel_locals: list[str] = []
+        self.h, self.r, self.t = array("i"), array("i"), array("i")
+        self.literal_types: dict[str, str] = {}
+        self.issues: list[LineIssue] = []
+        self.bad = 0
+        self.name_triples = 0
+        self.name_rank = {p: i for i, p in enumerate(NAME_PREDICATES)}
+
+    def node(self, key: str) -> int:
+        nodes = self.nodes
+        i = nodes.get(key)
+        if i is None:
+            i = nodes[key] = len(nodes)
+        return i
+
+    def relation(self, source: str) -> int:
+        i = self.rels.get(source)
+        if i is None:
+            local = base = relation_local_name(source)
+            n = 1
+            while local in self.rel_names:
+                n += 1
+                local = f"{base}_{n}"
+            i = self.rels[source] = len(self.rel_locals)
+            self.rel_names[local] = i
+            self.rel_locals.append(local)
+        return i
+
+    def name(self, node: int, rank: int, text: str) -> None:
+        old = self.names.get(node)
+        if old is None or rank < old[0]:
+            self.names[node] = (rank, text)
+
+    def add(self, head: int, rel: int, tail: int) -> None:
+        self.h.append(head)
+        self.r.append(rel)
+        self.t.append(tail)
+
+    def bad_line(self, path: str, line: int, reason: str) -> None:
+        self.bad += 1
+        if len(self.issues) < 1000:
+            self.issues.append(LineIssue(path, line, reason))
+        if self.bad > self.max_bad:
+            raise KgragError(f"{path}:{line}: {reason} — more than {self.max_bad} malformed lines, the import stops "
+                             f"(first: {self.issues[0]}); fix the file or raise --max-bad-lines")
+
+    def lang_rank(self, language: str | None) -> int:
+        if not language:
+            return 1
+        language = language.lower()
+        if language == self.lang:
+            return 0
+        return 2 if language.split("-")[0] == self.lang else 3
+
+    def arrays(self, id_style: str, files: list[dict]) -> TripleArrays:
+        keys = list(self.nodes)
+        names = [""] * len(keys)
+        for node, (_, text) in self.names.items():
+            names[node] = text
+        return TripleArrays(
+            keys=keys, names=names, relations=self.rel_locals, relation_iris=list(self.rels),
+            head=np.frombuffer(self.h, dtype=np.int32).copy(), rel=np.frombuffer(self.r, dtype=np.int32).copy(),
+            tail=np.frombuffer(self.t, dtype=np.int32).copy(), literal_types=self.literal_types, id_style=id_style,
+            issues=self.issues, bad_lines=self.bad, name_triples=self.name_triples, files=files)
+
+
+def _literal_key(term: ox.Literal, builder: _Builder) -> str:
+    value = term.value
+    if term.language:
+        return f'"{value}"@{term.language}'
+    datatype = term.datatype.value
+    local = datatype[len(XSD):] if datatype.startswith(XSD) else ""
+    if local in _XSD_PLAIN:
+        return f'"{value}"'
+    key = f'"{value}"^^<{datatype}>'
+    if local and key not in builder.literal_types:
+        builder.literal_types[key] = local
+    return key
+
+
+def _statements(parser: Iterator[ox.Quad], spath: str, builder: _Builder) -> Iterator[ox.Quad]:
+    while True:
+        try:
+            yield next(parser)
+        except StopIteration:
+            return
+        except SyntaxError as exc:
+            builder.bad_line(spath, exc.lineno or 0, str(exc).split(" (line")[0])
+
+
+def _read_rdf(path: Path, fmt: str, file_no: int, builder: _Builder) -> int:
+    spath, count = str(path), 0
+    node, relation, add, name = builder.node, builder.relation, builder.add, builder.name
+    name_rank, lang_rank = builder.name_rank, builder.lang_rank
+    with _open(path) as fh:
+        parser = ox.parse(input=fh, format=_RDF_FORMATS[f".{fmt}"], lenient=True)
+        for quad in _statements(parser, spath, builder):
+            s, p, o = quad.subject, quad.predicate.value, quad.object
+            skey = s.value if isinstance(s, ox.NamedNode) else f"_:{file_no}:{s.value}"
+            if isinstance(o, ox.Literal):
+                rank = name_rank.get(p)
+                if rank is not None:
+                    name(node(skey), lang_rank(o.language) * 10 + rank, o.value)
+                    builder.name_triples += 1
+                    continue
+                okey = _literal_key(o, builder)
+                tail = node(okey)
+                name(tail, -1, o.value)
+            elif isinstance(o, ox.NamedNode):
+                tail = node(o.value)
+            elif isinstance(o, ox.BlankNode):
+                tail = node(f"_:{file_no}:{o.value}")
+            else:  # an RDF-star quoted triple: not a node of this graph
+                builder.bad_line(spath, 0, "quoted triples are not supported")
+                continue
+            add(node(skey), relation(p), tail)
+            count += 1
+    return count
+
+
+def _literal_type(value: str) -> str | None:
+    if _YEAR.match(value):
+        return "gYear"
+    if _INT.match(value):
+        return "integer"
+    return "decimal" if _DECIMAL.match(value) else None
+
+
+def _read_lines(path: Path, builder: _Builder) -> int:
+    spath, count = str(path), 0
+    node, relation, add, name = builder.node, builder.relation, builder.add, builder.name
+    with _open(path) as fh:
+        for lineno, raw in enumerate(fh, 1):
+            line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            parts = line.split("\t") if "\t" in line else line.split("|")
+            if len(parts) != 3:
+                builder.bad_line(spath, lineno, f"expected 3 tab- or '|'-separated fields, got {len(parts)}")
+                continue
+            h, r, t = (p.strip() for p in parts)
+            if not (h and r and t):
+                builder.bad_line(spath, lineno, "empty head, relation or tail")
+                continue
+            hi, ti = node(h), node(t)
+            name(hi, 0, h)
+            name(ti, 0, t)
+            kind = _literal_type(t)
+            if kind is not None and t not in builder.literal_types:
+                builder.literal_types[t] = kind
+            add(hi, relation(r), ti)
+            count += 1
+    return count
+
+
+def read_triple_files(paths: Sequence[str | Path], lang: str = "en", max_bad_lines: int = 1000,
+                      progress: Callable[[str, int], None] | None = None) -> TripleArrays:
+    """Read every file (see the module docstring); ``progress(path, triples)`` after each file."""
+    if not paths:
+        raise KgragError("no triple files given (--triples PATH)")
+    resolved = [Path(p).expanduser() for p in paths]
+    formats = []
+    for path in resolved:
+        if not path.is_file():
+            raise KgragError(f"triple file not found: {path}")
+        formats.append(detect_format(path))
+    if "lines" in formats and len(set(formats)) > 1:
+        raise KgragError("mix of RDF and head-relation-tail line files: import them as separate datasets (RDF "
+                         "nodes are keyed by IRI, line nodes by their text)")
+    builder = _Builder(lang, max_bad_lines)
+    files = []
+    for file_no, (path, fmt) in enumerate(zip(resolved, formats, strict=True)):
+        bad_before = builder.bad
+        n = _read_lines(path, builder) if fmt == "lines" else _read_rdf(path, fmt, file_no, builder)
+        files.append({"path": str(path), "format": fmt, "triples": n, "bad_lines": builder.bad - bad_before})
+        if progress is not None:
+            progress(str(path), n)
+    if not builder.h:
+        shown = ", ".join(str(p) for p in resolved)
+        raise KgragError(f"no triples read from {shown}" + (f" ({builder.bad} malformed lines, first: "
+                                                          f"{builder.issues[0]})" if builder.issues else ""))
+    return builder.arrays("slug" if formats[0] == "lines" else "iri", files)

@@ -1,0 +1,68 @@
+"""Importing a user's graph atomically: prepare it in a staging folder, then swap it in and register its spec.
+
+    staging = staging_dir(settings, spec, fingerprint)   # None: prepare in place (built-in, or nothing changed)
+    ...the prep steps write into staging...
+    commit(settings, spec, staging)                       # swap folders, then register
+
+A re-run with the same inputs prepares in place, where every step is already current (a no-op). A failed import
+removes its staging folder (:func:`discard`) and leaves the dataset's folder and registration as they were.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+from kgrag.config import Settings
+from kgrag.data.registry import register
+from kgrag.data.spec import DatasetSpec
+from kgrag.prep.manifest import MANIFEST, step_is_current
+
+__all__ = ["PREP_STEPS", "commit", "discard", "staging_dir"]
+
+PREP_STEPS = ("graph", "store", "questions")
+
+
+def _registered_same(settings: Settings, spec: DatasetSpec) -> bool:
+    path = settings.work_dir / "datasets" / f"{spec.name}.json"
+    try:
+        return DatasetSpec.model_validate_json(path.read_text(encoding="utf-8")) == spec
+    except (OSError, ValueError):
+        return False
+
+
+def staging_dir(settings: Settings, spec: DatasetSpec, fingerprint: str) -> Path | None:
+    """Where to prepare ``spec``: None (its own folder) for a built-in dataset or when the registered spec is the
+    same and every step is current; else a fresh folder beside it."""
+    final = settings.dataset_dir(spec.name)
+    if spec.builtin:
+        return None
+    if _registered_same(settings, spec) and all(step_is_current(final, s, fingerprint) for s in PREP_STEPS):
+        return None
+    root = settings.work_dir / ".staging"
+    root.mkdir(parents=True, exist_ok=True)
+    return root / f"{spec.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+def commit(settings: Settings, spec: DatasetSpec, staging: Path) -> Path:
+    """Swap the prepared ``staging`` folder in for the dataset's folder, then register the spec."""
+    final = settings.dataset_dir(spec.name)
+    manifest = staging / MANIFEST
+    if manifest.is_file():  # paths recorded in the staging folder's results now live in the final one
+        manifest.write_text(manifest.read_text(encoding="utf-8").replace(str(staging), str(final)), encoding="utf-8")
+    old = None
+    if final.exists():
+        old = staging.with_name(f"{staging.name}.old")
+        os.replace(final, old)
+    os.replace(staging, final)
+    register(spec, settings)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def discard(staging: Path | None) -> None:
+    if staging is not None:
+        shutil.rmtree(staging, ignore_errors=True)
