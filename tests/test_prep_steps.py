@@ -78,7 +78,9 @@ def test_missing_data_dir_names_the_setting(tmp_path):
 
 
 def test_unknown_dataset_is_rejected(tmp_path):
-    with pytest.raises(ValueError, match="demo, metaqa, medical"):
+    from kgrag.errors import KgragError
+
+    with pytest.raises(KgragError, match=r"unknown dataset 'wikidata': known datasets are metaqa, demo, medical"):
         steps.input_fingerprint("wikidata", tmp_path)
 
 

@@ -42,6 +42,8 @@ def question_format(path: Path) -> str:
         head = fh.read(4096)
     start = head.lstrip()
     if start.startswith("["):
+        if re.search(r'"(QuestionId|Parses|RawQuestion)"\s*:', head):
+            return "webqsp"  # the official file's "Questions" list on its own
         return "cwq" if re.search(r'"(compositionality_type|sparql|machine_question)"\s*:', head) else "json"
     if start.startswith("{"):
         if re.match(r'\{\s*"(Version|FreebaseVersion|Questions)"', start):
@@ -136,15 +138,18 @@ def read_question_file(path: str | Path, dataset: str) -> ReadResult[KGQuestion]
     if not path.is_file():
         raise KgragError(f"question file not found: {path}")
     fmt = question_format(path)
-    if fmt == "webqsp":
-        read = read_webqsp(path)
-        records = webqsp_to_kgquestions(read.records, split="")
-    elif fmt == "cwq":
-        read = read_cwq(path)
-        records = cwq_to_kgquestions(read.records, split="")
-    elif fmt == "metaqa":
+    try:
+        if fmt == "webqsp":
+            read = read_webqsp(path)
+            records = webqsp_to_kgquestions(read.records, split="")
+        elif fmt == "cwq":
+            read = read_cwq(path)
+            records = cwq_to_kgquestions(read.records, split="")
+    except ValueError as exc:  # not the official layout after all
+        raise KgragError(str(exc)) from None
+    if fmt == "metaqa":
         return _read_metaqa_lines(path, dataset)
-    else:
+    if fmt in ("json", "jsonl"):
         return _read_json_objects(path, fmt, dataset)
     for q in records:
         q.dataset = dataset

@@ -3,7 +3,7 @@
     resolution = EntityResolver(graph).resolve_all(questions)   # rows per question, counts per reason
 
 Order: the node's key (its IRI, or a TSV node's text), its local id (``m.0abc``, ``e.…``; a Freebase IRI's last
-segment), its exact name, its normalised name (:func:`kgrag.hrag.linker.normalise`: case, accents, punctuation).
+segment), its exact name, its normalised name (:func:`normalise`: case, accents, punctuation).
 A name several nodes share resolves to the one with the most edges (counted as ``ambiguous name``). What does not
 resolve is counted per reason; the question keeps what did (a question with no topic left is counted, not dropped).
 The built-in datasets resolve by key only, as before (``by_key_only``).
@@ -12,6 +12,7 @@ The built-in datasets resolve by key only, as before (``by_key_only``).
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,9 +21,18 @@ import numpy as np
 
 from kgrag.data.records import KGQuestion
 from kgrag.graph.csr import CSRGraph
-from kgrag.hrag.linker import normalise
 
 __all__ = ["EntityResolver", "Resolution"]
+
+_NON_WORD = re.compile(r"[\W_]+")
+
+
+def normalise(name: str) -> str:
+    """Case, accents and punctuation folded: ``"Hitchhiker's  Guide!"`` → ``"hitchhiker s guide"``."""
+    folded = unicodedata.normalize("NFKD", name).casefold()
+    folded = "".join(c for c in folded if not unicodedata.combining(c))
+    return " ".join(_NON_WORD.sub(" ", folded).split())
+
 
 _IRI_LIKE = re.compile(r"^(?:[a-z][a-z0-9+.-]*:|_:)", re.IGNORECASE)
 

@@ -37,8 +37,10 @@ class Node:
 
     @property
     def is_cvt(self) -> bool:
-        """An unnamed ``m.`` node (spec §3.5.4: the ID starts with ``m.`` and the name is empty or the ID)."""
-        return not self.is_literal and self.id.startswith("m.") and (not self.name or self.name == self.id)
+        """An unnamed node of the graph's namespace (spec §3.5.4 says an ``m.`` id with no name or the id as name;
+        an imported graph's mediator nodes have ``e.`` ids, so any unnamed local id counts; a foreign IRI does
+        not)."""
+        return (not self.is_literal and looks_like_id(self.id) and (not self.name or self.name == self.id))
 
 
 class KGClient:

@@ -1,5 +1,6 @@
 """One triple graph behind SPARQL, as the agent uses it: the kg-tools client on its store (the embedded store, or
-``KGRAG_SPARQL_ENDPOINT``), the entity linker over its stored names, the trained H-RAG reasoner when there is one,
+``KGRAG_SPARQL_ENDPOINT``, or the endpoint it was registered with), the entity linker over its stored names (by
+SPARQL for a KG that lives only on an endpoint), the trained H-RAG reasoner when there is one,
 and the KG sessions of the agent's threads (one :class:`~kgrag.tools.session.KGSession` per session id, held
 here, never in the serialisable state).
 
@@ -19,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kgrag.agent.kg.sparql_linker import SparqlLinker
 from kgrag.config import Settings
 from kgrag.data.registry import dataset_spec
 from kgrag.errors import KgragError
@@ -68,7 +70,9 @@ class TripleKG:
 
     def __init__(self, settings: Settings, dataset: str) -> None:
         self.spec = dataset_spec(dataset, settings)  # a KgragError naming the known KGs when unknown
-        if not (settings.dataset_dir(dataset) / "graph.npz").is_file():
+        local = (settings.dataset_dir(dataset) / "graph.npz").is_file()
+        remote_only = not local and self.spec.reader == "endpoint"
+        if not local and not remote_only:
             raise KgragError(f"KG {dataset!r} is not prepared: run `kgrag prepare --dataset {dataset}`")
         self.dataset = dataset
         self.settings = settings
@@ -80,12 +84,18 @@ class TripleKG:
         self._turns: dict[str, str] = {}  # session id -> the turn its per-question state belongs to
         self.reasoner: HRAGReasoner | None = None
         self.reasoner_note = ""
+        self.graph: CSRGraph | None = None
+        self.sparql_linker: SparqlLinker | None = None
+        if remote_only:  # on its endpoint only: names are looked up by SPARQL, no reasoner
+            self.reasoner_note = f"{dataset} lives on {self.spec.describe()}: no local graph to reason over"
+            self.sparql_linker = SparqlLinker(self.client)
+            return
         try:
             self.reasoner = loaded_reasoner(dataset, settings)  # shared with answer_question in this process
         except KgragError as exc:  # no trained retriever / policy: the KG tools alone
             self.reasoner_note = str(exc)
         if self.reasoner is not None:
-            self.graph: CSRGraph = self.reasoner.graph
+            self.graph = self.reasoner.graph
             self.linker = self.reasoner.linker
         else:
             self.graph = pipeline.load_graph(settings, dataset)
@@ -97,12 +107,18 @@ class TripleKG:
 
     # ------------------------------------------------------------------ linking (contextual recall)
     def _link(self, row: int, keyword: str, match_type: str, similarity: float = 1.0) -> TopicLink:
+        assert self.graph is not None
         name = self.graph.entity_names[row] or self.graph.entity_ids[row]
         return TopicLink(keyword, name, self.graph.entity_ids[row], row, match_type, similarity)
 
     def link(self, question: str, top: int = 3) -> tuple[list[TopicLink], str]:
         """The question's topic links, the chosen one first, and the question with the chosen span in
-        [brackets] (as the reasoner reads it); ``([], question)`` when nothing links."""
+        [brackets] (as the reasoner reads it); ``([], question)`` when nothing links. On an endpoint-only KG the
+        names are looked up by SPARQL (:mod:`kgrag.agent.kg.sparql_linker`; ``row`` is -1)."""
+        if self.sparql_linker is not None:
+            found, linked = self.sparql_linker.link(question)
+            return [TopicLink(span, name, entity, -1, kind) for span, name, entity, kind in found], linked
+        assert self.graph is not None
         rows, linked = self.linker.topics(question)
         links = [self._link(li.entity, question[li.start:li.end], li.match_type, li.similarity)
                  for li in self.linker.link(question, top=top)]
@@ -119,7 +135,7 @@ class TripleKG:
         ``{"chain": "starred_actors> <directed_by", "relations": [...], "p": 0.97}``."""
         reasoner = self.reasoner
         prior = reasoner.retriever.prior if reasoner is not None else None
-        if reasoner is None or prior is None:
+        if reasoner is None or prior is None or self.graph is None:
             return []
         sentence, _ = reasoner.encode([linked])
         out = []
