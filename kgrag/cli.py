@@ -534,7 +534,8 @@ def query_cmd(
 @friendly_errors
 def agent_eval_cmd(
     questions: Annotated[Path, typer.Option(help="CE-Prompt JSON ([{input, cypher}]) or JSONL of {question, answers}; "
-                                            "with --kg: MetaQA lines (question<TAB>a1|a2).")],
+                                            "with --kg: JSONL {question, topic_entities, answers}, MetaQA lines "
+                                            "(question<TAB>a1|a2), WebQSP or CWQ JSON.")],
     kn: Annotated[str, typer.Option(help="Knowledge network id.")] = "medical",
     kg: Annotated[str | None, typer.Option(help="A triple graph behind SPARQL instead (metaqa, demo, freebase).")] = None,
     no_brackets: Annotated[bool, typer.Option("--no-brackets", help="With --kg: strip the [topic] marks; the agent "
@@ -548,15 +549,19 @@ def agent_eval_cmd(
 ) -> None:
     """Answer every question of FILE with the agent and print answer Hit, set F1, exact-set rate, topic accuracy
     and latency (gold of CE-Prompt files: the Cypher executed on the raw disease data; skips counted)."""
-    from kgrag.agent.training.evaluate import evaluate, read_metaqa, read_questions
+    from kgrag.agent.training.evaluate import evaluate, read_kg_questions, read_questions
+    from kgrag.graph.csr import CSRGraph
 
     if not questions.is_file():
         raise KgragError(f"no question file at {questions}")
     if no_brackets and not kg:
         raise KgragError("--no-brackets needs --kg (MetaQA-format questions mark their topic in [brackets])")
+    settings = get_settings()
+    graph_file = settings.dataset_dir(known_dataset(kg)) / "graph.npz" if kg else None
     try:
-        items, skipped = (read_metaqa(questions, no_brackets) if kg else
-                          read_questions(questions, get_settings().data_dir / "medical" / "diseases"))
+        items, skipped = (read_kg_questions(questions, CSRGraph.load(graph_file) if graph_file and graph_file.is_file()
+                                            else None, no_brackets) if kg else
+                          read_questions(questions, settings.data_dir / "medical" / "diseases"))
     except ValueError as exc:
         raise KgragError(str(exc)) from None
     items = items[:limit] if limit else items

@@ -37,10 +37,11 @@ class Node:
 
     @property
     def is_cvt(self) -> bool:
-        """An unnamed node of the graph's namespace (spec §3.5.4 says an ``m.`` id with no name or the id as name;
-        an imported graph's mediator nodes have ``e.`` ids, so any unnamed local id counts; a foreign IRI does
-        not)."""
-        return (not self.is_literal and looks_like_id(self.id) and (not self.name or self.name == self.id))
+        """An unnamed ``m.`` node (spec §3.5.4: the ID starts with ``m.`` and the name is empty or the ID), or an
+        unnamed ``e.`` node (the ids kgrag mints for an imported graph's nodes: its mediator nodes). Freebase's
+        ``g.`` nodes are never CVTs (the spec's rule), nor is a foreign IRI."""
+        return (not self.is_literal and self.id.startswith(("m.", "e."))
+                and (not self.name or self.name == self.id))
 
 
 class KGClient:

@@ -28,9 +28,12 @@ import numpy as np
 
 from kgrag.agent.training.gold import load_ce_prompt
 from kgrag.data.metaqa import parse_question_line
+from kgrag.data.question_files import question_format, read_question_file
+from kgrag.graph.csr import CSRGraph
 from kgrag.hrag.file_eval import strip_brackets
+from kgrag.prep.resolve import EntityResolver
 
-__all__ = ["EvalItem", "evaluate", "read_metaqa", "read_questions", "set_scores", "top_answer"]
+__all__ = ["EvalItem", "evaluate", "read_kg_questions", "read_metaqa", "read_questions", "set_scores", "top_answer"]
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,35 @@ def read_metaqa(path: Path, no_brackets: bool = False) -> tuple[list[EvalItem], 
             continue
         text, topics, answers = parsed
         items.append(EvalItem(strip_brackets(text) if no_brackets else text, tuple(answers), topics[0]))
+    return items, skipped
+
+
+def read_kg_questions(path: Path, graph: CSRGraph | None, no_brackets: bool = False) -> tuple[list[EvalItem], Counter]:
+    """Items of a question file in any format ``kgrag prepare --questions`` reads (canonical JSONL, MetaQA lines,
+    WebQSP, CWQ). Answers and the topic given as IRIs or ids become the graph's stored names when ``graph`` (the
+    KG prepared here) resolves them, else stay as written; unusable lines and unresolved references are counted."""
+    if question_format(path) == "metaqa":
+        return read_metaqa(path, no_brackets)
+    read = read_question_file(path, "eval")
+    skipped: Counter = Counter(issue.reason for issue in read.issues)
+    resolver = EntityResolver(graph) if graph is not None else None
+
+    def name(ref: str, ref_id: str | None = None) -> str:
+        if resolver is None:
+            return ref
+        row, how = resolver.resolve(ref, ref_id)
+        if row is None:
+            skipped[f"reference {how}"] += 1
+            return ref
+        return graph.entity_names[row] or graph.entity_ids[row]
+
+    items = []
+    for q in read.records:
+        pairs = list(zip(q.answer_names, q.answer_ids, strict=True)) if len(q.answer_ids) == len(q.answer_names) \
+            else [(a, None) for a in q.answer_names]
+        answers = tuple(dict.fromkeys(name(a, i) for a, i in pairs))
+        topic = name(q.topic_names[0], q.topic_ids[0] if q.topic_ids else None) if q.topic_names else None
+        items.append(EvalItem(strip_brackets(q.text) if no_brackets else q.text, answers, topic))
     return items, skipped
 
 
