@@ -20,9 +20,11 @@ How the graph is made (deterministic: every random choice is drawn from ``random
    ``m.fx_<sha1(name)[:8]>`` is minted (the same name → the same entity across questions). WebQSP value answers
    are literals (``xsd:gYear`` / ``xsd:date`` / ``xsd:integer`` by their form, else a plain string).
 2. **Distractors** (so that ranking is not trivial), per question:
-   - around each topic: 6 relations from ``filtered_cwq_white_list.json`` (70 % from the domains of the
-     question's own relations, e.g. other ``people.person.*``; 4 out-edges, 2 in-edges) to pool-named entities
-     or, for date-like relations, date literals;
+   - around each topic: 6 relations from ``filtered_cwq_white_list.json``, never one of the question's own
+     relations: 4 out-edges, 70 % of the topic's own types (the types of the gold relations it is the subject
+     of, e.g. other ``people.person.*`` — a Freebase entity only has its types' properties), else of the same
+     domains but not of a CVT type of the question; 2 in-edges of the same domains; to pool-named entities or,
+     for date-like relations, date literals;
    - sibling CVT edges: each gold CVT gets 2 more whitelisted relations of its own CVT type (``people.marriage``
      → ``people.marriage.from`` …), and the topic gets one sibling CVT of the same type by the same first
      relation, carrying only those other relations (so "who" vs "when" vs "where" chains share a first hop);
@@ -320,11 +322,17 @@ def build_fixture(data_dir: Path, out_dir: Path, seed: int = 0) -> dict[str, Any
                 for node in (cvt, sibling):
                     last = rel.rsplit(".", 1)[-1]
                     w.edge(node, rel, _random_literal(rel, rng) if _DATE_WORDS.search(last) else distractor(rng))
-        domains = sorted({p.split(".")[0] for _, p, _ in q.patterns})
-        for topic in q.topics:  # distractor relations around each topic
+        gold = {p for _, p, _ in q.patterns}
+        cvt_types = {".".join(p.split(".")[:2]) for s, p, _ in q.patterns if s[1:] in CVT_VARS}
+        domains = sorted({p.split(".")[0] for p in gold})
+        for topic in q.topics:  # distractor relations around each topic, of the topic's own types
+            own = sorted({".".join(p.split(".")[:2]) for s, p, _ in q.patterns if s == f"ns:{topic}"})
+            mine = [r for t in own for r in by_type.get(t, []) if r not in gold]
+            near = [r for d in domains for r in by_domain.get(d, [])
+                    if r not in gold and ".".join(r.split(".")[:2]) not in cvt_types]
             for i in range(DISTRACTOR_RELATIONS):
-                near = [r for d in domains for r in by_domain.get(d, [])]
-                rel = rng.choice(near if near and rng.random() < 0.7 else whitelist)
+                choices = mine if mine and i < 4 and rng.random() < 0.7 else near or whitelist
+                rel = rng.choice(choices)
                 if _DATE_WORDS.search(rel.rsplit(".", 1)[-1]) and i < 4:
                     w.edge(topic, rel, _random_literal(rel, rng))
                 elif i < 4:

@@ -341,7 +341,7 @@ class ZeroShotRanker:
         kind = asked_type(question)
         type_term = self._type_term(kind, chains, vectors[[row[e] for e in ends]].astype(np.float64))
         fanout = np.log1p([c.named + c.literals for c in chains])
-        hop = np.array([{"": 0.0, "cvt": -0.02, "named": -0.12}[c.via] for c in chains])
+        hop = np.array([{"": 0.0, "cvt": -0.02, "named": -0.2}[c.via] for c in chains])
         scores = cos_chain + 0.5 * cos_end + 0.25 * bm25 + 0.3 * type_term - 0.02 * fanout + hop
         for c, s in zip(chains, scores, strict=True):
             c.score = float(s)
