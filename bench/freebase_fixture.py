@@ -120,19 +120,18 @@ def parse_patterns(sparql: str) -> tuple[list[tuple[str, str, str]], set[str], b
             continue
         if not line or line in ("{", "}"):
             continue
+        parts = re.match(rf"^({_TERM})\s+({_TERM})\s*([.;]?)\s*$", line) if subject is not None else None
         match = _PATTERN.match(line)
-        if match:
+        if parts:  # after a ';' continuation: predicate object
+            s, (p, o, end) = subject, parts.groups()
+        elif match:
             s, p, o, end = match.groups()
             subject = s
         else:
-            parts = re.match(rf"^({_TERM})\s+({_TERM})\s*([.;]?)\s*$", line)  # after a ';' continuation
-            if not parts or subject is None:
-                continue
-            s, (p, o, end) = subject, parts.groups()
+            continue
         if p.startswith("ns:"):
             patterns.append((s, p[3:], o))
-        if end != ";":
-            subject = None if end == "." else subject
+        subject = s if end == ";" else None
     filtered -= {"x"} | {s[1:] for s, _, _ in patterns if s.startswith("?")}  # a subject is a node
     return patterns, filtered, constrained
 
@@ -306,7 +305,7 @@ def build_fixture(data_dir: Path, out_dir: Path, seed: int = 0) -> dict[str, Any
                 w.edge(head, p, tail)
                 if s.startswith("ns:") and s[3:] in q.topics and o[1:] in CVT_VARS and o.startswith("?"):
                     gold_cvts.append((tail, p, ""))
-            for s, p, o in q.patterns:  # the gold CVT's type: the prefix of the relation leaving it
+            for s, p, _o in q.patterns:  # the gold CVT's type: the prefix of the relation leaving it
                 for i, (cvt, first, _) in enumerate(gold_cvts):
                     if s.startswith("?") and binding.get(s) == cvt and not gold_cvts[i][2]:
                         gold_cvts[i] = (cvt, first, ".".join(p.split(".")[:2]))

@@ -36,6 +36,7 @@ import numpy as np
 from kgrag.graph.iri import NAME_PREDICATE, RELATION_RE
 from kgrag.graph.sparql import entity_term, iri, literal, relation_term
 from kgrag.rank.bm25 import BM25Index
+from kgrag.search.keywords import STOPWORDS
 
 if TYPE_CHECKING:  # pragma: no cover
     from kgrag.graph.store import Row, Term
@@ -60,8 +61,7 @@ TYPE_TEXT = {"person": "person people human name", "place": "place location coun
 _DATE_TYPES = ("date", "gYear", "dateTime", "gYearMonth", "time")
 _NUMBER_TYPES = ("integer", "int", "decimal", "double", "float", "long", "short", "nonNegativeInteger")
 _TOKEN = re.compile(r"[a-z0-9]+")
-_STOP = frozenset("the a an of in on to for is was what who which where when how did does do are were be by with "
-                  "s has have had and or from at as that this it its".split())
+_STOP = STOPWORDS | {"s"}
 
 
 def asked_type(question: str) -> str:
@@ -150,11 +150,15 @@ class End:
 class ZeroShotAnswer:
     answers: list[End]
     chains: list[Chain]  # the chains used (one per topic that contributed)
-    triples: list[list[str]] = field(default_factory=list)  # [head name, relation, tail name]
-    id_triples: list[list[str]] = field(default_factory=list)
-    held: list[bool] = field(default_factory=list)
+    #: per answer (the first 5): ``{"answer", "entity_id", "triples": [[head name, relation, tail name]…],
+    #: "id_triples", "held": [bool…]}`` — the path that reaches it and whether the store holds each triple
+    evidence: list[dict[str, Any]] = field(default_factory=list)
     candidates: list[Chain] = field(default_factory=list)  # the best chains overall, for the trace
     note: str = ""
+
+    @property
+    def held(self) -> list[bool]:
+        return [h for e in self.evidence for h in e["held"]]
 
     @property
     def verified(self) -> bool | None:
@@ -426,24 +430,27 @@ class ZeroShotRanker:
         first = combo[0][1]
         keys = sorted(common, key=lambda k: (-support.get(k, 0.0), first.ends[k].label, k))
         answers = [first.ends[k] for k in keys]
-        shown = [t for k in keys[:4] for _, f in combo for t in f.paths.get(k, [])][:8]
-        shown = list(dict.fromkeys(shown))
+        paths = {k: list(dict.fromkeys(t for _, f in combo for t in f.paths.get(k, []))) for k in keys[:5]}
+        shown = list(dict.fromkeys(t for k in keys[:5] for t in paths[k]))[:12]
+        held = dict(zip(shown, self.held(shown), strict=True))
         label = {}
         for f in (f for _, f in combo):
             label.update({k: e.label for k, e in f.ends.items()})
         for c, _ in combo:
             label.setdefault(c.topic, names.get(c.topic) or c.topic)
 
-        def show(term: Term) -> str:
-            key = term.value if term.kind == "literal" else self._local(term)
-            return label.get(key, "(cvt)" if term.kind == "uri" else key)
+        def local(term: Term) -> str:
+            return term.value if term.kind == "literal" else self._local(term)
 
-        return ZeroShotAnswer(
-            answers, [c for c, _ in combo],
-            triples=[[show(h), r, show(t)] for h, r, t in shown],
-            id_triples=[[h.value if h.kind == "literal" else self._local(h), r,
-                         t.value if t.kind == "literal" else self._local(t)] for h, r, t in shown],
-            held=self.held(shown), candidates=candidates[: self.top], note=note)
+        def show(term: Term) -> str:
+            return label.get(local(term), "(cvt)" if term.kind == "uri" else term.value)
+
+        evidence = [{"answer": first.ends[k].label, "entity_id": k,
+                     "triples": [[show(h), r, show(t)] for h, r, t in paths[k] if (h, r, t) in held],
+                     "id_triples": [[local(h), r, local(t)] for h, r, t in paths[k] if (h, r, t) in held],
+                     "held": [held[tr] for tr in paths[k] if tr in held]} for k in keys[:5]]
+        return ZeroShotAnswer(answers, [c for c, _ in combo], evidence=evidence, candidates=candidates[: self.top],
+                              note=note)
 
 
 def _uri(value: str) -> Term:
