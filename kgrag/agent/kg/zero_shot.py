@@ -58,6 +58,8 @@ _WH = (
 #: short descriptions of the answer kinds, compared (MiniLM) with the words that describe a chain's end
 TYPE_TEXT = {"person": "person people human name", "place": "place location country city region",
              "date": "date year time", "number": "number count amount quantity"}
+#: the score's weights (generic features only; set once on the benchmark fixture, see bench/zero_shot_kg.py)
+WEIGHTS = {"chain": 1.0, "end": 0.5, "bm25": 0.25, "type": 0.3, "fanout": 0.02, "cvt": -0.02, "named": -0.2}
 _DATE_TYPES = ("date", "gYear", "dateTime", "gYearMonth", "time")
 _NUMBER_TYPES = ("integer", "int", "decimal", "double", "float", "long", "short", "nonNegativeInteger")
 _TOKEN = re.compile(r"[a-z0-9]+")
@@ -192,6 +194,7 @@ class ZeroShotRanker:
         self._name = relation_term(client.base, NAME_PREDICATE)
         self._base = literal(client.base)
         self._type_vectors: np.ndarray | None = None
+        self.weights = dict(WEIGHTS)
 
     # ------------------------------------------------------------------ SPARQL
     def _select(self, query: str) -> list[Row]:
@@ -345,8 +348,10 @@ class ZeroShotRanker:
         kind = asked_type(question)
         type_term = self._type_term(kind, chains, vectors[[row[e] for e in ends]].astype(np.float64))
         fanout = np.log1p([c.named + c.literals for c in chains])
-        hop = np.array([{"": 0.0, "cvt": -0.02, "named": -0.2}[c.via] for c in chains])
-        scores = cos_chain + 0.5 * cos_end + 0.25 * bm25 + 0.3 * type_term - 0.02 * fanout + hop
+        w = self.weights
+        hop = np.array([{"": 0.0, "cvt": w["cvt"], "named": w["named"]}[c.via] for c in chains])
+        scores = (w["chain"] * cos_chain + w["end"] * cos_end + w["bm25"] * bm25 + w["type"] * type_term
+                  - w["fanout"] * fanout + hop)
         for c, s in zip(chains, scores, strict=True):
             c.score = float(s)
         return scores
