@@ -228,12 +228,17 @@ def test_a_thread_keeps_its_topic_and_kg_session(demo_kg_settings) -> None:
 # -- without a trained reasoner ----------------------------------------------------------------------------------
 
 
-def test_without_a_reasoner_the_kg_tools_answer(demo_untrained_settings) -> None:
+def test_without_a_reasoner_the_zero_shot_chain_ranker_answers(demo_untrained_settings) -> None:
     state = ask("who directed Carnival Lights?")
     assert state["schema"]["ranker"] == "bm25 around the topic" and state["schema"]["relations"]
-    assert [c["name"] for c in state["tool_calls"]] == ["get_relations", "get_triples"]
-    assert "[Carnival Lights, film.film.directed_by, Uma Halvorsen]" in state["tool_calls"][1]["result"]["text"]
+    assert [c["name"] for c in state["tool_calls"]] == ["rank_chains"]
+    result = state["tool_calls"][0]["result"]
+    assert result["chains"][0]["relations"] == ["film.film.directed_by"]
     assert state["answers"] == ["Uma Halvorsen"] and "Uma Halvorsen" in state["answer"]
+    assert "film.film.directed_by>" in state["answer"] and "checked on the store" in state["answer"]
+    top = state["evidence"][0]
+    assert top["triples"] == [["Carnival Lights", "film.film.directed_by", "Uma Halvorsen"]]
+    assert top["verified"] is True
 
 
 # -- served by the LangGraph API, the store a remote SPARQL server -------------------------------------------------

@@ -1,6 +1,7 @@
 """The agent's tools on a triple graph: ``reason_paths`` (H-RAG), ``get_relations`` / ``get_triples`` (the
-kg-tools session, spec kg-tools.md) and ``verify_path`` (each triple of a path asked of the store), run the same
-way for both planners and both LLM styles.
+kg-tools session, spec kg-tools.md), ``verify_path`` (each triple of a path asked of the store) and, LLM-free
+without a trained reasoner, ``rank_chains`` (:mod:`kgrag.agent.kg.zero_shot`: the topics' chains ranked, the
+best chain's ends, its triples checked on the store), run the same way for both planners and both LLM styles.
 
     call = run_kg_call(kg, session, ToolCall(name="get_relations", args={"entity": "Tom Hanks"}), turn)
     call["result"]["text"]          # exactly what the model reads next
@@ -29,7 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["KG_TOOL_NAMES", "kg_openai_tools", "reason_text", "run_kg_call"]
 
-KG_TOOL_NAMES = ("reason_paths", "get_relations", "get_triples", "verify_path", "kg_query")
+KG_TOOL_NAMES = ("reason_paths", "get_relations", "get_triples", "verify_path", "kg_query", "rank_chains")
 _REASON = re.compile(r"reason_paths\s*\(\s*([\"'])(.*?)\1\s*\)", re.DOTALL)
 #: ranked answers a ``reason_paths`` text shows with their path
 REASON_SHOWN = 3
@@ -84,6 +85,30 @@ def _verify(kg: TripleKG, triples: Any) -> tuple[dict[str, Any], str]:
             "text": f"{sum(c['held'] for c in checks)}/{len(checks)} triples held by the store"}, ""
 
 
+def _rank_chains(kg: TripleKG, question: str, entities: Any, topics: list[TopicLink]) -> tuple[dict[str, Any], str]:
+    if not isinstance(entities, list) or not entities or not all(isinstance(e, str) for e in entities):
+        return {"text": "[rank_chains needs a list of topic entity ids]"}, "bad arguments"
+    known = {t.entity_id: t.name for t in topics}
+    try:
+        found = kg.zero_shot.answer(question, {e: known.get(e, "") for e in dict.fromkeys(entities[:3])})
+    except ValueError as exc:  # an id that cannot name a term
+        return {"text": f"[rank_chains: {exc}]"}, str(exc)
+    answers = [{"name": a.label, "entity_id": a.id, "is_literal": a.is_literal, "score": round(found.score, 4)}
+               for a in found.answers]
+    result = {"chain": found.chain, "chains": [c.as_dict() for c in found.chains], "score": round(found.score, 4),
+              "answers": answers, "evidence": found.evidence, "verified": found.verified,
+              "candidates": [c.as_dict() for c in found.candidates], "note": found.note}
+    if not answers:
+        result["text"] = f"No chain with a named end: {found.note}"
+        return result, ""
+    names = " | ".join(a["name"] for a in answers[:30]) + (f" | … ({len(answers) - 30} more)" if len(answers) > 30
+                                                           else "")
+    held = sum(found.held)
+    result["text"] = (f"Answers ({len(answers)}): {names}\nChain: {found.chain} (score {found.score:.2f}); "
+                      f"{held}/{len(found.held)} triples held by the store")
+    return result, ""
+
+
 def _session_call(session: KGSession, query: GetRelations | GetTriples | ParseError) -> tuple[dict[str, Any], str]:
     """Run a query in the session; the error (if any) is read off the trace records it appended."""
     before = len(session.trace)
@@ -115,6 +140,8 @@ def _dispatch(kg: TripleKG, session: KGSession, name: str, args: Any, question: 
         return _reason(kg, _string(args, "question") or question, topics, k)
     if name == "verify_path":
         return _verify(kg, args.get("triples"))
+    if name == "rank_chains":
+        return _rank_chains(kg, _string(args, "question") or question, args.get("entities"), topics)
     if name == "get_relations":
         entity = _string(args, "entity")
         if entity is None:

@@ -12,11 +12,12 @@
 - ``contextual_recall``: the storage forms: the stored names (and ids) of the linked spans, not the user's
   spelling; the topic is the chosen one, or the thread's previous topic for a follow-up that names none.
 - ``plan``: LLM-free: ``reason_paths`` (H-RAG) then ``verify_path`` on the top answer's path (the store is asked for
-  each triple); without a reasoner ``get_relations`` then ``get_triples`` on the best relation. With an LLM:
+  each triple); without a reasoner ``rank_chains`` (:mod:`kgrag.agent.kg.zero_shot`: the linked topics' one-hop
+  and CVT two-hop chains ranked zero-shot, the best chain's ends, its triples checked). With an LLM:
   :mod:`kgrag.agent.kg.llm` (``<kg-query>`` text or tool calls); any LLM failure → the LLM-free plan, said.
 - ``tools``: runs the pending calls in the thread's KG session (:mod:`kgrag.agent.kg.calls`).
-- ``answer``: ranked answers + the paths (triples) that reach them, the answer set, a sentence; the turn joins
-  ``history``.
+- ``answer``: ranked answers + the paths (triples) that reach them (``evidence``, with ``verified``), the answer
+  set, a sentence that names the path or chain used; the turn joins ``history``.
 """
 
 from __future__ import annotations
@@ -159,16 +160,14 @@ def _rules_plan(state: AgentState, run: AgentRun) -> tuple[Update, str]:
             call = _call(state, "verify_path", {"triples": id_paths[0]}, f"check the path to {answers[0]['name']}")
             return {"pending": [call]}, f"verify_path: {len(id_paths[0])} triples to {answers[0]['name']!r}"
         return {"pending": [], "done": True}, "answered: no further call"
-    if not any(c.get("name") == "get_relations" for c in calls):
-        call = _call(state, "get_relations", {"entity": topic["entity_id"]}, f"relations of {topic['name']}")
-        return {"pending": [call]}, f"get_relations({topic['name']!r})"
-    if not any(c.get("name") == "get_triples" for c in calls):
-        relations = state.get("schema", {}).get("relations") or []
-        if relations:
-            call = _call(state, "get_triples", {"entity": topic["entity_id"], "relations": relations[:1]},
-                         f"the best-ranked relation of {topic['name']}")
-            return {"pending": [call]}, f"get_triples({topic['name']!r}, {relations[:1]})"
-    return {"pending": [], "done": True}, "no further call"
+    if not any(c.get("name") == "rank_chains" for c in calls):
+        entities = list(dict.fromkeys([topic["entity_id"], *(
+            k["entity_id"] for k in state.get("keywords", [])
+            if k["type"] == "entity" and k.get("match_type") in ("bracket", "exact"))]))[:3]
+        call = _call(state, "rank_chains", {"entities": entities},
+                     f"zero-shot: the relation chains of {topic['name']} ranked for the question")
+        return {"pending": [call]}, f"rank_chains from {len(entities)} topic(s): {topic['name']!r}"
+    return {"pending": [], "done": True}, "answered: no further call"
 
 
 @traced("plan")
@@ -213,6 +212,18 @@ def _reasoned(state: AgentState) -> tuple[list[dict[str, Any]], list[str], dict[
     return result.get("answers", []), list(result.get("predicted", [])), (verified[-1]["result"] if verified else None)
 
 
+def _zero_shot(state: AgentState) -> dict[str, Any] | None:
+    """The last ``rank_chains`` result (the zero-shot plan), if any."""
+    ranked = _done(state.get("tool_calls", []), "rank_chains")
+    return ranked[-1]["result"] if ranked else None
+
+
+def _zero_shot_evidence(result: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"answer": e["answer"], "entity_id": e["entity_id"], "score": result["score"], "path": result["chain"],
+             "triples": e["triples"], "id_triples": e["id_triples"],
+             "verified": all(e["held"]) if e["held"] else None} for e in result.get("evidence", [])]
+
+
 def _tails(state: AgentState) -> list[str]:
     """The other ends of the triples ``get_triples`` returned for the topic (the no-reasoner plan's answers)."""
     topic_id = (state.get("topic") or {}).get("entity_id")
@@ -235,6 +246,7 @@ def parse_answer(text: str) -> list[str]:
 def answer(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     """Ranked answers with their paths, the answer set and a sentence; the turn joins the thread's history."""
     ranked, predicted, verified = _reasoned(state)
+    zero_shot = _zero_shot(state)
     evidence = [{"answer": a["name"], "entity_id": a["entity_id"], "score": a["score"], "path": p,
                  "triples": t, "verified": (verified or {}).get("verified") if i == 0 and j == 0 else None}
                 for i, a in enumerate(ranked[:5]) for j, (p, t) in enumerate(zip(a["paths"][:1], a["triples"][:1],
@@ -257,6 +269,17 @@ def answer(state: AgentState, run: AgentRun) -> tuple[Update, str]:
             check = {True: " (each triple checked on the store)", False: " (NOT all held by the store)"}.get(
                 evidence[0]["verified"], "")
             text += f" Path: {evidence[0]['path']}{check}."
+    elif zero_shot is not None and zero_shot.get("answers"):
+        ranked = [{"name": a["name"], "entity_id": a["entity_id"], "score": a["score"]} for a in zero_shot["answers"]]
+        values = list(dict.fromkeys(a["name"] for a in ranked))
+        evidence = _zero_shot_evidence(zero_shot)
+        shown = ", ".join(values[: run.settings.max_listed])
+        more = f" (and {len(values) - run.settings.max_listed} more)" if len(values) > run.settings.max_listed else ""
+        check = {True: "each triple checked on the store", False: "NOT all held by the store"}.get(
+            zero_shot.get("verified"), "unchecked")
+        text = f"{shown}{more}. Chain (zero-shot, score {zero_shot['score']:.2f}): {zero_shot['chain']} ({check})."
+        if zero_shot.get("note"):
+            text += f" Note: {zero_shot['note']}."
     else:
         values = _tails(state)
         text = (", ".join(values[: run.settings.max_listed]) + "." if values else

@@ -7,7 +7,7 @@ here, never in the serialisable state).
     kg = TripleKG.open(get_settings(), "metaqa"); kg.link("who directed the films starring Tom Hanks")
 
 Without trained checkpoints the KG still serves: schema recall ranks the topic's relations by BM25 and the
-LLM-free plan walks one relation with ``get_relations`` / ``get_triples``; :attr:`TripleKG.reasoner_note` says why
+LLM-free plan ranks the topics' relation chains zero-shot (:attr:`TripleKG.zero_shot`, ``rank_chains``); :attr:`TripleKG.reasoner_note` says why
 the reasoner is absent.
 """
 
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kgrag.agent.kg.sparql_linker import SparqlLinker
+from kgrag.agent.kg.zero_shot import ZeroShotRanker
 from kgrag.config import Settings
 from kgrag.data.registry import dataset_spec
 from kgrag.errors import KgragError
@@ -83,6 +84,7 @@ class TripleKG:
         self.sessions = SessionStore()
         self._turns: dict[str, str] = {}  # session id -> the turn its per-question state belongs to
         self.reasoner: HRAGReasoner | None = None
+        self._zero_shot: ZeroShotRanker | None = None
         self.reasoner_note = ""
         self.graph: CSRGraph | None = None
         self.sparql_linker: SparqlLinker | None = None
@@ -100,6 +102,16 @@ class TripleKG:
         else:
             self.graph = pipeline.load_graph(settings, dataset)
             self.linker = EntityLinker.from_graph(self.graph)
+
+    @property
+    def zero_shot(self) -> ZeroShotRanker:
+        """The zero-shot chain ranker over this KG's client (the LLM-free plan without a trained reasoner)."""
+        if self._zero_shot is None:
+            from kgrag.rank.sentence_embedder import Embedder
+
+            self._zero_shot = ZeroShotRanker(self.client, Embedder.from_settings(self.settings),
+                                             skip=self.filters.is_meaningless)
+        return self._zero_shot
 
     @classmethod
     def open(cls, settings: Settings, dataset: str) -> TripleKG:
