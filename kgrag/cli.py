@@ -35,6 +35,7 @@ from kgrag.prep.kg_cli import kg_app
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no weight-loading bars in a command's output
 
 app = typer.Typer(
     name="kgrag",
@@ -132,9 +133,9 @@ def _print_try_next(dataset: str) -> None:
     if commands:
         lines += [f"questions of the prepared {dataset} data:", *commands]
         if not (settings.checkpoint_dir / "gflownet" / f"{dataset}-latest.json").is_file():
-            lines.append("(no trained path reasoner yet: the agent answers with get_relations → get_triples on the "
-                         "best-ranked relation, right for one-hop questions; multi-hop ones need the reasoner "
-                         "`make run` trains)")
+            lines.append("(no trained path reasoner yet: the agent ranks the topic's relation chains zero-shot, one "
+                         "hop and two through unnamed CVT nodes; train one with `kgrag train-retriever --dataset "
+                         f"{dataset}` then `kgrag retriever-eval` and `kgrag train-gflownet`)")
     elif dataset == "medical":  # its questions are Cypher-paired: they are answered over the knowledge network
         lines += ["the medical questions are answered over its knowledge network:", "kgrag kn load medical",
                   ask_command("上气道梗阻有哪些症状", "kn", "medical")]

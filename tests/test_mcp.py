@@ -196,7 +196,7 @@ BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
     ("query_instance_subgraph", {"kn_id": "demo", "start": {"object_type": "Person"}, "relation_type_path": []},
      "relation_type_path: List should have at least 1 item"),
     ("query_modes", {"query": "films", "kn_id": "demo", "param": {"mode": "telepathy"}}, "param.mode:"),
-    ("get_relations", {"kg": "atlantis", "entity": "x", "session_id": "s"}, "unknown kg 'atlantis'"),
+    ("get_relations", {"kg": "atlantis", "entity": "x", "session_id": "s"}, "unknown dataset 'atlantis'"),
     ("get_triples", {"kg": "demo", "entity": "Dmitri Kamau", "relations": "people.person.spouse_s"},
      "relations: Input should be a valid list"),
     ("ask", {"question": ""}, "question: String should have at least 1 character"),

@@ -224,7 +224,7 @@ def test_the_agent_and_the_routes_answer_on_the_imported_kg(mini_kg, work_settin
     from kgrag.api.app import create_app
 
     asked = runner.invoke(app, ["ask", "what country is cambridge in", "--kg", "mini", "--json"])
-    state = json.loads(asked.output)
+    state = json.loads(asked.stdout)
     assert state["kg"] == "mini" and state["answers"] == ["United Kingdom"]
     with TestClient(agent_app) as http:  # the served graph's input {"question", "kg": NAME}
         res = http.post("/agent/ask", json={"question": "what country is cambridge in", "kg": "mini"})

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from fixtures.virtuoso_server import DEMO_GRAPH
 from typer.testing import CliRunner
 
@@ -18,7 +17,7 @@ runner = CliRunner()
 
 def _ask(question: str, kg: str) -> dict:
     result = runner.invoke(app, ["ask", question, "--kg", kg, "--json"])
-    return json.loads(result.output)
+    return json.loads(result.stdout)
 
 
 def test_an_oxigraph_served_kg_is_registered_and_answered(oxigraph_server, work_settings) -> None:

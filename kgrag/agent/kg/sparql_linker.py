@@ -6,8 +6,8 @@ The question's candidate spans (a ``[bracketed]`` span alone when there is one, 
 made of stopwords only) are looked up in ONE query: each span as written, Title-cased and lower-cased, as a
 ``"…"@lang`` and a plain literal of the name predicate (``VALUES``: exact matches, served by the store's index).
 Where nothing matches and the server has a text index (Virtuoso's ``bif:contains``; tried once, remembered), the
-longest spans are looked up through it and kept when their normalised name equals the span's. The longest span
-wins; among entities sharing that name, the one with the most types (:meth:`KGClient._most_typed`).
+longest spans that neither start nor end with a stopword are looked up through it (one query each, at most 6) and
+kept when their normalised name equals the span's. The longest span wins; among entities sharing that name, the one with the most types (:meth:`KGClient._most_typed`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ __all__ = ["SparqlLinker"]
 _WORD = re.compile(r"[^\W_]+(?:['’.\-][^\W_]+)*")
 MAX_SPAN_WORDS = 6
 MAX_SPANS = 120
-TEXT_INDEX_SPANS = 3
+TEXT_INDEX_SPANS = 6
 
 
 def _normal(text: str) -> str:
@@ -56,6 +56,17 @@ class SparqlLinker:
                 spans.append((words[i].start(), words[j].end()))
         spans.sort(key=lambda s: (-(s[1] - s[0]), s[0]))
         return spans[:MAX_SPANS]
+
+    @staticmethod
+    def _content_spans(question: str, spans: list[tuple[int, int]]) -> list[str]:
+        """The spans that neither start nor end with a stopword, longest first, each once."""
+        out: list[str] = []
+        for start, end in spans:
+            words = [w.group().lower() for w in _WORD.finditer(question[start:end])]
+            span = question[start:end]
+            if words and words[0] not in STOPWORDS and words[-1] not in STOPWORDS and span not in out:
+                out.append(span)
+        return out
 
     def _exact(self, texts: dict[str, str]) -> dict[str, list[str]]:
         """{looked-up text: entity ids} for the texts (value → the span text it came from)."""
@@ -110,8 +121,7 @@ class SparqlLinker:
                     links.append((span, variant, entity, kind))
                     break
         if not links:
-            for start, end in spans[:TEXT_INDEX_SPANS]:
-                span = question[start:end]
+            for span in self._content_spans(question, spans)[:TEXT_INDEX_SPANS]:
                 matches = [(e, n) for e, n in self._text_index(span) if _normal(n) == _normal(span)
                            and ENTITY_ID_RE.match(e)]
                 if matches:
