@@ -252,3 +252,20 @@ def test_metaqa_through_the_tsv_path_equals_the_builtin_reader(tmp_path) -> None
     ours = split_train_validation(read_question_files(files, "metaqa-tsv").records, seed=0)
     theirs = split_train_validation(load_questions("metaqa").records, seed=0)
     assert [q.text for q in ours["validation"]] == [q.text for q in theirs["validation"]]
+
+
+def test_kgrags_own_export_round_trips(tmp_path) -> None:
+    """The demo KG written as N-Triples by the prep flow, imported back: the same edges, names and CVTs."""
+    from kgrag.data import load_kg
+    from kgrag.graph.rdf import write_ntriples
+
+    kg = load_kg("demo")
+    original = CSRGraph.from_dataset(kg)
+    write_ntriples(original, kg, tmp_path / "demo.nt")
+    again = _graph(tmp_path / "demo.nt")
+    assert again.entity_ids == original.entity_ids and again.relations == original.relations
+    assert again.entity_names == original.entity_names  # unnamed CVTs stay unnamed; kgrag.value is not an edge
+    assert _edges(again) == {(f"http://rdf.freebase.com/ns/{h}", r, f"http://rdf.freebase.com/ns/{t}")
+                             for h, r, t in _edges(CSRGraph.from_arrays(
+                                 "d", "", original.entity_ids, original.entity_ids, original.entity_names,
+                                 original.relations, original.head, original.rel, original.tail))}

@@ -9,7 +9,7 @@ the vocabularies (one string per node and relation) are Python objects, never th
 - a node's key is its IRI (``_:file:label`` for a blank node); a literal object is a node too, keyed by its
   N-Triples form (``"1961"^^xsd:gYear``), named by its value, its XSD type kept (so values stay literals in the
   store); equal literals are one node. A TSV field is its own key and name; numeric tails get an XSD type.
-- names: ``type.object.name`` (Freebase), ``rdfs:label``, ``skos:prefLabel``, ``schema:name`` — the configured
+- names: ``type.object.name`` (Freebase's, or under any namespace: kgrag's own exports), ``rdfs:label``, ``skos:prefLabel``, ``schema:name`` — the configured
   language first, then untagged, then any other; a name triple is a name, not an edge. A node without a name is a
   mediator (CVT) node; the KG tools flatten it.
 - a relation's name is its IRI's local part (the whole local part in Freebase's namespace:
@@ -57,6 +57,8 @@ _NOT_REL = re.compile(r"[^A-Za-z0-9_.]+")
 #: the relation local names SPARQL accepts (kgrag.graph.iri.RELATION_RE)
 _RELATION = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+){0,8}\Z")
 _XSD_PLAIN = {"string", "langString"}
+_OWN_NAME = "/type.object.name"
+_OWN_VALUE = "/kgrag.value"
 
 
 @dataclass
@@ -226,6 +228,11 @@ def _read_rdf(path: Path, fmt: str, file_no: int, builder: _Builder) -> int:
             skey = s.value if isinstance(s, ox.NamedNode) else f"_:{file_no}:{s.value}"
             if isinstance(o, ox.Literal):
                 rank = name_rank.get(p)
+                if rank is None and p.endswith(_OWN_NAME):  # Freebase's name predicate in another namespace
+                    rank = 0
+                elif p.endswith(_OWN_VALUE):  # kgrag's own export: the node's value, already its name
+                    builder.name_triples += 1
+                    continue
                 if rank is not None:
                     name(node(skey), lang_rank(o.language) * 10 + rank, o.value)
                     builder.name_triples += 1
