@@ -308,13 +308,13 @@ def _config_overrides(config: str | None, model: type | None = None, **fields: i
 def _require_question_file(questions: Path | None) -> None:
     """A missing ``--questions`` file is named before any checkpoint is looked for."""
     if questions is not None and not questions.is_file():
-        raise KgragError(f"question file not found: {questions} (MetaQA format: one question<TAB>a1|a2 per line)")
+        raise KgragError(f"question file not found: {questions} (MetaQA lines, JSONL, WebQSP or CWQ JSON)")
 
 
 @app.command("retriever-eval")
 @friendly_errors
 def retriever_eval_cmd(
-    questions: Annotated[Path | None, typer.Option(help="MetaQA-format question file (question<TAB>a1|a2).")] = None,
+    questions: Annotated[Path | None, typer.Option(help="Question file: MetaQA lines (question<TAB>a1|a2), JSONL {question, topic_entities, answers}, WebQSP or CWQ JSON.")] = None,
     hop: Annotated[int | None, typer.Option(help="Hop count of the file's questions (default: from its path).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object with the figures on the last line.")] = False,
     dataset: Annotated[str, typer.Option(help="Prepared dataset (graph + trained retriever). (kgrag kg list)")] = "metaqa",
@@ -383,7 +383,7 @@ def train_gflownet_cmd(
 @app.command("eval")
 @friendly_errors
 def eval_cmd(
-    questions: Annotated[Path | None, typer.Option(help="MetaQA-format question file (question<TAB>a1|a2).")] = None,
+    questions: Annotated[Path | None, typer.Option(help="Question file: MetaQA lines (question<TAB>a1|a2), JSONL {question, topic_entities, answers}, WebQSP or CWQ JSON.")] = None,
     hop: Annotated[int | None, typer.Option(help="Hop count of the file's questions (default: from its path).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print {n, hits@1, hit, f1} as JSON on the last line.")] = False,
     dataset: Annotated[str, typer.Option(help="Prepared dataset (graph + trained retriever and policy). (kgrag kg list)")] = "metaqa",

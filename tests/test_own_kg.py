@@ -269,3 +269,16 @@ def test_kgrags_own_export_round_trips(tmp_path) -> None:
                              for h, r, t in _edges(CSRGraph.from_arrays(
                                  "d", "", original.entity_ids, original.entity_ids, original.entity_names,
                                  original.relations, original.head, original.rel, original.tail))}
+
+
+def test_hrag_question_files_in_any_format(mini_kg, work_settings) -> None:
+    """``kgrag eval --questions`` / ``retriever-eval --questions`` read canonical JSONL too: topics resolved, the
+    stored name bracketed in the text for the reasoner, unresolved topics and bad lines counted."""
+    from kgrag.hrag.questions import read_question_file
+
+    _, questions = mini_kg
+    graph = CSRGraph.load(work_settings.dataset_dir("mini") / "graph.npz")
+    read = read_question_file(questions, graph)
+    texts = [q.text for q in read.questions]
+    assert texts[:2] == ["where was [Douglas Adams] born", "what country is [cambridge] in"]
+    assert read.unresolved_topic == ["q-4"] and len(read.questions) == 3

@@ -12,8 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kgrag.data.metaqa import TOPIC_SPAN, parse_question_line
+from kgrag.data.question_files import question_format
+from kgrag.data.question_files import read_question_file as read_questions_any
 from kgrag.errors import KgragError
 from kgrag.graph.csr import CSRGraph
+from kgrag.prep.resolve import EntityResolver
 from kgrag.prep.steps import read_prepared_questions
 
 __all__ = ["HragQuestion", "FileQuestions", "prepared_questions", "read_question_file", "masked_text",
@@ -105,12 +108,39 @@ def _name_index(graph: CSRGraph) -> dict[str, int]:
     return index
 
 
+def _read_other_format(path: Path, graph: CSRGraph, hop: int | None) -> FileQuestions:
+    """Canonical JSONL, WebQSP or CWQ JSON (:mod:`kgrag.data.question_files`), references resolved by
+    :class:`~kgrag.prep.resolve.EntityResolver`; the topic's stored name is put in [brackets] when the text has it."""
+    read = read_questions_any(path, graph.name)
+    resolution = EntityResolver(graph).resolve_all(read.records)
+    result = FileQuestions([], malformed_lines=[i.line for i in read.issues],
+                           unresolved_answers=resolution.unresolved_answers)
+    for q, topics, answers in zip(read.records, resolution.topics, resolution.answers, strict=True):
+        if not topics:
+            result.unresolved_topic.append(q.qid)
+            continue
+        text, name = q.text, graph.entity_names[topics[0]]
+        if not TOPIC_SPAN.search(text) and name:
+            start = text.lower().find(name.lower())
+            if start >= 0:
+                text = f"{text[:start]}[{text[start:start + len(name)]}]{text[start + len(name):]}"
+        result.questions.append(HragQuestion(q.qid, text, topics, answers, hop or q.hop or 0, "file"))
+    return result
+
+
 def read_question_file(path: Path, graph: CSRGraph, hop: int | None = None) -> FileQuestions:
-    """Read a MetaQA-format question file; ``hop`` defaults to the ``N-hop`` folder/file name when it has one.
-    Topic and answer names resolve against entity keys first, then entity names."""
+    """Read a question file: MetaQA lines (``hop`` defaults to the ``N-hop`` folder/file name when it has one; topic
+    and answer names resolve against entity keys first, then entity names), or any other format ``kgrag prepare
+    --questions`` reads."""
     path = Path(path)
     if not path.is_file():
         raise KgragError(f"question file not found: {path}")
+    if question_format(path) != "metaqa":
+        result = _read_other_format(path, graph, hop)
+        if not result.questions:
+            raise KgragError(f"{path}: no usable question ({len(result.malformed_lines)} malformed, "
+                             f"{len(result.unresolved_topic)} with no topic the graph knows)")
+        return result
     if hop is None:
         found = _HOP_IN_PATH.search(str(path))
         hop = int(found.group(1)) if found else 0
