@@ -35,12 +35,19 @@ def _cache_key(step: str):
     return key
 
 
+def _not_a_user_error(task, task_run, state) -> bool:  # noqa: ARG001 - Prefect's retry_condition_fn signature
+    """Retry a step that failed on the machine (I/O), never one that failed on the user's input (a KgragError:
+    malformed files, unknown nodes), which would fail the same way again."""
+    return not isinstance(state.result(raise_on_failure=False), KgragError)
+
+
 @task(name="fingerprint-inputs", cache_policy=NO_CACHE)
 def fingerprint_inputs(spec: DatasetSpec, data_dir: str) -> str:
     return steps.input_fingerprint(spec, Path(data_dir))
 
 
-@task(name="build-graph", retries=2, retry_delay_seconds=2, cache_key_fn=_cache_key("graph"),
+@task(name="build-graph", retries=2, retry_delay_seconds=2, retry_condition_fn=_not_a_user_error,
+      cache_key_fn=_cache_key("graph"),
       cache_expiration=timedelta(days=30), persist_result=True)
 def build_graph(spec: DatasetSpec, data_dir: str, out_dir: str, fingerprint: str) -> dict:
     return steps.build_graph(spec, Path(data_dir), Path(out_dir), fingerprint)
@@ -52,7 +59,8 @@ def load_store(out_dir: str, fingerprint: str) -> dict:
     return steps.load_store(Path(out_dir), fingerprint)
 
 
-@task(name="prepare-questions", retries=2, retry_delay_seconds=2, cache_key_fn=_cache_key("questions"),
+@task(name="prepare-questions", retries=2, retry_delay_seconds=2, retry_condition_fn=_not_a_user_error,
+      cache_key_fn=_cache_key("questions"),
       cache_expiration=timedelta(days=30), persist_result=True)
 def prepare_questions(spec: DatasetSpec, data_dir: str, out_dir: str, fingerprint: str, seed: int) -> dict:
     return steps.prepare_questions(spec, Path(data_dir), Path(out_dir), fingerprint, seed=seed)

@@ -198,6 +198,11 @@ def test_rerun_is_a_noop_and_a_failed_import_keeps_the_previous_state(mini_kg, w
     assert failed.exit_code == 1 and "the import stops" in failed.output
     assert dataset_spec("mini", work_settings) == spec and graph_file.stat().st_mtime_ns == before
     assert not list((work_settings.work_dir / ".staging").iterdir())
+    strangers = _write(tmp_path, "strangers.jsonl", json.dumps({"question": "who?", "topic_entities": ["Nobody"],
+                                                                "answers": ["x"]}) + "\n")
+    unknown = runner.invoke(app, ["prepare", "--dataset", "mini", "--triples", str(kg), "--questions", str(strangers)])
+    assert unknown.exit_code == 1 and "names a node of the graph (1 answer: unknown name, 1 topic: unknown name)" in unknown.output
+    assert dataset_spec("mini", work_settings) == spec and graph_file.stat().st_mtime_ns == before
     builtin = runner.invoke(app, ["prepare", "--dataset", "metaqa", "--triples", str(kg)])
     assert builtin.exit_code == 1 and "built-in dataset" in builtin.output
     bad_name = runner.invoke(app, ["prepare", "--dataset", "My KG", "--triples", str(kg)])

@@ -158,6 +158,10 @@ def prepare_questions(dataset: str | DatasetSpec, data_dir: Path, out_dir: Path,
     resolver = EntityResolver(graph)
     resolution = resolver.resolve_all(questions, by_key_only=spec.reader != "triples")
     topics, answers = resolution.topics, resolution.answers
+    if spec.reader == "triples" and questions and resolution.no_topic == len(questions):
+        why = ", ".join(f"{n} {reason}" for reason, n in sorted(resolution.unresolved_by.items()))
+        raise KgragError(f"no question of {', '.join(spec.questions)} names a node of the graph ({why}): give "
+                         "topic_entities as the graph's IRIs or its stored names")
     hops = min_answer_hops(graph.adjacency(undirected=True), topics, answers)
     if spec.reader == "triples":  # the hop a file does not give is the graph's shortest topic→answer distance
         for q, h in zip(questions, hops.tolist(), strict=True):
