@@ -287,3 +287,18 @@ def test_hrag_question_files_in_any_format(mini_kg, work_settings) -> None:
     texts = [q.text for q in read.questions]
     assert texts[:2] == ["where was [Douglas Adams] born", "what country is [cambridge] in"]
     assert read.unresolved_topic == ["q-4"] and len(read.questions) == 3
+
+
+def test_unlabelled_iris_are_named_by_their_last_segment(tmp_path) -> None:
+    """A graph with no label at all: readable IRI segments are names, opaque ids stay unnamed (mediators); in a
+    labelled graph only the classes (rdf:type objects) are named that way."""
+    bare = _write(tmp_path, "bare.ttl", "@prefix ex: <http://example.org/> .\n"
+                  "ex:Douglas_Adams ex:wrote ex:The_Restaurant_at_the_End_of_the_Universe ; ex:award ex:m.0cvt .\n"
+                  "ex:m.0cvt ex:prize ex:Hugo_Award .\n")
+    names = dict(zip(*(lambda g: (g.entity_keys, g.entity_names))(_graph(bare)), strict=True))
+    assert names["http://example.org/Douglas_Adams"] == "Douglas Adams"
+    assert names["http://example.org/The_Restaurant_at_the_End_of_the_Universe"].startswith("The Restaurant")
+    assert names["http://example.org/m.0cvt"] == ""
+    typed = _write(tmp_path, "typed.ttl", TURTLE + "ex:adams a <http://schema.org/Person> .\n")
+    names = dict(zip(*(lambda g: (g.entity_keys, g.entity_names))(_graph(typed)), strict=True))
+    assert names["http://schema.org/Person"] == "Person" and names["http://example.org/cvt1"] == ""

@@ -11,7 +11,10 @@ the vocabularies (one string per node and relation) are Python objects, never th
   store); equal literals are one node. A TSV field is its own key and name; numeric tails get an XSD type.
 - names: ``type.object.name`` (Freebase's, or under any namespace: kgrag's own exports), ``rdfs:label``, ``skos:prefLabel``, ``schema:name`` — the configured
   language first, then untagged, then any other; a name triple is a name, not an edge. A node without a name is a
-  mediator (CVT) node; the KG tools flatten it.
+  mediator (CVT) node; the KG tools flatten it. Where the graph gives no label, an IRI's readable last segment is
+  the name (``…/Douglas_Adams`` → ``Douglas Adams``; never an opaque id such as ``m.0abc`` or ``Q42``): for the
+  classes (objects of ``rdf:type`` / ``type.object.type``) always, for every node when the graph has no name
+  triple at all.
 - a relation's name is its IRI's local part (the whole local part in Freebase's namespace:
   ``people.person.spouse_s``; else the last path segment: ``birthPlace``), made a dotted identifier; two IRIs with
   the same local part get ``_2``, ``_3``. N-Quads' graph names are ignored (all graphs merge).
@@ -24,6 +27,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import re
+import urllib.parse
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -58,6 +62,9 @@ _NOT_REL = re.compile(r"[^A-Za-z0-9_.]+")
 _RELATION = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+){0,8}\Z")
 _XSD_PLAIN = {"string", "langString"}
 _OWN_NAME = "/type.object.name"
+_TYPE_PREDICATES = frozenset({"http://www.w3.org/1999/02/22-rdf-syntax-ns#type", f"{FREEBASE_NS}type.object.type"})
+#: a local name that is an opaque id (Freebase m./g. ids, Wikidata Q/P ids, hashes): not a label
+_OPAQUE = re.compile(r"^(?:[mg]\.[0-9a-z_]+|[A-Z]\d+|[0-9a-f-]{16,}|\d+)$")
 _OWN_VALUE = "/kgrag.value"
 
 
@@ -103,6 +110,17 @@ def _open(path: Path) -> IO[bytes]:
     return open(path, "rb")
 
 
+def iri_label(key: str) -> str:
+    """A readable name from an IRI's last segment (``…/Douglas_Adams`` → ``Douglas Adams``); "" for a blank node,
+    a literal or an opaque id (``m.0abc``, ``Q42``, a hash), which stay unnamed (mediator nodes)."""
+    if not ("://" in key or key.startswith("urn:")):
+        return ""
+    tail = urllib.parse.unquote(re.split(r"[/#:]", key.rstrip("/#"))[-1])
+    if not tail or _OPAQUE.match(tail):
+        return ""
+    return " ".join(tail.replace("_", " ").split())
+
+
 def relation_local_name(iri: str) -> str:
     """A dotted identifier for a predicate IRI or a TSV relation text (see the module docstring)."""
     if iri.startswith(FREEBASE_NS):
@@ -134,6 +152,7 @@ class _Builder:
         self.bad = 0
         self.name_triples = 0
         self.name_rank = {p: i for i, p in enumerate(NAME_PREDICATES)}
+        self.classes: set[int] = set()  # objects of rdf:type / type.object.type
 
     def node(self, key: str) -> int:
         nodes = self.nodes
@@ -186,6 +205,11 @@ class _Builder:
         names = [""] * len(keys)
         for node, (_, text) in self.names.items():
             names[node] = text
+        if id_style == "iri":  # IRI local names where the graph gives no label (see the module docstring)
+            label_all = self.name_triples == 0
+            for node in (range(len(keys)) if label_all else sorted(self.classes)):
+                if not names[node]:
+                    names[node] = iri_label(keys[node])
         return TripleArrays(
             keys=keys, names=names, relations=self.rel_locals, relation_iris=list(self.rels),
             head=np.frombuffer(self.h, dtype=np.int32).copy(), rel=np.frombuffer(self.r, dtype=np.int32).copy(),
@@ -242,6 +266,8 @@ def _read_rdf(path: Path, fmt: str, file_no: int, builder: _Builder) -> int:
                 name(tail, -1, o.value)
             elif isinstance(o, ox.NamedNode):
                 tail = node(o.value)
+                if p in _TYPE_PREDICATES:
+                    builder.classes.add(tail)
             elif isinstance(o, ox.BlankNode):
                 tail = node(f"_:{file_no}:{o.value}")
             else:  # an RDF-star quoted triple: not a node of this graph
