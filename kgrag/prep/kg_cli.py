@@ -55,8 +55,12 @@ def kg_list(as_json: Annotated[bool, typer.Option("--json", help="Print one JSON
         for row in rows:
             print(json.dumps(row, ensure_ascii=False))
         return
-    table = Table("name", "status", "triples", "entities", "relations", "questions", "source", header_style="bold")
+    table = Table(header_style="bold")
+    for column in ("name", "status", "triples", "entities", "relations", "questions"):  # never cut: scripts read them
+        table.add_column(column, no_wrap=True, justify="left" if column in ("name", "status") else "right")
+    table.add_column("source", overflow="fold", min_width=16)
     for row in rows:
         table.add_row(row["name"], row["status"], _count(row["triples"]), _count(row["entities"]),
                       _count(row["relations"]), _count(row["questions"]), row["source"])
-    console.print(table)
+    # piped (a script reads it): wide enough that no row wraps
+    (console if console.is_terminal else Console(width=max(console.width, 200))).print(table)
