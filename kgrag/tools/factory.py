@@ -34,9 +34,12 @@ def make_relation_filter(settings: Settings, config: KGToolsConfig, ledger: Usag
 
 
 def make_client(store: GraphStore, dataset: str, config: KGToolsConfig, settings: Settings | None = None) -> KGClient:
-    base, lang = kg_namespace(dataset, settings)
+    """The KG tools' client on ``dataset``'s namespace. A KG registered on an endpoint (Freebase-sized, not ours to
+    scan) resolves names exactly only: the case-insensitive fallback is a scan of every name."""
+    spec = dataset_spec(dataset, settings or get_settings())
+    base, lang = spec.namespace or imported_namespace(spec.name), spec.lang
     return KGClient(store, base=base, timeout=config.timeout, lang=lang,
-                    case_insensitive_names=config.case_insensitive_names)
+                    case_insensitive_names=config.case_insensitive_names and spec.reader != "endpoint")
 
 
 def topic_mapping(client: KGClient, topics: Sequence[str]) -> dict[str, str]:
