@@ -33,6 +33,14 @@ How the graph is made (deterministic: every random choice is drawn from ``random
      instantiated on the same patterns (they would fail the filter or sort later), so their gold set is NOT
      separable by a chain — a chain ranker's F1 on them is bounded (the report counts them).
    The name pool is every name the two files give (topics, WebQSP answers, constraint entities, CWQ answers).
+   **Realism rule** (added after diagnosing the ranker's misses, see bench/zero_shot_kg.py): a distractor edge
+   between two *named* entities (around the topics, out of the answers) never uses a relation that some sample's
+   SPARQL uses *out of* a mediator (CVT) variable (``location.imports_and_exports.exported_from``) or *into* one
+   (``film.actor.film``, ``people.person.employment_history``). In Freebase those properties belong to CVT types
+   or point to CVTs, so they never link two named entities; the earlier fixture wrote such edges (e.g.
+   ``NIKE India Holding B.V. -film.actor.film-> The Lion King``), in-edge and out-edge distractors that real
+   Freebase cannot hold. The rule is read from the samples' patterns only (no answers, no hand list), and the
+   CVT sibling edges still use the CVT types' properties, on CVTs.
 3. Names are ``ns:type.object.name "…"@en``; namespace ``http://rdf.freebase.com/ns/``.
 
 Questions (``questions.jsonl``): ``{"question", "topic_entities": [MID…], "answers": [id or literal value…],
@@ -242,6 +250,9 @@ def build_fixture(data_dir: Path, out_dir: Path, seed: int = 0) -> dict[str, Any
         parts = rel.split(".")
         by_domain.setdefault(parts[0], []).append(rel)
         by_type.setdefault(".".join(parts[:2]), []).append(rel)
+    cvt_relations = {p for q in questions for s, p, o in q.patterns  # see the realism rule
+                     if s[1:] in CVT_VARS and s.startswith("?") or o[1:] in CVT_VARS and o.startswith("?")}
+    named_ok = [r for r in whitelist if r not in cvt_relations]
     pool = sorted({n for q in questions for n in q.topics.values()} | {a[1] for q in questions for a in q.answers
                                                                         if not a[2]})
     w = _Writer()
@@ -326,11 +337,11 @@ def build_fixture(data_dir: Path, out_dir: Path, seed: int = 0) -> dict[str, Any
         domains = sorted({p.split(".")[0] for p in gold})
         for topic in q.topics:  # distractor relations around each topic, of the topic's own types
             own = sorted({".".join(p.split(".")[:2]) for s, p, _ in q.patterns if s == f"ns:{topic}"})
-            mine = [r for t in own for r in by_type.get(t, []) if r not in gold]
-            near = [r for d in domains for r in by_domain.get(d, [])
-                    if r not in gold and ".".join(r.split(".")[:2]) not in cvt_types]
+            mine = [r for t in own for r in by_type.get(t, []) if r not in gold and r not in cvt_relations]
+            near = [r for d in domains for r in by_domain.get(d, []) if r not in gold and r not in cvt_relations
+                    and ".".join(r.split(".")[:2]) not in cvt_types]
             for i in range(DISTRACTOR_RELATIONS):
-                choices = mine if mine and i < 4 and rng.random() < 0.7 else near or whitelist
+                choices = mine if mine and i < 4 and rng.random() < 0.7 else near or named_ok
                 rel = rng.choice(choices)
                 if _DATE_WORDS.search(rel.rsplit(".", 1)[-1]) and i < 4:
                     w.edge(topic, rel, _random_literal(rel, rng))
@@ -340,7 +351,7 @@ def build_fixture(data_dir: Path, out_dir: Path, seed: int = 0) -> dict[str, Any
                     w.edge(distractor(rng), rel, topic)
         for value, _, is_literal in answers:  # answers are not leaves
             if not is_literal:
-                for rel in rng.sample(whitelist, 2):
+                for rel in rng.sample(named_ok, 2):
                     w.edge(value, rel, distractor(rng))
     out_dir.mkdir(parents=True, exist_ok=True)
     graph = out_dir / "graph.nt.gz"

@@ -49,7 +49,7 @@ _WH = (
     ("date", re.compile(r"\b(when|what (year|date|time|day|month|decade|century)|which year|since when|"
                         r"how long ago|in what year|what age)\b")),
     ("number", re.compile(r"\b(how (many|much|old|tall|big|large|long|far|high)|what (number|percentage|"
-                          r"population|amount))\b")),
+                          r"population|amount)|what is the (population|number|amount))\b")),
     ("place", re.compile(r"\b(where|what (country|city|state|place|continent|region|county|town|island|"
                          r"location|nation|province)|which (country|city|state|place|continent|region|county|"
                          r"town|island|nation|province))\b")),
@@ -59,7 +59,8 @@ _WH = (
 TYPE_TEXT = {"person": "person people human name", "place": "place location country city region",
              "date": "date year time", "number": "number count amount quantity"}
 #: the score's weights (generic features only; set once on the benchmark fixture, see bench/zero_shot_kg.py)
-WEIGHTS = {"chain": 1.0, "end": 0.5, "bm25": 0.25, "type": 0.3, "fanout": 0.02, "cvt": -0.02, "named": -0.2}
+WEIGHTS = {"chain": 1.0, "end": 0.5, "bm25": 0.25, "type": 0.3, "fanout": 0.02, "cvt": -0.02, "named": -0.2,
+           "last": 0.5, "stale": 0.3, "in_type": 0.0}
 _DATE_TYPES = ("date", "gYear", "dateTime", "gYearMonth", "time")
 _NUMBER_TYPES = ("integer", "int", "decimal", "double", "float", "long", "short", "nonNegativeInteger")
 _TOKEN = re.compile(r"[a-z0-9]+")
@@ -96,6 +97,13 @@ def end_words(relation: str, direction: str) -> str:
 
 def _stems(text: str) -> list[str]:
     return [t[:5] for t in _TOKEN.findall(text.lower()) if t not in _STOP]
+
+
+def _new_stems(question: str, relations: Sequence[str]) -> set[str]:
+    """The question's word stems that the chain's last relation names and its earlier relations do not: a
+    composition through a named node must add something the question asks for, else its first hop says it all."""
+    asked = set(_stems(question))
+    return (asked & set(_stems(chain_words(relations[-1:])))) - set(_stems(chain_words(relations[:-1])))
 
 
 @dataclass(frozen=True)
@@ -336,22 +344,26 @@ class ZeroShotRanker:
         if not chains:
             return np.zeros(0)
         words = [c.words for c in chains]
+        lasts = [chain_words(c.relations[-1:]) for c in chains]
         ends = [end_words(c.steps[-1].relation, c.steps[-1].direction) for c in chains]
-        vectors = self.embedder.encode(list(dict.fromkeys(words + ends)))
-        row = {text: i for i, text in enumerate(dict.fromkeys(words + ends))}
+        texts = list(dict.fromkeys(words + lasts + ends))
+        vectors = self.embedder.encode(texts)
+        row = {text: i for i, text in enumerate(texts)}
         q = self.embedder.encode_query(question).astype(np.float64)
         sims = vectors.astype(np.float64) @ q
-        cos_chain = np.array([sims[row[w]] for w in words])
+        w = self.weights
+        mix = w["last"]  # a two-hop chain is judged on its whole words and, as much, on its last hop's words
+        cos_chain = np.array([(1 - mix) * sims[row[a]] + mix * sims[row[b]] for a, b in zip(words, lasts, strict=True)])
         cos_end = np.array([sims[row[e]] for e in ends])
         bm25 = BM25Index(words, tokenizer=_stems).scores(question)
         bm25 = bm25 / bm25.max() if bm25.max() > 0 else bm25
         kind = asked_type(question)
         type_term = self._type_term(kind, chains, vectors[[row[e] for e in ends]].astype(np.float64))
         fanout = np.log1p([c.named + c.literals for c in chains])
-        w = self.weights
         hop = np.array([{"": 0.0, "cvt": w["cvt"], "named": w["named"]}[c.via] for c in chains])
+        stale = np.array([float(c.via == "named" and not _new_stems(question, c.relations)) for c in chains])
         scores = (w["chain"] * cos_chain + w["end"] * cos_end + w["bm25"] * bm25 + w["type"] * type_term
-                  - w["fanout"] * fanout + hop)
+                  - w["fanout"] * fanout + hop - w["stale"] * stale)
         for c, s in zip(chains, scores, strict=True):
             c.score = float(s)
         return scores
@@ -365,8 +377,8 @@ class ZeroShotRanker:
         for i, c in enumerate(chains):
             literal_kind = ("date" if c.datatype in _DATE_TYPES else "number" if c.datatype in _NUMBER_TYPES
                             else "text") if c.literals and not c.named else ""
-            if kind == "other":
-                out[i] = -0.3 if literal_kind == "text" else 0.0
+            if kind == "other":  # "what / which …" asks for a thing: a bare number or date is a poor answer
+                out[i] = -0.3 if literal_kind else 0.0
             elif literal_kind:
                 out[i] = 1.0 if literal_kind == kind else -0.6
             elif kind in ("date", "number"):
