@@ -73,10 +73,18 @@ def asked_type(question: str) -> str:
     return next((kind for kind, pattern in _WH if pattern.search(text)), "other")
 
 
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def _split(segment: str) -> list[str]:
+    """``spouse_s`` → spouse s; ``birthPlace`` → birth place (camelCase names of DBpedia / schema.org style)."""
+    return [w for part in segment.split("_") for w in _CAMEL.sub(" ", part).lower().split()]
+
+
 def _relation_words(relation: str) -> list[str]:
     parts = relation.split(".")
     segments = parts[1:] if len(parts) > 2 else parts  # drop the domain of a domain.type.property name
-    return [w for seg in segments for w in seg.lower().split("_") if len(w) > 1]
+    return [w for seg in segments for w in _split(seg) if len(w) > 1]
 
 
 def chain_words(relations: Sequence[str]) -> str:
@@ -91,8 +99,8 @@ def end_words(relation: str, direction: str) -> str:
     parts = relation.split(".")
     if len(parts) > 2:
         segment = parts[-1] if direction == "out" else parts[-2]
-        return " ".join(segment.split("_"))
-    return " ".join(relation.split("_"))
+        return " ".join(_split(segment))
+    return " ".join(_split(parts[-1]))
 
 
 def _stems(text: str) -> list[str]:
