@@ -15,8 +15,10 @@ import numpy as np
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def write_result(name: str, figures: dict, baseline: dict, ratio: dict | float, split: str, n: int) -> Path:
-    """Write ``bench/results/<name>.json`` in the project's format and print it."""
+def write_result(name: str, figures: dict, baseline: dict, ratio: dict | float, split: str, n: int,
+                 module: str | None = None) -> Path:
+    """Write ``bench/results/<name>.json`` in the project's format and print it (``module``: the bench's module when
+    it is not ``bench.<name>``, for the command line recorded)."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     payload = {
         "name": name,
@@ -25,7 +27,7 @@ def write_result(name: str, figures: dict, baseline: dict, ratio: dict | float, 
         "ratio": ratio,
         "split": split,
         "n": n,
-        "command": "python -m bench." + name + (" " + " ".join(sys.argv[1:]) if len(sys.argv) > 1 else ""),
+        "command": "python -m bench." + (module or name) + (" " + " ".join(sys.argv[1:]) if len(sys.argv) > 1 else ""),
     }
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(payload, indent=2))

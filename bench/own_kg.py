@@ -86,7 +86,7 @@ def metaqa_pair(settings) -> None:
     builtin, ours = results["metaqa"]["validation"], results["metaqa-tsv"]["validation"]
     delta = {hop: round(ours[hop]["hits@1"] - builtin[hop]["hits@1"], 2) for hop in builtin if hop in ours}
     write_result("own_kg_metaqa", results["metaqa-tsv"], results["metaqa"], delta,
-                 "validation (seeded 10% of MetaQA dev)", int(builtin["all"]["n"]))
+                 "validation (seeded 10% of MetaQA dev)", int(builtin["all"]["n"]), module="own_kg")
 
 
 def _zero_shot_validation(settings, name: str) -> dict:
@@ -141,7 +141,7 @@ def fixture_pair(settings) -> None:
     write_result("own_kg_fixture", results, zero_shot, {n: results[n]["validation"]["all"]["hits@1"]
                                                         - 100 * zero_shot[n]["hits@1"] for n in results},
                  "validation (seeded split of each import)", sum(int(r["validation"]["all"]["n"])
-                                                                 for r in results.values()))
+                                                                 for r in results.values()), module="own_kg")
 
 
 def main() -> None:
