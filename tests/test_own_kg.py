@@ -302,3 +302,15 @@ def test_unlabelled_iris_are_named_by_their_last_segment(tmp_path) -> None:
     typed = _write(tmp_path, "typed.ttl", TURTLE + "ex:adams a <http://schema.org/Person> .\n")
     names = dict(zip(*(lambda g: (g.entity_keys, g.entity_names))(_graph(typed)), strict=True))
     assert names["http://schema.org/Person"] == "Person" and names["http://example.org/cvt1"] == ""
+
+
+@pytest.mark.parametrize("suffix,fmt", [(".rdf", "RDF_XML"), (".trig", "TRIG"), (".jsonld", "JSON_LD")])
+def test_other_rdf_syntaxes_give_the_same_graph(tmp_path, suffix, fmt) -> None:
+    import pyoxigraph as ox
+
+    quads = list(ox.parse(TURTLE.encode(), format=ox.RdfFormat.TURTLE))
+    statements = [q.triple for q in quads] if fmt == "RDF_XML" else quads  # RDF/XML holds triples only
+    path = tmp_path / f"kg{suffix}"
+    path.write_bytes(ox.serialize(statements, format=getattr(ox.RdfFormat, fmt)))
+    ours, reference = _graph(path), _graph(_write(tmp_path, "kg.ttl", TURTLE))
+    assert _edges(ours) == _edges(reference) and ours.entity_names == reference.entity_names

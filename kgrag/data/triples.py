@@ -1,5 +1,6 @@
-"""Read a user's own triple files — N-Triples, N-Quads, Turtle (plain, ``.gz`` or ``.bz2``) and ``head relation
-tail`` lines separated by tabs or ``|`` (MetaQA's ``kb.txt``) — as a stream into integer triple arrays.
+"""Read a user's own triple files — N-Triples, N-Quads, Turtle (also TriG, N3, RDF/XML, JSON-LD; plain, ``.gz`` or
+``.bz2``) and ``head relation tail`` lines separated by tabs or ``|`` (MetaQA's ``kb.txt``) — as a stream into
+integer triple arrays.
 
     graph = read_triple_files(["kg.nt.gz"], lang="en")   # TripleArrays: keys, names, relations, head/rel/tail
 
@@ -52,7 +53,10 @@ NAME_PREDICATES: tuple[str, ...] = (
     "https://schema.org/name",
     "http://www.w3.org/2000/01/rdf-schema#label",
 )
-_RDF_FORMATS = {".nt": ox.RdfFormat.N_TRIPLES, ".nq": ox.RdfFormat.N_QUADS, ".ttl": ox.RdfFormat.TURTLE}
+_RDF_FORMATS = {".nt": ox.RdfFormat.N_TRIPLES, ".ntriples": ox.RdfFormat.N_TRIPLES, ".nq": ox.RdfFormat.N_QUADS,
+                ".ttl": ox.RdfFormat.TURTLE, ".turtle": ox.RdfFormat.TURTLE, ".trig": ox.RdfFormat.TRIG,
+                ".n3": ox.RdfFormat.N3, ".rdf": ox.RdfFormat.RDF_XML, ".owl": ox.RdfFormat.RDF_XML,
+                ".jsonld": ox.RdfFormat.JSON_LD}
 _LINE_SUFFIXES = (".tsv", ".txt", ".psv")
 _YEAR = re.compile(r"^\d{4}$")
 _INT = re.compile(r"^[+-]?\d+$")
@@ -88,7 +92,8 @@ class TripleArrays:
 
 
 def detect_format(path: Path) -> str:
-    """``nt`` | ``nq`` | ``ttl`` | ``lines`` from the name (``.gz`` / ``.bz2`` looked through)."""
+    """The RDF suffix (``nt``, ``nq``, ``ttl``, ``trig``, ``n3``, ``rdf``, ``owl``, ``jsonld``, …) or ``lines``, from
+    the name (``.gz`` / ``.bz2`` looked through)."""
     suffixes = [s.lower() for s in path.suffixes]
     if suffixes and suffixes[-1] in (".gz", ".bz2"):
         suffixes = suffixes[:-1]
@@ -97,8 +102,8 @@ def detect_format(path: Path) -> str:
         return last[1:]
     if last in _LINE_SUFFIXES:
         return "lines"
-    raise KgragError(f"unknown format of {path}: expected .nt, .nq, .ttl (RDF) or .tsv / .txt (head relation tail "
-                     "lines), each optionally .gz or .bz2")
+    raise KgragError(f"unknown format of {path}: expected .nt, .nq, .ttl, .trig, .n3, .rdf/.owl, .jsonld (RDF) or "
+                     ".tsv / .txt (head relation tail lines), each optionally .gz or .bz2")
 
 
 def _open(path: Path) -> IO[bytes]:
