@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from functools import lru_cache
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -19,7 +20,8 @@ from kgrag.config import Settings
 from kgrag.data.spec import BUILTIN_SPECS, DatasetSpec
 from kgrag.errors import KgragError
 
-__all__ = ["dataset_names", "dataset_spec", "register", "registered_specs", "registry_dir", "unregister"]
+__all__ = ["dataset_names", "dataset_spec", "register", "registered_spec", "registered_specs", "registry_dir",
+           "unregister"]
 
 
 def registry_dir(settings: Settings) -> Path:
@@ -30,11 +32,28 @@ def _path(settings: Settings, name: str) -> Path:
     return registry_dir(settings) / f"{name}.json"
 
 
-def _read(path: Path) -> DatasetSpec | None:
+@lru_cache(maxsize=256)
+def _parse(path: Path, mtime_ns: int, size: int) -> DatasetSpec | None:  # noqa: ARG001 - the cache key
     try:
         return DatasetSpec.model_validate_json(path.read_text(encoding="utf-8"))
     except (OSError, ValidationError, ValueError):
         return None  # an unreadable entry is not a dataset (kgrag kg list shows the ones that are)
+
+
+def _read(path: Path) -> DatasetSpec | None:
+    """The spec in ``path``, parsed once per version of the file (every KG route and command looks its KG up)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return _parse(path, st.st_mtime_ns, st.st_size)
+
+
+def registered_spec(name: str, settings: Settings) -> DatasetSpec | None:
+    """The imported spec registered as ``name`` (None when there is none; the built-in specs are not here)."""
+    if not name or "/" in name or name.startswith("."):
+        return None
+    return _read(_path(settings, name))
 
 
 def registered_specs(settings: Settings) -> dict[str, DatasetSpec]:
@@ -57,8 +76,7 @@ def dataset_spec(name: str, settings: Settings) -> DatasetSpec:
     """The spec of dataset ``name``; a clear error naming the known ones when there is none."""
     if name in BUILTIN_SPECS:
         return BUILTIN_SPECS[name]
-    path = _path(settings, name) if name and "/" not in name and not name.startswith(".") else None
-    spec = _read(path) if path is not None and path.is_file() else None
+    spec = registered_spec(name, settings)
     if spec is None:
         known = ", ".join(dataset_names(settings))
         raise KgragError(f"unknown dataset {name!r}: known datasets are {known}. Import your own graph with "

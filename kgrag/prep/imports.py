@@ -16,7 +16,7 @@ import uuid
 from pathlib import Path
 
 from kgrag.config import Settings
-from kgrag.data.registry import register
+from kgrag.data.registry import register, registered_spec
 from kgrag.data.spec import DatasetSpec
 from kgrag.prep.manifest import MANIFEST, step_is_current
 
@@ -25,21 +25,13 @@ __all__ = ["PREP_STEPS", "commit", "discard", "staging_dir"]
 PREP_STEPS = ("graph", "store", "questions")
 
 
-def _registered_same(settings: Settings, spec: DatasetSpec) -> bool:
-    path = settings.work_dir / "datasets" / f"{spec.name}.json"
-    try:
-        return DatasetSpec.model_validate_json(path.read_text(encoding="utf-8")) == spec
-    except (OSError, ValueError):
-        return False
-
-
 def staging_dir(settings: Settings, spec: DatasetSpec, fingerprint: str) -> Path | None:
     """Where to prepare ``spec``: None (its own folder) for a built-in dataset or when the registered spec is the
     same and every step is current; else a fresh folder beside it."""
     final = settings.dataset_dir(spec.name)
     if spec.builtin:
         return None
-    if _registered_same(settings, spec) and all(step_is_current(final, s, fingerprint) for s in PREP_STEPS):
+    if registered_spec(spec.name, settings) == spec and all(step_is_current(final, s, fingerprint) for s in PREP_STEPS):
         return None
     root = settings.work_dir / ".staging"
     root.mkdir(parents=True, exist_ok=True)
