@@ -13,7 +13,6 @@ from rich.console import Console
 from rich.table import Table
 
 from kgrag.config import Settings, get_settings
-from kgrag.data.registry import registered_specs
 
 __all__ = ["kg_app", "kg_rows"]
 
@@ -23,15 +22,12 @@ console = Console()
 
 def kg_rows(settings: Settings) -> list[dict[str, Any]]:
     """One row per KG: its source and, once prepared, its triple, entity, relation and question counts."""
+    from kgrag.data.registry import registered_specs  # on use: the dataset readers cost `kgrag --help` ~25 ms
+    from kgrag.prep.summary import read_summary
+
     rows = []
     for name, spec in registered_specs(settings).items():
-        summary_path = settings.dataset_dir(name) / "summary.json"
-        summary: dict[str, Any] = {}
-        if summary_path.is_file():
-            try:
-                summary = json.loads(summary_path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                summary = {}
+        summary = read_summary(settings.dataset_dir(name))
         graph, questions = summary.get("graph", {}), summary.get("questions", {})
         if spec.reader == "endpoint":
             status = "endpoint" if spec.endpoint or settings.sparql_endpoint else "no endpoint set"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from kgrag.fileio import atomic_write, write_json
@@ -53,3 +54,11 @@ def write_summary(out_dir: Path, dataset: str, graph: dict, store: dict, questio
     payload = {"dataset": dataset, "graph": graph, "store": store, "questions": questions}
     write_json(out_dir / "summary.json", payload, indent=2)
     return markdown
+
+
+def read_summary(out_dir: Path) -> dict:
+    """What :func:`write_summary` wrote as JSON (``{}`` when the dataset is not prepared or the file is unreadable)."""
+    try:
+        return json.loads((out_dir / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
