@@ -37,10 +37,11 @@ RELATION_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+){0,8}\Z")
 _SLUG_STRIP = re.compile(r"[^a-z0-9]+")
 
 
-def slug_id(key: str) -> str:
-    """Stable, URL-safe local id for an entity key (depends on ``key`` only)."""
-    ascii_name = unicodedata.normalize("NFKD", key).encode("ascii", "ignore").decode("ascii").lower()
-    slug = _SLUG_STRIP.sub("_", ascii_name).strip("_")[:48].rstrip("_")
+def slug_id(key: str, text: str | None = None) -> str:
+    """Stable, URL-safe local id for an entity key (depends on ``key`` only): ``e.<slug of text>_<sha1(key)[:8]>``,
+    the slug of the key itself unless another ``text`` names it."""
+    ascii_name = unicodedata.normalize("NFKD", key if text is None else text).encode("ascii", "ignore")
+    slug = _SLUG_STRIP.sub("_", ascii_name.decode("ascii").lower()).strip("_")[:48].rstrip("_")
     digest = hashlib.sha1(key.encode("utf-8")).hexdigest()[:8]
     return f"e.{slug}_{digest}"
 
@@ -53,11 +54,7 @@ def iri_local_id(key: str) -> str:
         tail = key[1:key.rindex('"')] if key.count('"') >= 2 else key
     else:
         tail = re.split(r"[/#]", key)[-1] if "://" in key or key.startswith("urn:") else key
-    if ENTITY_ID_RE.match(tail):
-        return tail
-    ascii_name = unicodedata.normalize("NFKD", tail).encode("ascii", "ignore").decode("ascii").lower()
-    slug = _SLUG_STRIP.sub("_", ascii_name).strip("_")[:48].rstrip("_")
-    return f"e.{slug}_{hashlib.sha1(key.encode('utf-8')).hexdigest()[:8]}"
+    return tail if ENTITY_ID_RE.match(tail) else slug_id(key, tail)
 
 
 def local_id(key: str, id_style: str) -> str:
