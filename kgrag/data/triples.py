@@ -16,9 +16,8 @@ the vocabularies (one string per node and relation) are Python objects, never th
   the name (``…/Douglas_Adams`` → ``Douglas Adams``; never an opaque id such as ``m.0abc`` or ``Q42``): for the
   classes (objects of ``rdf:type`` / ``type.object.type``) always, for every node when the graph has no name
   triple at all.
-- a relation's name is its IRI's local part (the whole local part in Freebase's namespace:
-  ``people.person.spouse_s``; else the last path segment: ``birthPlace``), made a dotted identifier; two IRIs with
-  the same local part get ``_2``, ``_3``. N-Quads' graph names are ignored (all graphs merge).
+- a relation is kept as the source names it (its IRI, or the TSV text); :mod:`kgrag.graph.imported` mints its
+  local name. N-Quads' graph names are ignored (all graphs merge).
 - a malformed statement or line is reported with its file and line and skipped; past ``max_bad_lines`` the import
   stops with an error. A missing file, an unknown format or no triple at all is a one-line error.
 """
@@ -42,7 +41,7 @@ from kgrag.data.freebase import FREEBASE_NS
 from kgrag.data.records import LineIssue
 from kgrag.errors import KgragError
 
-__all__ = ["NAME_PREDICATES", "TripleArrays", "detect_format", "read_triple_files", "relation_local_name"]
+__all__ = ["NAME_PREDICATES", "TripleArrays", "detect_format", "read_triple_files"]
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 #: name predicates, most preferred first (the rank breaks ties between names of the same language rank)
@@ -61,9 +60,6 @@ _LINE_SUFFIXES = (".tsv", ".txt", ".psv")
 _YEAR = re.compile(r"^\d{4}$")
 _INT = re.compile(r"^[+-]?\d+$")
 _DECIMAL = re.compile(r"^[+-]?(\d+\.\d*|\.\d+)$")
-_NOT_REL = re.compile(r"[^A-Za-z0-9_.]+")
-#: the relation local names SPARQL accepts (kgrag.graph.iri.RELATION_RE)
-_RELATION = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+){0,8}\Z")
 _XSD_PLAIN = {"string", "langString"}
 _OWN_NAME = "/type.object.name"
 _TYPE_PREDICATES = frozenset({"http://www.w3.org/1999/02/22-rdf-syntax-ns#type", f"{FREEBASE_NS}type.object.type"})
@@ -78,8 +74,7 @@ class TripleArrays:
 
     keys: list[str]
     names: list[str]  # "" for unnamed nodes
-    relations: list[str]  # dotted local names
-    relation_iris: list[str]  # what each relation was in the source (an IRI, or the TSV text)
+    relations: list[str]  # each relation as the source names it (a predicate IRI, or the TSV text)
     head: np.ndarray
     rel: np.ndarray
     tail: np.ndarray
@@ -126,20 +121,6 @@ def iri_label(key: str) -> str:
     return " ".join(tail.replace("_", " ").split())
 
 
-def relation_local_name(iri: str) -> str:
-    """A dotted identifier for a predicate IRI or a TSV relation text (see the module docstring)."""
-    if iri.startswith(FREEBASE_NS):
-        local = iri[len(FREEBASE_NS):]
-    elif "://" in iri or iri.startswith("urn:"):
-        local = re.split(r"[/#:]", iri.rstrip("/#"))[-1]
-    else:
-        local = iri
-    local = _NOT_REL.sub("_", local.strip()).strip("._")
-    local = re.sub(r"\.{2,}", ".", local)
-    local = ".".join(part if part and not part[0].isdigit() else f"r_{part}" for part in local.split(".")[:9])
-    return local if _RELATION.match(local) else "relation"
-
-
 class _Builder:
     """Interns nodes and relations and appends int triples (see :class:`TripleArrays`)."""
 
@@ -149,8 +130,6 @@ class _Builder:
         self.nodes: dict[str, int] = {}
         self.names: dict[int, tuple[int, str]] = {}  # node -> (rank, name)
         self.rels: dict[str, int] = {}  # source relation -> id
-        self.rel_names: dict[str, int] = {}  # local name -> id (clash check)
-        self.rel_locals: list[str] = []
         self.h, self.r, self.t = array("i"), array("i"), array("i")
         self.literal_types: dict[str, str] = {}
         self.issues: list[LineIssue] = []
@@ -167,16 +146,10 @@ class _Builder:
         return i
 
     def relation(self, source: str) -> int:
-        i = self.rels.get(source)
+        rels = self.rels
+        i = rels.get(source)
         if i is None:
-            local = base = relation_local_name(source)
-            n = 1
-            while local in self.rel_names:
-                n += 1
-                local = f"{base}_{n}"
-            i = self.rels[source] = len(self.rel_locals)
-            self.rel_names[local] = i
-            self.rel_locals.append(local)
+            i = rels[source] = len(rels)
         return i
 
     def name(self, node: int, rank: int, text: str) -> None:
@@ -216,7 +189,7 @@ class _Builder:
                 if not names[node]:
                     names[node] = iri_label(keys[node])
         return TripleArrays(
-            keys=keys, names=names, relations=self.rel_locals, relation_iris=list(self.rels),
+            keys=keys, names=names, relations=list(self.rels),
             head=np.frombuffer(self.h, dtype=np.int32).copy(), rel=np.frombuffer(self.r, dtype=np.int32).copy(),
             tail=np.frombuffer(self.t, dtype=np.int32).copy(), literal_types=self.literal_types, id_style=id_style,
             issues=self.issues, bad_lines=self.bad, name_triples=self.name_triples, files=files)

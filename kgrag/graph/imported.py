@@ -3,22 +3,26 @@
     graph = imported_csr(read_triple_files(["kg.nt"]), "mykg", imported_namespace("mykg"), "en")
 
 Keys and relations are sorted (so the same files give the same graph, and a TSV import of MetaQA's ``kb.txt``
-gives exactly the built-in MetaQA graph); local ids follow the arrays' ``id_style`` (``iri``: the IRI's own id
+gives exactly the built-in MetaQA graph). Relation names are minted here (:func:`relation_local_name`; two sources
+with the same local part get ``_2``, ``_3``); local ids follow the arrays' ``id_style`` (``iri``: the IRI's own id
 when it is one, ``m.0abc``, else a slug + hash; ``slug``: the key's slug + hash). Two keys with the same local id
 (``…/a/m.0abc`` and ``…/b/m.0abc``) both fall back to the slug of their whole key.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import numpy as np
 
 from kgrag.data.triples import TripleArrays
 from kgrag.graph.csr import CSRGraph
-from kgrag.graph.iri import local_id, slug_id
+from kgrag.graph.iri import FREEBASE_NS, RELATION_RE, local_id, slug_id
 
-__all__ = ["imported_csr"]
+_NOT_RELATION = re.compile(r"[^A-Za-z0-9_.]+")
+
+__all__ = ["imported_csr", "relation_local_name", "relation_local_names"]
 
 
 def _sorted_vocabulary(values: list[str]) -> tuple[list[str], np.ndarray]:
@@ -29,14 +33,45 @@ def _sorted_vocabulary(values: list[str]) -> tuple[list[str], np.ndarray]:
     return [values[i] for i in order], remap
 
 
+def relation_local_name(source: str) -> str:
+    """A dotted identifier SPARQL accepts (:data:`RELATION_RE`) for a predicate IRI or a TSV relation text: the
+    whole local part in Freebase's namespace (``people.person.spouse_s``), else the last path segment
+    (``…/birthPlace`` → ``birthPlace``); other characters become ``_``, a part starting with a digit gets ``r_``."""
+    if source.startswith(FREEBASE_NS):
+        local = source[len(FREEBASE_NS):]
+    elif "://" in source or source.startswith("urn:"):
+        local = re.split(r"[/#:]", source.rstrip("/#"))[-1]
+    else:
+        local = source
+    local = _NOT_RELATION.sub("_", local.strip()).strip("._")
+    local = re.sub(r"\.{2,}", ".", local)
+    local = ".".join(part if part and not part[0].isdigit() else f"r_{part}" for part in local.split(".")[:9])
+    return local if RELATION_RE.match(local) else "relation"
+
+
+def relation_local_names(sources: list[str]) -> list[str]:
+    """:func:`relation_local_name` of each source, in order; a name already taken gets ``_2``, ``_3``."""
+    taken: set[str] = set()
+    out = []
+    for source in sources:
+        local = base = relation_local_name(source)
+        n = 1
+        while local in taken:
+            n += 1
+            local = f"{base}_{n}"
+        taken.add(local)
+        out.append(local)
+    return out
+
+
 def imported_csr(arrays: TripleArrays, name: str, namespace: str, lang: str) -> CSRGraph:
     keys, node_map = _sorted_vocabulary(arrays.keys)
     names = [""] * len(keys)
     for old, text in enumerate(arrays.names):
         names[node_map[old]] = text
-    relations, rel_map = _sorted_vocabulary(arrays.relations)
+    relations, rel_map = _sorted_vocabulary(relation_local_names(arrays.relations))
     sources = [""] * len(relations)
-    for old, source in enumerate(arrays.relation_iris):
+    for old, source in enumerate(arrays.relations):
         sources[rel_map[old]] = source
     ids = [local_id(k, arrays.id_style) for k in keys]
     clashes = {i for i, n in Counter(ids).items() if n > 1}
