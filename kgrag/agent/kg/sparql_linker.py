@@ -13,12 +13,12 @@ kept when their normalised name equals the span's. The longest span wins; among 
 from __future__ import annotations
 
 import re
-import unicodedata
 
 from kgrag.data.metaqa import TOPIC_SPAN
 from kgrag.errors import KgragError
 from kgrag.graph.iri import ENTITY_ID_RE
 from kgrag.graph.sparql import literal
+from kgrag.prep.resolve import normalise
 from kgrag.search.keywords import STOPWORDS
 from kgrag.tools.client import KGClient
 
@@ -28,11 +28,6 @@ _WORD = re.compile(r"[^\W_]+(?:['’.\-][^\W_]+)*")
 MAX_SPAN_WORDS = 6
 MAX_SPANS = 120
 TEXT_INDEX_SPANS = 6
-
-
-def _normal(text: str) -> str:
-    folded = unicodedata.normalize("NFKD", text).casefold()
-    return " ".join(re.sub(r"[\W_]+", " ", "".join(c for c in folded if not unicodedata.combining(c))).split())
 
 
 class SparqlLinker:
@@ -122,7 +117,7 @@ class SparqlLinker:
                     break
         if not links:
             for span in self._content_spans(question, spans)[:TEXT_INDEX_SPANS]:
-                matches = [(e, n) for e, n in self._text_index(span) if _normal(n) == _normal(span)
+                matches = [(e, n) for e, n in self._text_index(span) if normalise(n) == normalise(span)
                            and ENTITY_ID_RE.match(e)]
                 if matches:
                     links.append((span, matches[0][1], matches[0][0], "text index"))
