@@ -62,6 +62,8 @@ _MQ_LINE = b"%s %s %s .\n"
 # IRI path characters kept as they are (RFC 3987 iunreserved and sub-delims, "@"); "_" stands for a space, so "_"
 # and "%" themselves are percent-encoded like everything else (the encoding stays injective)
 _IRI_KEEP = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.~!$&'()*+,;=@")
+_NEEDS_ENCODING = re.compile(r"[^A-Za-z0-9\-.~!$&'()*+,;=@ ]")  # outside _IRI_KEEP and the space
+_NEEDS_ESCAPE = re.compile(r'["\\\n\r]')
 _RELATION_SAFE = re.compile(r"^[A-Za-z0-9_.]+$")
 _ONSETS = ("b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "br", "dr", "gr", "kr", "st",
            "tr", "sh", "ch")
@@ -98,6 +100,8 @@ class HaystackStats:
 
 
 def _escape_literal(text: str) -> str:
+    if not _NEEDS_ESCAPE.search(text):
+        return text
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
 
 
@@ -114,6 +118,8 @@ def _iri_char(c: str) -> str:
 def metaqa_entity_iri(name: str) -> str:
     """The IRI of a MetaQA entity: ``http://example.org/haystack/m/`` and the name with spaces as ``_``, other
     characters an IRI path segment may not hold (``_`` and ``%`` included) percent-encoded — one IRI per name."""
+    if not _NEEDS_ENCODING.search(name):
+        return METAQA_NS + name.replace(" ", "_")
     return METAQA_NS + "".join(map(_iri_char, name))
 
 
@@ -160,16 +166,12 @@ def read_kb(path: Path) -> list[tuple[str, str, str]]:
     """``head|relation|tail`` (or tab-separated) lines as the import reads them: fields stripped, blank, ``#`` and
     malformed lines skipped."""
     out = []
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for raw in fh:
-            line = raw.rstrip("\r\n")
-            if not line.strip() or line.lstrip().startswith("#"):
-                continue
-            parts = line.split("\t") if "\t" in line else line.split("|")
-            if len(parts) == 3:
-                h, r, t = (p.strip() for p in parts)
-                if h and r and t:
-                    out.append((h, r, t))
+    for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
+        parts = line.split("\t") if "\t" in line else line.split("|")
+        if len(parts) == 3 and not line.lstrip().startswith("#"):
+            h, r, t = parts[0].strip(), parts[1].strip(), parts[2].strip()
+            if h and r and t:
+                out.append((h, r, t))
     return out
 
 
@@ -260,15 +262,15 @@ def generate(path: Path, n_synthetic: int, seed: int = 0, kb: Path | None = None
     if not lines:
         raise ValueError(f"no head|relation|tail line in {kb_path}")
     index: dict[str, int] = {}
+    ends: list[int] = []  # head, tail of each kb line
     for h, _, t in lines:
-        index.setdefault(h, len(index))
-        index.setdefault(t, len(index))
+        ends.append(index.setdefault(h, len(index)))
+        ends.append(index.setdefault(t, len(index)))
     names = list(index)
     _check_names(names, n_entities)
     iri_of = {x: f"<{metaqa_entity_iri(x)}>" for x in names}
     mq_iri = np.array([iri.encode() for iri in iri_of.values()], dtype=object)
-    kb_head = np.fromiter((index[h] for h, _, _ in lines), dtype=np.int64, count=len(lines))
-    kb_tail = np.fromiter((index[t] for _, _, t in lines), dtype=np.int64, count=len(lines))
+    kb_ends = np.array(ends, dtype=np.int64)
 
     if relations is None:
         relations = read_relation_whitelist(_data_dir() / "freebase" / "filtered_cwq_white_list.json")
@@ -326,7 +328,7 @@ def generate(path: Path, n_synthetic: int, seed: int = 0, kb: Path | None = None
                                                               tail[s:e].tolist(), strict=True))))
             if m:
                 j = rng.integers(0, len(lines), m)
-                mq = np.where(rng.random(m) < 0.5, kb_head[j], kb_tail[j])  # an end of a kb line: ∝ degree
+                mq = kb_ends[2 * j + (rng.random(m) < 0.5)]  # an end of a kb line: ∝ degree
                 syn = np.where(rng.random(m) < 0.5, hub[plain:], leaf[plain:])
                 syn_iri = [b"<%s%d>" % (_SYN, i) for i in syn.tolist()]
                 mq_tok = mq_iri[mq].tolist()

@@ -128,6 +128,8 @@ def test_iris_injective_and_relations_named_as_metaqa() -> None:
     for iri in iris:
         ox.NamedNode(iri)  # a valid IRI
     assert hd.metaqa_entity_iri("Gert Fröbe").endswith("/m/Gert_Fröbe")
+    for name in ["Ocean's Eleven (2001)", "$9.99", "a~b@c", *names]:  # the fast path encodes as the slow one
+        assert hd.metaqa_entity_iri(name) == hd.METAQA_NS + "".join(map(hd._iri_char, name))
     metaqa = ["directed_by", "written_by", "starred_actors", "release_year", "in_language", "has_tags",
               "has_genre", "has_imdb_votes", "has_imdb_rating"]
     sources = [hd.metaqa_relation_iri(r) for r in metaqa] + [FREEBASE_NS + r for r in RELATIONS]
