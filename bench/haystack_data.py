@@ -1,5 +1,5 @@
 """The haystack: MetaQA's knowledge base embedded in N synthetic triples, one gzipped N-Triples file for the generic
-import (``kgrag prepare --dataset NAME --triples FILE.nt.gz --questions …/metaqa/1-hop/qa_dev.txt``).
+import (``kgrag prepare --dataset NAME --triples FILE.nt.gz --questions <data>/metaqa/1-hop/dev.txt``).
 
     .venv/bin/python -m bench.haystack_data --n 1000000 --out /tmp/hay1m.nt.gz   # prints the stats as JSON
 
@@ -13,7 +13,7 @@ Contract (the same ``(n_synthetic, seed, parameters)`` give the same bytes; gzip
   ``<…/haystack/s/<int>>``, each with one ``rdfs:label`` (:func:`synthetic_name`: syllables and the entity's number,
   never a MetaQA name after the import's normalisation — checked) and at least one edge. A synthetic-synthetic
   triple joins a *hub* end (Zipf over entity ranks, exponent ``hub_exponent``: entity 0 is the biggest hub) to a
-  *leaf* end (a milder Zipf, ``leaf_exponent``; every entity is a leaf end once), in a random direction, so degrees
+  *leaf* end (a milder Zipf, ``leaf_exponent``; every entity is a leaf end at least once), in a random direction, so degrees
   are heavy-tailed (median about 3, the top hubs with a few % of the edges) and duplicate triples rare. Relations
   are Freebase whitelist names (``http://rdf.freebase.com/ns/<dotted name>``), Zipf-weighted over a seeded order.
 - ``round(n_synthetic * metaqa_share)`` of the synthetic triples have one end at a MetaQA entity, chosen in
