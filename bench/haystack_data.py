@@ -17,8 +17,10 @@ Contract (the same ``(n_synthetic, seed, parameters)`` give the same bytes; gzip
   are heavy-tailed (median about 3, the top hubs with a few % of the edges) and duplicate triples rare. Relations
   are Freebase whitelist names (``http://rdf.freebase.com/ns/<dotted name>``), Zipf-weighted over a seeded order.
 - ``round(n_synthetic * metaqa_share)`` of the synthetic triples have one end at a MetaQA entity, chosen in
-  proportion to its MetaQA degree (an end of a uniformly drawn kb line), the other end synthetic (hub or leaf law,
-  half each), in a random direction.
+  proportion to its MetaQA degree (an end of a uniformly drawn kb line), the other end a uniformly drawn synthetic
+  entity, in a random direction: every MetaQA neighbourhood grows (a question's walk meets the distractors at its
+  first hop) without giant synthetic hubs joining MetaQA entities into 2-hop shortcuts, which would rewrite the
+  questions' shortest paths and so their labels, i.e. change the task rather than hide it.
 - Layout: kb triples, MetaQA labels, then per chunk of :data:`CHUNK` synthetic triples the labels of the entities
   it covers, its synthetic-synthetic triples, its MetaQA-attached triples. Chunks draw from their own seeded
   generators; lines are formatted per batch (memory bounded by a chunk, never by N) and gzipped at level 1.
@@ -329,7 +331,7 @@ def generate(path: Path, n_synthetic: int, seed: int = 0, kb: Path | None = None
             if m:
                 j = rng.integers(0, len(lines), m)
                 mq = kb_ends[2 * j + (rng.random(m) < 0.5)]  # an end of a kb line: ∝ degree
-                syn = np.where(rng.random(m) < 0.5, hub[plain:], leaf[plain:])
+                syn = rng.integers(0, n_entities, m)  # uniform: no topic → hub → answer shortcut
                 syn_iri = [b"<%s%d>" % (_SYN, i) for i in syn.tolist()]
                 mq_tok = mq_iri[mq].tolist()
                 mq_head = flip[plain:].tolist()

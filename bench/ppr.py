@@ -1,119 +1,138 @@
-"""Personalized PageRank on the MetaQA graph: kgrag (scipy.sparse, batched) vs ``networkx.pagerank``.
+"""Local (push) PPR against the global power iteration on MetaQA, through the trained H-RAG chain, in one run.
 
-Same graph (undirected, edge multiplicities as weights), same seeds (each question's topic entities), same restart
-(0.15, i.e. networkx alpha 0.85) and dangling handling; figures in one run:
-- seconds per question: networkx, kgrag one question at a time, kgrag batched (``--batch`` questions per call);
-- ratios networkx / kgrag;
-- agreement: max |Δ score|, the mean overlap of the two top-100 node sets, and the share of questions whose
-  top-100 lists are identical in order (near-ties may swap: kgrag iterates in float32 to tol 1e-6 L1).
-Also coverage of the retrieval subgraph vs ``top_n`` on the validation split: the share of questions with an answer
-among the kept nodes, the mean share of shortest-path triples kept, the median number of triples. Needs ``kgrag prepare --dataset metaqa`` first.
-Run: ``python -m bench.ppr [--questions 20] [--batch 64]``.
+The same trained retriever and reasoner answer MetaQA's validation split twice: with the global PPR (baseline:
+:class:`kgrag.hrag.ppr.PersonalizedPageRank`, tolerance 1e-3 as the online path used) and with the local PPR
+(:class:`kgrag.hrag.local_ppr.LocalPPR`, the configured epsilon). Figures:
+- Hits@1 / Hit / F1 per hop for both and their difference in points (the bar: within 0.1);
+- G_retrieval agreement: mean share of the global subgraph's nodes and triples the local one has, and the share of
+  questions with an answer inside each;
+- PPR alone per question (G_retrieval included: top-N, triples, topic distances), p50 / p95, one question at a
+  time, and the edges the push visited;
+- ``answer_question`` p50 / p95 warm (one question at a time, topics given) with each PPR, and its stage split.
+Needs ``kgrag prepare --dataset metaqa`` and trained checkpoints (``make run``).
+
+Run: ``python -m bench.ppr [--questions 3913] [--timed 300]``; writes bench/results/ppr.json.
 """
 
 from __future__ import annotations
 
 import argparse
-import random
 import time
 
-import networkx as nx
 import numpy as np
+from rich.console import Console
+from rich.table import Table
 
 from bench.common import write_result
 from kgrag.config import get_settings
-from kgrag.graph.csr import CSRGraph
-from kgrag.hrag.labels import shortest_path_labels
+from kgrag.hrag.gflownet.answers import answer_metrics, summarise
+from kgrag.hrag.local_ppr import LocalPPR
 from kgrag.hrag.ppr import PersonalizedPageRank
-from kgrag.prep.steps import read_prepared_questions
+from kgrag.hrag.questions import HragQuestion, prepared_questions
+from kgrag.hrag.reasoner import HRAGReasoner
+
+console = Console()
+BASELINE_TOL = 1e-3  # the global PPR's online tolerance before the local PPR replaced it
 
 
-def to_networkx(graph: CSRGraph) -> nx.Graph:
-    coo = graph.adjacency(undirected=True).tocoo()
-    g = nx.Graph()
-    g.add_nodes_from(range(graph.num_entities))
-    g.add_weighted_edges_from(
-        (int(u), int(v), float(w) * (0.5 if u == v else 1.0))
-        for u, v, w in zip(coo.row, coo.col, coo.data, strict=True) if u <= v
-    )
-    return g
+def answer_report(reasoner: HRAGReasoner, questions: list[HragQuestion], batch: int = 512) -> tuple[dict, dict]:
+    """Per-hop Hits@1 / Hit / F1 (percent) of ``questions`` through ``reasoner.rank`` and the stage seconds."""
+    ranked, ms = [], {}
+    for start in range(0, len(questions), batch):
+        ranking = reasoner.rank(questions[start : start + batch])
+        ranked += ranking.ranked
+        for k, v in ranking.ms.items():
+            ms[k] = ms.get(k, 0.0) + v
+    metrics = answer_metrics(ranked, [set(q.answers) for q in questions], reasoner.policy.threshold)
+    report = summarise(metrics, [q.hop for q in questions])
+    rows = {hop: {"n": int(r["n"]), **{k: round(100 * float(r[k]), 2) for k in ("hits@1", "hit", "f1")}}
+            for hop, r in report.items()}
+    return rows, {k: round(v / 1000, 2) for k, v in ms.items()}
 
 
-def networkx_ppr(nxg: nx.Graph, seeds: list[int], n: int) -> np.ndarray:
-    """``networkx.pagerank`` with the same restart (alpha 0.85), seeds and dangling handling, converged tightly."""
-    personal = {int(x): 1.0 / len(set(seeds)) for x in set(seeds)}
-    r = nx.pagerank(nxg, alpha=0.85, personalization=personal, dangling=personal, tol=1e-10, max_iter=300)
-    return np.array([r[i] for i in range(n)])
+def percentiles(values: list[float]) -> dict:
+    return {"p50": round(float(np.percentile(values, 50)), 3), "p95": round(float(np.percentile(values, 95)), 3)}
+
+
+def subgraph_agreement(local: LocalPPR, glob: PersonalizedPageRank, questions: list[HragQuestion], top_n: int,
+                       max_triples: int) -> dict:
+    nodes, triples, ans_g, ans_l, ms_l, ms_g, work = [], [], [], [], [], [], []
+    for q in questions:
+        t = time.perf_counter()
+        g = glob.retrieval_subgraph(q.topics, top_n, max_triples)
+        ms_g.append(1000 * (time.perf_counter() - t))
+        t = time.perf_counter()
+        sub = local.retrieval_subgraph(q.topics, top_n, max_triples)
+        ms_l.append(1000 * (time.perf_counter() - t))
+        work.append(local.last_work)
+        nodes.append(np.intersect1d(g.nodes, sub.nodes).size / max(g.nodes.size, 1))
+        triples.append(np.intersect1d(g.triples, sub.triples).size / max(g.triples.size, 1))
+        ans_g.append(bool(np.isin(q.answers, g.nodes).any()))
+        ans_l.append(bool(np.isin(q.answers, sub.nodes).any()))
+    return {"node_overlap": round(float(np.mean(nodes)), 4), "triple_overlap": round(float(np.mean(triples)), 4),
+            "answer_in_g_retrieval": {"global": round(float(np.mean(ans_g)), 4),
+                                      "local": round(float(np.mean(ans_l)), 4)},
+            "ppr_ms": {"global": percentiles(ms_g), "local": percentiles(ms_l)},
+            "push_edges_visited": percentiles([float(w) for w in work])}
+
+
+def answer_latency(reasoner: HRAGReasoner, questions: list[HragQuestion]) -> dict:
+    """Warm ``answer`` latency, one question at a time (a first pass warms vectors and caches)."""
+    for q in questions[:20]:
+        reasoner.answer(q.text, q.topics)
+    totals, stages = [], {}
+    for q in questions:
+        answer = reasoner.answer(q.text, q.topics)
+        totals.append(answer.ms["total"])
+        for k, v in answer.ms.items():
+            stages.setdefault(k, []).append(v)
+    return {**percentiles(totals), "stages_p50": {k: round(float(np.median(v)), 2) for k, v in stages.items()}}
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--questions", type=int, default=20, help="questions timed against networkx")
-    parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--coverage-questions", type=int, default=1000)
+    parser.add_argument("--dataset", default="metaqa")
+    parser.add_argument("--questions", type=int, default=0, help="validation questions answered (0 = all)")
+    parser.add_argument("--timed", type=int, default=300, help="questions timed one at a time")
+    parser.add_argument("--epsilon", type=float, default=None, help="the local PPR's (default: the config's)")
     args = parser.parse_args(argv)
-    out = get_settings().dataset_dir("metaqa")
-    graph = CSRGraph.load(out / "graph.npz")
-    questions = [q for q in read_prepared_questions(out) if q.get("topic_index")]
-    rng = random.Random(0)
-    sample = rng.sample(questions, min(args.questions, len(questions)))
-    seeds = [q["topic_index"] for q in sample]
-    t = time.perf_counter()
-    ppr = PersonalizedPageRank(graph)
-    setup = time.perf_counter() - t
-    nxg = to_networkx(graph)
-
-    t = time.perf_counter()
-    single = [ppr.scores([s])[0] for s in seeds]
-    ours_single = (time.perf_counter() - t) / len(seeds)
-    t = time.perf_counter()
-    batched = np.concatenate([ppr.scores(seeds[i : i + args.batch]) for i in range(0, len(seeds), args.batch)])
-    ours_batched = (time.perf_counter() - t) / len(seeds)
-    t = time.perf_counter()
-    theirs = [networkx_ppr(nxg, s, graph.num_entities) for s in seeds]
-    networkx_s = (time.perf_counter() - t) / len(seeds)
-    max_diff = max(float(np.abs(a - b).max()) for a, b in zip(single, theirs, strict=True))
-    same_top = np.mean([np.array_equal(np.argsort(-a, kind="stable")[:100], np.argsort(-b, kind="stable")[:100])
-                        for a, b in zip(single, theirs, strict=True)])
-    overlap = np.mean([len(set(np.argsort(-a)[:100].tolist()) & set(np.argsort(-b)[:100].tolist())) / 100
-                       for a, b in zip(single, theirs, strict=True)])
-    batch_equal = float(np.abs(np.stack(single) - batched).max())
-
-    validation = [q for q in questions if q.get("split") == "validation" and q.get("answer_index")]
-    validation = rng.sample(validation, min(args.coverage_questions, len(validation)))
-    coverage: dict[str, dict] = {}
-    labels = [shortest_path_labels(graph, q["topic_index"], q["answer_index"]) for q in validation]
-    for top_n in (100, 500, 1000, 2000):
-        rows: dict[int, list[tuple[int, float, int]]] = {}
-        for start in range(0, len(validation), args.batch):
-            chunk = validation[start : start + args.batch]
-            subs = ppr.retrieval_subgraphs([q["topic_index"] for q in chunk], top_n, max_triples=10**9)
-            for q, sub, lab in zip(chunk, subs, labels[start : start + args.batch], strict=True):
-                kept = set(sub.nodes.tolist())
-                pos = lab.positive_triples
-                path = float(np.isin(pos, sub.triples).mean()) if pos.size else 0.0
-                rows.setdefault(int(q["hop"]), []).append((int(any(a in kept for a in q["answer_index"])), path,
-                                                           sub.triples.size))
-        coverage[str(top_n)] = {f"{hop}-hop": {"answer_rate": round(float(np.mean([r[0] for r in v])), 4),
-                                               "path_triple_rate": round(float(np.mean([r[1] for r in v])), 4),
-                                               "median_triples": float(np.median([r[2] for r in v])), "n": len(v)}
-                                for hop, v in sorted(rows.items())}
-    figures = {
-        "graph": {"entities": graph.num_entities, "triples": graph.num_triples},
-        "setup_seconds": round(setup, 3),
-        "seconds_per_question": {"networkx": round(networkx_s, 4), "kgrag_single": round(ours_single, 5),
-                                 "kgrag_batched": round(ours_batched, 5)},
-        "agreement": {"max_abs_score_diff": max_diff, "top100_identical_share": float(same_top),
-                      "top100_set_overlap_mean": float(overlap),
-                      "batched_vs_single_max_diff": batch_equal},
-        "coverage_by_top_n": coverage,
-    }
-    write_result("ppr", figures, baseline={"networkx_seconds_per_question": round(networkx_s, 4)},
-                 ratio={"networkx_over_kgrag_single": round(networkx_s / ours_single, 1),
-                        "networkx_over_kgrag_batched": round(networkx_s / ours_batched, 1)},
-                 split=f"MetaQA dev questions: {len(sample)} sampled for timing (any split); "
-                       f"{len(validation)} validation questions for G_retrieval coverage (answers, shortest-path triples)",
-                 n=len(sample))
+    settings = get_settings()
+    reasoner = HRAGReasoner.load(settings, args.dataset)
+    cfg = reasoner.retriever.config
+    questions = prepared_questions(settings.dataset_dir(args.dataset), ["validation"])
+    rng = np.random.default_rng(0)
+    if args.questions and args.questions < len(questions):
+        questions = [questions[i] for i in np.sort(rng.choice(len(questions), args.questions, replace=False))]
+    timed = [questions[i] for i in np.sort(rng.choice(len(questions), min(args.timed, len(questions)),
+                                                      replace=False))]
+    local = LocalPPR(reasoner.graph, epsilon=args.epsilon) if args.epsilon else reasoner.ppr
+    glob = PersonalizedPageRank(reasoner.graph, tol=BASELINE_TOL)
+    console.print(f"{args.dataset} validation: {len(questions)} questions; local PPR epsilon {local.epsilon:g}, "
+                  f"global tol {BASELINE_TOL:g}")
+    figures: dict = {"agreement": subgraph_agreement(local, glob, timed, cfg.top_n, cfg.max_triples)}
+    figures["answers"], figures["stage_seconds"] = {}, {}
+    figures["answer_question_ms"] = {}
+    for name, ppr in (("global", glob), ("local", local)):
+        reasoner.ppr = ppr
+        figures["answers"][name], figures["stage_seconds"][name] = answer_report(reasoner, questions)
+        figures["answer_question_ms"][name] = answer_latency(reasoner, timed)
+    reasoner.ppr = local
+    diff = {hop: {k: round(figures["answers"]["local"][hop][k] - figures["answers"]["global"][hop][k], 2)
+                  for k in ("hits@1", "hit", "f1")} for hop in figures["answers"]["local"]}
+    figures["local_minus_global_points"] = diff
+    table = Table(title=f"MetaQA validation (n={len(questions)}): global vs local PPR, same checkpoints")
+    for col in ("hop", "n", "Hits@1 global", "Hits@1 local", "F1 global", "F1 local"):
+        table.add_column(col, justify="right")
+    for hop, row in figures["answers"]["local"].items():
+        g = figures["answers"]["global"][hop]
+        table.add_row(str(hop), str(row["n"]), f"{g['hits@1']:.2f}", f"{row['hits@1']:.2f}", f"{g['f1']:.2f}",
+                      f"{row['f1']:.2f}")
+    console.print(table)
+    console.print({k: figures[k] for k in ("agreement", "answer_question_ms", "local_minus_global_points")})
+    ratio = (figures["answer_question_ms"]["global"]["p50"] / figures["answer_question_ms"]["local"]["p50"])
+    write_result("ppr", figures, baseline={"ppr": "global power iteration", "tol": BASELINE_TOL},
+                 ratio=round(ratio, 3), split="validation", n=len(questions),
+                 module="ppr")
 
 
 if __name__ == "__main__":

@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
     history = state["history"]
     questions = [q.topics for q in pipeline.split_questions(settings, args.dataset, "validation", trained.config)]
     seeds = random.Random(0).sample(questions, min(args.ppr_questions, len(questions)))
-    ppr = {"pipeline_tol": ppr_figures(graph, seeds, trained.config.ppr_tol, args.batch),
+    ppr = {"online_tol": ppr_figures(graph, seeds, 1e-3, args.batch),
            "strict_tol": ppr_figures(graph, seeds, 1e-6, args.batch)}
     figures = {
         "checkpoint": str(trained.checkpoint), "config": trained.config.model_dump(),

@@ -1,8 +1,9 @@
-"""The graph's entity / relation name vectors (the retriever's and the policy's text features), with the entity
-names encoded as tasks (``entity-vectors-<i>of<n>``) over runs of whole fixed-size blocks of names
-(:data:`~kgrag.hrag.text.NAME_BLOCK`, the unit the one-process build encodes too): one task on the default runner,
-a few per worker on Dask (``KGRAG_TASK_RUNNER=dask``), joined in order into the file
-:class:`kgrag.hrag.text.TextEmbeddings` reads. A graph whose vectors exist is read, not re-encoded.
+"""The graph's entity / relation name vectors (the retriever's and the policy's text features). Entity vectors are
+lazy (:class:`~kgrag.hrag.entity_vectors.EntityVectors`); for a graph of at most ``EAGER_ENTITIES`` entities this
+flow fills the map at once, the missing names encoded as tasks (``entity-vectors-<i>of<n>``) over runs of whole
+fixed-size blocks (:data:`~kgrag.hrag.text.NAME_BLOCK`): one task on the default runner, a few per worker on Dask
+(``KGRAG_TASK_RUNNER=dask``), stored into the shared map in order. A larger graph's vectors are computed when a
+question's subgraph first touches them. Rows already computed are never re-encoded.
 
 Run: ``python -m flows.text_embeddings --dataset metaqa`` (also a subflow of ``train-retriever``).
 """
@@ -20,9 +21,12 @@ from prefect.cache_policies import NO_CACHE
 from kgrag.config import get_settings
 from kgrag.hrag import pipeline
 from kgrag.hrag.sharding import contiguous_ranges
-from kgrag.hrag.text import NAME_BLOCK, TextEmbeddings, encode_names, text_file
+from kgrag.hrag.text import NAME_BLOCK, TextEmbeddings, encode_names
 from kgrag.ops.task_runner import limit_threads, on_task_runner, shards_for
 from kgrag.rank.sentence_embedder import Embedder
+
+#: graphs up to this many entities get every name vector at once; larger ones compute them as questions touch them
+EAGER_ENTITIES = 200_000
 
 
 @task(name="entity-vectors", cache_policy=NO_CACHE)
@@ -35,15 +39,19 @@ def entity_vectors(names: list[str], block: int) -> np.ndarray:
 
 @flow(name="text-embeddings", log_prints=True)
 def text_embeddings(dataset: str = "metaqa", shards: int | None = None, block: int = NAME_BLOCK) -> dict:
-    """The dataset graph's name vectors (built when missing); returns the file, its size and the seconds."""
+    """The dataset graph's name vectors (relations now; entities now for a small graph, else lazily); returns
+    the map, its size, the rows encoded and the seconds."""
     settings = get_settings()
     graph = pipeline.load_graph(settings, dataset)
     embedder = Embedder.from_settings(settings)
-    path = text_file(graph, pipeline.hrag_dir(settings, dataset), embedder.model_name)
-    built, tasks, started = not path.is_file(), 0, time.perf_counter()
+    started, tasks = time.perf_counter(), 0
+    text = TextEmbeddings.for_graph(graph, pipeline.hrag_dir(settings, dataset), embedder)
+    vectors = text.entities
 
-    def in_blocks(names: list[str]) -> np.ndarray:
+    def in_blocks(missing: np.ndarray) -> None:
         nonlocal tasks
+        named = missing[np.array([bool(n) for n in graph.names_of(missing)], dtype=bool)]
+        names = graph.names_of(named)
         starts = range(0, len(names), block)
         ranges = [(a * block, min(b * block, len(names)))
                   for a, b in contiguous_ranges([sum(map(len, names[s : s + block])) for s in starts],
@@ -51,11 +59,16 @@ def text_embeddings(dataset: str = "metaqa", shards: int | None = None, block: i
         tasks = len(ranges)
         futures = [entity_vectors.with_options(task_run_name=f"entity-vectors-{k + 1}of{len(ranges)}")
                    .submit(names[a:b], block) for k, (a, b) in enumerate(ranges)]
-        return np.concatenate([f.result() for f in futures])
+        for (a, b), future in zip(ranges, futures, strict=True):
+            vectors.store(named[a:b], future.result())
+        unnamed = np.setdiff1d(missing, named)
+        vectors.store(unnamed, np.zeros((unnamed.size, vectors.dim), dtype=np.float16))
 
-    text = TextEmbeddings.for_graph(graph, pipeline.hrag_dir(settings, dataset), embedder, names_encoder=in_blocks)
-    return {"file": str(path), "entities": int(text.entities.shape[0]), "relations": int(text.relations.shape[0]),
-            "built": built, "tasks": tasks, "seconds": round(time.perf_counter() - started, 2)}
+    eager = graph.num_entities <= EAGER_ENTITIES
+    encoded = vectors.fill(encode_rows=in_blocks) if eager else 0
+    return {"file": str(vectors.path), "entities": int(vectors.shape[0]), "relations": int(text.relations.shape[0]),
+            "computed": vectors.computed(), "encoded_now": encoded, "eager": eager, "tasks": tasks,
+            "seconds": round(time.perf_counter() - started, 2)}
 
 
 def run(dataset: str, shards: int | None = None, block: int = NAME_BLOCK) -> dict:

@@ -129,19 +129,21 @@ def test_entity_vectors_in_blocks_on_dask_equal_the_one_batch_file(prefect_harne
 
     prepare_data(dataset="demo")
     default = run("demo", block=8)  # the demo's few dozen names: blocks of 8 to have several
-    assert default["built"] and default["tasks"] == 1
-    with np.load(default["file"]) as data:
-        reference = {k: data[k] for k in data.files}
-    assert not run("demo", block=8)["built"]  # the file is read, not re-encoded
+    assert default["eager"] and default["tasks"] == 1 and default["encoded_now"] == default["entities"]
+    assert default["computed"] == default["entities"]
+    shape = (default["entities"], 384)
+    reference = np.array(np.memmap(default["file"], dtype=np.float16, mode="r", shape=shape))
+    assert np.abs(reference.astype(np.float32)).sum() > 0
+    assert run("demo", block=8)["encoded_now"] == 0  # the map is read, not re-encoded
     monkeypatch.setenv("KGRAG_TASK_RUNNER", "dask")
     monkeypatch.setenv("KGRAG_DASK_WORKERS", "2")
     get_settings.cache_clear()
     import os
 
     os.remove(default["file"])
+    os.remove(default["file"].replace(".f16", ".done"))
     dask = run("demo", block=8)
-    assert dask["built"] and dask["tasks"] == 2 and dask["file"] == default["file"]
-    with np.load(dask["file"]) as data:
-        assert np.array_equal(data["relations"], reference["relations"])
-        # the same blocks; a 1-thread worker and a 2-thread process may round a sum apart: one float16 step at most
-        assert np.allclose(data["entities"].astype(np.float32), reference["entities"].astype(np.float32), atol=2e-3)
+    assert dask["encoded_now"] == default["entities"] and dask["tasks"] == 2 and dask["file"] == default["file"]
+    vectors = np.array(np.memmap(dask["file"], dtype=np.float16, mode="r", shape=shape))
+    # the same blocks; a 1-thread worker and a 2-thread process may round a sum apart: one float16 step at most
+    assert np.allclose(vectors.astype(np.float32), reference.astype(np.float32), atol=2e-3)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from kgrag.graph.csr import CSRGraph
 from kgrag.graph.oxigraph_store import OxigraphStore
 from kgrag.prep import steps
 from kgrag.prep.manifest import state_token
@@ -92,7 +93,10 @@ def test_min_answer_hops_matches_bfs():
     und = (adj + adj.T).tocsr()
     topics = [[int(t)] for t in rng.integers(0, n, size=40)]
     answers = [[int(a) for a in rng.integers(0, n, size=3)] for _ in range(40)]
-    got = min_answer_hops(und, topics, answers, batch=7)
+    names = [f"e{i}" for i in range(n)]
+    graph = CSRGraph("toy", "http://x/", names, names, names, ["r"], edges[:, 0].astype(np.int32),
+                     np.zeros(len(edges), dtype=np.int32), edges[:, 1].astype(np.int32))
+    got = min_answer_hops(graph, topics, answers)  # a bidirectional BFS per question
     nbrs = [set(und.indices[und.indptr[i] : und.indptr[i + 1]].tolist()) for i in range(n)]
     for q, (ts, ans) in enumerate(zip(topics, answers, strict=True)):
         seen, frontier, dist = {ts[0]}, {ts[0]}, {ts[0]: 0}

@@ -1,18 +1,26 @@
-"""In-memory CSR triple graph (G_global): vocabularies, int triple arrays and out/in adjacency.
+"""The triple graph (G_global): vocabularies, int triple arrays and out/in adjacency, in memory or mapped from disk.
 
-Built once from a :class:`~kgrag.data.records.KGDataset`, saved and loaded as one ``.npz`` file holding only
-numeric arrays (strings are packed as UTF-8 bytes + offsets, so loading needs no pickle). Used by PPR,
-shortest-path labelling and retriever training.
+    graph = CSRGraph.load("work/metaqa/graph.npz")   # maps the file: milliseconds, pages shared by processes
+    edges = graph.edges_of(np.array([graph.key_index["Tom Hanks"]]))  # (node position, triple id, other end)
+
+Built from a :class:`~kgrag.data.records.KGDataset` or int arrays, saved as one uncompressed ``.npz`` of numeric
+arrays (strings are UTF-8 buffers + offsets, no pickle). :meth:`load` maps it (:func:`kgrag.graph.mapped.map_npz`):
+the triple arrays, the adjacency and the strings stay on disk until touched, so a 50M-triple graph opens in
+milliseconds and several processes (server workers, Dask workers) share one copy through the page cache.
 
 Triples are sorted by (head, relation, tail) and deduplicated; edge id ``e`` is the row in ``head/rel/tail``.
-``out_incidence`` is a scipy CSR matrix (entities × edges) whose row ``n`` lists the edges leaving ``n``;
-``in_incidence`` the edges entering ``n``.
+Adjacency without any entities × edges matrix: ``out_ptr`` (the edges leaving ``n`` are ``out_ptr[n]:out_ptr[n+1]``,
+the triples being sorted by head) and ``in_ptr`` + ``in_order`` (the edges entering ``n`` are
+``in_order[in_ptr[n]:in_ptr[n+1]]``, sorted by relation then head). :meth:`edges_of` gathers the undirected
+incidence of a node set with vectorised range arithmetic: the work is the edges touched, never the graph's size.
+Lookups by key / id are a dict in memory and a binary search over the mapped column (:class:`SortedIndex`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -22,26 +30,22 @@ import scipy.sparse as sp
 
 from kgrag.data.records import KGDataset
 from kgrag.graph.iri import local_id
+from kgrag.graph.mapped import SortedIndex, StringColumn, map_npz, pack_strings
 
-FORMAT_VERSION = 1
-
-
-def _pack(strings: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    encoded = [s.encode("utf-8") for s in strings]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    np.cumsum([len(b) for b in encoded], out=offsets[1:])
-    return np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets
+FORMAT_VERSION = 2
+_STRING_FIELDS = ("entity_keys", "entity_ids", "entity_names", "relations")
 
 
-def _unpack(data: np.ndarray, offsets: np.ndarray) -> list[str]:
-    raw = data.tobytes()
-    return [raw[a:b].decode("utf-8") for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist(), strict=True)]
-
-
-def _incidence(nodes: np.ndarray, n_nodes: int) -> sp.csr_matrix:
-    n_edges = len(nodes)
-    data = np.ones(n_edges, dtype=np.int8)
-    return sp.csr_matrix((data, (nodes, np.arange(n_edges))), shape=(n_nodes, n_edges))
+def gather_ranges(starts: np.ndarray, stops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For ranges ``[starts[i], stops[i])``: (which range each position belongs to, the positions), no Python
+    loop: ``np.repeat`` of the range index and an arange shifted per range."""
+    lengths = (stops - starts).astype(np.int64)
+    total = int(lengths.sum())
+    owner = np.repeat(np.arange(lengths.size, dtype=np.int64), lengths)
+    if total == 0:
+        return owner, np.zeros(0, dtype=np.int64)
+    shift = np.repeat(starts.astype(np.int64) - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+    return owner, np.arange(total, dtype=np.int64) + shift
 
 
 @dataclass
@@ -116,16 +120,60 @@ class CSRGraph:
 
     # ------------------------------------------------------------------ adjacency
     @cached_property
-    def out_incidence(self) -> sp.csr_matrix:
-        return _incidence(self.head, self.num_entities)
+    def out_ptr(self) -> np.ndarray:
+        """int64 (entities + 1): the edges leaving ``n`` are rows ``out_ptr[n]:out_ptr[n+1]`` of
+        ``out_order`` (the identity for a graph sorted by head, as every built or loaded one is)."""
+        return np.searchsorted(self.head[self.out_order] if self.out_order is not None else self.head,
+                               np.arange(self.num_entities + 1)).astype(np.int64)
 
     @cached_property
-    def in_incidence(self) -> sp.csr_matrix:
-        return _incidence(self.tail, self.num_entities)
+    def out_order(self) -> np.ndarray | None:
+        """Edge ids sorted by head; ``None`` when the triples already are (no copy)."""
+        h = self.head
+        if h.size < 2 or bool(np.all(h[1:] >= h[:-1])):
+            return None
+        return np.lexsort((self.tail, self.rel, h)).astype(np.int64)
+
+    @cached_property
+    def in_order(self) -> np.ndarray:
+        """Edge ids sorted by (tail, relation, head)."""
+        dtype = np.int32 if self.num_triples < 2**31 else np.int64
+        return np.lexsort((self.head, self.rel, self.tail)).astype(dtype)
+
+    @cached_property
+    def in_ptr(self) -> np.ndarray:
+        """int64 (entities + 1): the edges entering ``n`` are ``in_order[in_ptr[n]:in_ptr[n+1]]``."""
+        return np.searchsorted(self.tail[self.in_order], np.arange(self.num_entities + 1)).astype(np.int64)
+
+    @cached_property
+    def degree(self) -> np.ndarray:
+        """Undirected degree (edges leaving + entering, a self-loop twice), int64 per entity."""
+        return np.diff(self.out_ptr) + np.diff(self.in_ptr)
+
+    def edges_of(self, nodes: np.ndarray, direction: str = "both") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The incidence of ``nodes`` (int array): ``(position in nodes, triple id, other end)`` per incident edge,
+        out-edges of every node first, then in-edges (``direction``: ``out`` / ``in`` / ``both``)."""
+        nodes = np.asarray(nodes, dtype=np.int64)
+        owners, triples, others = [], [], []
+        if direction in ("out", "both"):
+            owner, at = gather_ranges(self.out_ptr[nodes], self.out_ptr[nodes + 1])
+            ids = at if self.out_order is None else self.out_order[at]
+            owners.append(owner)
+            triples.append(ids)
+            others.append(self.tail[ids].astype(np.int64))
+        if direction in ("in", "both"):
+            owner, at = gather_ranges(self.in_ptr[nodes], self.in_ptr[nodes + 1])
+            ids = self.in_order[at].astype(np.int64)
+            owners.append(owner)
+            triples.append(ids)
+            others.append(self.head[ids].astype(np.int64))
+        if len(owners) == 1:
+            return owners[0], triples[0], others[0]
+        return np.concatenate(owners), np.concatenate(triples), np.concatenate(others)
 
     @cached_property
     def undirected_adjacency(self) -> sp.csr_matrix:
-        """``adjacency(undirected=True)``, built once per graph."""
+        """``adjacency(undirected=True)``, built once per graph (whole-graph work: the global PPR baseline)."""
         return self.adjacency(undirected=True)
 
     def adjacency(self, undirected: bool = False) -> sp.csr_matrix:
@@ -137,44 +185,79 @@ class CSRGraph:
         return sp.csr_matrix((data, (rows, cols)), shape=(self.num_entities, self.num_entities))
 
     def out_edges(self, entity: int) -> np.ndarray:
-        m = self.out_incidence
-        return m.indices[m.indptr[entity] : m.indptr[entity + 1]]
+        return self.edges_of(np.array([entity]), "out")[1]
 
     def in_edges(self, entity: int) -> np.ndarray:
-        m = self.in_incidence
-        return m.indices[m.indptr[entity] : m.indptr[entity + 1]]
+        return self.edges_of(np.array([entity]), "in")[1]
 
     def neighbourhood(self, entity: int) -> list[tuple[str, str, str]]:
         """One-hop triples around ``entity`` (both directions) as (head key, relation, tail key)."""
-        edges = np.concatenate([self.out_edges(entity), self.in_edges(entity)])
+        edges = self.edges_of(np.array([entity]))[1]
         keys, rels = self.entity_keys, self.relations
         return [
             (keys[h], rels[r], keys[t])
             for h, r, t in zip(self.head[edges].tolist(), self.rel[edges].tolist(), self.tail[edges].tolist(), strict=True)
         ]
 
+    def names_of(self, rows: Sequence[int] | np.ndarray) -> list[str]:
+        """Entity names of ``rows`` ("" for unnamed), in order."""
+        names = self.entity_names
+        return names.take(rows) if isinstance(names, StringColumn) else [names[int(r)] for r in np.asarray(rows).tolist()]
+
     # ------------------------------------------------------------------ lookups
     @cached_property
-    def key_index(self) -> dict[str, int]:
+    def key_index(self) -> dict[str, int] | SortedIndex:
+        """key → row: a dict for a graph built in memory, a binary search over the mapped (sorted) keys."""
+        if isinstance(self.entity_keys, StringColumn):
+            return SortedIndex(self.entity_keys, self._orders.get("key_order"))
         return {k: i for i, k in enumerate(self.entity_keys)}
 
     @cached_property
-    def id_index(self) -> dict[str, int]:
+    def id_index(self) -> dict[str, int] | SortedIndex:
+        if isinstance(self.entity_ids, StringColumn):
+            return SortedIndex(self.entity_ids, self._orders.get("id_order"))
         return {k: i for i, k in enumerate(self.entity_ids)}
 
     @cached_property
     def relation_index(self) -> dict[str, int]:
         return {r: i for i, r in enumerate(self.relations)}
 
+    @cached_property
+    def _orders(self) -> dict[str, np.ndarray]:
+        return {}
+
+    @cached_property
+    def names_fingerprint(self) -> str:
+        """sha256 (16 hex) of every entity and relation name: what name vectors are keyed by (stored at save)."""
+        stored = self.meta.get("names_sha256")
+        if stored:
+            return str(stored)
+        import hashlib
+
+        data, offsets = pack_strings(self.entity_names)
+        digest = hashlib.sha256(np.ascontiguousarray(offsets).tobytes())
+        digest.update(memoryview(np.ascontiguousarray(data)))
+        for relation in self.relations:
+            digest.update(relation.encode() + b"\n")
+        return digest.hexdigest()[:16]
+
     # ------------------------------------------------------------------ persistence
     def save(self, path: Path) -> Path:
-        """Write atomically to ``path`` (``.npz``)."""
+        """Write atomically to ``path`` (an uncompressed ``.npz`` that :meth:`load` maps)."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        arrays: dict[str, np.ndarray] = {"head": self.head, "rel": self.rel, "tail": self.tail}
-        for field_name in ("entity_keys", "entity_ids", "entity_names", "relations"):
-            arrays[f"{field_name}__data"], arrays[f"{field_name}__offsets"] = _pack(getattr(self, field_name))
-        header = {"version": FORMAT_VERSION, "name": self.name, "iri_base": self.iri_base, "meta": self.meta}
+        arrays: dict[str, np.ndarray] = {"head": self.head, "rel": self.rel, "tail": self.tail,
+                                         "in_order": self.in_order, "in_ptr": self.in_ptr}
+        if self.out_order is None:
+            arrays["out_ptr"] = self.out_ptr
+        for field_name in _STRING_FIELDS:
+            arrays[f"{field_name}__data"], arrays[f"{field_name}__offsets"] = pack_strings(getattr(self, field_name))
+        for field_name, order_name in (("entity_keys", "key_order"), ("entity_ids", "id_order")):
+            order = _sort_order(getattr(self, field_name))
+            if order is not None:
+                arrays[order_name] = order
+        meta = {**self.meta, "names_sha256": self.names_fingerprint}
+        header = {"version": FORMAT_VERSION, "name": self.name, "iri_base": self.iri_base, "meta": meta}
         arrays["header"] = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
         tmp = path.with_name(path.name + f".tmp{os.getpid()}.npz")
         np.savez(tmp, **arrays)
@@ -183,20 +266,50 @@ class CSRGraph:
 
     @classmethod
     def load(cls, path: Path) -> CSRGraph:
-        with np.load(Path(path), allow_pickle=False) as z:
-            header = json.loads(z["header"].tobytes().decode("utf-8"))
-            if header.get("version") != FORMAT_VERSION:
-                raise ValueError(f"{path}: graph format {header.get('version')} (expected {FORMAT_VERSION}); re-run prepare")
-            strings = {
-                f: _unpack(z[f"{f}__data"], z[f"{f}__offsets"])
-                for f in ("entity_keys", "entity_ids", "entity_names", "relations")
-            }
-            return cls(
-                name=header["name"],
-                iri_base=header["iri_base"],
-                head=z["head"],
-                rel=z["rel"],
-                tail=z["tail"],
-                meta=header.get("meta", {}),
-                **strings,
-            )
+        """Map the graph at ``path`` (nothing but the header and the relation names is read now)."""
+        z = map_npz(Path(path))
+        header = json.loads(z["header"].tobytes().decode("utf-8"))
+        if header.get("version") != FORMAT_VERSION:
+            raise ValueError(f"{path}: graph format {header.get('version')} (expected {FORMAT_VERSION}); re-run prepare")
+        strings = {f: StringColumn(z[f"{f}__data"], z[f"{f}__offsets"]) for f in _STRING_FIELDS}
+        graph = cls(name=header["name"], iri_base=header["iri_base"], head=z["head"], rel=z["rel"], tail=z["tail"],
+                    meta=header.get("meta", {}), entity_keys=strings["entity_keys"],
+                    entity_ids=strings["entity_ids"], entity_names=strings["entity_names"],
+                    relations=list(strings["relations"]))
+        cached = graph.__dict__  # the stored adjacency fills the cached properties
+        cached["in_order"], cached["in_ptr"] = z["in_order"], z["in_ptr"]
+        if "out_ptr" in z:
+            cached["out_ptr"], cached["out_order"] = z["out_ptr"], None
+        cached["_orders"] = {k: z[k] for k in ("key_order", "id_order") if k in z}
+        return graph
+
+
+def _sort_order(column: Sequence[str], prefix: int = 48) -> np.ndarray | None:
+    """Rows of ``column`` in string order (UTF-8 bytes order = code point order); ``None`` when already sorted.
+    Sorted by numpy on fixed-width ``prefix``-byte heads (bounded memory), runs of equal heads then in Python."""
+    data, offsets = pack_strings(column)
+    n = len(offsets) - 1
+    if n < 2:
+        return None
+    lengths = np.diff(offsets)
+    width = max(1, min(int(lengths.max()), prefix))
+    fixed = np.zeros((n, width), dtype=np.uint8)
+    clipped = np.minimum(lengths, width)
+    owner, at = gather_ranges(offsets[:-1], offsets[:-1] + clipped)
+    fixed[owner, at - np.repeat(offsets[:-1], clipped)] = data[at]
+    heads = fixed.view(f"S{width}").ravel()
+    del fixed
+    order = np.argsort(heads, kind="stable")
+    ordered = heads[order]
+    long_rows = lengths[order] > width
+    if long_rows.any():  # equal heads of which one is longer than the prefix: finish those runs by full string
+        run_start = np.concatenate([[True], ordered[1:] != ordered[:-1]])
+        run_id = np.cumsum(run_start) - 1
+        for run in np.unique(run_id[long_rows]).tolist():
+            span = np.flatnonzero(run_id == run)
+            if span.size > 1:
+                rows = order[span]
+                order[span] = sorted(rows.tolist(), key=lambda r: column[r])
+    if bool(np.all(order[1:] > order[:-1])):
+        return None
+    return order.astype(np.int64)

@@ -8,7 +8,7 @@ distractors and out of the strict top-K g_agent. The prior fixes that in two par
 * :class:`ChainPrior` — a softmax over the relation chains of the train questions (labels read off the KG by
   :mod:`kgrag.hrag.gflownet.plan_labels`), from the masked question's sentence vector; trained by the marginal
   likelihood of each question's tied chains (:func:`train_chain_prior`, seconds on CPU).
-* :class:`ChainWalker` — walks a chain from the topic entities over the whole graph: forward frontiers (topics
+* :class:`ChainWalker` — walks a chain from the topic entities through the CSR adjacency: forward frontiers (topics
   never re-entered), then backward pruning, so only triples on a *complete* walk remain (a walk that dies at hop
   2 keeps nothing).
 
@@ -47,54 +47,46 @@ def chain_text(chain: Sequence[int], relations: Sequence[str]) -> str:
 
 
 class ChainWalker:
-    """Relation-chain walks over a graph, vectorised per relation (one boolean mask over its edges per step)."""
+    """Relation-chain walks over a graph from a topic set: each step gathers the frontier's edges from the CSR
+    adjacency and keeps those of the step's relation, so a walk costs the edges it touches, not the graph."""
 
     def __init__(self, graph: CSRGraph) -> None:
-        self.num_entities = graph.num_entities
-        order = np.argsort(graph.rel, kind="stable")
-        bounds = np.searchsorted(graph.rel[order], np.arange(graph.num_relations + 1))
-        self._ids = [order[bounds[r] : bounds[r + 1]].astype(np.int64) for r in range(graph.num_relations)]
-        self._head = [graph.head[ids].astype(np.int64) for ids in self._ids]
-        self._tail = [graph.tail[ids].astype(np.int64) for ids in self._ids]
+        self.graph = graph
 
-    def _ends(self, action: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(from, to, triple ids) of the edges walked by ``action``."""
-        r = action // 2
-        return (self._tail[r], self._head[r], self._ids[r]) if action % 2 else (self._head[r], self._tail[r],
-                                                                                 self._ids[r])
+    def _step(self, nodes: np.ndarray, action: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(from, to, triple ids) of the edges leaving ``nodes`` by ``action`` (``2r``: head → tail of relation
+        ``r``; ``2r + 1``: tail → head)."""
+        owner, ids, other = self.graph.edges_of(nodes, "in" if action % 2 else "out")
+        keep = self.graph.rel[ids] == action // 2
+        return nodes[owner[keep]], other[keep], ids[keep]
 
     def frontiers(self, topics: Sequence[int], chain: Sequence[int]) -> list[np.ndarray]:
-        """Boolean entity sets reached after each step (index 0: the topics); topics are never re-entered."""
-        start = np.zeros(self.num_entities, dtype=bool)
-        start[np.asarray(list(topics), dtype=np.int64)] = True
+        """Sorted entity ids reached after each step (index 0: the topics); topics are never re-entered."""
+        start = np.unique(np.asarray(list(topics), dtype=np.int64))
         out = [start]
         for action in (a for a in chain if a >= 0):
-            src, dst, _ = self._ends(int(action))
-            nxt = np.zeros(self.num_entities, dtype=bool)
-            nxt[dst[out[-1][src]]] = True
-            nxt &= ~start
-            out.append(nxt)
+            _, dst, _ = self._step(out[-1], int(action))
+            out.append(np.setdiff1d(np.unique(dst), start, assume_unique=True))
         return out
 
     def answers(self, topics: Sequence[int], chain: Sequence[int]) -> np.ndarray:
         """The entities a chain's walks end at (topics excluded), sorted."""
-        return np.flatnonzero(self.frontiers(topics, chain)[-1])
+        return self.frontiers(topics, chain)[-1]
 
     def steps(self, topics: Sequence[int], chain: Sequence[int]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Per step of the chain, ``(from, to, triple ids)`` of the edges on its complete walks from ``topics``
         (forward frontiers, then backward pruning); empty when no walk completes."""
         actions = [int(a) for a in chain if a >= 0]
         reach = self.frontiers(topics, actions)
-        if not actions or not reach[-1].any():
+        if not actions or not reach[-1].size:
             return []
         alive = reach[-1]
         picked: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         for step in range(len(actions) - 1, -1, -1):  # backward: keep edges from a live source to a live target
-            src, dst, ids = self._ends(actions[step])
-            keep = reach[step][src] & alive[dst]
+            src, dst, ids = self._step(reach[step], actions[step])
+            keep = np.isin(dst, alive)
             picked.append((src[keep], dst[keep], ids[keep]))
-            alive = np.zeros(self.num_entities, dtype=bool)
-            alive[src[keep]] = True
+            alive = np.unique(src[keep])
         return picked[::-1]
 
     def triples(self, topics: Sequence[int], chain: Sequence[int], budget: int | None = None) -> np.ndarray:

@@ -21,7 +21,8 @@ class RetrieverConfig(BaseModel):
     # G_retrieval (PPR)
     top_n: int = Field(500, ge=1, description="PPR nodes kept per question")
     max_triples: int = Field(3000, ge=1, description="cap on the triples among them (best PPR ends first)")
-    ppr_tol: float = Field(1e-4, gt=0, description="L1 change per question that stops the power iteration")
+    ppr_epsilon: float = Field(1e-5, gt=0, le=1e-2, description="residual per unit of degree below which the "
+                               "local (push) PPR stops: its work is O(1 / (epsilon * restart)) edges")
     # model
     hidden: int = Field(128, ge=8)
     proj: int = Field(64, ge=4)

@@ -93,7 +93,8 @@ def load_trained(settings: Settings, dataset: str, checkpoint: Path | None = Non
     model, state = load_scorer(path)
     graph = pipeline.load_graph(settings, dataset)
     text = TextEmbeddings.for_graph(graph, pipeline.hrag_dir(settings, dataset), Embedder.from_settings(settings))
-    saved = {k: v for k, v in state["config"].items() if k not in MATERIALISATION}
+    # a field a later version dropped (e.g. the global PPR's ppr_tol) is not read back
+    saved = {k: v for k, v in state["config"].items() if k not in MATERIALISATION and k in RetrieverConfig.model_fields}
     config = RetrieverConfig(**saved)
     prior = None
     if config.chain_weight > 0:

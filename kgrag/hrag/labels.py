@@ -18,7 +18,7 @@ import numpy as np
 
 from kgrag.graph.csr import CSRGraph
 
-__all__ = ["PathLabels", "UNREACHED", "topic_distances", "shortest_path_labels"]
+__all__ = ["PathLabels", "UNREACHED", "Distances", "topic_distances", "shortest_path_labels"]
 
 UNREACHED = -1
 
@@ -33,32 +33,56 @@ class PathLabels:
         return bool(self.answer_hops)
 
 
-def topic_distances(graph: CSRGraph, topics: Sequence[int], max_hops: int = 3) -> np.ndarray:
-    """Undirected BFS distance of every entity from the nearest topic entity; ``UNREACHED`` beyond ``max_hops``."""
-    adjacency = graph.undirected_adjacency
-    dist = np.full(graph.num_entities, UNREACHED, dtype=np.int64)
+@dataclass
+class Distances:
+    """BFS distances of the nodes reached from the topics (``nodes`` sorted); every other node is ``UNREACHED``.
+    Sparse: its size is the reached set, not the graph."""
+
+    nodes: np.ndarray  # int64, sorted
+    dist: np.ndarray  # int8, aligned with nodes
+
+    def at(self, query: np.ndarray) -> np.ndarray:
+        """Distances of ``query`` (int array), ``UNREACHED`` where not reached: int64, shaped like ``query``."""
+        query = np.asarray(query, dtype=np.int64)
+        if not self.nodes.size:
+            return np.full(query.shape, UNREACHED, dtype=np.int64)
+        at = np.searchsorted(self.nodes, query).clip(max=self.nodes.size - 1)
+        return np.where(self.nodes[at] == query, self.dist[at].astype(np.int64), UNREACHED)
+
+
+def _members(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    if not sorted_set.size:
+        return np.zeros(values.shape, dtype=bool)
+    at = np.searchsorted(sorted_set, values).clip(max=sorted_set.size - 1)
+    return sorted_set[at] == values
+
+
+def topic_distances(graph: CSRGraph, topics: Sequence[int], max_hops: int = 3,
+                    region: np.ndarray | None = None) -> Distances:
+    """Undirected BFS distance from the nearest topic entity, up to ``max_hops``. With ``region`` (sorted node
+    ids) only its nodes are expanded (their neighbours still get a distance): a BFS inside a walk's reach, whose
+    work is that region's edges."""
     frontier = np.unique(np.asarray(topics, dtype=np.int64))
-    dist[frontier] = 0
+    nodes, dist = [frontier], [np.zeros(frontier.size, dtype=np.int8)]
+    known = frontier
     for hop in range(1, max_hops + 1):
+        expand = frontier if region is None else frontier[_members(frontier, region)]
+        if expand.size == 0:
+            break
+        reached = np.unique(graph.edges_of(expand)[2])
+        frontier = reached[~_members(reached, known)]
         if frontier.size == 0:
             break
-        reached = np.unique(adjacency[frontier].indices)
-        frontier = reached[dist[reached] == UNREACHED]
-        dist[frontier] = hop
-    return dist
-
-
-def _incident(graph: CSRGraph, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Triples touching ``nodes`` and, for each, its other end."""
-    out_t = graph.out_incidence[nodes].indices
-    in_t = graph.in_incidence[nodes].indices
-    triples = np.concatenate([out_t, in_t]).astype(np.int64)
-    other = np.concatenate([graph.tail[out_t], graph.head[in_t]]).astype(np.int64)
-    return triples, other
+        nodes.append(frontier)
+        dist.append(np.full(frontier.size, hop, dtype=np.int8))
+        known = np.union1d(known, frontier)
+    all_nodes, all_dist = np.concatenate(nodes), np.concatenate(dist)
+    order = np.argsort(all_nodes, kind="stable")
+    return Distances(all_nodes[order], all_dist[order])
 
 
 def shortest_path_labels(graph: CSRGraph, topics: Sequence[int], answers: Sequence[int],
-                         max_hops: int = 3, distances: np.ndarray | None = None) -> PathLabels:
+                         max_hops: int = 3, distances: Distances | None = None) -> PathLabels:
     """Positive triples and answer distances for one question (see the module docstring); ``distances`` may pass
     :func:`topic_distances` of the same topics and ``max_hops`` when the caller already has them."""
     if not len(topics) or not len(answers):
@@ -67,14 +91,14 @@ def shortest_path_labels(graph: CSRGraph, topics: Sequence[int], answers: Sequen
     positives: list[np.ndarray] = []
     hops: dict[int, int] = {}
     for answer in np.unique(np.asarray(answers, dtype=np.int64)).tolist():
-        length = int(dist[answer])
+        length = int(dist.at(np.array([answer]))[0])
         if length == UNREACHED:
             continue
         hops[answer] = length
         layer = np.array([answer], dtype=np.int64)
         for k in range(length, 0, -1):
-            triples, other = _incident(graph, layer)
-            back = dist[other] == k - 1
+            _, triples, other = graph.edges_of(layer)
+            back = dist.at(other) == k - 1
             positives.append(triples[back])
             layer = np.unique(other[back])
     found = np.unique(np.concatenate(positives)) if positives else np.zeros(0, dtype=np.int64)

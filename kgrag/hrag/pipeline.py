@@ -28,7 +28,7 @@ from kgrag.hrag.chains import ChainPrior, train_chain_prior
 from kgrag.hrag.config import RetrieverConfig
 from kgrag.hrag.g_agent import GAgentSplit, g_agent_path, materialize
 from kgrag.hrag.gflownet.plan_labels import cached_chains
-from kgrag.hrag.ppr import PersonalizedPageRank
+from kgrag.hrag.local_ppr import LocalPPR
 from kgrag.hrag.questions import HragQuestion, prepared_questions
 from kgrag.hrag.samples import RetrievalSamples, build_samples
 from kgrag.hrag.text import TextEmbeddings
@@ -36,7 +36,7 @@ from kgrag.hrag.text import TextEmbeddings
 __all__ = ["SAMPLES_VERSION", "hrag_dir", "load_graph", "split_samples", "question_samples", "checkpoint_dir",
            "record_latest", "latest_checkpoint", "build_g_agent", "chain_prior", "with_chain_prior", "split_questions", "available_splits", "g_agent_file"]
 
-SAMPLES_VERSION = "samples-v1"  # bump when the samples' content changes
+SAMPLES_VERSION = "samples-v2"  # bump when the samples' content changes
 CHAIN_PRIOR_VERSION = "chain-prior-v1"  # bump when the chain prior's model or labels change
 MAX_CHAIN_STEPS = 3  # longest relation chain the prior learns (MetaQA: 3 hops)
 
@@ -53,7 +53,7 @@ def load_graph(settings: Settings, dataset: str) -> CSRGraph:
 
 
 def _questions_key(questions: Sequence[HragQuestion], cfg: RetrieverConfig, graph: CSRGraph) -> str:
-    digest = hashlib.sha256(f"{SAMPLES_VERSION}:{cfg.top_n}:{cfg.max_triples}:{cfg.ppr_tol}:"
+    digest = hashlib.sha256(f"{SAMPLES_VERSION}:{cfg.top_n}:{cfg.max_triples}:{cfg.ppr_epsilon}:"
                             f"{graph.num_entities}:{graph.num_triples}".encode())
     for q in questions:
         digest.update(f"{q.qid}\t{q.text}\t{q.topics}\t{q.answers}\t{q.hop}\n".encode())
@@ -66,7 +66,7 @@ def _samples_file(folder: Path, name: str, questions: Sequence[HragQuestion], cf
 
 
 def question_samples(graph: CSRGraph, questions: Sequence[HragQuestion], cfg: RetrieverConfig, folder: Path,
-                     name: str, ppr: PersonalizedPageRank | None = None,
+                     name: str, ppr: LocalPPR | None = None,
                      progress: Callable[[int, int], None] | None = None) -> RetrievalSamples:
     """Samples of ``questions``, read from ``folder/samples_<name>_<key>.npz`` when built before."""
     path = _samples_file(folder, name, questions, cfg, graph)
@@ -78,9 +78,9 @@ def question_samples(graph: CSRGraph, questions: Sequence[HragQuestion], cfg: Re
     return samples
 
 
-def ppr_for(graph: CSRGraph, cfg: RetrieverConfig) -> PersonalizedPageRank:
-    """PPR with the config's tolerance (what every sample build uses)."""
-    return PersonalizedPageRank(graph, tol=cfg.ppr_tol)
+def ppr_for(graph: CSRGraph, cfg: RetrieverConfig) -> LocalPPR:
+    """Local PPR with the config's residual threshold (what every sample build uses)."""
+    return LocalPPR(graph, epsilon=cfg.ppr_epsilon)
 
 
 def samples_path(settings: Settings, dataset: str, split: str, cfg: RetrieverConfig,
@@ -108,7 +108,7 @@ def available_splits(settings: Settings, dataset: str) -> list[str]:
 
 
 def split_samples(settings: Settings, dataset: str, graph: CSRGraph, split: str, cfg: RetrieverConfig,
-                  ppr: PersonalizedPageRank | None = None,
+                  ppr: LocalPPR | None = None,
                   progress: Callable[[int, int], None] | None = None) -> RetrievalSamples:
     """Samples of one prepared split (``train``/``validation``/``test``…)."""
     questions = split_questions(settings, dataset, split, cfg)

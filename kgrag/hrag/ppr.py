@@ -1,4 +1,5 @@
-"""Personalized PageRank over G_global and the retrieval subgraph it defines (spec h-rag.md §3, level 2).
+"""Global personalized PageRank over G_global and the retrieval subgraph it defines (spec h-rag.md §3, level 2):
+the exact baseline of :class:`kgrag.hrag.local_ppr.LocalPPR` (what every stage uses), whose cost grows with the graph.
 
     ppr = PersonalizedPageRank(graph)                  # builds the transition matrix once
     scores = ppr.scores([[seed_a], [seed_b, seed_c]])  # (questions, entities), one column-block power iteration
@@ -23,6 +24,7 @@ import scipy.sparse as sp
 import torch
 
 from kgrag.graph.csr import CSRGraph
+from kgrag.hrag.labels import Distances, topic_distances
 
 __all__ = ["PersonalizedPageRank", "RetrievalSubgraph"]
 
@@ -34,6 +36,7 @@ class RetrievalSubgraph:
     nodes: np.ndarray  # int32 entity indices, by PPR score desc
     node_scores: np.ndarray  # float32, aligned with nodes
     triples: np.ndarray  # int64 triple indices into the graph's head/rel/tail, ascending
+    distances: Distances  # topic distances of (at least) its nodes, the triples' structure features
 
 
 class PersonalizedPageRank:
@@ -107,5 +110,6 @@ class PersonalizedPageRank:
                 weight = scores[row][g.head[triples]] + scores[row][g.tail[triples]]
                 best = np.argpartition(-weight, max_triples - 1)[:max_triples]
                 triples = np.sort(triples[best])
-            out.append(RetrievalSubgraph(top.astype(np.int32), scores[row][top].astype(np.float32), triples))
+            out.append(RetrievalSubgraph(top.astype(np.int32), scores[row][top].astype(np.float32), triples,
+                                         topic_distances(g, seed_list, 3)))
         return out

@@ -3,9 +3,11 @@ GFlowNet beam → ranked answers with the paths that reached them.
 
     answer = HRAGReasoner.load(get_settings(), "metaqa").answer("who directed the films starring Tom Hanks")
 
-:class:`HRAGReasoner` loads the graph, the retriever and its chain prior, the policy, PPR and the entity linker
-once; each call writes nothing to disk (question vectors are kept in memory per masked wording: MetaQA's
-questions share a few hundred). Topic entities come from ``[brackets]`` when the text has them, else from the
+:class:`HRAGReasoner` maps the graph and loads the retriever and its chain prior, the policy and PPR once (the
+entity linker on the first question that needs it). PPR is local (:class:`~kgrag.hrag.local_ppr.LocalPPR`), so a
+question costs the same in a graph of any size; a call writes to disk only the name vectors of entities no question
+touched before (:class:`~kgrag.hrag.entity_vectors.EntityVectors`); question vectors are kept in memory per masked
+wording (MetaQA's questions share a few hundred). Topic entities come from ``[brackets]`` when the text has them, else from the
 entity linker over the plain text (:mod:`kgrag.hrag.linker`). :meth:`HRAGReasoner.rank` answers many questions
 at once and is what ``kgrag eval`` runs; :meth:`HRAGReasoner.answer` is the one-question view of the same path.
 """
@@ -30,19 +32,14 @@ from kgrag.hrag.gflownet.evaluate import TrainedPolicy, load_trained_policy, pat
 from kgrag.hrag.gflownet.llm_answer import PathEvidence, verbalise_path
 from kgrag.hrag.linker import EntityLinker
 from kgrag.hrag.pipeline import available_splits
-from kgrag.hrag.ppr import PersonalizedPageRank
+from kgrag.hrag.local_ppr import LocalPPR
 from kgrag.hrag.questions import HragQuestion, masked_text, prepared_questions
 from kgrag.hrag.retriever import score_samples
 from kgrag.hrag.samples import build_samples
 from kgrag.hrag.text import MAX_QUESTION_TOKENS, QuestionTokens
 from kgrag.rank.sentence_embedder import Embedder
 
-__all__ = ["RankedAnswer", "Answer", "Ranking", "HRAGReasoner", "answer_question", "template_of", "path_ids", "loaded_reasoner", "ONLINE_PPR_TOL"]
-
-#: PPR's stopping tolerance online (L1 change per question). Looser than training's 1e-4: on MetaQA validation
-#: (3,913 questions) it gives the same Hits@1 / F1 on every hop at 0.7× the PPR time (bench/gflownet.py)
-ONLINE_PPR_TOL = 1e-3
-
+__all__ = ["RankedAnswer", "Answer", "Ranking", "HRAGReasoner", "answer_question", "template_of", "path_ids", "loaded_reasoner"]
 
 @dataclass(frozen=True)
 class RankedAnswer:
@@ -91,12 +88,13 @@ class HRAGReasoner:
     """The trained H-RAG chain, loaded once (see the module docstring)."""
 
     def __init__(self, retriever: TrainedRetriever, policy: TrainedPolicy, linker: EntityLinker | None = None,
-                 batch_size: int = 64, ppr_tol: float = ONLINE_PPR_TOL) -> None:
+                 batch_size: int = 64, ppr_epsilon: float | None = None, templates: Sequence[str] = ()) -> None:
         self.retriever = retriever
         self.policy = policy
         self.graph = retriever.graph
-        self.ppr = PersonalizedPageRank(self.graph, tol=ppr_tol)
-        self.linker = linker or EntityLinker.from_graph(self.graph)
+        self.ppr = LocalPPR(self.graph, epsilon=ppr_epsilon or retriever.config.ppr_epsilon)
+        self._linker = linker
+        self._templates = list(templates)
         self.batch_size = batch_size
         model_name = retriever.text.embedder.model_name
         self._encoder = Embedder(model_name, cache_dir=None)  # no disk cache: a call writes nothing
@@ -112,7 +110,7 @@ class HRAGReasoner:
         split = "train" if "train" in splits else splits[0]
         questions = prepared_questions(settings.dataset_dir(dataset), [split])
         templates = [template_of(q, retriever.graph) for q in questions]
-        reasoner = cls(retriever, policy, EntityLinker.from_graph(retriever.graph, templates))
+        reasoner = cls(retriever, policy, templates=templates)
         reasoner.warm(templates)
         return reasoner
 
@@ -120,6 +118,14 @@ class HRAGReasoner:
         """Encode the distinct wordings of ``texts`` now (the train questions' templates: seconds at load), so a
         question phrased like one of them costs no model call."""
         self.encode(list(dict.fromkeys(masked_text(t) for t in texts)))
+
+    @property
+    def linker(self) -> EntityLinker:
+        """The entity linker over every name of the graph, built on the first question without known topics
+        (a name index is whole-graph work: a process that only gets topics never pays it)."""
+        if self._linker is None:
+            self._linker = EntityLinker.from_graph(self.graph, self._templates)
+        return self._linker
 
     # ------------------------------------------------------------------ encoding
     def encode(self, texts: Sequence[str]) -> tuple[np.ndarray, QuestionTokens]:

@@ -23,6 +23,7 @@ import numpy as np
 
 from kgrag.graph.csr import CSRGraph
 from kgrag.hrag.labels import UNREACHED, shortest_path_labels, topic_distances
+from kgrag.hrag.local_ppr import LocalPPR
 from kgrag.hrag.ppr import PersonalizedPageRank
 from kgrag.hrag.questions import HragQuestion
 
@@ -152,11 +153,16 @@ class RetrievalSamples:
                    **arrays)
 
 
+def _capped(dist: np.ndarray) -> np.ndarray:
+    return np.where(dist == UNREACHED, MAX_DIST, np.minimum(dist, MAX_DIST)).astype(np.uint8)
+
+
 def build_samples(graph: CSRGraph, questions: Sequence[HragQuestion], top_n: int = 500, max_triples: int = 3000,
-                  ppr: PersonalizedPageRank | None = None, batch: int = PPR_BATCH,
+                  ppr: LocalPPR | PersonalizedPageRank | None = None, batch: int = PPR_BATCH,
                   progress: Callable[[int, int], None] | None = None) -> RetrievalSamples:
-    """G_retrieval, structure features and labels for ``questions`` (PPR batched over distinct topic sets)."""
-    ppr = ppr or PersonalizedPageRank(graph)
+    """G_retrieval, structure features and labels for ``questions`` (one PPR per distinct topic set; the
+    features are the subgraph's own topic distances, the labels a full BFS, only for questions with answers)."""
+    ppr = ppr or LocalPPR(graph)
     keys = [tuple(sorted(set(q.topics))) for q in questions]
     groups = list(dict.fromkeys(keys))
     group_index = {k: i for i, k in enumerate(groups)}
@@ -173,13 +179,13 @@ def build_samples(graph: CSRGraph, questions: Sequence[HragQuestion], top_n: int
         chunk = groups[start : start + batch]
         subgraphs = ppr.retrieval_subgraphs([list(k) for k in chunk], top_n, max_triples)
         for offset, (key, sub) in enumerate(zip(chunk, subgraphs, strict=True)):
-            # the full-graph distances live only while this group's questions are labelled
-            dist = topic_distances(graph, np.asarray(key, dtype=np.int64), MAX_HOPS)
-            capped = np.where(dist == UNREACHED, MAX_DIST, np.minimum(dist, MAX_DIST)).astype(np.uint8)
             g_triples.append(sub.triples)
-            g_head.append(capped[graph.head[sub.triples]])
-            g_tail.append(capped[graph.tail[sub.triples]])
-            for i in members[start + offset]:
+            g_head.append(_capped(sub.distances.at(graph.head[sub.triples])))
+            g_tail.append(_capped(sub.distances.at(graph.tail[sub.triples])))
+            labelled = [i for i in members[start + offset] if len(questions[i].answers)]
+            # the full-graph distances (exact shortest-path labels) live only while this group is labelled
+            dist = topic_distances(graph, np.asarray(key, dtype=np.int64), MAX_HOPS) if labelled else None
+            for i in labelled:
                 labels = shortest_path_labels(graph, key, questions[i].answers, MAX_HOPS, distances=dist)
                 answers[i] = np.asarray(questions[i].answers, dtype=np.int64)
                 answer_hop[i] = np.array([labels.answer_hops.get(int(a), -1) for a in answers[i]], dtype=np.int8)

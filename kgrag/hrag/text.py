@@ -1,11 +1,12 @@
 """Text embeddings the retriever reads: entity names, relation names and (masked) questions.
 
-Computed once per vocabulary with the project's embedder (offline MiniLM by default) and kept in
-``<dataset work dir>/hrag/text_<model>_<fingerprint>.npz`` — the fingerprint covers the model name and every
-entity and relation name, so a changed graph or model gets new vectors. Question vectors go through the
-embedder's own disk cache (many questions share one masked template). The entity names, the one big batch job,
-go through ``encode_names`` (default :func:`encode_names`, here; :mod:`flows.text_embeddings` passes one that
-encodes blocks of names as tasks, e.g. on a Dask cluster).
+Made with the project's embedder (offline MiniLM by default). Relation vectors are computed once per vocabulary
+and kept in ``<dataset work dir>/hrag/text_<model>_<fingerprint>.npz``; entity vectors are
+:class:`~kgrag.hrag.entity_vectors.EntityVectors`, computed lazily for the entities a question touches and kept
+in a map shared by processes (:mod:`flows.text_embeddings` fills a small graph's map at once, as tasks). The
+fingerprint is the graph's names fingerprint (stored at import) with the model name, so a changed graph or model
+gets new vectors. Question vectors go through the embedder's own disk cache (many questions share one masked
+template).
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from kgrag.graph.csr import CSRGraph
+from kgrag.hrag.entity_vectors import EntityVectors
 from kgrag.hrag.questions import masked_text
 from kgrag.rank.sentence_embedder import Embedder
 
@@ -46,10 +48,8 @@ def encode_names(embedder: Embedder, names: Sequence[str], block: int = NAME_BLO
 
 
 def text_file(graph: CSRGraph, folder: Path, model_name: str) -> Path:
-    """Where the vectors of ``graph``'s names by ``model_name`` are kept (a fingerprint of model and names)."""
-    digest = hashlib.sha256(model_name.encode())
-    for name in [*graph.entity_names, "\0", *graph.relations]:
-        digest.update(name.encode() + b"\n")
+    """Where the relation vectors of ``graph`` by ``model_name`` are kept (a fingerprint of model and names)."""
+    digest = hashlib.sha256(f"{model_name}\n{graph.names_fingerprint}".encode())
     return Path(folder) / f"text_{re.sub(r'[^A-Za-z0-9]+', '-', model_name)}_{digest.hexdigest()[:16]}.npz"
 
 
@@ -74,7 +74,7 @@ class QuestionTokens:
 
 @dataclass
 class TextEmbeddings:
-    entities: np.ndarray  # float16 (entities, dim); zero rows for unnamed entities (CVT nodes)
+    entities: EntityVectors  # indexed like a float16 (entities, dim) array; zero rows for unnamed entities (CVTs)
     relations: np.ndarray  # float32 (relations, dim)
     embedder: Embedder
 
@@ -105,24 +105,20 @@ class TextEmbeddings:
         return QuestionTokens(out, mask)
 
     @classmethod
-    def for_graph(cls, graph: CSRGraph, folder: Path, embedder: Embedder | None = None,
-                  names_encoder: Callable[[list[str]], np.ndarray] | None = None) -> TextEmbeddings:
-        """The graph's vectors from their file, else computed (entity names by ``names_encoder``, default
-        :func:`encode_names`) and saved."""
+    def for_graph(cls, graph: CSRGraph, folder: Path, embedder: Embedder | None = None) -> TextEmbeddings:
+        """The graph's relation vectors from their file, else computed and saved; its entity vectors lazy (see
+        :class:`~kgrag.hrag.entity_vectors.EntityVectors`: nothing is encoded until a row is read)."""
         embedder = embedder or Embedder.from_settings()
         path = text_file(graph, folder, embedder.model_name)
         if path.is_file():
             with np.load(path) as data:
-                return cls(data["entities"], data["relations"], embedder)
-        names = list(graph.entity_names)
-        named = [i for i, n in enumerate(names) if n]
-        entities = np.zeros((len(names), embedder.dim), dtype=np.float16)
-        if named:
-            encode = names_encoder or (lambda batch: encode_names(embedder, batch))
-            entities[named] = encode([names[i] for i in named])
-        relations = embedder.encode([relation_text(r) for r in graph.relations])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + f".tmp{os.getpid()}.npz")
-        np.savez(tmp, entities=entities, relations=relations)
-        os.replace(tmp, path)
+                relations = data["relations"]
+        else:
+            relations = embedder.encode([relation_text(r) for r in graph.relations])
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(path.name + f".tmp{os.getpid()}.npz")
+            np.savez(tmp, relations=relations)
+            os.replace(tmp, path)
+        entities = EntityVectors(graph, folder, embedder.model_name, int(relations.shape[1]),
+                                 lambda names: encode_names(embedder, names))
         return cls(entities, relations, embedder)

@@ -1,61 +1,75 @@
-"""How many hops separate each question's topic entities from its answers (undirected, batched)."""
+"""How many hops separate each question's topic entities from its answers (undirected, at most 3).
+
+    hops = min_answer_hops(graph, [[topic]], [[answer_a, answer_b]])   # int8 per question, UNREACHABLE = -1
+
+A bidirectional BFS per question over the CSR adjacency (:meth:`~kgrag.graph.csr.CSRGraph.edges_of`): each step
+expands whichever side — from the topics or from the answers — has the smaller frontier degree, and stops at the
+first layer that meets the other side. A hub on one side is never expanded when the other side is cheaper, so the
+work is that of the smaller neighbourhoods, whatever the graph's size.
+"""
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections.abc import Sequence
 
 import numpy as np
-import scipy.sparse as sp
+
+from kgrag.graph.csr import CSRGraph
 
 UNREACHABLE = -1
 
 
-def _binary(adjacency: sp.csr_matrix) -> sp.csr_matrix:
-    a = adjacency.tocsr(copy=True)
-    a.data = np.ones_like(a.data, dtype=np.float32)
-    return a
+class _Side:
+    """One side of the search: the nodes seen (sorted) with their depth, and the current frontier."""
+
+    def __init__(self, start: np.ndarray) -> None:
+        self.nodes = start
+        self.depth = np.zeros(start.size, dtype=np.int64)
+        self.frontier = start
+        self.level = 0
+
+    def depth_of(self, query: np.ndarray) -> np.ndarray:
+        """Depth of each ``query`` node on this side, -1 where unseen."""
+        at = np.searchsorted(self.nodes, query).clip(max=self.nodes.size - 1)
+        return np.where(self.nodes[at] == query, self.depth[at], -1)
+
+    def expand(self, graph: CSRGraph) -> None:
+        reached = np.unique(graph.edges_of(self.frontier)[2])
+        self.level += 1
+        new = reached[self.depth_of(reached) < 0]
+        merged = np.concatenate([self.nodes, new])
+        depth = np.concatenate([self.depth, np.full(new.size, self.level, dtype=np.int64)])
+        order = np.argsort(merged, kind="stable")
+        self.nodes, self.depth, self.frontier = merged[order], depth[order], new
 
 
-def min_answer_hops(
-    adjacency: sp.csr_matrix, topics: list[list[int]], answers: list[list[int]], batch: int = 1024
-) -> np.ndarray:
-    """Per question, the fewest hops (0–3, undirected) from any topic entity to any answer; ``UNREACHABLE``
-    when none is within 3 hops or the question has no resolved topic/answer.
+def answer_distance(graph: CSRGraph, topics: Sequence[int], answers: Sequence[int], max_hops: int = 3) -> int:
+    """Fewest undirected hops from any topic to any answer, ``UNREACHABLE`` beyond ``max_hops``."""
+    forward = _Side(np.unique(np.asarray(topics, dtype=np.int64)))
+    backward = _Side(np.unique(np.asarray(answers, dtype=np.int64)))
+    if not forward.nodes.size or not backward.nodes.size:
+        return UNREACHABLE
+    if (backward.depth_of(forward.nodes) >= 0).any():
+        return 0
+    degree = graph.degree
+    for _ in range(max_hops):
+        side, other = ((forward, backward) if degree[forward.frontier].sum() <= degree[backward.frontier].sum()
+                       else (backward, forward))
+        if not side.frontier.size:
+            return UNREACHABLE
+        side.expand(graph)
+        met = other.depth_of(side.frontier)
+        if (met >= 0).any():
+            best = side.level + int(met[met >= 0].min())
+            return best if best <= max_hops else UNREACHABLE
+    return UNREACHABLE
 
-    Vectorised by topic batches: reach ≤ 1 and ≤ 2 from a batch of topics are two sparse × dense products;
-    distance 3 is then "some neighbour of an answer is within 2 hops" (a gather, no third product, which is
-    the densest one).
-    """
-    a = _binary(adjacency)
-    n = a.shape[0]
-    by_topic: dict[int, list[int]] = defaultdict(list)
-    for q, ts in enumerate(topics):
-        if answers[q]:
-            for t in ts:
-                by_topic[t].append(q)
+
+def min_answer_hops(graph: CSRGraph, topics: list[list[int]], answers: list[list[int]],
+                    max_hops: int = 3) -> np.ndarray:
+    """Per question, :func:`answer_distance` (int8; ``UNREACHABLE`` when it has no resolved topic or answer)."""
     result = np.full(len(topics), UNREACHABLE, dtype=np.int8)
-    sources = np.array(sorted(by_topic), dtype=np.int64)
-    indptr, indices = a.indptr, a.indices
-    for start in range(0, len(sources), batch):
-        idx = sources[start : start + batch]
-        cols = np.arange(len(idx))
-        frontier = np.zeros((n, len(idx)), dtype=np.float32)
-        frontier[idx, cols] = 1.0
-        reach1 = (a @ frontier) > 0
-        reach2 = ((a @ reach1.astype(np.float32)) > 0) | reach1
-        for col, topic in enumerate(idx.tolist()):
-            r1, r2 = reach1[:, col], reach2[:, col]  # strided views: only gathered at answer rows
-            for q in by_topic[topic]:
-                ans = np.asarray(answers[q])
-                if (ans == topic).any():
-                    d = 0
-                elif r1[ans].any():
-                    d = 1
-                elif r2[ans].any():
-                    d = 2
-                else:
-                    nbrs = np.concatenate([indices[indptr[x] : indptr[x + 1]] for x in ans])
-                    d = 3 if r2[nbrs].any() else UNREACHABLE
-                if d != UNREACHABLE and (result[q] == UNREACHABLE or d < result[q]):
-                    result[q] = d
+    for q, (ts, ans) in enumerate(zip(topics, answers, strict=True)):
+        if ts and ans:
+            result[q] = answer_distance(graph, ts, ans, max_hops)
     return result

@@ -164,7 +164,7 @@ def prepare_questions(dataset: str | DatasetSpec, data_dir: Path, out_dir: Path,
         why = ", ".join(f"{n} {reason}" for reason, n in sorted(resolution.unresolved_by.items()))
         raise KgragError(f"no question of {', '.join(spec.questions)} names a node of the graph ({why}): give "
                          "topic_entities as the graph's IRIs or its stored names")
-    hops = min_answer_hops(graph.adjacency(undirected=True), topics, answers)
+    hops = min_answer_hops(graph, topics, answers)
     if spec.reader == "triples":  # the hop a file does not give is the graph's shortest topic→answer distance
         for q, h in zip(questions, hops.tolist(), strict=True):
             if q.hop is None and h != UNREACHABLE:

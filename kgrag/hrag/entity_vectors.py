@@ -1,0 +1,130 @@
+"""Entity name vectors computed lazily: only the entities a question's subgraph touches are ever encoded, kept in a
+memory-mapped file keyed by content (model + the graph's names) that every process on the machine shares.
+
+    vectors = EntityVectors(graph, Path("work/metaqa/hrag"), Embedder.from_settings())
+    vectors[np.array([12, 40, 7])]          # (3, dim) float16 unit vectors; unnamed entities (CVTs) are zeros
+
+Files (in ``folder``): ``entity_vectors_<model>_<fingerprint>.f16`` — ``(entities, dim)`` float16, created sparse
+(pages never written cost no disk) — and ``….done``, one byte per entity (1 = computed). Indexing computes the
+missing rows' vectors in one model call, writes them into the map and marks them done; every later lookup, in this
+process or another, is a read of mapped pages. Two processes that compute one row write identical bytes. The
+fingerprint is the graph's :attr:`~kgrag.graph.csr.CSRGraph.names_fingerprint` (stored at import) with the model
+name, so a changed graph or model gets a new file. :meth:`fill` computes every missing row (what a small graph's
+training does at once, in blocks, optionally as tasks).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from kgrag.graph.csr import CSRGraph
+
+__all__ = ["EntityVectors", "vectors_file"]
+
+Encoder = Callable[[list[str]], np.ndarray]
+
+
+def vectors_file(graph: CSRGraph, folder: Path, model_name: str) -> Path:
+    """The map of ``graph``'s entity vectors by ``model_name`` (its ``.done`` flags sit beside it)."""
+    digest = hashlib.sha256(f"{model_name}\n{graph.names_fingerprint}".encode()).hexdigest()[:16]
+    return Path(folder) / f"entity_vectors_{re.sub(r'[^A-Za-z0-9]+', '-', model_name)}_{digest}.f16"
+
+
+def _sized(path: Path, size: int) -> None:
+    """Create ``path`` as a sparse file of ``size`` bytes unless it already has that size."""
+    if path.is_file() and path.stat().st_size == size:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("ab") as fh:
+        fh.truncate(size)
+
+
+class EntityVectors:
+    """Lazy unit float16 name vectors of a graph's entities (see the module docstring); index it like an array."""
+
+    def __init__(self, graph: CSRGraph, folder: Path, model_name: str, dim: int, encode: Encoder) -> None:
+        self.graph = graph
+        self.dim = dim
+        self.encode = encode
+        self.path = vectors_file(graph, folder, model_name)
+        self.done_path = self.path.with_suffix(".done")
+        n = graph.num_entities
+        self._lock = threading.Lock()
+        if n == 0:
+            self._vectors = np.zeros((0, dim), dtype=np.float16)
+            self._done = np.zeros(0, dtype=np.uint8)
+            return
+        _sized(self.path, n * dim * 2)
+        _sized(self.done_path, n)
+        self._vectors = np.memmap(self.path, dtype=np.float16, mode="r+", shape=(n, dim))
+        self._done = np.memmap(self.done_path, dtype=np.uint8, mode="r+", shape=(n,))
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.graph.num_entities, self.dim)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(np.float16)
+
+    def __len__(self) -> int:
+        return self.graph.num_entities
+
+    def computed(self) -> int:
+        """How many rows are computed (in any process)."""
+        return int(np.count_nonzero(self._done))
+
+    def __getitem__(self, rows) -> np.ndarray:
+        rows = np.asarray(rows, dtype=np.int64)
+        self.ensure(rows.ravel())
+        return np.asarray(self._vectors[rows])
+
+    def ensure(self, rows: np.ndarray) -> int:
+        """Compute the missing vectors of ``rows``; returns how many names were encoded."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if not rows.size:
+            return 0
+        with self._lock:
+            missing = np.unique(rows[self._done[rows] == 0])
+            if not missing.size:
+                return 0
+            names = self.graph.names_of(missing)
+            named = np.array([bool(n) for n in names], dtype=bool)
+            if named.any():
+                vectors = self.encode([n for n in names if n])
+                self._vectors[missing[named]] = np.asarray(vectors, dtype=np.float16)
+            self._done[missing] = 1
+            return int(named.sum())
+
+    def fill(self, block: int = 8192, encode_rows: Callable[[np.ndarray], None] | None = None,
+             progress: Callable[[int, int], None] | None = None) -> int:
+        """Compute every missing row in blocks of ``block`` entities (``encode_rows``, default :meth:`ensure`,
+        does a list of blocks at once: a flow passes one that encodes them as tasks); returns the rows done."""
+        missing = np.flatnonzero(self._done[:] == 0) if len(self) else np.zeros(0, dtype=np.int64)
+        if encode_rows is not None:
+            encode_rows(missing)
+        else:
+            for start in range(0, missing.size, block):
+                self.ensure(missing[start : start + block])
+                if progress is not None:
+                    progress(min(start + block, missing.size), missing.size)
+        self.flush()
+        return int(missing.size)
+
+    def store(self, rows: np.ndarray, vectors: np.ndarray) -> None:
+        """Write vectors computed elsewhere (a task's result) for ``rows`` and mark them done."""
+        rows = np.asarray(rows, dtype=np.int64)
+        with self._lock:
+            self._vectors[rows] = np.asarray(vectors, dtype=np.float16)
+            self._done[rows] = 1
+
+    def flush(self) -> None:
+        if isinstance(self._vectors, np.memmap):
+            self._vectors.flush()
+            self._done.flush()
