@@ -253,9 +253,9 @@ def generate(path: Path, n_synthetic: int, seed: int = 0, kb: Path | None = None
     n_entities = round(n * entities_per_triple)
     n_attached = round(n * metaqa_share)
     n_plain = n - n_attached  # synthetic-synthetic triples
-    if n < 2 or not 0.0 <= metaqa_share < 1.0:
-        raise ValueError("n_synthetic must be >= 2 and metaqa_share in [0, 1)")
-    if not 2 <= n_entities <= n_plain:
+    if n == 1 or n < 0 or not 0.0 <= metaqa_share < 1.0:
+        raise ValueError("n_synthetic must be 0 (MetaQA alone) or >= 2, and metaqa_share in [0, 1)")
+    if n and not 2 <= n_entities <= n_plain:
         raise ValueError(f"{n_entities} synthetic entities for {n_plain} synthetic-synthetic triples: need "
                          f"2 <= entities <= triples (entities_per_triple <= 1 - metaqa_share)")
 

@@ -55,8 +55,8 @@ def build_graph(spec: DatasetSpec, data_dir: str, out_dir: str, fingerprint: str
 
 @task(name="load-oxigraph", retries=2, retry_delay_seconds=2, cache_key_fn=_cache_key("store"),
       cache_expiration=timedelta(days=30), persist_result=True)
-def load_store(out_dir: str, fingerprint: str) -> dict:
-    return steps.load_store(Path(out_dir), fingerprint)
+def load_store(out_dir: str, fingerprint: str, enabled: bool = True) -> dict:
+    return steps.load_store(Path(out_dir), fingerprint, enabled)
 
 
 @task(name="prepare-questions", retries=2, retry_delay_seconds=2, retry_condition_fn=_not_a_user_error,
@@ -98,7 +98,7 @@ def prepare_data(dataset: str = "metaqa", data_dir: str | None = None, work_dir:
     out = str(staging or settings.dataset_dir(dataset))
     try:
         graph = build_graph(the_spec, data, out, fp)
-        store = load_store(out, fp)
+        store = load_store(out, fp, the_spec.store)
         questions = prepare_questions(the_spec, data, out, fp, settings.seed if seed is None else seed)
         markdown = summarise(dataset, out, graph, store, questions)
     except BaseException:
@@ -106,7 +106,8 @@ def prepare_data(dataset: str = "metaqa", data_dir: str | None = None, work_dir:
         raise
     if staging is not None:
         out = str(imports.commit(settings, the_spec, staging))
-        store = {**store, "store_path": str(Path(out) / "oxigraph")}
+        if store.get("store_path"):
+            store = {**store, "store_path": str(Path(out) / "oxigraph")}
     return {"dataset": dataset, "out_dir": out, "graph": graph, "store": store, "questions": questions,
             "markdown": markdown}
 

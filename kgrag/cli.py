@@ -97,6 +97,8 @@ def prepare(
                                                   "relations (default Freebase's).")] = None,
     max_bad_lines: Annotated[int, typer.Option(min=0, help="Malformed lines skipped before the import stops.")] = 1000,
     data_dir: Annotated[Path | None, typer.Option(help="Override KGRAG_DATA_DIR.")] = None,
+    store: Annotated[bool, typer.Option(help="With --triples: also load the embedded SPARQL store the KG tools "
+                                        "query (--no-store: H-RAG only, reading the mapped graph).")] = True,
 ) -> None:
     """Prepare a dataset (idempotent): CSR graph, Oxigraph store, resolved questions, summary. With --triples,
     import your own graph as dataset NAME (registered once every step succeeded; the same inputs again: a
@@ -115,7 +117,7 @@ def prepare(
         console.print(f"registered {spec.name}: {spec.describe()} (try: kgrag tools --kg {spec.name}, "
                       f"kgrag ask \"…\" --kg {spec.name})", highlight=False)
         return
-    spec = import_spec(settings, dataset, triples or [], questions or [], lang, max_bad_lines)
+    spec = import_spec(settings, dataset, triples or [], questions or [], lang, max_bad_lines, store)
     check_inputs(spec, data_dir or settings.data_dir)
     result = prepare_data(dataset=spec.name, data_dir=str(data_dir) if data_dir else None,
                           spec=None if spec.builtin else spec.model_dump(mode="json"))

@@ -26,7 +26,7 @@ TINY = {"top_n": 100, "max_triples": 600, "epochs": 3, "batch_questions": 4, "ne
         "proj": 16, "entity_proj": 8, "early_stop_k": 10, "patience": 3}
 
 
-def test_train_and_eval_flows_on_demo(prefect_harness, work_settings, tmp_path):
+def test_train_and_eval_flows_on_demo(prefect_harness, work_settings, tmp_path, oxigraph_server):
     prepare_data(dataset="demo")
     trained = train_retriever(dataset="demo", config=TINY, train_split="test", validation_split="test")
     assert len(trained["history"]) == 3 and trained["samples"][0]["questions"] == 18
@@ -101,6 +101,25 @@ def test_train_and_eval_flows_on_demo(prefect_harness, work_settings, tmp_path):
     assert plain.topics and plain.linked == read.questions[0].text.strip() or plain.answers
     nothing = reasoner.answer("zzqx qqzz")
     assert nothing.answers == [] and "no topic entity" in nothing.note
+
+    # the same trained chain over the demo served by `oxigraph serve`: each question's neighbourhood by SPARQL
+    from kgrag.graph.oxigraph_server import free_port
+    from kgrag.graph.remote_store import RemoteStore
+    from kgrag.hrag.endpoint_reasoner import EndpointReasoner
+    from kgrag.hrag.sparql_neighbourhood import ExpansionLimits
+
+    remote = EndpointReasoner(reasoner, RemoteStore(oxigraph_server.url), reasoner.graph.iri_base)
+    same = 0
+    for q, ranked in zip(read.questions, batch.ranked, strict=True):
+        served = remote.answer(q.text, [reasoner.graph.entity_ids[t] for t in q.topics])
+        assert served.ms["expand"] > 0 and not served.note, served.note
+        local_top = reasoner.graph.entity_ids[ranked[0][0]] if ranked else None
+        same += bool(served.answers) and served.answers[0].entity_id == local_top
+    assert same >= len(read.questions) - 1, (same, len(read.questions))  # the demo's neighbourhoods are whole
+    dead = EndpointReasoner(reasoner, RemoteStore(f"http://127.0.0.1:{free_port()}/query", timeout=2, retries=0),
+                            reasoner.graph.iri_base, ExpansionLimits(timeout_s=2))
+    failed = dead.answer(read.questions[0].text, [reasoner.graph.entity_ids[read.questions[0].topics[0]]])
+    assert failed.answers == [] and "SPARQL endpoint failed" in failed.note
 
 
 def _uniform_policy_hits1(settings, checkpoint: str) -> float:

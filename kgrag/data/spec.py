@@ -62,6 +62,8 @@ class DatasetSpec(BaseModel):
                                "import stops")
     validation_fraction: float = Field(0.1, ge=0.0, lt=1.0, description="questions without a split → validation")
     seed: int = Field(0, ge=0)
+    store: bool = Field(True, description="load the embedded SPARQL store the KG tools query (off: H-RAG reads "
+                        "only the mapped graph — a graph too large to hold twice on a laptop)")
 
     @field_validator("name")
     @classmethod

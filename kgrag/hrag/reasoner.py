@@ -14,6 +14,8 @@ at once and is what ``kgrag eval`` runs; :meth:`HRAGReasoner.answer` is the one-
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import re
 import time
 from collections.abc import Sequence
@@ -31,12 +33,12 @@ from kgrag.hrag.gflownet.data import QuestionGraph, agent_questions
 from kgrag.hrag.gflownet.evaluate import TrainedPolicy, load_trained_policy, path_evidence
 from kgrag.hrag.gflownet.llm_answer import PathEvidence, verbalise_path
 from kgrag.hrag.linker import EntityLinker
-from kgrag.hrag.pipeline import available_splits
 from kgrag.hrag.local_ppr import LocalPPR
+from kgrag.hrag.pipeline import available_splits
 from kgrag.hrag.questions import HragQuestion, masked_text, prepared_questions
 from kgrag.hrag.retriever import score_samples
 from kgrag.hrag.samples import build_samples
-from kgrag.hrag.text import MAX_QUESTION_TOKENS, QuestionTokens
+from kgrag.hrag.text import MAX_QUESTION_TOKENS, QuestionTokens, TextEmbeddings
 from kgrag.rank.sentence_embedder import Embedder
 
 __all__ = ["RankedAnswer", "Answer", "Ranking", "HRAGReasoner", "answer_question", "template_of", "path_ids", "loaded_reasoner"]
@@ -118,6 +120,18 @@ class HRAGReasoner:
         """Encode the distinct wordings of ``texts`` now (the train questions' templates: seconds at load), so a
         question phrased like one of them costs no model call."""
         self.encode(list(dict.fromkeys(masked_text(t) for t in texts)))
+
+    def on_graph(self, graph: CSRGraph, text: TextEmbeddings) -> HRAGReasoner:
+        """The same trained chain over another graph in the trained relation vocabulary (relation ids the same;
+        e.g. a question's neighbourhood fetched from a SPARQL endpoint) with that graph's name vectors; shares the
+        models and the question-vector cache with this one."""
+        view = copy.copy(self)
+        view.retriever = dataclasses.replace(self.retriever, graph=graph, text=text, walker=None)
+        view.graph = graph
+        view.ppr = LocalPPR(graph, epsilon=self.ppr.epsilon)
+        view._linker = None
+        view._templates = self._templates
+        return view
 
     @property
     def linker(self) -> EntityLinker:

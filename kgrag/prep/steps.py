@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -87,35 +88,51 @@ def _graph_counts(graph: CSRGraph, rdf_triples: int, issues: list, malformed: in
 
 
 def build_graph(dataset: str | DatasetSpec, data_dir: Path, out_dir: Path, fingerprint: str) -> dict:
-    """Read the dataset, write ``graph.npz`` (CSR) and ``triples.nt``; returns counts."""
+    """Read the dataset, write ``graph.npz`` (CSR, mapped by every reader) and, unless the spec turns the store
+    off, ``triples.nt`` for the store; returns counts and the seconds of each part."""
     if step_is_current(out_dir, "graph", fingerprint):
         return step_result(out_dir, "graph")
     spec = spec_of(dataset)
+    started = time.perf_counter()
+    outputs = ["graph.npz", "triples.nt"]
     if spec.reader == "triples":
         arrays = read_triple_files(spec.triples, lang=spec.lang, max_bad_lines=spec.max_bad_lines)
         graph = imported_csr(arrays, spec.name, spec.namespace or imported_namespace(spec.name), spec.lang)
         graph.save(out_dir / "graph.npz")
-        rdf_triples = write_ntriples(graph, None, out_dir / "triples.nt", name_lang=spec.lang,
-                                     literal_types=arrays.literal_types)
+        graph_seconds = time.perf_counter() - started
+        rdf_triples = 0
+        if spec.store:
+            rdf_triples = write_ntriples(graph, None, out_dir / "triples.nt", name_lang=spec.lang,
+                                         literal_types=arrays.literal_types)
+        else:
+            outputs = ["graph.npz"]
         result = _graph_counts(graph, rdf_triples, arrays.issues, arrays.bad_lines)
         result.update(name_triples=arrays.name_triples, unnamed_nodes=graph.num_entities - result["named_entities"],
-                      files=arrays.files)
+                      files=arrays.files, graph_seconds=round(graph_seconds, 2))
     else:
         kg: KGDataset = load_kg(spec.name, data_dir)
         graph = CSRGraph.from_dataset(kg)
         graph.save(out_dir / "graph.npz")
         rdf_triples = write_ntriples(graph, kg, out_dir / "triples.nt")
         result = _graph_counts(graph, rdf_triples, kg.issues, len(kg.issues))
-    record_step(out_dir, "graph", fingerprint, ["graph.npz", "triples.nt"], result)
+    result["seconds"] = round(time.perf_counter() - started, 2)
+    record_step(out_dir, "graph", fingerprint, outputs, result)
     return result
 
 
-def load_store(out_dir: Path, fingerprint: str) -> dict:
-    """Bulk-load ``triples.nt`` into the embedded Oxigraph store at ``oxigraph/`` (atomic rebuild)."""
+def load_store(out_dir: Path, fingerprint: str, enabled: bool = True) -> dict:
+    """Bulk-load ``triples.nt`` into the embedded Oxigraph store at ``oxigraph/`` (atomic rebuild); a spec with
+    the store off records that instead."""
     if step_is_current(out_dir, "store", fingerprint):
         return step_result(out_dir, "store")
+    if not enabled:
+        result = {"store_triples": 0, "store_path": None, "store": "off (--no-store): the KG tools have no store"}
+        record_step(out_dir, "store", fingerprint, [], result)
+        return result
+    started = time.perf_counter()
     count = build_store(out_dir / "triples.nt", out_dir / "oxigraph")
-    result = {"store_triples": count, "store_path": str(out_dir / "oxigraph")}
+    result = {"store_triples": count, "store_path": str(out_dir / "oxigraph"),
+              "seconds": round(time.perf_counter() - started, 2)}
     record_step(out_dir, "store", fingerprint, ["oxigraph"], result)
     return result
 

@@ -1,0 +1,107 @@
+"""H-RAG over a KG that lives only on a SPARQL endpoint: each question's G_global is its topics' bounded
+neighbourhood, fetched by SPARQL, and the trained chain (retriever + chain prior + reasoner) runs on it as on a
+local graph.
+
+    remote = EndpointReasoner(HRAGReasoner.load(settings, "metaqa"), RemoteStore(url), namespace)
+    answer = remote.answer("who directed [Blade Runner]", ["e.blade_runner_1a2b3c4d"])   # topics: ids or IRIs
+
+Per question: :func:`~kgrag.hrag.sparql_neighbourhood.expand_neighbourhood` (k hops, capped triples per hop and
+per node, CVT nodes one hop further, names in batches) → a small :class:`~kgrag.graph.csr.CSRGraph` whose relation
+ids are the trained graph's (relations the model never saw are appended, their vectors encoded) → its entity name
+vectors (a process-wide cache by name: neighbourhoods overlap) → :meth:`HRAGReasoner.on_graph` answers on it. An
+endpoint that fails or times out ends the answer with a note saying so (no exception).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
+
+from kgrag.errors import SparqlError
+from kgrag.graph.csr import CSRGraph
+from kgrag.graph.store import GraphStore
+from kgrag.hrag.reasoner import Answer, HRAGReasoner
+from kgrag.hrag.sparql_neighbourhood import ExpansionLimits, Neighbourhood, expand_neighbourhood
+from kgrag.hrag.text import TextEmbeddings, encode_names, relation_text
+
+__all__ = ["EndpointReasoner"]
+
+#: entity names whose vectors a process keeps (neighbourhoods of nearby questions share most of their names)
+NAME_CACHE = 200_000
+
+
+class EndpointReasoner:
+    """The trained chain of ``reasoner`` over neighbourhoods fetched from ``store`` (see the module docstring)."""
+
+    def __init__(self, reasoner: HRAGReasoner, store: GraphStore, namespace: str,
+                 limits: ExpansionLimits | None = None, lang: str = "en") -> None:
+        self.reasoner = reasoner
+        self.store = store
+        self.namespace = namespace
+        self.limits = limits or ExpansionLimits()
+        self.lang = lang
+        text = reasoner.retriever.text
+        self._embedder = text.embedder
+        self._relations = list(reasoner.graph.relations)
+        self._relation_index = {r: i for i, r in enumerate(self._relations)}
+        self._relation_vectors = np.asarray(text.relations, dtype=np.float32)
+        self._names: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    # ------------------------------------------------------------------ the local view
+    def _in_vocabulary(self, sub: CSRGraph) -> CSRGraph:
+        """``sub`` with relation ids of the trained vocabulary (unknown relations appended, vectors encoded)."""
+        new = [r for r in sub.relations if r not in self._relation_index]
+        if new:
+            vectors = self._embedder.encode([relation_text(r) for r in new])
+            for r in new:
+                self._relation_index[r] = len(self._relations)
+                self._relations.append(r)
+            self._relation_vectors = np.concatenate([self._relation_vectors, np.asarray(vectors, np.float32)])
+        remap = np.array([self._relation_index[r] for r in sub.relations], dtype=np.int32)
+        return CSRGraph(sub.name, sub.iri_base, sub.entity_keys, sub.entity_ids, sub.entity_names,
+                        list(self._relations), sub.head, remap[sub.rel] if sub.num_triples else sub.rel, sub.tail,
+                        meta=sub.meta)
+
+    def _entity_vectors(self, names: Sequence[str]) -> np.ndarray:
+        """Unit float16 vectors of ``names`` (zeros for ""), encoding only names this process has not seen."""
+        missing = [n for n in dict.fromkeys(names) if n and n not in self._names]
+        if missing:
+            for name, vector in zip(missing, encode_names(self._embedder, missing), strict=True):
+                self._names[name] = vector
+            while len(self._names) > NAME_CACHE:
+                self._names.popitem(last=False)
+        out = np.zeros((len(names), self._relation_vectors.shape[1]), dtype=np.float16)
+        for i, name in enumerate(names):
+            if name:
+                out[i] = self._names[name]
+                self._names.move_to_end(name)
+        return out
+
+    def neighbourhood(self, topics: Sequence[str]) -> tuple[Neighbourhood, HRAGReasoner]:
+        """The topics' neighbourhood and the trained chain on it."""
+        found = expand_neighbourhood(self.store, topics, self.namespace, self.limits, lang=self.lang)
+        graph = self._in_vocabulary(found.graph)
+        text = TextEmbeddings(self._entity_vectors(list(graph.entity_names)), self._relation_vectors,
+                              self._embedder)
+        return found, self.reasoner.on_graph(graph, text)
+
+    # ------------------------------------------------------------------ answering
+    def answer(self, question: str, topics: Sequence[str], *, k: int = 10) -> Answer:
+        """One question whose topic entities are given (ids under the namespace, or IRIs)."""
+        start = time.perf_counter()
+        if not topics:
+            return Answer(question, question, [], [], [], note="no topic entity given for the endpoint's graph")
+        try:
+            found, view = self.neighbourhood(topics)
+        except SparqlError as exc:
+            return Answer(question, question, list(topics), [], [], {"expand": 1000 * (time.perf_counter() - start)},
+                          note=f"the SPARQL endpoint failed while fetching the question's neighbourhood: {exc}")
+        expand_ms = 1000 * (time.perf_counter() - start)
+        answer = view.answer(question, found.topics, k=k)
+        answer.ms = {"expand": expand_ms, **answer.ms, "total": 1000 * (time.perf_counter() - start)}
+        if found.stats.get("truncated") and not answer.answers:
+            answer.note += " (the neighbourhood was capped: raise the expansion limits)"
+        return answer
