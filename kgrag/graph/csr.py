@@ -284,32 +284,27 @@ class CSRGraph:
         return graph
 
 
-def _sort_order(column: Sequence[str], prefix: int = 48) -> np.ndarray | None:
+def _sort_order(column: Sequence[str], prefix: int = 48, chunk: int = 1 << 20) -> np.ndarray | None:
     """Rows of ``column`` in string order (UTF-8 bytes order = code point order); ``None`` when already sorted.
-    Sorted by numpy on fixed-width ``prefix``-byte heads (bounded memory), runs of equal heads then in Python."""
-    data, offsets = pack_strings(column)
-    n = len(offsets) - 1
+    Sorted by numpy on fixed-width ``prefix``-byte heads built a chunk of rows at a time (memory: the heads, not
+    the strings), runs of equal heads then by the full string."""
+    n = len(column)
     if n < 2:
         return None
-    lengths = np.diff(offsets)
-    width = max(1, min(int(lengths.max()), prefix))
-    fixed = np.zeros((n, width), dtype=np.uint8)
-    clipped = np.minimum(lengths, width)
-    owner, at = gather_ranges(offsets[:-1], offsets[:-1] + clipped)
-    fixed[owner, at - np.repeat(offsets[:-1], clipped)] = data[at]
-    heads = fixed.view(f"S{width}").ravel()
-    del fixed
+    heads = np.empty(n, dtype=f"S{prefix}")
+    longer = np.zeros(n, dtype=bool)
+    for start in range(0, n, chunk):
+        encoded = [s.encode("utf-8") for s in column[start : start + chunk]]
+        heads[start : start + len(encoded)] = encoded  # numpy truncates each to the prefix
+        longer[start : start + len(encoded)] = [len(b) > prefix for b in encoded]
     order = np.argsort(heads, kind="stable")
-    ordered = heads[order]
-    long_rows = lengths[order] > width
-    if long_rows.any():  # equal heads of which one is longer than the prefix: finish those runs by full string
-        run_start = np.concatenate([[True], ordered[1:] != ordered[:-1]])
-        run_id = np.cumsum(run_start) - 1
-        for run in np.unique(run_id[long_rows]).tolist():
+    if longer.any():  # equal heads of which one is longer than the prefix: finish those runs by full string
+        ordered = heads[order]
+        run_id = np.cumsum(np.concatenate([[True], ordered[1:] != ordered[:-1]])) - 1
+        for run in np.unique(run_id[longer[order]]).tolist():
             span = np.flatnonzero(run_id == run)
             if span.size > 1:
-                rows = order[span]
-                order[span] = sorted(rows.tolist(), key=lambda r: column[r])
+                order[span] = sorted(order[span].tolist(), key=lambda r: column[r])
     if bool(np.all(order[1:] > order[:-1])):
         return None
     return order.astype(np.int64)
