@@ -49,6 +49,7 @@ class EndpointReasoner:
         self._relation_index = {r: i for i, r in enumerate(self._relations)}
         self._relation_vectors = np.asarray(text.relations, dtype=np.float32)
         self._names: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.last_stats: dict = {}  # the last expansion's figures (hops, triples, queries, truncated, ms)
 
     # ------------------------------------------------------------------ the local view
     def _in_vocabulary(self, sub: CSRGraph) -> CSRGraph:
@@ -83,6 +84,7 @@ class EndpointReasoner:
     def neighbourhood(self, topics: Sequence[str]) -> tuple[Neighbourhood, HRAGReasoner]:
         """The topics' neighbourhood and the trained chain on it."""
         found = expand_neighbourhood(self.store, topics, self.namespace, self.limits, lang=self.lang)
+        self.last_stats = found.stats
         graph = self._in_vocabulary(found.graph)
         text = TextEmbeddings(self._entity_vectors(list(graph.entity_names)), self._relation_vectors,
                               self._embedder)
@@ -92,6 +94,7 @@ class EndpointReasoner:
     def answer(self, question: str, topics: Sequence[str], *, k: int = 10) -> Answer:
         """One question whose topic entities are given (ids under the namespace, or IRIs)."""
         start = time.perf_counter()
+        self.last_stats = {}
         if not topics:
             return Answer(question, question, [], [], [], note="no topic entity given for the endpoint's graph")
         try:

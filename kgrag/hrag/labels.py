@@ -84,16 +84,24 @@ def topic_distances(graph: CSRGraph, topics: Sequence[int], max_hops: int = 3,
 def shortest_path_labels(graph: CSRGraph, topics: Sequence[int], answers: Sequence[int],
                          max_hops: int = 3, distances: Distances | None = None) -> PathLabels:
     """Positive triples and answer distances for one question (see the module docstring); ``distances`` may pass
-    :func:`topic_distances` of the same topics and ``max_hops`` when the caller already has them."""
+    :func:`topic_distances` of the same topics to ``max_hops - 1`` (or more) hops when the caller has them.
+
+    The BFS from the topics stops one hop short: an answer it did not reach is at ``max_hops`` exactly when one of
+    its own neighbours is at ``max_hops - 1`` (the last hop is taken from the answer's side). The labels are the
+    same as a full BFS's, without expanding the last frontier — in a large graph, the hubs two hops out, whose
+    neighbours are most of the graph."""
     if not len(topics) or not len(answers):
         return PathLabels(np.zeros(0, dtype=np.int64), {})
-    dist = topic_distances(graph, topics, max_hops) if distances is None else distances
+    dist = topic_distances(graph, topics, max_hops - 1) if distances is None else distances
     positives: list[np.ndarray] = []
     hops: dict[int, int] = {}
     for answer in np.unique(np.asarray(answers, dtype=np.int64)).tolist():
         length = int(dist.at(np.array([answer]))[0])
         if length == UNREACHED:
-            continue
+            _, _, neighbours = graph.edges_of(np.array([answer]))
+            if not (dist.at(neighbours) == max_hops - 1).any():
+                continue
+            length = max_hops
         hops[answer] = length
         layer = np.array([answer], dtype=np.int64)
         for k in range(length, 0, -1):

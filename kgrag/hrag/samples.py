@@ -183,8 +183,8 @@ def build_samples(graph: CSRGraph, questions: Sequence[HragQuestion], top_n: int
             g_head.append(_capped(sub.distances.at(graph.head[sub.triples])))
             g_tail.append(_capped(sub.distances.at(graph.tail[sub.triples])))
             labelled = [i for i in members[start + offset] if len(questions[i].answers)]
-            # the full-graph distances (exact shortest-path labels) live only while this group is labelled
-            dist = topic_distances(graph, np.asarray(key, dtype=np.int64), MAX_HOPS) if labelled else None
+            # exact shortest-path labels: the topics' BFS to MAX_HOPS - 1, the last hop from each answer's side
+            dist = topic_distances(graph, np.asarray(key, dtype=np.int64), MAX_HOPS - 1) if labelled else None
             for i in labelled:
                 labels = shortest_path_labels(graph, key, questions[i].answers, MAX_HOPS, distances=dist)
                 answers[i] = np.asarray(questions[i].answers, dtype=np.int64)
