@@ -147,7 +147,7 @@ class CSRGraph:
 
     @cached_property
     def degree(self) -> np.ndarray:
-        """Undirected degree (edges leaving + entering, a self-loop twice), int64 per entity."""
+        """Undirected degree (edges leaving + entering, a self-loop twice) per entity (stored: mapped on load)."""
         return np.diff(self.out_ptr) + np.diff(self.in_ptr)
 
     def edges_of(self, nodes: np.ndarray, direction: str = "both") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -241,6 +241,19 @@ class CSRGraph:
             digest.update(relation.encode() + b"\n")
         return digest.hexdigest()[:16]
 
+    @cached_property
+    def edges_fingerprint(self) -> str:
+        """sha256 (16 hex) of the triple arrays: what caches of whole-graph labels are keyed by (stored at save)."""
+        stored = self.meta.get("edges_sha256")
+        if stored:
+            return str(stored)
+        import hashlib
+
+        digest = hashlib.sha256()
+        for array in (self.head, self.rel, self.tail):
+            digest.update(memoryview(np.ascontiguousarray(array, dtype=np.int32)))
+        return digest.hexdigest()[:16]
+
     # ------------------------------------------------------------------ persistence
     def save(self, path: Path) -> Path:
         """Write atomically to ``path`` (an uncompressed ``.npz`` that :meth:`load` maps)."""
@@ -250,13 +263,14 @@ class CSRGraph:
                                          "in_order": self.in_order, "in_ptr": self.in_ptr}
         if self.out_order is None:
             arrays["out_ptr"] = self.out_ptr
+        arrays["degree"] = self.degree.astype(np.int32 if self.num_triples < 2**30 else np.int64)
         for field_name in _STRING_FIELDS:
             arrays[f"{field_name}__data"], arrays[f"{field_name}__offsets"] = pack_strings(getattr(self, field_name))
         for field_name, order_name in (("entity_keys", "key_order"), ("entity_ids", "id_order")):
             order = _sort_order(getattr(self, field_name))
             if order is not None:
                 arrays[order_name] = order
-        meta = {**self.meta, "names_sha256": self.names_fingerprint}
+        meta = {**self.meta, "names_sha256": self.names_fingerprint, "edges_sha256": self.edges_fingerprint}
         header = {"version": FORMAT_VERSION, "name": self.name, "iri_base": self.iri_base, "meta": meta}
         arrays["header"] = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
         tmp = path.with_name(path.name + f".tmp{os.getpid()}.npz")
@@ -281,6 +295,8 @@ class CSRGraph:
         if "out_ptr" in z:
             cached["out_ptr"], cached["out_order"] = z["out_ptr"], None
         cached["_orders"] = {k: z[k] for k in ("key_order", "id_order") if k in z}
+        if "degree" in z:
+            cached["degree"] = z["degree"]
         return graph
 
 

@@ -8,7 +8,8 @@ local graph.
 Per question: :func:`~kgrag.hrag.sparql_neighbourhood.expand_neighbourhood` (k hops, capped triples per hop and
 per node, CVT nodes one hop further, names in batches) → a small :class:`~kgrag.graph.csr.CSRGraph` whose relation
 ids are the trained graph's (relations the model never saw are appended, their vectors encoded) → its entity name
-vectors (a process-wide cache by name: neighbourhoods overlap) → :meth:`HRAGReasoner.on_graph` answers on it. An
+vectors, encoded only for the rows the retriever and reasoner read (a process-wide cache by name: neighbourhoods
+overlap) → :meth:`HRAGReasoner.on_graph` answers on it. An
 endpoint that fails or times out ends the answer with a note saying so (no exception).
 """
 
@@ -66,7 +67,7 @@ class EndpointReasoner:
                         list(self._relations), sub.head, remap[sub.rel] if sub.num_triples else sub.rel, sub.tail,
                         meta=sub.meta)
 
-    def _entity_vectors(self, names: Sequence[str]) -> np.ndarray:
+    def vectors_of(self, names: Sequence[str]) -> np.ndarray:
         """Unit float16 vectors of ``names`` (zeros for ""), encoding only names this process has not seen."""
         missing = [n for n in dict.fromkeys(names) if n and n not in self._names]
         if missing:
@@ -86,8 +87,7 @@ class EndpointReasoner:
         found = expand_neighbourhood(self.store, topics, self.namespace, self.limits, lang=self.lang)
         self.last_stats = found.stats
         graph = self._in_vocabulary(found.graph)
-        text = TextEmbeddings(self._entity_vectors(list(graph.entity_names)), self._relation_vectors,
-                              self._embedder)
+        text = TextEmbeddings(_LazyVectors(graph, self), self._relation_vectors, self._embedder)
         return found, self.reasoner.on_graph(graph, text)
 
     # ------------------------------------------------------------------ answering
@@ -108,3 +108,25 @@ class EndpointReasoner:
         if found.stats.get("truncated") and not answer.answers:
             answer.note += " (the neighbourhood was capped: raise the expansion limits)"
         return answer
+
+
+class _LazyVectors:
+    """A neighbourhood's entity vectors, indexed like an array: only the rows the retriever and the reasoner read
+    (G_retrieval's and g_agent's nodes, not the whole expansion) are looked up or encoded."""
+
+    def __init__(self, graph: CSRGraph, owner: EndpointReasoner) -> None:
+        self.graph = graph
+        self.owner = owner
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.graph.num_entities, int(self.owner._relation_vectors.shape[1]))
+
+    def __len__(self) -> int:
+        return self.graph.num_entities
+
+    def __getitem__(self, rows) -> np.ndarray:
+        rows = np.asarray(rows, dtype=np.int64)
+        unique, inverse = np.unique(rows.ravel(), return_inverse=True)
+        vectors = self.owner.vectors_of(self.graph.names_of(unique))
+        return vectors[inverse].reshape(*rows.shape, vectors.shape[1])

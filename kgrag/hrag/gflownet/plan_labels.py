@@ -13,8 +13,9 @@ restricts the chains to that length; otherwise every length up to ``max_steps`` 
 tie. Chains tied at the best F1 are all kept (a director who also wrote the film): the planner sees them in
 proportion, and across the questions of one wording the chain they share wins.
 
-Vectorised: one boolean sparse matrix per action, a chunk of questions' frontiers as one sparse (questions ×
-entities) matrix, expanded depth-first over the actions, with branches that reach nothing pruned.
+Per question, depth-first over the actions that leave each frontier (one gather of the frontier's edges from the
+CSR adjacency, grouped by action), so the cost is the walked frontiers' edges, never the graph's size; a branch
+whose frontier has more than :data:`WALK_BUDGET` edges ends there (past a hub no chain can match an answer set).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 import torch
 
 from kgrag.graph.csr import CSRGraph
@@ -33,7 +33,7 @@ from kgrag.hrag.gflownet.planner import walk_actions
 from kgrag.hrag.questions import masked_text
 from kgrag.hrag.text import QuestionTokens, TextEmbeddings
 
-__all__ = ["QuestionChains", "PlanData", "action_matrices", "best_chains", "cached_chains"]
+__all__ = ["QuestionChains", "PlanData", "question_chains", "best_chains", "cached_chains", "WALK_BUDGET"]
 
 
 @dataclass
@@ -60,83 +60,72 @@ class QuestionChains:
             return cls(z["offsets"], z["chains"], z["f1"])
 
 
-def action_matrices(graph: CSRGraph) -> list[sp.csr_matrix]:
-    """One (entities × entities) 0/1 matrix per planner action: ``2r`` walks relation ``r`` head → tail,
-    ``2r + 1`` tail → head."""
-    n = len(graph.entity_keys)
-    out = []
-    for r in range(len(graph.relations)):
-        pick = graph.rel == r
-        m = sp.csr_matrix((np.ones(int(pick.sum()), np.float32), (graph.head[pick], graph.tail[pick])), shape=(n, n))
-        m.data[:] = 1.0  # duplicate triples count once
-        out += [m, m.T.tocsr()]
-    return out
+#: a frontier whose edges exceed this (or 100 × the question's answers, if more) is not walked further: past a
+#: hub the reached set is far larger than any answer set (the chain's F1 ~ 0), and the walk would cost the hub's
+#: neighbourhood (in a large graph: most of the graph)
+WALK_BUDGET = 200_000
 
 
-def _rows(sets: Sequence[Sequence[int]], n: int) -> sp.csr_matrix:
-    lengths = np.fromiter((len(s) for s in sets), np.int64, len(sets))
-    cols = np.fromiter((e for s in sets for e in s), np.int64, int(lengths.sum()))
-    m = sp.csr_matrix((np.ones(cols.size, np.float32), cols, np.concatenate([[0], np.cumsum(lengths)])),
-                      shape=(len(sets), n))
-    m.sum_duplicates()
-    m.data[:] = 1.0
-    return m
+def _steps(graph: CSRGraph, frontier: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """``(action, reached entities)`` for every action leaving ``frontier`` (sorted unique), actions ascending."""
+    _, out_ids, out_other = graph.edges_of(frontier, "out")
+    _, in_ids, in_other = graph.edges_of(frontier, "in")
+    actions = np.concatenate([graph.rel[out_ids].astype(np.int64) * 2, graph.rel[in_ids].astype(np.int64) * 2 + 1])
+    others = np.concatenate([out_other, in_other])
+    if not actions.size:
+        return []
+    order = np.lexsort((others, actions))
+    actions, others = actions[order], others[order]
+    bounds = np.flatnonzero(np.concatenate([[True], actions[1:] != actions[:-1], [True]]))
+    return [(int(actions[a]), np.unique(others[a:b])) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
-def _chunk_chains(actions: list[sp.csr_matrix], topics: sp.csr_matrix, answers: sp.csr_matrix, length: int,
-                  max_steps: int) -> tuple[list[tuple[int, ...]], np.ndarray]:
-    """Every chain of a chunk of questions that reaches something, with each question's F1 under it: the chains
-    of exactly ``length`` actions (``length`` 0: every length up to ``max_steps``) and a (Q, chains) F1 matrix."""
-    size = np.asarray(answers.sum(axis=1)).ravel()
-    found: list[tuple[int, ...]] = []
-    scores: list[np.ndarray] = []
+def question_chains(graph: CSRGraph, topics: Sequence[int], answers: Sequence[int], length: int,
+                    max_steps: int) -> list[tuple[tuple[int, ...], float]]:
+    """Every chain from ``topics`` that reaches an answer, with its F1: the chains of exactly ``length`` actions
+    (``length`` 0: every length up to ``max_steps``), depth-first in action order, walked through the adjacency
+    (the cost is the frontiers' edges; a frontier past :data:`WALK_BUDGET` edges ends its branch)."""
+    start = np.unique(np.asarray(topics, dtype=np.int64))
+    gold = np.unique(np.asarray(answers, dtype=np.int64))
+    budget = max(WALK_BUDGET, 100 * gold.size)
+    degree = graph.degree
+    found: list[tuple[tuple[int, ...], float]] = []
 
-    def expand(frontier: sp.csr_matrix, prefix: tuple[int, ...]) -> None:
+    def expand(frontier: np.ndarray, prefix: tuple[int, ...]) -> None:
         if prefix and (length == 0 or len(prefix) == length):
-            reached = frontier - frontier.multiply(topics)
-            reached.eliminate_zeros()
-            hits = np.asarray(reached.multiply(answers).sum(axis=1)).ravel()
-            f1 = 2 * hits / np.maximum(reached.getnnz(axis=1) + size, 1)
-            if f1.any():
-                found.append(prefix)
-                scores.append(f1.astype(np.float32))
-        if len(prefix) == (length or max_steps):
+            reached = np.setdiff1d(frontier, start, assume_unique=True)
+            hits = int(np.isin(reached, gold, assume_unique=True).sum())
+            if hits:
+                found.append((prefix, 2 * hits / max(reached.size + gold.size, 1)))
+        if len(prefix) == (length or max_steps) or int(degree[frontier].sum()) > budget:
             return
-        for a, step in enumerate(actions):
-            nxt = frontier @ step
-            if nxt.nnz:
-                nxt.data[:] = 1.0
-                expand(nxt, (*prefix, a))
+        for action, reached in _steps(graph, frontier):
+            expand(reached, (*prefix, action))
 
-    expand(topics, ())
-    return found, (np.stack(scores, axis=1) if scores else np.zeros((topics.shape[0], 0), np.float32))
+    expand(start, ())
+    return found
 
 
 def best_chains(graph: CSRGraph, topics: Sequence[Sequence[int]], answers: Sequence[Sequence[int]],
-                hops: Sequence[int], max_steps: int, chunk: int = 256, tie: float = 1e-6) -> QuestionChains:
+                hops: Sequence[int], max_steps: int, tie: float = 1e-6) -> QuestionChains:
     """Each question's best relation chains over ``graph`` (module docstring); ``hops[i]`` 0 = unknown."""
-    n, q = len(graph.entity_keys), len(topics)
-    actions = action_matrices(graph)
+    q = len(topics)
     per_question: list[list[tuple[int, ...]]] = [[] for _ in range(q)]
     f1 = np.zeros(q, np.float32)
-    hops = np.asarray([h if 0 < h <= max_steps else 0 for h in hops], np.int64)
-    for length in np.unique(hops):
-        rows = np.flatnonzero(hops == length)
-        for start in range(0, rows.size, chunk):
-            part = rows[start : start + chunk]
-            found, scores = _chunk_chains(actions, _rows([topics[i] for i in part], n),
-                                          _rows([answers[i] for i in part], n), int(length), max_steps)
-            if not found:
-                continue
-            lengths = np.array([len(c) for c in found])
-            order = np.argsort(lengths, kind="stable")  # a row's ties come shortest first below
-            scores, found = scores[:, order], [found[k] for k in order]
-            best = scores.max(axis=1)
-            for row, col in zip(*np.nonzero((scores >= best[:, None] - tie) & (best[:, None] > 0)), strict=True):
-                keep = per_question[part[row]]
-                if not keep or len(found[col]) == len(keep[0]):  # among ties, the shortest length only
-                    keep.append(found[col])
-            f1[part] = best
+    hops = [h if 0 < h <= max_steps else 0 for h in hops]
+    for i in range(q):
+        if not len(topics[i]) or not len(answers[i]):
+            continue
+        found = question_chains(graph, topics[i], answers[i], hops[i], max_steps)
+        if not found:
+            continue
+        found.sort(key=lambda c: len(c[0]))  # stable: a row's ties come shortest first
+        best = max(np.float32(score) for _, score in found)
+        keep = per_question[i]
+        for chain, score in found:
+            if best > 0 and np.float32(score) >= best - tie and (not keep or len(chain) == len(keep[0])):
+                keep.append(chain)
+        f1[i] = best
     counts = np.array([len(c) for c in per_question], np.int64)
     chains = np.full((int(counts.sum()), max_steps), -1, np.int64)
     k = 0
@@ -150,9 +139,7 @@ def best_chains(graph: CSRGraph, topics: Sequence[Sequence[int]], answers: Seque
 def cached_chains(folder: Path, graph: CSRGraph, topics: Sequence[Sequence[int]], answers: Sequence[Sequence[int]],
                   hops: Sequence[int], max_steps: int) -> QuestionChains:
     """:func:`best_chains`, kept in ``folder/chains_<fingerprint>.npz`` (graph triples, questions, max_steps)."""
-    digest = hashlib.sha256()
-    for array in (graph.head, graph.rel, graph.tail):
-        digest.update(np.ascontiguousarray(array, np.int64).tobytes())
+    digest = hashlib.sha256(f"{graph.edges_fingerprint}:{graph.names_fingerprint}:{WALK_BUDGET}".encode())
     digest.update(repr((list(map(list, topics)), list(map(list, answers)), list(hops), max_steps)).encode())
     path = Path(folder) / f"chains_{digest.hexdigest()[:16]}.npz"
     if path.is_file():
