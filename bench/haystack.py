@@ -180,6 +180,38 @@ def child_answer(name: str, timed: int) -> dict:
             "vectors_computed": reasoner.retriever.text.entities.computed()}
 
 
+def child_eval(name: str, count: int) -> dict:
+    """In a child process: Hits@1 / Hit / F1 per hop of the trained chain on a seeded validation sample (the same
+    questions at every size), through ``HRAGReasoner.rank`` (what ``kgrag eval`` runs)."""
+    from kgrag.config import get_settings
+    from kgrag.hrag.gflownet.answers import answer_metrics, summarise
+    from kgrag.hrag.reasoner import HRAGReasoner
+
+    reasoner = HRAGReasoner.load(get_settings(), name)
+    questions = _validation_sample(name, count)
+    started = time.perf_counter()
+    ranked = []
+    for start in range(0, len(questions), 256):
+        ranked += reasoner.rank(questions[start : start + 256]).ranked
+    metrics = answer_metrics(ranked, [set(q.answers) for q in questions], reasoner.policy.threshold)
+    report = summarise(metrics, [q.hop for q in questions])
+    return {"seconds": round(time.perf_counter() - started, 1), "retriever": str(reasoner.retriever.checkpoint),
+            "validation_sample": {hop: {"n": int(r["n"]), **{k: round(100 * float(r[k]), 2)
+                                                            for k in ("hits@1", "hit", "f1")}}
+                                  for hop, r in report.items()}}
+
+
+def borrow_checkpoints(name: str, source: str) -> None:
+    """Point ``name``'s latest retriever and reasoner at ``source``'s (the chain trained on another size)."""
+    from kgrag.config import get_settings
+    from kgrag.hrag.pipeline import record_latest
+
+    settings = get_settings()
+    for kind in ("retriever", "gflownet"):
+        pointer = settings.checkpoint_dir / kind / f"{source}-latest.json"
+        record_latest(settings, name, Path(json.loads(pointer.read_text())["run_dir"]), kind)
+
+
 def _answer_shard(work: str, name: str, count: int, shard: int, shards: int) -> dict:
     """A Dask task: open the reasoner (maps the graph) and rank a shard of the validation sample."""
     os.environ["KGRAG_WORK_DIR"] = work
@@ -224,7 +256,7 @@ def run_child(mode: str, name: str, work: Path, *extra: str) -> tuple[dict, floa
     return json.loads(stdout.strip().splitlines()[-1]), seconds, rss
 
 
-def run_size(n: int, args: argparse.Namespace) -> dict:
+def run_size(n: int, args: argparse.Namespace, previous: dict | None = None) -> dict:
     data, work = bench_dirs()
     name = dataset_name(n)
     console.rule(f"{name}: MetaQA + {n:,} synthetic triples")
@@ -233,12 +265,28 @@ def run_size(n: int, args: argparse.Namespace) -> dict:
     row["generate"] = generate_file(n, data, args.seed)
     row["generate"]["wall_s"] = round(time.perf_counter() - t, 1)
     console.print(f"generated {row['generate']['triples_total']:,} lines in {row['generate']['wall_s']} s")
-    row["import"] = import_size(n, Path(row["generate"]["path"]), work, store=n <= args.store_up_to)
+    if previous and "import" in previous and (work / name / "graph.npz").is_file():
+        row["import"] = previous["import"]  # measured by an earlier run (a re-run of prepare is a no-op)
+    else:
+        row["import"] = import_size(n, Path(row["generate"]["path"]), work, store=n <= args.store_up_to)
     console.print(row["import"])
-    if not args.skip_train:
+    if args.import_only:
+        return row
+    if args.train_from:
+        os.environ["KGRAG_WORK_DIR"] = str(work)
+        from kgrag.config import get_settings
+
+        get_settings.cache_clear()
+        borrow_checkpoints(name, args.train_from)
+        row["trained_on"] = args.train_from
+    elif not args.skip_train:
         row["train"], seconds, rss = run_child("train", name, work)
         row["train"].update(wall_s=round(seconds, 1), peak_rss_gb=round(rss, 2))
         console.print(row["train"])
+    if args.eval_questions:
+        row["eval"], seconds, rss = run_child("eval", name, work, "--timed", str(args.eval_questions))
+        row["eval"].update(wall_s=round(seconds, 1), peak_rss_gb=round(rss, 2))
+        console.print(row["eval"])
     row["answer"], _, rss = run_child("answer", name, work, "--timed", str(args.timed))
     row["answer"]["peak_rss_gb"] = round(rss, 2)
     console.print(row["answer"])
@@ -270,23 +318,34 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--timed", type=int, default=200)
     parser.add_argument("--store-up-to", type=int, default=10_000_000)
     parser.add_argument("--skip-train", action="store_true", help="answer with the checkpoints already trained")
+    parser.add_argument("--import-only", action="store_true", help="generate and import, nothing more")
+    parser.add_argument("--train-from", default=None, help="answer with the chain trained on this dataset "
+                        "(e.g. hay1m) instead of training on each size")
+    parser.add_argument("--eval-questions", type=int, default=0, help="a seeded validation sample answered "
+                        "through the reasoner at every size (0: only the training run's full validation report)")
     parser.add_argument("--dask", action="store_true", help="the two-worker run on the largest size")
     parser.add_argument("--dask-questions", type=int, default=600)
-    parser.add_argument("--child", choices=["train", "answer", "dask"], help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=["train", "answer", "dask", "eval"], help=argparse.SUPPRESS)
     parser.add_argument("--name", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         result = {"train": lambda: child_train(args.name), "answer": lambda: child_answer(args.name, args.timed),
-                  "dask": lambda: child_dask(args.name, args.timed)}[args.child]()
+                  "dask": lambda: child_dask(args.name, args.timed),
+                  "eval": lambda: child_eval(args.name, args.timed)}[args.child]()
         print(json.dumps(result))
         return
     args.sizes = [int(s) for s in args.sizes.split(",")]
-    previous = RESULTS / "haystack.json"
-    rows = json.loads(previous.read_text())["figures"]["sizes"] if previous.is_file() else {}
     for n in args.sizes:
-        rows[dataset_name(n)] = run_size(n, args)
+        row = run_size(n, args, _rows().get(dataset_name(n)))
+        rows = _rows()  # merged as written now: another size may have been run meanwhile
+        rows[dataset_name(n)] = row
         _write(rows)
-    summary_table(rows)
+    summary_table(_rows())
+
+
+def _rows() -> dict:
+    previous = RESULTS / "haystack.json"
+    return json.loads(previous.read_text())["figures"]["sizes"] if previous.is_file() else {}
 
 
 def _write(rows: dict) -> None:
