@@ -141,8 +141,8 @@ def _validation_sample(name: str, count: int, seed: int = 0) -> list:
     from kgrag.hrag.questions import prepared_questions
 
     questions = prepared_questions(get_settings().dataset_dir(name), ["validation"])
-    if count and count < len(questions):
-        pick = np.sort(np.random.default_rng(seed).choice(len(questions), count, replace=False))
+    if count and count < len(questions):  # a prefix of one seeded order: smaller samples nest in larger ones
+        pick = np.sort(np.random.default_rng(seed).permutation(len(questions))[:count])
         questions = [questions[i] for i in pick]
     return questions
 
