@@ -207,6 +207,10 @@ def borrow_checkpoints(name: str, source: str) -> None:
     from kgrag.hrag.pipeline import record_latest
 
     settings = get_settings()
+    from kgrag.hrag.pipeline import load_graph
+
+    if load_graph(settings, name).relations != load_graph(settings, source).relations:
+        raise SystemExit(f"{name} and {source} differ in relations: {source}'s chain cannot answer on {name}")
     for kind in ("retriever", "gflownet"):
         pointer = settings.checkpoint_dir / kind / f"{source}-latest.json"
         record_latest(settings, name, Path(json.loads(pointer.read_text())["run_dir"]), kind)

@@ -69,6 +69,7 @@ def train(dataset: str, config_json: str, train_split: str, validation_split: st
     train_set = pipeline.split_samples(settings, dataset, graph, train_split, cfg)
     validation = pipeline.split_samples(settings, dataset, graph, validation_split, cfg)
     run_dir = pipeline.checkpoint_dir(settings, dataset, cfg)
+    (run_dir / "chain_prior.npz").unlink(missing_ok=True)  # learned again from this training's questions on load
     # progress goes straight to stderr: print() inside a task becomes a Prefect INFO log, hidden at WARNING
     result = run_training(graph, text, train_set, validation, cfg, run_dir,
                           log=lambda line: sys.stderr.write(line + "\n"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,9 +99,24 @@ def load_trained(settings: Settings, dataset: str, checkpoint: Path | None = Non
     config = RetrieverConfig(**saved)
     prior = None
     if config.chain_weight > 0:
-        splits = pipeline.available_splits(settings, dataset)
-        prior = pipeline.chain_prior(settings, dataset, graph, text, "train" if "train" in splits else splits[0])
+        prior = _run_prior(path, lambda: pipeline.chain_prior(
+            settings, dataset, graph, text, "train" if "train" in pipeline.available_splits(settings, dataset)
+            else pipeline.available_splits(settings, dataset)[0]))
     return TrainedRetriever(model, config, path, graph, text, prior)
+
+
+def _run_prior(checkpoint: Path, learn) -> ChainPrior:
+    """The chain prior kept beside the retriever's checkpoint (``chain_prior.npz`` in its run folder), learned by
+    ``learn`` the first time: the prior is part of the trained chain, so a run loaded for another dataset in the
+    same relation vocabulary (a larger graph around the same data) brings its own."""
+    path = Path(checkpoint).parent / "chain_prior.npz"
+    if path.is_file():
+        return ChainPrior.load(path)
+    prior = learn()
+    tmp = path.with_name(f"chain_prior.tmp{os.getpid()}.npz")
+    prior.save(tmp)
+    os.replace(tmp, path)
+    return prior
 
 
 def evaluate_samples(trained: TrainedRetriever, samples: RetrievalSamples, ks=DEFAULT_KS) -> Evaluation:
