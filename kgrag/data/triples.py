@@ -128,7 +128,8 @@ class _Builder:
         self.lang = lang.lower()
         self.max_bad = max_bad_lines
         self.nodes: dict[str, int] = {}
-        self.names: dict[int, tuple[int, str]] = {}  # node -> (rank, name)
+        self.names: list[str] = []  # per node, "" until named
+        self.ranks = bytearray()  # per node, 1 + the rank of its name's source (255: none yet)
         self.rels: dict[str, int] = {}  # source relation -> id
         self.h, self.r, self.t = array("i"), array("i"), array("i")
         self.literal_types: dict[str, str] = {}
@@ -143,6 +144,8 @@ class _Builder:
         i = nodes.get(key)
         if i is None:
             i = nodes[key] = len(nodes)
+            self.names.append("")
+            self.ranks.append(255)
         return i
 
     def relation(self, source: str) -> int:
@@ -153,9 +156,10 @@ class _Builder:
         return i
 
     def name(self, node: int, rank: int, text: str) -> None:
-        old = self.names.get(node)
-        if old is None or rank < old[0]:
-            self.names[node] = (rank, text)
+        """Keep ``text`` as the node's name when its source ranks better (lower; from -1) than the current one."""
+        if rank + 1 < self.ranks[node]:
+            self.ranks[node] = rank + 1
+            self.names[node] = text
 
     def add(self, head: int, rel: int, tail: int) -> None:
         self.h.append(head)
@@ -180,9 +184,8 @@ class _Builder:
 
     def arrays(self, id_style: str, files: list[dict]) -> TripleArrays:
         keys = list(self.nodes)
-        names = [""] * len(keys)
-        for node, (_, text) in self.names.items():
-            names[node] = text
+        self.nodes = {}  # the keys live on in the list; the dict's table is freed now
+        names = self.names
         if id_style == "iri":  # IRI local names where the graph gives no label (see the module docstring)
             label_all = self.name_triples == 0
             for node in (range(len(keys)) if label_all else sorted(self.classes)):
@@ -190,8 +193,8 @@ class _Builder:
                     names[node] = iri_label(keys[node])
         return TripleArrays(
             keys=keys, names=names, relations=list(self.rels),
-            head=np.frombuffer(self.h, dtype=np.int32).copy(), rel=np.frombuffer(self.r, dtype=np.int32).copy(),
-            tail=np.frombuffer(self.t, dtype=np.int32).copy(), literal_types=self.literal_types, id_style=id_style,
+            head=np.frombuffer(self.h, dtype=np.int32), rel=np.frombuffer(self.r, dtype=np.int32),
+            tail=np.frombuffer(self.t, dtype=np.int32), literal_types=self.literal_types, id_style=id_style,
             issues=self.issues, bad_lines=self.bad, name_triples=self.name_triples, files=files)
 
 

@@ -12,13 +12,14 @@ when it is one, ``m.0abc``, else a slug + hash; ``slug``: the key's slug + hash)
 from __future__ import annotations
 
 import re
-from collections import Counter
+from array import array
 
 import numpy as np
 
 from kgrag.data.triples import TripleArrays
 from kgrag.graph.csr import CSRGraph
 from kgrag.graph.iri import FREEBASE_NS, RELATION_RE, local_id, slug_id
+from kgrag.graph.mapped import StringColumn
 
 _NOT_RELATION = re.compile(r"[^A-Za-z0-9_.]+")
 
@@ -64,19 +65,42 @@ def relation_local_names(sources: list[str]) -> list[str]:
     return out
 
 
+def _packed(strings) -> StringColumn:
+    """Strings (any iterable) as a :class:`StringColumn`: one UTF-8 buffer + offsets, built a chunk at a time so
+    no list of every encoded string is held."""
+    offsets = array("q", [0])
+    buffer = bytearray()
+    for text in strings:
+        buffer += text.encode("utf-8")
+        offsets.append(len(buffer))
+    return StringColumn(np.frombuffer(bytes(buffer), dtype=np.uint8), np.frombuffer(offsets, dtype=np.int64))
+
+
+def _clashing(ids: StringColumn) -> set[str]:
+    """The ids that occur more than once, found by their hashes (no set or Counter of every id)."""
+    hashes = np.fromiter((hash(i) for i in ids), dtype=np.int64, count=len(ids))
+    values, counts = np.unique(hashes, return_counts=True)
+    suspects = np.flatnonzero(np.isin(hashes, values[counts > 1]))
+    seen: dict[str, int] = {}
+    for row in suspects.tolist():
+        seen[ids[row]] = seen.get(ids[row], 0) + 1
+    return {i for i, n in seen.items() if n > 1}
+
+
 def imported_csr(arrays: TripleArrays, name: str, namespace: str, lang: str) -> CSRGraph:
+    """The imported arrays as a graph; its vocabularies are packed string columns (what ``save`` writes), so the
+    import holds each key, id and name once, as bytes."""
     keys, node_map = _sorted_vocabulary(arrays.keys)
-    names = [""] * len(keys)
-    for old, text in enumerate(arrays.names):
-        names[node_map[old]] = text
+    arrays.keys = []  # the sorted list holds the same strings
+    names = _packed(arrays.names[i] for i in np.argsort(node_map, kind="stable").tolist())
     relations, rel_map = _sorted_vocabulary(relation_local_names(arrays.relations))
     sources = [""] * len(relations)
     for old, source in enumerate(arrays.relations):
         sources[rel_map[old]] = source
-    ids = [local_id(k, arrays.id_style) for k in keys]
-    clashes = {i for i, n in Counter(ids).items() if n > 1}
+    ids = _packed(local_id(k, arrays.id_style) for k in keys)
+    clashes = _clashing(ids)
     if clashes:
-        ids = [slug_id(k) if i in clashes else i for k, i in zip(keys, ids, strict=True)]
+        ids = _packed(slug_id(k) if i in clashes else i for k, i in zip(keys, ids, strict=True))
     meta = {"id_style": arrays.id_style, "name_lang": lang, "relation_sources": sources}
-    return CSRGraph.from_arrays(name, namespace, keys, ids, names, relations, node_map[arrays.head],
+    return CSRGraph.from_arrays(name, namespace, _packed(keys), ids, names, relations, node_map[arrays.head],
                                 rel_map[arrays.rel], node_map[arrays.tail], meta=meta)

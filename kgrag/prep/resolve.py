@@ -56,23 +56,36 @@ class EntityResolver:
         self.id_index = graph.id_index
         self._names: dict[str, int] | None = None
         self._normal: dict[str, int] | None = None
+        self._wanted: set[str] | None = None  # the names resolve_all will look up (None: any name)
+
+    def _by_degree(self) -> list[int]:
+        """Rows, most edges first (on a shared name the first holder wins)."""
+        return np.argsort(-self.graph.degree, kind="stable").tolist()
 
     def _build_names(self) -> None:
-        degree = np.bincount(self.graph.head, minlength=self.graph.num_entities) + np.bincount(
-            self.graph.tail, minlength=self.graph.num_entities)
+        """name -> row for the names being looked up (all names when none were announced), one pass."""
         exact: dict[str, int] = {}
-        normal: dict[str, int] = {}
         self.ambiguous: set[str] = set()
-        for row in np.argsort(-degree, kind="stable").tolist():  # most edges first: the first holder wins
-            name = self.graph.entity_names[row]
-            if not name:
+        names, wanted = self.graph.entity_names, self._wanted
+        for row in self._by_degree():
+            name = names[row]
+            if not name or (wanted is not None and name not in wanted):
                 continue
             if name in exact:
                 self.ambiguous.add(name)
             else:
                 exact[name] = row
-            normal.setdefault(normalise(name), row)
-        self._names, self._normal = exact, normal
+        self._names = exact
+
+    def _build_normal(self) -> None:
+        """normalised name -> row over every name: built only when an exact look-up fails."""
+        normal: dict[str, int] = {}
+        names = self.graph.entity_names
+        for row in self._by_degree():
+            name = names[row]
+            if name:
+                normal.setdefault(normalise(name), row)
+        self._normal = normal
 
     def resolve(self, ref: str, ref_id: str | None = None) -> tuple[int | None, str]:
         """(row, how it resolved) or (None, why not)."""
@@ -88,10 +101,13 @@ class EntityResolver:
             return None, "unknown IRI or id"
         if self._names is None:
             self._build_names()
-        assert self._names is not None and self._normal is not None
+        assert self._names is not None
         row = self._names.get(ref)
         if row is not None:
             return row, "ambiguous name" if ref in self.ambiguous else "exact name"
+        if self._normal is None:
+            self._build_normal()
+        assert self._normal is not None
         row = self._normal.get(normalise(ref))
         if row is not None:
             return row, "normalised name"
@@ -108,6 +124,11 @@ class EntityResolver:
         resolved: Counter[str] = Counter()
         unresolved: Counter[str] = Counter()
         keys = self.graph.entity_keys
+        # index only the names questions use (a large graph's names stay bytes); more names later: index again
+        wanted = {n for q in questions for n in (*q.topic_names, *q.answer_names) if n}
+        if self._names is None or (self._wanted is not None and not wanted <= self._wanted):
+            self._names = None
+            self._wanted = wanted | (self._wanted or set())
         for q in questions:
             rows_per_side = []
             for side, ids, names in (("topic", q.topic_ids, q.topic_names), ("answer", q.answer_ids,
