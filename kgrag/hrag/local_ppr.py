@@ -34,6 +34,9 @@ __all__ = ["LocalPPR", "DEFAULT_EPSILON"]
 #: power iteration's answers at ~40k edge visits a question (bench/ppr.py reports answers, overlap and timings)
 DEFAULT_EPSILON = 1e-5
 
+#: a kept node the push did not walk has its edges scanned for G_retrieval's triples when it has at most this many
+SCAN_CAP = 2_000
+
 
 class LocalPPR:
     """Push PPR over a (mapped) :class:`CSRGraph`; see the module docstring. Thread-safe (one question at a time
@@ -66,7 +69,7 @@ class LocalPPR:
         if seeds_arr.size == 0:
             raise ValueError("no seed entity")
         with self._lock:
-            return self._push(seeds_arr)
+            return self._push(seeds_arr)[:3]
 
     def _distinct(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(distinct values, for each value the index of its distinct slot)`` without sorting: every value
@@ -79,12 +82,13 @@ class LocalPPR:
         slot = np.cumsum(first) - 1
         return values[first], slot[rep]
 
-    def _push(self, seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _push(self, seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(nodes, scores, pushed, edges visited)``: see :meth:`push`; the edges are those the pushes walked."""
         p, r, deg, alpha, eps = self._p, self._r, self._degree, self.restart, self.epsilon
         share = 1.0 / seeds.size
         r[seeds] = share
         touched = [seeds]
-        pushed = []
+        pushed, visited = [], []
         active = seeds
         work = 0
         try:
@@ -97,7 +101,8 @@ class LocalPPR:
                 stuck = d == 0
                 if stuck.any():  # dangling: its walk mass restarts at the seeds
                     r[seeds] += (1 - alpha) * float(mass[stuck].sum()) * share
-                owner, _, other = self.graph.edges_of(active[~stuck])
+                owner, ids, other = self.graph.edges_of(active[~stuck])
+                visited.append(ids)
                 work += other.size
                 if other.size:
                     spread = ((1 - alpha) * mass[~stuck] / d[~stuck])[owner]
@@ -110,7 +115,8 @@ class LocalPPR:
                 active = candidates[r[candidates] >= eps * np.maximum(deg[candidates], 1)]
             nodes = self._distinct(np.concatenate(touched))[0]
             scores = p[nodes] + alpha * r[nodes]
-            return nodes, scores, np.sort(self._distinct(np.concatenate(pushed))[0])
+            edges = np.concatenate(visited) if visited else np.zeros(0, dtype=np.int64)
+            return nodes, scores, np.sort(self._distinct(np.concatenate(pushed))[0]), edges
         finally:
             for part in touched:
                 p[part] = 0.0
@@ -122,23 +128,18 @@ class LocalPPR:
         """The ``top_n`` best nodes (seeds always kept) and the triples with both ends among them; past
         ``max_triples`` those whose ends score highest (sum of the two) are kept. Carries the topic distances of
         its nodes through the pushed region."""
-        nodes, scores, pushed = self.push(seeds)
         seeds_arr = np.unique(np.asarray(seeds, dtype=np.int64))
+        if seeds_arr.size == 0:
+            raise ValueError("no seed entity")
+        with self._lock:
+            nodes, scores, pushed, visited = self._push(seeds_arr)
         rank = scores.copy()
         rank[np.isin(nodes, seeds_arr)] = np.inf
         k = min(top_n, nodes.size)
         pick = np.argpartition(-rank, k - 1)[:k] if k < nodes.size else np.arange(nodes.size)
         pick = pick[np.lexsort((nodes[pick], -rank[pick]))]
         top, top_scores = nodes[pick], scores[pick]
-        with self._lock:
-            mark = self._mark
-            mark[top] = True
-            try:
-                _, triples, other = self.graph.edges_of(top, "out")
-                inside = mark[other]
-            finally:
-                mark[top] = False
-        triples = np.sort(triples[inside])
+        triples = self._induced(top, pushed, visited)
         if triples.size > max_triples:
             g = self.graph
             ends = np.concatenate([g.head[triples], g.tail[triples]]).astype(np.int64)
@@ -150,6 +151,24 @@ class LocalPPR:
         distances = topic_distances(self.graph, seeds_arr, self.max_hops, region=pushed)
         return RetrievalSubgraph(top.astype(np.int32), top_scores.astype(np.float32), triples.astype(np.int64),
                                  distances)
+
+    def _induced(self, top: np.ndarray, pushed: np.ndarray, visited: np.ndarray) -> np.ndarray:
+        """Sorted ids of the triples with both ends in ``top``: among the edges the push walked (every edge of a
+        pushed node) and the edges of the kept nodes it did not push that have at most :data:`SCAN_CAP` edges.
+        Only an edge between two unpushed nodes that both exceed the cap (two hubs: PPR mass pools in hubs, which
+        are never pushed) is not looked for; so the work is the push's, not the kept hubs' neighbourhoods."""
+        g = self.graph
+        unpushed = top[~np.isin(top, pushed, assume_unique=True)]
+        scan = unpushed[g.degree[unpushed] <= SCAN_CAP]
+        candidates = np.concatenate([visited, g.edges_of(scan)[1]])
+        with self._lock:
+            mark = self._mark
+            mark[top] = True
+            try:
+                inside = mark[g.head[candidates]] & mark[g.tail[candidates]]
+            finally:
+                mark[top] = False
+        return np.unique(candidates[inside])
 
     def retrieval_subgraphs(self, seeds: Sequence[Sequence[int]], top_n: int,
                             max_triples: int) -> list[RetrievalSubgraph]:
