@@ -66,8 +66,17 @@ class QuestionChains:
 WALK_BUDGET = 200_000
 
 
-def _steps(graph: CSRGraph, frontier: np.ndarray) -> list[tuple[int, np.ndarray]]:
-    """``(action, reached entities)`` for every action leaving ``frontier`` (sorted unique), actions ascending."""
+def _in(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """Per value, whether it is in ``sorted_set``."""
+    if not sorted_set.size:
+        return np.zeros(values.shape, dtype=bool)
+    at = np.searchsorted(sorted_set, values).clip(max=sorted_set.size - 1)
+    return sorted_set[at] == values
+
+
+def _steps(graph: CSRGraph, frontier: np.ndarray, within: np.ndarray | None = None) -> list[tuple[int, np.ndarray]]:
+    """``(action, reached entities)`` for every action leaving ``frontier`` (sorted unique), actions ascending;
+    with ``within`` (sorted) only the actions that reach one of its nodes. One gather, grouped by sorting."""
     _, out_ids, out_other = graph.edges_of(frontier, "out")
     _, in_ids, in_other = graph.edges_of(frontier, "in")
     actions = np.concatenate([graph.rel[out_ids].astype(np.int64) * 2, graph.rel[in_ids].astype(np.int64) * 2 + 1])
@@ -76,19 +85,40 @@ def _steps(graph: CSRGraph, frontier: np.ndarray) -> list[tuple[int, np.ndarray]
         return []
     order = np.lexsort((others, actions))
     actions, others = actions[order], others[order]
-    bounds = np.flatnonzero(np.concatenate([[True], actions[1:] != actions[:-1], [True]]))
-    return [(int(actions[a]), np.unique(others[a:b])) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    starts = np.flatnonzero(np.concatenate([[True], actions[1:] != actions[:-1]]))
+    stops = np.append(starts[1:], actions.size)
+    if within is not None:
+        keep = np.logical_or.reduceat(_in(others, within), starts)
+        starts, stops = starts[keep], stops[keep]
+    fresh = np.concatenate([[True], (others[1:] != others[:-1]) | (actions[1:] != actions[:-1])])
+    return [(int(actions[a]), others[a:b][fresh[a:b]]) for a, b in zip(starts.tolist(), stops.tolist(), strict=True)]
+
+
+def _near_answers(graph: CSRGraph, gold: np.ndarray, budget: int) -> list[np.ndarray | None]:
+    """Sorted nodes within 0, 1, 2 hops of the answers (``None`` where gathering them would pass ``budget``
+    edges): a branch whose frontier has none of the nodes within k hops cannot reach an answer in k steps."""
+    near: list[np.ndarray | None] = [gold]
+    for _ in range(2):
+        last = near[-1]
+        if last is None or int(graph.degree[last].sum()) > budget:
+            near.append(None)
+            continue
+        near.append(np.union1d(last, graph.edges_of(last)[2]))
+    return near
 
 
 def question_chains(graph: CSRGraph, topics: Sequence[int], answers: Sequence[int], length: int,
                     max_steps: int) -> list[tuple[tuple[int, ...], float]]:
     """Every chain from ``topics`` that reaches an answer, with its F1: the chains of exactly ``length`` actions
-    (``length`` 0: every length up to ``max_steps``), depth-first in action order, walked through the adjacency
-    (the cost is the frontiers' edges; a frontier past :data:`WALK_BUDGET` edges ends its branch)."""
+    (``length`` 0: every length up to ``max_steps``), depth-first in action order, walked through the adjacency.
+    A branch is cut when its frontier has no node within its remaining steps of an answer (it could reach none),
+    or when its frontier has more than :data:`WALK_BUDGET` edges; so the cost is a few frontiers' edges."""
     start = np.unique(np.asarray(topics, dtype=np.int64))
     gold = np.unique(np.asarray(answers, dtype=np.int64))
     budget = max(WALK_BUDGET, 100 * gold.size)
     degree = graph.degree
+    near = _near_answers(graph, gold, 5 * budget)
+    last = length or max_steps
     found: list[tuple[tuple[int, ...], float]] = []
 
     def expand(frontier: np.ndarray, prefix: tuple[int, ...]) -> None:
@@ -97,9 +127,11 @@ def question_chains(graph: CSRGraph, topics: Sequence[int], answers: Sequence[in
             hits = int(np.isin(reached, gold, assume_unique=True).sum())
             if hits:
                 found.append((prefix, 2 * hits / max(reached.size + gold.size, 1)))
-        if len(prefix) == (length or max_steps) or int(degree[frontier].sum()) > budget:
+        left = last - len(prefix)
+        if left == 0 or int(degree[frontier].sum()) > budget:
             return
-        for action, reached in _steps(graph, frontier):
+        # only the actions whose reached nodes have an answer within the steps the branch then has left
+        for action, reached in _steps(graph, frontier, near[left - 1] if left - 1 < len(near) else None):
             expand(reached, (*prefix, action))
 
     expand(start, ())
