@@ -73,7 +73,7 @@ def _packed(strings) -> StringColumn:
     for text in strings:
         buffer += text.encode("utf-8")
         offsets.append(len(buffer))
-    return StringColumn(np.frombuffer(bytes(buffer), dtype=np.uint8), np.frombuffer(offsets, dtype=np.int64))
+    return StringColumn(np.frombuffer(buffer, dtype=np.uint8), np.frombuffer(offsets, dtype=np.int64))
 
 
 def _clashing(ids: StringColumn) -> set[str]:
@@ -93,6 +93,7 @@ def imported_csr(arrays: TripleArrays, name: str, namespace: str, lang: str) -> 
     keys, node_map = _sorted_vocabulary(arrays.keys)
     arrays.keys = []  # the sorted list holds the same strings
     names = _packed(arrays.names[i] for i in np.argsort(node_map, kind="stable").tolist())
+    arrays.names = []  # the packed column holds them as bytes now
     relations, rel_map = _sorted_vocabulary(relation_local_names(arrays.relations))
     sources = [""] * len(relations)
     for old, source in enumerate(arrays.relations):
