@@ -108,6 +108,24 @@ def import_size(n: int, triples: Path, work: Path, store: bool) -> dict:
     return out
 
 
+def child_graph(path: str, out: str) -> dict:
+    """In a child process: the import's graph step alone (read → CSR → mapped ``graph.npz``), timed per part."""
+    from kgrag.data.triples import read_triple_files
+    from kgrag.graph.imported import imported_csr
+
+    started = time.perf_counter()
+    arrays = read_triple_files([path])
+    read_s = time.perf_counter() - started
+    lines = len(arrays.head) + arrays.name_triples
+    graph = imported_csr(arrays, "haystack", "http://example.org/kgrag/haystack/ns/", "en")
+    csr_s = time.perf_counter() - started - read_s
+    graph.save(Path(out))
+    total = time.perf_counter() - started
+    return {"triples_read": lines, "read_s": round(read_s, 1), "csr_s": round(csr_s, 1),
+            "save_s": round(total - read_s - csr_s, 1), "seconds": round(total, 1),
+            "triples_per_s": round(lines / total), "map_gb": round(Path(out).stat().st_size / 2**30, 3)}
+
+
 def child_train(name: str) -> dict:
     """In a child process: train the retriever and the reasoner at make run's budget; validation figures."""
     from flows.retriever_eval import retriever_eval
@@ -274,6 +292,15 @@ def run_size(n: int, args: argparse.Namespace, previous: dict | None = None) -> 
     else:
         row["import"] = import_size(n, Path(row["generate"]["path"]), work, store=n <= args.store_up_to)
     console.print(row["import"])
+    if args.graph_step:  # the import's graph step alone, in its own process (for a rate on a quiet machine)
+        out = work / ".graph-step" / f"{name}.npz"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        stdout, _, rss = timed_child([sys.executable, "-m", "bench.haystack", "--child", "graph", "--name",
+                                      row["generate"]["path"], "--out", str(out)], work)
+        row["graph_step"] = {**json.loads(stdout.strip().splitlines()[-1]), "peak_rss_gb": round(rss, 2)}
+        out.unlink()
+        console.print(row["graph_step"])
+        return row
     if args.import_only:
         return row
     if args.train_from:
@@ -323,26 +350,30 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--store-up-to", type=int, default=10_000_000)
     parser.add_argument("--skip-train", action="store_true", help="answer with the checkpoints already trained")
     parser.add_argument("--import-only", action="store_true", help="generate and import, nothing more")
+    parser.add_argument("--graph-step", action="store_true", help="time the import's graph step alone (read, CSR, "
+                        "save) in its own process, and nothing more")
+    parser.add_argument("--out", help=argparse.SUPPRESS)
     parser.add_argument("--train-from", default=None, help="answer with the chain trained on this dataset "
                         "(e.g. hay1m) instead of training on each size")
     parser.add_argument("--eval-questions", type=int, default=0, help="a seeded validation sample answered "
                         "through the reasoner at every size (0: only the training run's full validation report)")
     parser.add_argument("--dask", action="store_true", help="the two-worker run on the largest size")
     parser.add_argument("--dask-questions", type=int, default=600)
-    parser.add_argument("--child", choices=["train", "answer", "dask", "eval"], help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=["train", "answer", "dask", "eval", "graph"], help=argparse.SUPPRESS)
     parser.add_argument("--name", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         result = {"train": lambda: child_train(args.name), "answer": lambda: child_answer(args.name, args.timed),
                   "dask": lambda: child_dask(args.name, args.timed),
-                  "eval": lambda: child_eval(args.name, args.timed)}[args.child]()
+                  "eval": lambda: child_eval(args.name, args.timed),
+                  "graph": lambda: child_graph(args.name, args.out)}[args.child]()
         print(json.dumps(result))
         return
     args.sizes = [int(s) for s in args.sizes.split(",")]
     for n in args.sizes:
         row = run_size(n, args, _rows().get(dataset_name(n)))
         rows = _rows()  # merged as written now: another size may have been run meanwhile
-        rows[dataset_name(n)] = row
+        rows[dataset_name(n)] = {**rows.get(dataset_name(n), {}), **row}  # stages not run now are kept
         _write(rows)
     summary_table(_rows())
 
