@@ -13,6 +13,7 @@ workers hold one copy of a graph, whatever its size, and opening it costs millis
 from __future__ import annotations
 
 import bisect
+import mmap
 import struct
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["map_npz", "pack_strings", "StringColumn", "SortedIndex"]
+__all__ = ["map_npz", "pack_strings", "random_access", "StringColumn", "SortedIndex"]
 
 _LOCAL_HEADER = 30  # fixed part of a zip local file header; name and extra field follow it
 
@@ -50,8 +51,17 @@ def map_npz(path: Path) -> dict[str, np.ndarray]:
                 continue
             mapped = np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape,
                                order="F" if fortran else "C")
+            random_access(mapped)
             out[name] = np.asarray(mapped)  # a plain ndarray view of the mapped pages
     return out
+
+
+def random_access(mapped: np.memmap) -> None:
+    """Tell the kernel a map is read at random (``MADV_RANDOM``): no read-ahead and no fault-around, so a process
+    that reads a few rows of a large map holds those pages, not the megabytes around each."""
+    handle = getattr(mapped, "_mmap", None)
+    if handle is not None and hasattr(mmap, "MADV_RANDOM"):
+        handle.madvise(mmap.MADV_RANDOM)
 
 
 def pack_strings(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:

@@ -16,6 +16,7 @@ training does at once, in blocks, optionally as tasks).
 from __future__ import annotations
 
 import hashlib
+import mmap
 import re
 import threading
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from kgrag.graph.csr import CSRGraph
+from kgrag.graph.mapped import random_access
 
 __all__ = ["EntityVectors", "vectors_file"]
 
@@ -64,6 +66,7 @@ class EntityVectors:
         _sized(self.done_path, n)
         self._vectors = np.memmap(self.path, dtype=np.float16, mode="r+", shape=(n, dim))
         self._done = np.memmap(self.done_path, dtype=np.uint8, mode="r+", shape=(n,))
+        random_access(self._vectors)  # a question reads a few hundred scattered rows
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -83,7 +86,17 @@ class EntityVectors:
     def __getitem__(self, rows) -> np.ndarray:
         rows = np.asarray(rows, dtype=np.int64)
         self.ensure(rows.ravel())
-        return np.asarray(self._vectors[rows])
+        out = np.array(self._vectors[rows])
+        self._release()
+        return out
+
+    def _release(self) -> None:
+        """Unmap the pages just read (``MADV_DONTNEED`` on a shared file map: the page cache keeps them for every
+        process, this one holds none): the kernel maps a large folio around each scattered row read, so a reader
+        would otherwise hold most of the map after a few hundred questions."""
+        handle = getattr(self._vectors, "_mmap", None)
+        if handle is not None and hasattr(mmap, "MADV_DONTNEED"):
+            handle.madvise(mmap.MADV_DONTNEED)
 
     def ensure(self, rows: np.ndarray) -> int:
         """Compute the missing vectors of ``rows``; returns how many names were encoded."""
