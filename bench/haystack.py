@@ -219,13 +219,12 @@ def child_eval(name: str, count: int) -> dict:
                                   for hop, r in report.items()}}
 
 
-def borrow_checkpoints(name: str, source: str) -> None:
+def borrow_checkpoints(name: str, source: str, work: Path) -> None:
     """Point ``name``'s latest retriever and reasoner at ``source``'s (the chain trained on another size)."""
     from kgrag.config import get_settings
-    from kgrag.hrag.pipeline import record_latest
+    from kgrag.hrag.pipeline import load_graph, record_latest
 
-    settings = get_settings()
-    from kgrag.hrag.pipeline import load_graph
+    settings = get_settings().model_copy(update={"work_dir": work})
 
     if load_graph(settings, name).relations != load_graph(settings, source).relations:
         raise SystemExit(f"{name} and {source} differ in relations: {source}'s chain cannot answer on {name}")
@@ -304,11 +303,7 @@ def run_size(n: int, args: argparse.Namespace, previous: dict | None = None) -> 
     if args.import_only:
         return row
     if args.train_from:
-        os.environ["KGRAG_WORK_DIR"] = str(work)
-        from kgrag.config import get_settings
-
-        get_settings.cache_clear()
-        borrow_checkpoints(name, args.train_from)
+        borrow_checkpoints(name, args.train_from, work)
         row["trained_on"] = args.train_from
     elif not args.skip_train:
         row["train"], seconds, rss = run_child("train", name, work)
