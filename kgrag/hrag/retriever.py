@@ -56,7 +56,8 @@ class TripleScorer(nn.Module):
     def forward(self, batch: TripleBatch, relation_vec: torch.Tensor) -> torch.Tensor:
         """Logits ``(N,)`` for the batch's triples; ``relation_vec`` is the ``(relations, D)`` text matrix."""
         q = self.question(batch.question_vec)[batch.question_of]
-        rel = (self.relation(relation_vec) + self.relation_id.weight)[batch.relation]
+        used, inverse = torch.unique(batch.relation, return_inverse=True)  # project the batch's relations only
+        rel = (self.relation(relation_vec[used]) + self.relation_id.weight[used])[inverse]
         ent = self.entity(batch.entity_vec)
         d = self.dist(batch.dist_code)
         p = self.path(batch.path_bits) + rel  # the path prefix and the relation extending it

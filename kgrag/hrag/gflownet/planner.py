@@ -42,7 +42,7 @@ class RelationPlanner(nn.Module):
         tokens = torch.cat([start, prefix.clamp(min=0)], dim=1)
         x = self.action(tokens)
         moves = tokens < self.stop
-        text = self.relation_text(relation_vectors)[(tokens // 2).clamp(max=relation_vectors.shape[0] - 1)]
+        text = self.relation_text(relation_vectors[(tokens // 2).clamp(max=relation_vectors.shape[0] - 1)])
         return x + text * moves[..., None]
 
     def forward(self, question: torch.Tensor, question_mask: torch.Tensor, prefix: torch.Tensor,
@@ -70,8 +70,8 @@ class RelationPlanner(nn.Module):
             last = torch.full((b,), self.num_actions, dtype=torch.long, device=read.device)  # the start token
             x = self.action(last)
         else:
-            x = self.action(last) + self.relation_text(relation_vectors)[
-                (last // 2).clamp(max=relation_vectors.shape[0] - 1)] * (last < self.stop)[:, None]
+            x = self.action(last) + self.relation_text(relation_vectors[
+                (last // 2).clamp(max=relation_vectors.shape[0] - 1)]) * (last < self.stop)[:, None]
         hidden, state = self.gru(x[:, None], state)
         return self._head(hidden, read, question_mask)[:, 0], state
 

@@ -124,13 +124,13 @@ class PathPolicy(nn.Module):
 
     def embed_pool(self, batch: PoolBatch) -> PoolEmbedding:
         """The per-question content of the tokens (no state in it): computed once, reused at every step."""
-        relations = self.relation_text(self.relation_vectors) + self.relation_id.weight  # (R, dim), once
         tokens = self.query(batch.question)  # (B, L, dim)
         mask = batch.question_mask[..., None]  # (B, L, 1)
         query = (tokens * mask).sum(1) / mask.sum(1).clamp(min=1)
         weights = (tokens @ self.hop_attention.T).masked_fill(~mask, float("-inf")).softmax(dim=1)  # (B, L, T)
         hop_query = weights.transpose(1, 2) @ tokens  # (B, T, dim)
-        relation = relations[batch.relation]
+        used, inverse = torch.unique(batch.relation, return_inverse=True)  # the pool's relations only, not all R
+        relation = (self.relation_text(self.relation_vectors[used]) + self.relation_id.weight[used])[inverse]
         edges = relation + self.score(batch.score[..., None])
         if self.entity is not None:
             nodes = self.entity(batch.node_vectors)  # (B, N, entity_dim)
