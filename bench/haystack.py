@@ -35,7 +35,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from bench.common import RESULTS, write_result
+from bench.common import RESULTS, ms_percentiles, write_result
 
 console = Console()
 HOPS = (1, 2, 3)
@@ -191,10 +191,9 @@ def child_answer(name: str, timed: int) -> dict:
         t = time.perf_counter()
         reasoner.ppr.retrieval_subgraph(q.topics, cfg.top_n, cfg.max_triples)
         ppr_ms.append(1000 * (time.perf_counter() - t))
-    pct = lambda v: {"p50": round(float(np.percentile(v, 50)), 2), "p95": round(float(np.percentile(v, 95)), 2)}  # noqa: E731
-    return {"load_s": round(load_s, 2), "n": len(questions), "answer_question_ms": pct(totals),
+    return {"load_s": round(load_s, 2), "n": len(questions), "answer_question_ms": ms_percentiles(totals),
             "stages_p50_ms": {k: round(float(np.median(v)), 2) for k, v in stages.items()},
-            "push_ms": pct(push_ms), "g_retrieval_ms": pct(ppr_ms), "push_edges": pct(work), "rss_gb": _rss(),
+            "push_ms": ms_percentiles(push_ms), "g_retrieval_ms": ms_percentiles(ppr_ms), "push_edges": ms_percentiles(work), "rss_gb": _rss(),
             "vectors_computed": reasoner.retriever.text.entities.computed()}
 
 

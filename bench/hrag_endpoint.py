@@ -25,7 +25,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from bench.common import write_result
+from bench.common import ms_percentiles, write_result
 from kgrag.config import get_settings
 from kgrag.graph.oxigraph_server import serve_read_only
 from kgrag.graph.remote_store import RemoteStore
@@ -65,8 +65,7 @@ def run_backend(answer_one, questions) -> tuple[list, dict]:
         expand.append(answer.ms.get("expand", 0.0))
         notes += bool(answer.note)
         answers.append(answer)
-    pct = lambda v: {"p50": round(float(np.percentile(v, 50)), 1), "p95": round(float(np.percentile(v, 95)), 1)}  # noqa: E731
-    return answers, {"latency_ms": pct(totals), "expand_ms": pct(expand), "notes": notes}
+    return answers, {"latency_ms": ms_percentiles(totals, 1), "expand_ms": ms_percentiles(expand, 1), "notes": notes}
 
 
 def main(argv: list[str] | None = None) -> None:

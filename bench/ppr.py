@@ -23,7 +23,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from bench.common import write_result
+from bench.common import ms_percentiles, write_result
 from kgrag.config import get_settings
 from kgrag.hrag.gflownet.answers import answer_metrics, summarise
 from kgrag.hrag.local_ppr import LocalPPR
@@ -50,10 +50,6 @@ def answer_report(reasoner: HRAGReasoner, questions: list[HragQuestion], batch: 
     return rows, {k: round(v / 1000, 2) for k, v in ms.items()}
 
 
-def percentiles(values: list[float]) -> dict:
-    return {"p50": round(float(np.percentile(values, 50)), 3), "p95": round(float(np.percentile(values, 95)), 3)}
-
-
 def subgraph_agreement(local: LocalPPR, glob: PersonalizedPageRank, questions: list[HragQuestion], top_n: int,
                        max_triples: int) -> dict:
     nodes, triples, ans_g, ans_l, ms_l, ms_g, work = [], [], [], [], [], [], []
@@ -72,8 +68,8 @@ def subgraph_agreement(local: LocalPPR, glob: PersonalizedPageRank, questions: l
     return {"node_overlap": round(float(np.mean(nodes)), 4), "triple_overlap": round(float(np.mean(triples)), 4),
             "answer_in_g_retrieval": {"global": round(float(np.mean(ans_g)), 4),
                                       "local": round(float(np.mean(ans_l)), 4)},
-            "ppr_ms": {"global": percentiles(ms_g), "local": percentiles(ms_l)},
-            "push_edges_visited": percentiles([float(w) for w in work])}
+            "ppr_ms": {"global": ms_percentiles(ms_g, 3), "local": ms_percentiles(ms_l, 3)},
+            "push_edges_visited": ms_percentiles([float(w) for w in work], 3)}
 
 
 def answer_latency(reasoner: HRAGReasoner, questions: list[HragQuestion]) -> dict:
@@ -86,7 +82,7 @@ def answer_latency(reasoner: HRAGReasoner, questions: list[HragQuestion]) -> dic
         totals.append(answer.ms["total"])
         for k, v in answer.ms.items():
             stages.setdefault(k, []).append(v)
-    return {**percentiles(totals), "stages_p50": {k: round(float(np.median(v)), 2) for k, v in stages.items()}}
+    return {**ms_percentiles(totals, 3), "stages_p50": {k: round(float(np.median(v)), 2) for k, v in stages.items()}}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -50,8 +50,9 @@ def text_embeddings(dataset: str = "metaqa", shards: int | None = None, block: i
 
     def in_blocks(missing: np.ndarray) -> None:
         nonlocal tasks
-        named = missing[np.array([bool(n) for n in graph.names_of(missing)], dtype=bool)]
-        names = graph.names_of(named)
+        all_names = graph.names_of(missing)  # decoded once
+        named = missing[np.array([bool(n) for n in all_names], dtype=bool)]
+        names = [n for n in all_names if n]
         starts = range(0, len(names), block)
         ranges = [(a * block, min(b * block, len(names)))
                   for a, b in contiguous_ranges([sum(map(len, names[s : s + block])) for s in starts],
@@ -65,7 +66,12 @@ def text_embeddings(dataset: str = "metaqa", shards: int | None = None, block: i
         vectors.store(unnamed, np.zeros((unnamed.size, vectors.dim), dtype=np.float16))
 
     eager = graph.num_entities <= EAGER_ENTITIES
-    encoded = vectors.fill(encode_rows=in_blocks) if eager else 0
+    encoded = 0
+    if eager:
+        missing = vectors.missing()
+        in_blocks(missing)
+        vectors.flush()
+        encoded = int(missing.size)
     return {"file": str(vectors.path), "entities": int(vectors.shape[0]), "relations": int(text.relations.shape[0]),
             "computed": vectors.computed(), "encoded_now": encoded, "eager": eager, "tasks": tasks,
             "seconds": round(time.perf_counter() - started, 2)}

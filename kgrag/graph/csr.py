@@ -48,6 +48,23 @@ def gather_ranges(starts: np.ndarray, stops: np.ndarray) -> tuple[np.ndarray, np
     return owner, np.arange(total, dtype=np.int64) + shift
 
 
+def in_sorted(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """Per value, whether it is in ``sorted_set`` (a sorted int array): one ``searchsorted``."""
+    values = np.asarray(values)
+    if not sorted_set.size:
+        return np.zeros(values.shape, dtype=bool)
+    return sorted_set[np.searchsorted(sorted_set, values).clip(max=sorted_set.size - 1)] == values
+
+
+def sorted_lookup(keys: np.ndarray, values: np.ndarray, query: np.ndarray, missing: int) -> np.ndarray:
+    """``values`` at each ``query``'s position in the sorted ``keys`` (int64), ``missing`` where absent."""
+    query = np.asarray(query, dtype=np.int64)
+    if not keys.size:
+        return np.full(query.shape, missing, dtype=np.int64)
+    at = np.searchsorted(keys, query).clip(max=keys.size - 1)
+    return np.where(keys[at] == query, values[at].astype(np.int64), missing)
+
+
 @dataclass
 class CSRGraph:
     """Entity/relation vocabularies and the triple arrays; see the module docstring."""
@@ -170,11 +187,6 @@ class CSRGraph:
         if len(owners) == 1:
             return owners[0], triples[0], others[0]
         return np.concatenate(owners), np.concatenate(triples), np.concatenate(others)
-
-    @cached_property
-    def undirected_adjacency(self) -> sp.csr_matrix:
-        """``adjacency(undirected=True)``, built once per graph (whole-graph work: the global PPR baseline)."""
-        return self.adjacency(undirected=True)
 
     def adjacency(self, undirected: bool = False) -> sp.csr_matrix:
         """Entity × entity matrix of edge counts (head → tail; symmetric when ``undirected``)."""
@@ -316,11 +328,13 @@ def _sort_order(column: Sequence[str], prefix: int = 48, chunk: int = 1 << 20) -
     order = np.argsort(heads, kind="stable")
     if longer.any():  # equal heads of which one is longer than the prefix: finish those runs by full string
         ordered = heads[order]
-        run_id = np.cumsum(np.concatenate([[True], ordered[1:] != ordered[:-1]])) - 1
-        for run in np.unique(run_id[longer[order]]).tolist():
-            span = np.flatnonzero(run_id == run)
-            if span.size > 1:
-                order[span] = sorted(order[span].tolist(), key=lambda r: column[r])
+        starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+        stops = np.append(starts[1:], n)
+        run_of = np.cumsum(np.concatenate([[True], ordered[1:] != ordered[:-1]])) - 1
+        for run in np.unique(run_of[longer[order]]).tolist():  # runs are contiguous: slice, no scan per run
+            a, b = int(starts[run]), int(stops[run])
+            if b - a > 1:
+                order[a:b] = sorted(order[a:b].tolist(), key=lambda r: column[r])
     if bool(np.all(order[1:] > order[:-1])):
         return None
     return order.astype(np.int64)

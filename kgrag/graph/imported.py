@@ -12,7 +12,6 @@ when it is one, ``m.0abc``, else a slug + hash; ``slug``: the key's slug + hash)
 from __future__ import annotations
 
 import re
-from array import array
 
 import numpy as np
 
@@ -65,17 +64,6 @@ def relation_local_names(sources: list[str]) -> list[str]:
     return out
 
 
-def _packed(strings) -> StringColumn:
-    """Strings (any iterable) as a :class:`StringColumn`: one UTF-8 buffer + offsets, built a chunk at a time so
-    no list of every encoded string is held."""
-    offsets = array("q", [0])
-    buffer = bytearray()
-    for text in strings:
-        buffer += text.encode("utf-8")
-        offsets.append(len(buffer))
-    return StringColumn(np.frombuffer(buffer, dtype=np.uint8), np.frombuffer(offsets, dtype=np.int64))
-
-
 def _clashing(ids: StringColumn) -> set[str]:
     """The ids that occur more than once, found by their hashes (no set or Counter of every id)."""
     hashes = np.fromiter((hash(i) for i in ids), dtype=np.int64, count=len(ids))
@@ -92,16 +80,16 @@ def imported_csr(arrays: TripleArrays, name: str, namespace: str, lang: str) -> 
     import holds each key, id and name once, as bytes."""
     keys, node_map = _sorted_vocabulary(arrays.keys)
     arrays.keys = []  # the sorted list holds the same strings
-    names = _packed(arrays.names[i] for i in np.argsort(node_map, kind="stable").tolist())
+    names = StringColumn.pack(arrays.names[i] for i in np.argsort(node_map, kind="stable").tolist())
     arrays.names = []  # the packed column holds them as bytes now
     relations, rel_map = _sorted_vocabulary(relation_local_names(arrays.relations))
     sources = [""] * len(relations)
     for old, source in enumerate(arrays.relations):
         sources[rel_map[old]] = source
-    ids = _packed(local_id(k, arrays.id_style) for k in keys)
+    ids = StringColumn.pack(local_id(k, arrays.id_style) for k in keys)
     clashes = _clashing(ids)
     if clashes:
-        ids = _packed(slug_id(k) if i in clashes else i for k, i in zip(keys, ids, strict=True))
+        ids = StringColumn.pack(slug_id(k) if i in clashes else i for k, i in zip(keys, ids, strict=True))
     meta = {"id_style": arrays.id_style, "name_lang": lang, "relation_sources": sources}
-    return CSRGraph.from_arrays(name, namespace, _packed(keys), ids, names, relations, node_map[arrays.head],
+    return CSRGraph.from_arrays(name, namespace, StringColumn.pack(keys), ids, names, relations, node_map[arrays.head],
                                 rel_map[arrays.rel], node_map[arrays.tail], meta=meta)

@@ -13,15 +13,15 @@ workers hold one copy of a graph, whatever its size, and opening it costs millis
 from __future__ import annotations
 
 import bisect
-import mmap
 import struct
 import zipfile
-from collections.abc import Iterator, Mapping, Sequence
+from array import array
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["map_npz", "pack_strings", "random_access", "StringColumn", "SortedIndex"]
+__all__ = ["map_npz", "pack_strings", "StringColumn", "SortedIndex"]
 
 _LOCAL_HEADER = 30  # fixed part of a zip local file header; name and extra field follow it
 
@@ -51,27 +51,14 @@ def map_npz(path: Path) -> dict[str, np.ndarray]:
                 continue
             mapped = np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape,
                                order="F" if fortran else "C")
-            random_access(mapped)
             out[name] = np.asarray(mapped)  # a plain ndarray view of the mapped pages
     return out
 
 
-def random_access(mapped: np.memmap) -> None:
-    """Tell the kernel a map is read at random (``MADV_RANDOM``): no read-ahead and no fault-around, so a process
-    that reads a few rows of a large map holds those pages, not the megabytes around each."""
-    handle = getattr(mapped, "_mmap", None)
-    if handle is not None and hasattr(mmap, "MADV_RANDOM"):
-        handle.madvise(mmap.MADV_RANDOM)
-
-
 def pack_strings(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """``strings`` as one UTF-8 buffer (uint8) and ``len + 1`` int64 offsets."""
-    if isinstance(strings, StringColumn):
-        return strings.data, strings.offsets
-    encoded = [s.encode("utf-8") for s in strings]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    np.cumsum([len(b) for b in encoded], out=offsets[1:])
-    return np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets
+    column = strings if isinstance(strings, StringColumn) else StringColumn.pack(strings)
+    return column.data, column.offsets
 
 
 class StringColumn(Sequence[str]):
@@ -84,6 +71,16 @@ class StringColumn(Sequence[str]):
         self.data = data
         self.offsets = offsets
         self._raw = memoryview(data) if data.size else memoryview(b"")
+
+    @classmethod
+    def pack(cls, strings: Iterable[str]) -> StringColumn:
+        """Strings (any iterable) as a column, appended to one growing buffer: no list of every encoded string."""
+        offsets = array("q", [0])
+        buffer = bytearray()
+        for text in strings:
+            buffer += text.encode("utf-8")
+            offsets.append(len(buffer))
+        return cls(np.frombuffer(buffer, dtype=np.uint8), np.frombuffer(offsets, dtype=np.int64))
 
     def __len__(self) -> int:
         return int(self.offsets.shape[0]) - 1

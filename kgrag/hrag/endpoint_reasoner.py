@@ -8,15 +8,14 @@ local graph.
 Per question: :func:`~kgrag.hrag.sparql_neighbourhood.expand_neighbourhood` (k hops, capped triples per hop and
 per node, CVT nodes one hop further, names in batches) → a small :class:`~kgrag.graph.csr.CSRGraph` whose relation
 ids are the trained graph's (relations the model never saw are appended, their vectors encoded) → its entity name
-vectors, encoded only for the rows the retriever and reasoner read (a process-wide cache by name: neighbourhoods
-overlap) → :meth:`HRAGReasoner.on_graph` answers on it. An
+vectors, encoded only for the rows the retriever and reasoner read (the embedder's content-keyed cache:
+neighbourhoods overlap) → :meth:`HRAGReasoner.on_graph` answers on it. An
 endpoint that fails or times out ends the answer with a note saying so (no exception).
 """
 
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
@@ -26,13 +25,9 @@ from kgrag.graph.csr import CSRGraph
 from kgrag.graph.store import GraphStore
 from kgrag.hrag.reasoner import Answer, HRAGReasoner
 from kgrag.hrag.sparql_neighbourhood import ExpansionLimits, Neighbourhood, expand_neighbourhood
-from kgrag.hrag.text import TextEmbeddings, encode_names, relation_text
+from kgrag.hrag.text import TextEmbeddings, relation_text
 
 __all__ = ["EndpointReasoner"]
-
-#: entity names whose vectors a process keeps (neighbourhoods of nearby questions share most of their names)
-NAME_CACHE = 200_000
-
 
 class EndpointReasoner:
     """The trained chain of ``reasoner`` over neighbourhoods fetched from ``store`` (see the module docstring)."""
@@ -49,7 +44,6 @@ class EndpointReasoner:
         self._relations = list(reasoner.graph.relations)
         self._relation_index = {r: i for i, r in enumerate(self._relations)}
         self._relation_vectors = np.asarray(text.relations, dtype=np.float32)
-        self._names: OrderedDict[str, np.ndarray] = OrderedDict()
         self.last_stats: dict = {}  # the last expansion's figures (hops, triples, queries, truncated, ms)
 
     # ------------------------------------------------------------------ the local view
@@ -64,22 +58,16 @@ class EndpointReasoner:
             self._relation_vectors = np.concatenate([self._relation_vectors, np.asarray(vectors, np.float32)])
         remap = np.array([self._relation_index[r] for r in sub.relations], dtype=np.int32)
         return CSRGraph(sub.name, sub.iri_base, sub.entity_keys, sub.entity_ids, sub.entity_names,
-                        list(self._relations), sub.head, remap[sub.rel] if sub.num_triples else sub.rel, sub.tail,
+                        list(self._relations), sub.head, remap[sub.rel], sub.tail,
                         meta=sub.meta)
 
     def vectors_of(self, names: Sequence[str]) -> np.ndarray:
-        """Unit float16 vectors of ``names`` (zeros for ""), encoding only names this process has not seen."""
-        missing = [n for n in dict.fromkeys(names) if n and n not in self._names]
-        if missing:
-            for name, vector in zip(missing, encode_names(self._embedder, missing), strict=True):
-                self._names[name] = vector
-            while len(self._names) > NAME_CACHE:
-                self._names.popitem(last=False)
+        """Unit float16 vectors of ``names`` (zeros for ""), through the embedder's content-keyed cache (on disk,
+        shared by processes): a name is encoded once, whichever question's neighbourhood met it first."""
         out = np.zeros((len(names), self._relation_vectors.shape[1]), dtype=np.float16)
-        for i, name in enumerate(names):
-            if name:
-                out[i] = self._names[name]
-                self._names.move_to_end(name)
+        named = [i for i, name in enumerate(names) if name]
+        if named:
+            out[named] = self._embedder.encode([names[i] for i in named])
         return out
 
     def neighbourhood(self, topics: Sequence[str]) -> tuple[Neighbourhood, HRAGReasoner]:

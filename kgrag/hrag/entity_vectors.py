@@ -10,7 +10,7 @@ missing rows' vectors in one model call, writes them into the map and marks them
 process or another, is a read of mapped pages. Two processes that compute one row write identical bytes. The
 fingerprint is the graph's :attr:`~kgrag.graph.csr.CSRGraph.names_fingerprint` (stored at import) with the model
 name, so a changed graph or model gets a new file. :meth:`fill` computes every missing row (what a small graph's
-training does at once, in blocks, optionally as tasks).
+training does at once, as tasks: :meth:`missing` then :meth:`store`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from pathlib import Path
 import numpy as np
 
 from kgrag.graph.csr import CSRGraph
-from kgrag.graph.mapped import random_access
 
 __all__ = ["EntityVectors", "vectors_file"]
 
@@ -66,7 +65,6 @@ class EntityVectors:
         _sized(self.done_path, n)
         self._vectors = np.memmap(self.path, dtype=np.float16, mode="r+", shape=(n, dim))
         self._done = np.memmap(self.done_path, dtype=np.uint8, mode="r+", shape=(n,))
-        random_access(self._vectors)  # a question reads a few hundred scattered rows
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -115,20 +113,9 @@ class EntityVectors:
             self._done[missing] = 1
             return int(named.sum())
 
-    def fill(self, block: int = 8192, encode_rows: Callable[[np.ndarray], None] | None = None,
-             progress: Callable[[int, int], None] | None = None) -> int:
-        """Compute every missing row in blocks of ``block`` entities (``encode_rows``, default :meth:`ensure`,
-        does a list of blocks at once: a flow passes one that encodes them as tasks); returns the rows done."""
-        missing = np.flatnonzero(self._done[:] == 0) if len(self) else np.zeros(0, dtype=np.int64)
-        if encode_rows is not None:
-            encode_rows(missing)
-        else:
-            for start in range(0, missing.size, block):
-                self.ensure(missing[start : start + block])
-                if progress is not None:
-                    progress(min(start + block, missing.size), missing.size)
-        self.flush()
-        return int(missing.size)
+    def missing(self) -> np.ndarray:
+        """Rows not computed yet (what a flow that fills the whole map encodes, as tasks)."""
+        return np.flatnonzero(self._done[:] == 0) if len(self) else np.zeros(0, dtype=np.int64)
 
     def store(self, rows: np.ndarray, vectors: np.ndarray) -> None:
         """Write vectors computed elsewhere (a task's result) for ``rows`` and mark them done."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kgrag.graph.csr import CSRGraph
+from kgrag.graph.csr import CSRGraph, in_sorted, sorted_lookup
 
 __all__ = ["PathLabels", "UNREACHED", "Distances", "topic_distances", "shortest_path_labels"]
 
@@ -43,18 +43,7 @@ class Distances:
 
     def at(self, query: np.ndarray) -> np.ndarray:
         """Distances of ``query`` (int array), ``UNREACHED`` where not reached: int64, shaped like ``query``."""
-        query = np.asarray(query, dtype=np.int64)
-        if not self.nodes.size:
-            return np.full(query.shape, UNREACHED, dtype=np.int64)
-        at = np.searchsorted(self.nodes, query).clip(max=self.nodes.size - 1)
-        return np.where(self.nodes[at] == query, self.dist[at].astype(np.int64), UNREACHED)
-
-
-def _members(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
-    if not sorted_set.size:
-        return np.zeros(values.shape, dtype=bool)
-    at = np.searchsorted(sorted_set, values).clip(max=sorted_set.size - 1)
-    return sorted_set[at] == values
+        return sorted_lookup(self.nodes, self.dist, query, UNREACHED)
 
 
 def topic_distances(graph: CSRGraph, topics: Sequence[int], max_hops: int = 3,
@@ -66,11 +55,11 @@ def topic_distances(graph: CSRGraph, topics: Sequence[int], max_hops: int = 3,
     nodes, dist = [frontier], [np.zeros(frontier.size, dtype=np.int8)]
     known = frontier
     for hop in range(1, max_hops + 1):
-        expand = frontier if region is None else frontier[_members(frontier, region)]
+        expand = frontier if region is None else frontier[in_sorted(frontier, region)]
         if expand.size == 0:
             break
         reached = np.unique(graph.edges_of(expand)[2])
-        frontier = reached[~_members(reached, known)]
+        frontier = reached[~in_sorted(reached, known)]
         if frontier.size == 0:
             break
         nodes.append(frontier)

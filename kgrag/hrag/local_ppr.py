@@ -38,6 +38,13 @@ DEFAULT_EPSILON = 1e-5
 SCAN_CAP = 2_000
 
 
+def _seed_set(seeds: Sequence[int]) -> np.ndarray:
+    seeds_arr = np.unique(np.asarray(seeds, dtype=np.int64))
+    if seeds_arr.size == 0:
+        raise ValueError("no seed entity")
+    return seeds_arr
+
+
 class LocalPPR:
     """Push PPR over a (mapped) :class:`CSRGraph`; see the module docstring. Thread-safe (one question at a time
     per object: the scratch is shared)."""
@@ -65,11 +72,8 @@ class LocalPPR:
     def push(self, seeds: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(nodes, scores, pushed)`` of one seed set: every touched node with its score (unsorted) and the
         nodes pushed at least once."""
-        seeds_arr = np.unique(np.asarray(seeds, dtype=np.int64))
-        if seeds_arr.size == 0:
-            raise ValueError("no seed entity")
         with self._lock:
-            return self._push(seeds_arr)[:3]
+            return self._push(_seed_set(seeds))[:3]
 
     def _distinct(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(distinct values, for each value the index of its distinct slot)`` without sorting: every value
@@ -128,9 +132,7 @@ class LocalPPR:
         """The ``top_n`` best nodes (seeds always kept) and the triples with both ends among them; past
         ``max_triples`` those whose ends score highest (sum of the two) are kept. Carries the topic distances of
         its nodes through the pushed region."""
-        seeds_arr = np.unique(np.asarray(seeds, dtype=np.int64))
-        if seeds_arr.size == 0:
-            raise ValueError("no seed entity")
+        seeds_arr = _seed_set(seeds)
         with self._lock:
             nodes, scores, pushed, visited = self._push(seeds_arr)
         rank = scores.copy()

@@ -130,7 +130,6 @@ class HRAGReasoner:
         view.graph = graph
         view.ppr = LocalPPR(graph, epsilon=self.ppr.epsilon)
         view._linker = None
-        view._templates = self._templates
         return view
 
     @property

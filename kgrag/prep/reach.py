@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from kgrag.graph.csr import CSRGraph
+from kgrag.graph.csr import CSRGraph, sorted_lookup
 
 UNREACHABLE = -1
 
@@ -30,8 +30,7 @@ class _Side:
 
     def depth_of(self, query: np.ndarray) -> np.ndarray:
         """Depth of each ``query`` node on this side, -1 where unseen."""
-        at = np.searchsorted(self.nodes, query).clip(max=self.nodes.size - 1)
-        return np.where(self.nodes[at] == query, self.depth[at], -1)
+        return sorted_lookup(self.nodes, self.depth, query, -1)
 
     def expand(self, graph: CSRGraph) -> None:
         reached = np.unique(graph.edges_of(self.frontier)[2])

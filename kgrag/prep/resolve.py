@@ -16,6 +16,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -58,8 +59,9 @@ class EntityResolver:
         self._normal: dict[str, int] | None = None
         self._wanted: set[str] | None = None  # the names resolve_all will look up (None: any name)
 
+    @cached_property
     def _by_degree(self) -> list[int]:
-        """Rows, most edges first (on a shared name the first holder wins)."""
+        """Rows, most edges first (on a shared name the first holder wins); sorted once per resolver."""
         return np.argsort(-self.graph.degree, kind="stable").tolist()
 
     def _build_names(self) -> None:
@@ -67,7 +69,7 @@ class EntityResolver:
         exact: dict[str, int] = {}
         self.ambiguous: set[str] = set()
         names, wanted = self.graph.entity_names, self._wanted
-        for row in self._by_degree():
+        for row in self._by_degree:
             name = names[row]
             if not name or (wanted is not None and name not in wanted):
                 continue
@@ -81,7 +83,7 @@ class EntityResolver:
         """normalised name -> row over every name: built only when an exact look-up fails."""
         normal: dict[str, int] = {}
         names = self.graph.entity_names
-        for row in self._by_degree():
+        for row in self._by_degree:
             name = names[row]
             if name:
                 normal.setdefault(normalise(name), row)

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from kgrag.graph.csr import CSRGraph
+from kgrag.graph.csr import CSRGraph, in_sorted
 from kgrag.hrag.gflownet.planner import walk_actions
 from kgrag.hrag.questions import masked_text
 from kgrag.hrag.text import QuestionTokens, TextEmbeddings
@@ -66,14 +66,6 @@ class QuestionChains:
 WALK_BUDGET = 200_000
 
 
-def _in(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
-    """Per value, whether it is in ``sorted_set``."""
-    if not sorted_set.size:
-        return np.zeros(values.shape, dtype=bool)
-    at = np.searchsorted(sorted_set, values).clip(max=sorted_set.size - 1)
-    return sorted_set[at] == values
-
-
 def _steps(graph: CSRGraph, frontier: np.ndarray, within: np.ndarray | None = None) -> list[tuple[int, np.ndarray]]:
     """``(action, reached entities)`` for every action leaving ``frontier`` (sorted unique), actions ascending;
     with ``within`` (sorted) only the actions that reach one of its nodes. One gather, grouped by sorting."""
@@ -88,7 +80,7 @@ def _steps(graph: CSRGraph, frontier: np.ndarray, within: np.ndarray | None = No
     starts = np.flatnonzero(np.concatenate([[True], actions[1:] != actions[:-1]]))
     stops = np.append(starts[1:], actions.size)
     if within is not None:
-        keep = np.logical_or.reduceat(_in(others, within), starts)
+        keep = np.logical_or.reduceat(in_sorted(others, within), starts)
         starts, stops = starts[keep], stops[keep]
     fresh = np.concatenate([[True], (others[1:] != others[:-1]) | (actions[1:] != actions[:-1])])
     return [(int(actions[a]), others[a:b][fresh[a:b]]) for a, b in zip(starts.tolist(), stops.tolist(), strict=True)]
