@@ -68,6 +68,10 @@ class Settings(BaseSettings):
     kn_search_cache_size: int = Field(default=1024, ge=0)
     #: the knowledge network an agent run uses when its input and context name none
     agent_kn_id: str = Field(default="medical", min_length=1, max_length=200)
+    #: which schema-intent planner the LLM-free network agent uses: a ranker trained on labelled questions, one
+    #: trained on questions synthesised from the network itself, none (the zero-shot ranking), or auto (labelled
+    #: when one is trained for the network, else self-supervised, else zero-shot)
+    agent_intent: Literal["auto", "labelled", "self", "none"] = "auto"
     #: tool calls one agent turn may make
     agent_max_tool_calls: int = Field(default=4, ge=1, le=16)
     #: where flows run their per-shard tasks: in the flow's process (default) or on a Dask cluster

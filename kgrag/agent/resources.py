@@ -15,7 +15,10 @@ from functools import lru_cache
 
 from kgrag.agent.kg.triple_kg import TripleKG
 from kgrag.agent.kn.intent import IntentRanker, load_latest_intent
+from kgrag.agent.kn.intent_sources import IntentPlanner, choose_planner
 from kgrag.agent.kn.planner import ranker_fits
+from kgrag.agent.kn.schema_candidates import network_profile
+from kgrag.agent.kn.zero_shot import ZeroShotRanker
 from kgrag.config import Settings
 from kgrag.data.registry import dataset_spec
 from kgrag.errors import KgragError
@@ -40,6 +43,7 @@ class Resources:
         self._lock = threading.Lock()
         self._store: NetworkStore | None = None
         self._rankers: dict[str, IntentRanker | None] = {}
+        self._planners: dict[str, tuple[str, IntentPlanner]] = {}  # kn_id -> (network version, planner)
         self._llm: ChatClient | None = None
         self._graph_stores: dict[str, GraphStore] | None = None
         self._kgs: dict[str, TripleKG] = {}
@@ -77,10 +81,37 @@ class Resources:
             self._rankers[kn_id] = ranker
         return ranker
 
+    def intent_planner(self, kn_id: str) -> IntentPlanner:
+        """The schema-intent planner ``Settings.agent_intent`` picks for this network (built once per network
+        version; :mod:`kgrag.agent.kn.intent_sources`)."""
+        version = self.store.network_version(kn_id)
+        with self._lock:
+            cached = self._planners.get(kn_id)
+            if cached is not None and cached[0] == version:
+                return cached[1]
+        mode = self.settings.agent_intent
+        labelled = self.ranker(kn_id) if mode in ("auto", "labelled") else None
+        learned = None
+        if labelled is None and mode in ("auto", "self"):
+            from kgrag.agent.training.train_self_intent import load_latest_self  # on use: the training stack
+
+            try:
+                learned = load_latest_self(self.settings, kn_id)
+            except Exception as exc:  # noqa: BLE001 - a broken checkpoint means "not trained", said in the log
+                log.warning("self-supervised ranker not loaded: %s: %s", type(exc).__name__, exc)
+        store = self.store
+
+        def zero_shot(learned_ranker: object | None) -> ZeroShotRanker:
+            return ZeroShotRanker(network_profile(store, kn_id), store.embedder_for(kn_id), learned_ranker)
+
+        planner = choose_planner(mode, labelled, learned, zero_shot)
+        with self._lock:
+            self._planners[kn_id] = (version, planner)
+        return planner
+
     def topic_prior(self, kn_id: str) -> dict[str, int]:
-        """How often each stored name was the topic of the ranker's training questions (empty without one)."""
-        ranker = self.ranker(kn_id)
-        return dict(getattr(ranker, "topic_prior", None) or {})
+        """How often each stored name was the topic of the labelled ranker's training questions (else empty)."""
+        return self.intent_planner(kn_id).topic_prior
 
     def graph_store(self, kg: str) -> GraphStore:
         """The prepared store of ``kg`` (``ValueError`` naming the fix when it is unknown or not prepared)."""
@@ -130,6 +161,7 @@ class Resources:
             self._store, self._llm, self._graph_stores = None, None, None
             self._kgs.clear()
             self._rankers.clear()
+            self._planners.clear()
 
 
 @lru_cache(maxsize=8)

@@ -87,6 +87,10 @@ _PATTERNS = [
 _SPLIT = re.compile(r"[,，。;；:：!！?？、/|()（）\[\]【】\"'“”‘’<>《》]+|\.(?!\d)|\s+(?=[^\x00-\x7f])|(?<=[^\x00-\x7f])\s+")
 
 
+_WORD_START = re.compile(r"\b[0-9a-z]")
+_WORD_END = re.compile(r"[0-9a-z]\b")
+
+
 @dataclass
 class Lexicon:
     """What stage 1 knows about one network: stored instance names and the schema's words."""
@@ -129,6 +133,28 @@ class Lexicon:
                     spans.append((i, j))
                     break
         return [(i, j) for i, j in spans if not any(a <= i and j <= b and (a, b) != (i, j) for a, b in spans)]
+
+    def folded_spans(self, text: str) -> list[tuple[int, int, str]]:
+        """Spans ``(start, end, stored name)`` of ``text`` that are stored ASCII names said in another case or in
+        the plural (``film directors`` -> ``Film Director``), on word boundaries; the longest at each start."""
+        if not self.ascii_names:
+            return []
+        low = text.lower()
+        starts = [m.start() for m in _WORD_START.finditer(low)]
+        out: list[tuple[int, int, str]] = []
+        for i in starts:
+            ends = [m.end() for m in _WORD_END.finditer(low, i, min(len(low), i + self.max_name_length + 2))]
+            for j in reversed(ends):
+                piece = low[i:j]
+                stored = self.ascii_names.get(piece)
+                if stored is None:
+                    for suffix in ("es", "s"):
+                        if piece.endswith(suffix) and (stored := self.ascii_names.get(piece[: -len(suffix)])):
+                            break
+                if stored is not None and len(stored) >= 3:
+                    out.append((i, j, stored))
+                    break
+        return [(i, j, n) for i, j, n in out if not any(a <= i and j <= b and (a, b) != (i, j) for a, b, _ in out)]
 
     def relation_ids(self, token: str) -> set[str]:
         """Relation types a token names: equal to a schema word, or (2+ chars) inside one."""

@@ -5,7 +5,8 @@ not the user's spelling).
     candidates += storage_form_candidates(store, "medical", ["前列腺"], [disease_type], recalled={"Disease"})
 
 1. **Exact forms**: every maximal span of the question that is a stored instance name (a name inside a longer
-   stored name found at the same place does not count: 细菌性阴道炎, not 阴道炎), in the order they appear. The
+   stored name found at the same place does not count: 细菌性阴道炎, not 阴道炎), in the order they appear; an
+   English name also when said in another case or in the plural (``film directors`` -> ``Film Director``). The
    scan is a dictionary lookup per substring up to the longest stored name (≈ 1,000 lookups for a 50-character
    question), no SQL.
 2. **Contains forms** (only when the question holds no stored name of the wanted type): the stored names of that
@@ -59,6 +60,12 @@ def topic_candidates(question: str, lexicon: Lexicon) -> list[TopicCandidate]:
         text = question[i:j]
         for type_id, instance_id in names[text]:
             out.append(TopicCandidate(text, type_id, instance_id, "exact", text, i))
+    # English names said in another case or in the plural, where no exact span covers them
+    for i, j, stored in lexicon.folded_spans(question):
+        if not any(a < j and i < b for a, b in maximal):
+            for type_id, instance_id in names[stored]:
+                out.append(TopicCandidate(stored, type_id, instance_id, "exact", question[i:j], i))
+    out.sort(key=lambda c: c.start)
     return out
 
 

@@ -1,6 +1,6 @@
 """The LLM-free planner: ranked schema intents + linked topic -> the next tool call.
 
-    intents = rank_intents(question, mask, ranker, network, relation_ids)   # [("rel:has_symptom", 0.93), …]
+    intents = resources.intent_planner("medical").rank(question, mask, ["Disease"])  # [("rel:has_symptom", 0.93), …]
     call = next_call(intents, candidates, network, "medical", tried=set(), prior={})
 
 An intent label names one schema element (the labels of :mod:`kgrag.agent.training.cypher`):
@@ -9,8 +9,9 @@ An intent label names one schema element (the labels of :mod:`kgrag.agent.traini
 - ``rel:<relation>``     instances reached from the topic along the relation: ``query_instance_subgraph`` out
 - ``rel_in:<relation>``  instances the relation reaches the topic from (diseases with a symptom): … in
 
-Intents come from the trained ranker (:mod:`kgrag.agent.kn.intent`) when one fits the network, else from schema
-recall: the relation types kn_search recalled (in its order) and the properties whose names the question says.
+Intents come from the planner ``KGRAG_AGENT_INTENT`` picks (:mod:`kgrag.agent.kn.intent_sources`): the ranker
+trained on labelled questions when one fits the network, else the self-supervised one, else the zero-shot ranking
+of the candidates that start at the topic's type (:mod:`kgrag.agent.kn.zero_shot`).
 The planner walks the intents best first and plans the first one for which a topic of the right object type
 was linked and that has not been tried; the tools node runs it and, when it finds nothing, the plan goes on
 with the next intent (bounded by ``max_tool_calls``).
@@ -25,7 +26,7 @@ from kgrag.agent.kn.linking import TopicCandidate, choose_topic
 from kgrag.agent.state import ToolCall
 from kgrag.network.model import KnowledgeNetwork, ObjectType, RelationType
 
-__all__ = ["Intent", "next_call", "parse_label", "rank_intents", "ranker_fits", "schema_intents"]
+__all__ = ["Intent", "next_call", "parse_label", "ranker_fits", "topic_type"]
 
 Intent = tuple[str, float]
 #: intents below this probability are not planned (the ranker's long tail)
@@ -67,31 +68,6 @@ def ranker_fits(labels: Iterable[str], network: KnowledgeNetwork) -> bool:
         return all(topic_type(network, label) is not None for label in labels)
     except ValueError:
         return False
-
-
-def schema_intents(question: str, network: KnowledgeNetwork, relation_ids: Sequence[str]) -> list[Intent]:
-    """Intents without a trained ranker: kn_search's recalled relation types (both directions, in its order)
-    and the data properties whose display name or name the question contains; probabilities decay by rank."""
-    labels: list[str] = []
-    for ot in network.object_types:
-        for p in ot.data_properties:
-            words = [w for w in (p.display_name, p.name) if w and len(w) >= 2]
-            if p.name != ot.display_key and any(w.lower() in question.lower() for w in words):
-                labels.append(f"prop:{p.name}")
-    for rid in relation_ids:
-        labels += [f"rel:{rid}", f"rel_in:{rid}"]
-    labels = list(dict.fromkeys(labels))
-    weights = [1.0 / (1 + i) for i in range(len(labels))]
-    total = sum(weights) or 1.0
-    return [(label, w / total) for label, w in zip(labels, weights, strict=True)]
-
-
-def rank_intents(question: str, mask: str | None, ranker: Any | None, network: KnowledgeNetwork,
-                 relation_ids: Sequence[str], top: int = 8) -> list[Intent]:
-    """The trained ranker's intents (the topic's words masked), else :func:`schema_intents`."""
-    if ranker is None:
-        return schema_intents(question, network, relation_ids)[:top]
-    return [(label, float(p)) for label, p in ranker.rank(question, mask)[:top]]
 
 
 def _call(label: str, topic: TopicCandidate, network: KnowledgeNetwork, kn_id: str, why: str,

@@ -30,7 +30,7 @@ from kgrag.agent.kn.linking import (
     topic_candidates,
 )
 from kgrag.agent.kn.llm_planner import llm_plan, tool_messages
-from kgrag.agent.kn.planner import next_call, parse_label, rank_intents, topic_type
+from kgrag.agent.kn.planner import next_call, parse_label, topic_type
 from kgrag.agent.kn.tools import run_tool
 from kgrag.agent.node import (
     HISTORY_TURNS,
@@ -79,8 +79,8 @@ def extract_keywords(state: AgentState, run: AgentRun) -> tuple[Update, str]:
         + [{"text": a.text, "type": "attribute"} for a in extraction.attribute_values])
     words = ", ".join(k["text"] for k in keywords) or "none"
     # the dictionary match: stored names said verbatim (the ranker's mask, contextual recall's exact forms)
-    names = [{"text": c.keyword, "type": STORED_NAME, "object_type": c.object_type, "instance_id": c.instance_id,
-              "start": c.start} for c in topic_candidates(question, lexicon)]
+    names = [{"text": c.keyword, "type": STORED_NAME, "name": c.name, "object_type": c.object_type,
+              "instance_id": c.instance_id, "start": c.start} for c in topic_candidates(question, lexicon)]
     update["keywords"] = keywords + names
     said = ", ".join(dict.fromkeys(n["text"] for n in names)) or "none"
     return update, f"{len(keywords)} keywords ({extraction.source}): {words}; stored names: {said}"
@@ -88,7 +88,7 @@ def extract_keywords(state: AgentState, run: AgentRun) -> tuple[Update, str]:
 
 def _exact_forms(state: AgentState) -> list[TopicCandidate]:
     """The stored names the question says verbatim (found by ``extract_keywords``), as exact storage forms."""
-    return [TopicCandidate(k["text"], k["object_type"], k["instance_id"], "exact", k["text"], k["start"])
+    return [TopicCandidate(k.get("name", k["text"]), k["object_type"], k["instance_id"], "exact", k["text"], k["start"])
             for k in state.get("keywords", []) if k["type"] == STORED_NAME]
 
 
@@ -101,18 +101,19 @@ def schema_recall(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     concepts = kn_search(KnSearchRequest(query=question, kn_id=kn_id, only_schema=True), store, reranker=None)
     object_types = [o.concept_id for o in concepts.object_types]
     relation_types = [r.concept_id for r in concepts.relation_types]
-    named = [rid for k in state.get("keywords", []) for rid in k.get("relation_types", [])]
-    relation_ids = list(dict.fromkeys(named + relation_types))
-    network = run.resources.network(kn_id)
     names = _exact_forms(state)
     mask = names[0].keyword if names else None
-    ranker = run.resources.ranker(kn_id)
-    intents = rank_intents(question, mask, ranker, network, relation_ids)
+    planner = run.resources.intent_planner(kn_id)
+    # the candidates start at the types of the stored names the question says (all types when it says none)
+    topic_types = list(dict.fromkeys(n.object_type for n in names))
+    intents = planner.rank(question, mask, topic_types)
     schema = {"object_types": object_types, "relation_types": relation_types,
-              "intents": [[label, round(p, 4)] for label, p in intents],
-              "ranker": "trained" if ranker is not None else "schema recall"}
+              "intents": [[label, round(p, 4)] for label, p in intents], "ranker": planner.source}
+    if planner.note:
+        schema["note"] = planner.note
     best = ", ".join(f"{label} {p:.2f}" for label, p in intents[:3]) or "none"
-    return {"schema": schema}, f"types {object_types[:4]}; intents ({schema['ranker']}): {best}"
+    said = f" ({planner.note})" if planner.note else ""
+    return {"schema": schema}, f"types {object_types[:4]}; intents ({planner.source}{said}): {best}"
 
 
 def _history_topic(state: AgentState) -> TopicCandidate | None:

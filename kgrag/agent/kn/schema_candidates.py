@@ -1,0 +1,198 @@
+"""The schema elements a question about a topic can ask for, read from the network itself (no labels, no rules).
+
+    profile = network_profile(store, "demo")                 # built once per network version
+    cands = profile.for_types({"Person"})                    # what a Person question can be answered with
+
+A candidate is one intent label of :mod:`kgrag.agent.kn.planner` whose topic type is known:
+
+- ``prop:<p>`` for every data property of the type but its display key (the answer: the topic's value of ``p``);
+- ``rel:<r>`` for every relation type **starting** at the type (the answer: the relation's target type);
+- ``rel_in:<r>`` for every relation type **ending** at the type (the answer: its source type).
+
+Each candidate carries what a question is matched against, all taken from the schema and the data:
+
+- ``text``: the element's id words (``people.person.place_of_birth`` -> ``people person place of birth``), name,
+  display name and comment, and the answer type's name and comment;
+- ``answer_text``: only what says what the answer *is* (the answer type or the property);
+- ``samples``: a few stored values of the answer (instance names of the answer type, or property values);
+- ``value_kinds``: the share of those values that read as a year or date, and as a number — what "when" and
+  "how many" questions are matched against.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kgrag.network.model import KnowledgeNetwork
+
+__all__ = ["CandidateProfile", "SchemaCandidate", "id_words", "network_profile", "value_kinds"]
+
+#: stored values read per answer (instance names of the answer type, property values of the topic type)
+SAMPLES = 24
+_YEAR = re.compile(r"^\s*(1[0-9]{3}|20[0-9]{2})\s*$")
+_DATE = re.compile(r"^\s*\d{4}[-/.年]\d{1,2}([-/.月]\d{1,2}日?)?\s*$|^\s*\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}\s*$")
+_NUMBER = re.compile(r"^\s*[-+]?\d+([.,]\d+)?\s*(%|％)?\s*$")
+_TIME_TYPES = {"date", "datetime", "timestamp", "time", "year"}
+_NUMBER_TYPES = {"integer", "int", "long", "short", "float", "double", "decimal", "number", "numeric"}
+
+
+def id_words(identifier: str) -> str:
+    """An id as words: separators and camelCase split (``film.film.directed_by@Film`` -> ``film film directed by
+    Film``)."""
+    text = re.sub(r"([a-z])([A-Z])", r"\1 \2", identifier)
+    return " ".join(re.split(r"[._@/:>\-\s]+", text)).strip()
+
+
+def value_kinds(values: Iterable[Any], declared_type: str = "") -> dict[str, float]:
+    """``{"time": share, "number": share}`` of ``values`` that read as a year/date and as a number (a declared
+    date or number type counts fully)."""
+    t = declared_type.lower()
+    if t in _TIME_TYPES:
+        return {"time": 1.0, "number": 0.0}
+    vals = [str(v) for v in values if v not in (None, "")][:SAMPLES]
+    if not vals:
+        return {"time": 0.0, "number": 1.0 if t in _NUMBER_TYPES else 0.0}
+    time = sum(bool(_YEAR.match(v) or _DATE.match(v)) for v in vals) / len(vals)
+    number = sum(bool(_NUMBER.match(v)) for v in vals) / len(vals)
+    if t in _NUMBER_TYPES:
+        number = 1.0
+    return {"time": time, "number": max(0.0, number - time)}
+
+
+@dataclass(frozen=True)
+class SchemaCandidate:
+    label: str
+    topic_type: str
+    answer_type: str  # the object type the answer instances have ("" for a property)
+    name: str  # the element's own words (name / display name)
+    text: str
+    answer_text: str
+    samples: tuple[str, ...] = ()
+    #: short phrases naming it (name, display name, id words, comment fragments): what synthetic questions say
+    phrases: tuple[str, ...] = ()
+    kinds: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
+
+
+@dataclass
+class CandidateProfile:
+    """Every candidate of a network, by topic type (see the module docstring)."""
+
+    kn_id: str
+    version: str
+    candidates: list[SchemaCandidate]
+    by_type: dict[str, list[int]]
+    type_names: dict[str, str]
+    instance_counts: dict[str, int]
+
+    def for_types(self, types: Iterable[str] | None) -> list[int]:
+        """Indices of the candidates whose topic type is one of ``types`` (all when ``types`` is None/empty)."""
+        wanted = list(dict.fromkeys(types or ()))
+        if not wanted:
+            return list(range(len(self.candidates)))
+        return [i for t in wanted for i in self.by_type.get(t, ())]
+
+
+_FRAGMENT = re.compile(r"[,，、;；。:：()（）\[\]{}…/|]+|\.\.\.")
+
+
+def phrases_of(*texts: str, limit: int = 6) -> tuple[str, ...]:
+    """Distinct short phrases of ``texts`` (each cut at punctuation; 1–6 words or 2–12 characters)."""
+    out: list[str] = []
+    for text in texts:
+        for piece in _FRAGMENT.split(text or ""):
+            piece = " ".join(piece.split()).strip(" .")
+            size = len(piece.split()) if piece.isascii() else len(piece)
+            if piece and (1 <= size <= 6 if piece.isascii() else 2 <= size <= 12):
+                out.append(piece)
+    return tuple(dict.fromkeys(out))[:limit]
+
+
+def _type_text(network: KnowledgeNetwork, type_id: str) -> str:
+    ot = next((o for o in network.object_types if o.id == type_id), None)
+    if ot is None:
+        return id_words(type_id)
+    words = [ot.name, id_words(ot.id) if id_words(ot.id).lower() != ot.name.lower() else "", ot.comment]
+    return " ".join(w for w in words if w)
+
+
+def _samples_by_type(names: Sequence[tuple[str, str, str]]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = defaultdict(list)
+    for type_id, _iid, name in names:
+        bucket = out[type_id]
+        if len(bucket) < SAMPLES and name:
+            bucket.append(str(name))
+    return out
+
+
+def _property_samples(store: Any, kn_id: str, type_id: str, props: Sequence[str]) -> dict[str, list[str]]:
+    """Up to :data:`SAMPLES` values of each of ``props`` among the type's first instances."""
+    out: dict[str, list[str]] = {p: [] for p in props}
+    if not props:
+        return out
+    for hit in store.query_instances(kn_id, type_id, None, SAMPLES * 2):
+        for p in props:
+            value = hit.properties.get(p)
+            items = value if isinstance(value, list) else [value]
+            for v in items:
+                if v not in (None, "") and len(out[p]) < SAMPLES:
+                    out[p].append(str(v)[:60])
+    return out
+
+
+def build_profile(network: KnowledgeNetwork, names: Sequence[tuple[str, str, str]], store: Any | None = None,
+                  version: str = "") -> CandidateProfile:
+    """The candidates of ``network`` (``names``: ``(type, id, display name)`` of its instances; ``store``: where
+    property values are sampled, None = no samples)."""
+    samples = _samples_by_type(names)
+    counts: dict[str, int] = defaultdict(int)
+    for type_id, _iid, _name in names:
+        counts[type_id] += 1
+    type_text = {ot.id: _type_text(network, ot.id) for ot in network.object_types}
+    candidates: list[SchemaCandidate] = []
+    for ot in network.object_types:
+        props = [p for p in ot.data_properties if p.name != ot.display_key]
+        values = _property_samples(store, network.kn_id, ot.id, [p.name for p in props]) if store else {}
+        for p in props:
+            words = " ".join(dict.fromkeys(w for w in (p.display_name, id_words(p.name)) if w))
+            vals = values.get(p.name, [])
+            candidates.append(SchemaCandidate(
+                label=f"prop:{p.name}", topic_type=ot.id, answer_type="", name=words,
+                text=f"{words} {p.comment}".strip(), answer_text=f"{words} {p.comment}".strip(),
+                samples=tuple(vals[:5]), phrases=phrases_of(p.display_name, id_words(p.name), p.comment),
+                kinds=value_kinds(vals, p.type)))
+    for rt in network.relation_types:
+        words = " ".join(dict.fromkeys(w for w in (rt.name, id_words(rt.id)) if w))
+        for label, topic, answer in ((f"rel:{rt.id}", rt.source_object_type_id, rt.target_object_type_id),
+                                     (f"rel_in:{rt.id}", rt.target_object_type_id, rt.source_object_type_id)):
+            vals = samples.get(answer, [])
+            answer_text = type_text.get(answer, id_words(answer))
+            candidates.append(SchemaCandidate(
+                label=label, topic_type=topic, answer_type=answer, name=words,
+                text=f"{words} {rt.comment} {answer_text}".strip(), answer_text=answer_text,
+                samples=tuple(vals[:5]), kinds=value_kinds(vals),
+                phrases=phrases_of(rt.name, id_words(rt.id.split("@")[0].rsplit(".", 1)[-1]), rt.comment)))
+    by_type: dict[str, list[int]] = defaultdict(list)
+    for i, c in enumerate(candidates):
+        by_type[c.topic_type].append(i)
+    type_names = {ot.id: ot.name or ot.id for ot in network.object_types}
+    return CandidateProfile(network.kn_id, version, candidates, dict(by_type), type_names, dict(counts))
+
+
+_profiles: dict[str, CandidateProfile] = {}
+
+
+def network_profile(store: Any, kn_id: str) -> CandidateProfile:
+    """The candidates of the stored network ``kn_id``, rebuilt when its version changes (one per process)."""
+    version = store.network_version(kn_id)
+    cached = _profiles.get(kn_id)
+    if cached is not None and cached.version == version:
+        return cached
+    profile = build_profile(store.get_network(kn_id), store.instance_names(kn_id), store, version)
+    if len(_profiles) > 16:
+        _profiles.clear()
+    _profiles[kn_id] = profile
+    return profile

@@ -1,0 +1,140 @@
+"""The self-supervised intent ranker: questions synthesised from the network (:mod:`kgrag.agent.training.synthesise`)
+→ one centroid per schema element, in the intent ranker's feature space.
+
+    ranker = SelfRanker.train(questions, labels, topics, IntentConfig())      # seconds, any number of labels
+    ranker.similarities("where was Ⓧ born", ["rel:people.person.place_of_birth", …])
+
+Features are :class:`kgrag.agent.kn.intent.IntentRanker`'s (the topic masked, character n-grams, TF-IDF,
+l2-normalised). A label's centroid is the mean of its synthetic questions' vectors, l2-normalised (Rocchio); a
+question scores each label by the cosine to its centroid. A nearest-centroid model trains in one pass and keeps
+one sparse row per label, so a schema of 12,000 (relation, direction) labels trains in seconds, where the
+multinomial regression of the labelled ranker would need a dense n-grams × labels matrix. The agent adds these
+similarities to the zero-shot ranking's signals (:mod:`kgrag.agent.kn.zero_shot`).
+
+Files: ``self_ranker.npz`` (the CSR centroids, idf) and ``self_ranker.json`` (config, labels, vocabulary,
+fingerprint, metrics), written atomically; nothing is pickled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from scipy import sparse
+
+from kgrag.agent.kn.intent import IntentConfig, IntentRanker, char_ngrams, mask_question, normalize_text
+from kgrag.fileio import atomic_write, write_json
+
+__all__ = ["SelfRanker"]
+
+FORMAT_VERSION = 1
+
+
+class SelfRanker:
+    def __init__(self, config: IntentConfig, labels: Sequence[str], vocabulary: Sequence[str], idf: np.ndarray,
+                 centroids: sparse.csr_matrix, metrics: dict | None = None) -> None:
+        self.config = config
+        self.labels = list(labels)
+        self.vocabulary = list(vocabulary)
+        self._index = {g: i for i, g in enumerate(self.vocabulary)}
+        self._label_row = {lab: i for i, lab in enumerate(self.labels)}
+        self.idf = np.asarray(idf, dtype=np.float32)
+        self.centroids = sparse.csr_matrix(centroids, dtype=np.float32)  # (labels, features)
+        self._columns = self.centroids.T.tocsr()  # (features, labels): a question's n-grams pick rows
+        self.metrics = dict(metrics or {})
+        if self.centroids.shape != (len(self.labels), len(self.vocabulary)):
+            raise ValueError(f"centroids {self.centroids.shape} do not match {len(self.labels)} labels × "
+                             f"{len(self.vocabulary)} n-grams")
+        h = hashlib.sha256(config.fingerprint().encode())
+        for part in (json.dumps(self.labels).encode(), self.centroids.data.tobytes(),
+                     self.centroids.indices.tobytes(), self.idf.tobytes()):
+            h.update(part)
+        self.fingerprint = h.hexdigest()[:12]
+
+    def features(self, question: str, topic: str | None = None) -> list[str]:
+        cfg = self.config
+        text = mask_question(question, topic) if cfg.mask_topic else normalize_text(question)
+        return char_ngrams(text, cfg.ngram_min, cfg.ngram_max, cfg.boundaries)
+
+    @classmethod
+    def train(cls, questions: Sequence[str], labels: Sequence[str], topics: Sequence[str | None],
+              config: IntentConfig | None = None) -> SelfRanker:
+        from sklearn.feature_extraction.text import TfidfVectorizer  # on use: ~3 s at import
+
+        cfg = config or IntentConfig()
+        if not (len(questions) == len(labels) == len(topics)) or not questions:
+            raise ValueError("questions, labels and topics must be non-empty and of the same length")
+        vectorizer = TfidfVectorizer(analyzer=IntentRanker._analyzer(cfg), sublinear_tf=True, min_df=cfg.min_df,
+                                     max_features=cfg.max_features or None, dtype=np.float32)
+        x = vectorizer.fit_transform(list(zip(questions, topics, strict=True)))
+        names = sorted(set(labels))
+        row = {lab: i for i, lab in enumerate(names)}
+        y = np.fromiter((row[lab] for lab in labels), np.int64, len(labels))
+        members = sparse.csr_matrix((np.ones(len(y), np.float32), (y, np.arange(len(y)))),
+                                    shape=(len(names), len(y)))
+        sums = sparse.csr_matrix(members @ x)
+        norms = np.sqrt(np.asarray(sums.multiply(sums).sum(axis=1)).ravel())
+        centroids = sparse.diags(1.0 / np.maximum(norms, 1e-9)) @ sums
+        vocab = [""] * len(vectorizer.vocabulary_)
+        for gram, i in vectorizer.vocabulary_.items():
+            vocab[i] = gram
+        metrics = {"train_questions": len(questions), "labels": len(names), "n_features": len(vocab)}
+        return cls(cfg, names, vocab, vectorizer.idf_, sparse.csr_matrix(centroids), metrics)
+
+    def vector(self, question: str, topic: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+        counts = Counter(i for g in self.features(question, topic) if (i := self._index.get(g)) is not None)
+        if not counts:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        idx = np.fromiter(counts, np.int64, len(counts))
+        tf = np.fromiter((1.0 + math.log(c) for c in counts.values()), np.float32, len(counts))
+        values = tf * self.idf[idx]
+        return idx, values / np.linalg.norm(values)
+
+    def similarities(self, question: str, labels: Sequence[str], topic: str | None = None) -> np.ndarray:
+        """Cosine of the question to each of ``labels``' centroids (0 for a label it was not trained on)."""
+        idx, values = self.vector(question, topic)
+        out = np.zeros(len(labels), dtype=np.float32)
+        if idx.size == 0:
+            return out
+        scores = np.asarray(self._columns[idx].T @ values).ravel()  # (labels,)
+        for j, lab in enumerate(labels):
+            r = self._label_row.get(lab)
+            if r is not None:
+                out[j] = scores[r]
+        return out
+
+    # ---- persistence ------------------------------------------------------------------------------------
+    def save(self, folder: str | Path) -> Path:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        c = self.centroids
+
+        def write_npz(tmp: Path) -> None:
+            with tmp.open("wb") as fh:
+                np.savez(fh, data=c.data, indices=c.indices, indptr=c.indptr, shape=np.asarray(c.shape),
+                         idf=self.idf)
+
+        atomic_write(folder / "self_ranker.npz", write_npz)
+        write_json(folder / "self_ranker.json", {
+            "format": FORMAT_VERSION, "fingerprint": self.fingerprint, "config": self.config.model_dump(),
+            "labels": self.labels, "metrics": self.metrics, "vocabulary": self.vocabulary})
+        return folder
+
+    @classmethod
+    def load(cls, folder: str | Path) -> SelfRanker:
+        folder = Path(folder)
+        meta = json.loads((folder / "self_ranker.json").read_text(encoding="utf-8"))
+        if meta.get("format") != FORMAT_VERSION:
+            raise ValueError(f"{folder}: unknown self-ranker format {meta.get('format')!r}")
+        with np.load(folder / "self_ranker.npz", allow_pickle=False) as a:
+            centroids = sparse.csr_matrix((a["data"], a["indices"], a["indptr"]), shape=tuple(a["shape"]))
+            ranker = cls(IntentConfig(**meta["config"]), meta["labels"], meta["vocabulary"], a["idf"], centroids,
+                         meta.get("metrics"))
+        if ranker.fingerprint != meta["fingerprint"]:
+            raise ValueError(f"{folder}: fingerprint mismatch (files from different runs?)")
+        return ranker

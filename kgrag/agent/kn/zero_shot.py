@@ -1,0 +1,217 @@
+"""The zero-shot schema ranker: which property or relation a question asks for, with no labelled question.
+
+    ranker = ZeroShotRanker(profile, store.embedder_for("demo"))
+    ranker.rank("where was Jonas Okafor born?", mask="Jonas Okafor", topic_types=["Person"])
+    # [("rel:people.person.place_of_birth", 0.71), ("rel:people.person.nationality", 0.12), …]
+
+Only the candidates that start at the topic's object type are ranked (:mod:`kgrag.agent.kn.schema_candidates`;
+all of them when no topic type is known). The question (its topic's words removed) is scored against each
+candidate by three signals, every one read from the network:
+
+1. **meaning**: the cosine of the question's vector and the candidate text's vector, by the network's own embedder
+   (MiniLM for English, the network's domain vectors for Chinese);
+2. **words**: BM25 of the question's tokens (light suffix stemming for English) over the candidates' texts, idf
+   from the whole network's candidate texts, divided by the best score (0–1);
+3. **answer type**: what kind of answer the question asks for, from its question words (:data:`CUES`: where →
+   a place, when / what year → a time, how many → a number, who → a person, what kind → a category, how → a
+   manner), matched against each candidate's answer: its stored values (years and dates, numbers) and its answer
+   type's text against the class's prototype words, by the same embedder.
+
+``score = meaning + WORDS·words + ANSWER_TYPE·Σ wanted(class)·affinity(candidate, class)`` (+ ``LEARNED·`` the
+cosine to the candidate's centroid of synthesised questions when a self-supervised ranker is given:
+:mod:`kgrag.agent.kn.self_ranker`); probabilities are a softmax of the scores at temperature :data:`TEMPERATURE`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from kgrag.agent.kn.schema_candidates import CandidateProfile
+from kgrag.rank.tokenize import has_cjk, tokenize
+
+__all__ = ["CUES", "ZeroShotRanker", "answer_classes", "stem_tokens"]
+
+WORDS = 0.35
+ANSWER_TYPE = 0.45
+#: the weight of a self-supervised ranker's centroid cosine (:mod:`kgrag.agent.kn.self_ranker`), when one is given
+LEARNED = 0.6
+TEMPERATURE = 0.08
+
+#: question words → the kind of answer asked for (English and Chinese; general question words, no network's words)
+CUES: dict[str, re.Pattern[str]] = {
+    "time": re.compile(r"\bwhen\b|\bwhat (year|date|time|day|month)\b|\bwhich (year|date|day|month)\b|\byear\b|"
+                       r"\bdate\b|什么时候|哪一?年|何时|哪天|年份|日期|几月|几号"),
+    "place": re.compile(r"\bwhere\b|\bwhat (place|location|town)\b|\bwhich (place|location|town)\b|\blocated\b|"
+                        r"\bbased\b|\bhometown\b|哪里|哪儿|在哪|何处|何地|什么地方|哪个地方|位于"),
+    "number": re.compile(r"\bhow (many|much|long|old|big|large|tall|far)\b|\bnumber of\b|\bcount\b|多少|几个|"
+                         r"多久|多长|多大|多高|几岁|比例|概率|几率"),
+    "person": re.compile(r"\bwho(m|se)?\b|\bwhich (person|people)\b|谁|哪位|什么人|哪些人"),
+    "category": re.compile(r"\bwhat (kind|type|sort|category|class)\b|\bwhich (kind|type|sort|category)\b|"
+                           r"\bkinds? of\b|\btypes? of\b|什么类型|哪种|哪类|哪一类|什么样的?|类别|种类|属于"),
+    "manner": re.compile(r"\bhow (to|do|does|did|can|could|should|is|are)\b|\bwhat way\b|怎么|怎样|如何|"
+                         r"怎么办|方法|办法"),
+}
+#: what an answer of each class is, in words (matched against the candidates' answer texts by the embedder)
+PROTOTYPES: dict[str, tuple[str, str]] = {
+    "place": ("place location city country region area address", "地点 地方 城市 国家 地区 位置"),
+    "person": ("person people human individual", "人 人物 人群 患者"),
+    "category": ("kind type category class genre sort", "类型 种类 类别 分类"),
+    "manner": ("way method approach means procedure", "方式 方法 办法 措施"),
+    "time": ("time date year period", "时间 日期 年份 周期"),
+    "number": ("number amount count quantity", "数量 数目 比例 费用"),
+}
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ers", "ors", "ies", "ied", "ed", "er", "or", "es", "s")
+
+
+def stem_tokens(tokens: Iterable[str]) -> list[str]:
+    """A light English suffix stemmer (directed / director / directs → direct); Chinese tokens unchanged."""
+    out = []
+    for tok in tokens:
+        if tok.isascii() and len(tok) > 4:
+            for suffix in _SUFFIXES:
+                if tok.endswith(suffix) and len(tok) - len(suffix) >= 3:
+                    tok = tok[: -len(suffix)] + ("y" if suffix in ("ies", "ied") else "")
+                    break
+        out.append(tok)
+    return out
+
+
+def answer_classes(question: str) -> dict[str, float]:
+    """The answer classes the question's words ask for (each 1.0; "how many/much/long" is a number, not a
+    manner)."""
+    text = question.lower()
+    found = {name: 1.0 for name, pattern in CUES.items() if pattern.search(text)}
+    if "number" in found:
+        found.pop("manner", None)
+    return found
+
+
+def _words(text: str) -> list[str]:
+    return stem_tokens(tokenize(text))
+
+
+class ZeroShotRanker:
+    """Ranks a network's candidates for a question (see the module docstring); thread-safe, vectors made once."""
+
+    def __init__(self, profile: CandidateProfile, embedder: object, learned: object | None = None) -> None:
+        self.profile = profile
+        self.embedder = embedder
+        self.learned = learned  # a SelfRanker: its similarities join the score
+        cands = profile.candidates
+        self.labels = [c.label for c in cands]
+        self.chinese = sum(has_cjk(c.text) for c in cands) * 2 > max(len(cands), 1)
+        self._lock = threading.Lock()
+        self._vectors: np.ndarray | None = None
+        # BM25 postings over the candidates' texts (their names count twice: the name is what a question says)
+        docs = [Counter(_words(f"{c.name} {c.text}")) for c in cands]
+        lengths = np.array([sum(d.values()) for d in docs], dtype=np.float64)
+        self._avg = float(lengths.mean()) if len(lengths) else 1.0
+        self._lengths = lengths
+        df: Counter[str] = Counter(t for d in docs for t in d)
+        n = max(len(docs), 1)
+        self._idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+        self._postings: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        for i, d in enumerate(docs):
+            for t, tf in d.items():
+                self._postings[t].append((i, tf))
+        self._affinity: np.ndarray | None = None  # (candidates, classes)
+
+    # ---- vectors (made on first use) ---------------------------------------------------------------------
+    def _ensure_vectors(self) -> tuple[np.ndarray, np.ndarray]:
+        with self._lock:
+            if self._vectors is None or self._affinity is None:
+                cands = self.profile.candidates
+                texts = [c.text for c in cands]
+                answers = sorted({c.answer_text for c in cands})
+                protos = [PROTOTYPES[k][1 if self.chinese else 0] for k in CUES]
+                encoded = self._encode([*texts, *answers, *protos])
+                vectors = encoded[: len(texts)]
+                answer_vec = encoded[len(texts): len(texts) + len(answers)]
+                proto_vec = encoded[len(texts) + len(answers):]
+                sims = answer_vec @ proto_vec.T  # (answers, classes)
+                # a class's affinity: how far above the network's typical answer text it sits (0–1)
+                base = np.median(sims, axis=0) if len(answers) else np.zeros(len(CUES))
+                aff = np.clip((sims - base) / np.maximum(1e-6, sims.max(axis=0) - base), 0.0, 1.0) if len(
+                    answers) else sims
+                row = {a: i for i, a in enumerate(answers)}
+                affinity = np.zeros((len(cands), len(CUES)), dtype=np.float32)
+                classes = list(CUES)
+                for i, c in enumerate(cands):
+                    affinity[i] = aff[row[c.answer_text]]
+                    for k in ("time", "number"):  # stored values decide these when they say something
+                        j = classes.index(k)
+                        affinity[i, j] = max(c.kinds.get(k, 0.0), 0.5 * affinity[i, j])
+                self._vectors, self._affinity = vectors, affinity
+            return self._vectors, self._affinity
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 1), dtype=np.float32)
+        vecs = np.asarray(self.embedder.encode(list(texts)), dtype=np.float32)
+        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+        return vecs / np.maximum(norms, 1e-9)
+
+    def warm(self) -> None:
+        self._ensure_vectors()
+
+    def affinities(self) -> np.ndarray:
+        """``(candidates, classes)``: how much each candidate's answer is of each class of :data:`CUES` (0–1)."""
+        return self._ensure_vectors()[1]
+
+    # ---- scoring ------------------------------------------------------------------------------------------
+    def _bm25(self, question: str, idx: np.ndarray) -> np.ndarray:
+        k1, b = 1.2, 0.75
+        pos = {int(i): j for j, i in enumerate(idx)}
+        out = np.zeros(len(idx), dtype=np.float64)
+        for t in set(_words(question)):
+            idf = self._idf.get(t)
+            if idf is None:
+                continue
+            for i, tf in self._postings[t]:
+                j = pos.get(i)
+                if j is not None:
+                    out[j] += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * self._lengths[i] / self._avg))
+        return out / out.max() if out.max() > 0 else out
+
+    def scores(self, question: str, mask: str | None = None, topic_types: Iterable[str] | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """``(candidate indices, scores)`` of the candidates for ``topic_types``."""
+        idx = np.asarray(self.profile.for_types(topic_types), dtype=np.int64)
+        if idx.size == 0:
+            return idx, np.zeros(0)
+        text = question.replace(mask, " ") if mask else question
+        vectors, affinity = self._ensure_vectors()
+        q = self._encode([text])[0]
+        meaning = vectors[idx] @ q if q.shape[0] == vectors.shape[1] else np.zeros(len(idx))
+        words = self._bm25(text, idx)
+        wanted = answer_classes(text)
+        typed = np.zeros(len(idx))
+        if wanted:
+            w = np.array([wanted.get(k, 0.0) for k in CUES], dtype=np.float32)
+            typed = affinity[idx] @ w / max(1.0, float(w.sum()))
+        score = meaning + WORDS * words + ANSWER_TYPE * typed
+        if self.learned is not None:
+            score = score + LEARNED * self.learned.similarities(question, [self.labels[i] for i in idx], mask)
+        return idx, score
+
+    def rank(self, question: str, mask: str | None = None, topic_types: Iterable[str] | None = None,
+             top: int | None = None) -> list[tuple[str, float]]:
+        """``(label, probability)`` best first over the candidates of ``topic_types``."""
+        idx, s = self.scores(question, mask, topic_types)
+        if idx.size == 0:
+            return []
+        z = (s - s.max()) / TEMPERATURE
+        p = np.exp(z)
+        p /= p.sum()
+        order = np.argsort(-p, kind="stable")[: top or len(p)]
+        # one label may be a candidate of several topic types: keep its best
+        out: dict[str, float] = {}
+        for j in order:
+            out.setdefault(self.labels[idx[j]], float(p[j]))
+        return list(out.items())

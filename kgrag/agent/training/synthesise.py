@@ -1,0 +1,93 @@
+"""Training questions synthesised from a knowledge network itself — no labelled question is read.
+
+    questions = synthesise(profile, store.instance_names("demo"), seed=0)
+    # [Synthetic(question="what is the place of birth of Jonas Okafor?", label="rel:people.person.place_of_birth",
+    #            topic="Jonas Okafor"), …]
+
+For every candidate of :mod:`kgrag.agent.kn.schema_candidates` (a property of a type, a relation type from or to
+it), wordings are built from what the schema says about it — its phrases (name, display name, id words, comment
+fragments) and its answer type's name — in general question frames of the network's language (English or
+Chinese: :data:`FRAMES_EN`, :data:`FRAMES_ZH`), plus the frames of the answer classes its answer has
+(:data:`kgrag.agent.kn.zero_shot.CUES`: a candidate whose answers are years gets "when …" wordings, a place type
+"where …"). Each wording is filled with a topic drawn from the real instances of the candidate's topic type.
+Seeded: the same profile, instances and seed give the same questions, in the same order.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kgrag.agent.kn.schema_candidates import CandidateProfile, SchemaCandidate
+from kgrag.rank.tokenize import has_cjk
+
+__all__ = ["FRAMES_EN", "FRAMES_ZH", "Synthetic", "synthesise"]
+
+#: general question frames: {t} the topic, {p} a phrase of the candidate, {a} its answer type's name
+FRAMES_EN = ("what is the {p} of {t}?", "{t} {p}?", "what {p} does {t} have?", "tell me the {p} of {t}",
+             "{t}'s {p}", "which {a} is the {p} of {t}?", "what {a} is {t} {p}?", "{p} of {t}",
+             "show the {p} for {t}", "list the {a} {p} {t}", "which {a} {p} {t}?", "what are the {p} of {t}?")
+FRAMES_ZH = ("{t}的{p}是什么", "{t}的{p}有哪些", "{t}{p}", "{t}有什么{p}", "{t}有哪些{p}", "请问{t}的{p}",
+             "{p}{t}", "{t}{p}是什么", "{t}的{a}是什么", "{t}{p}怎么样", "想知道{t}的{p}", "{t}{p}有哪些")
+#: frames of an answer class (the candidate's answers are of that class)
+CLASS_FRAMES_EN = {
+    "time": ("when is {t} {p}?", "what year is {t} {p}?", "when was the {p} of {t}?"),
+    "place": ("where is {t} {p}?", "where is the {p} of {t}?", "in which {a} is {t} {p}?"),
+    "person": ("who is the {p} of {t}?", "who is {t} {p}?", "who {p} {t}?"),
+    "category": ("what kind of {a} is {t}?", "what type of {a} is {t}?", "which {a} is {t}?"),
+    "number": ("how many {p} does {t} have?", "how much is the {p} of {t}?"),
+    "manner": ("how is {t} {p}?", "how to {p} {t}?"),
+}
+CLASS_FRAMES_ZH = {
+    "time": ("{t}什么时候{p}", "{t}的{p}是哪年"),
+    "place": ("{t}在哪里{p}", "{t}的{p}在哪里"),
+    "person": ("{t}的{p}是谁", "谁{p}{t}"),
+    "category": ("{t}属于什么{a}", "{t}是哪种{a}"),
+    "number": ("{t}的{p}是多少", "{t}{p}多少"),
+    "manner": ("{t}怎么{p}", "{t}如何{p}", "{t}的{p}有什么方法"),
+}
+#: an answer class counts for a candidate when its affinity is at least this
+CLASS_AFFINITY = 0.5
+
+
+@dataclass(frozen=True)
+class Synthetic:
+    question: str
+    label: str
+    topic: str
+
+
+def _wordings(c: SchemaCandidate, type_name: str, classes: Sequence[str], chinese: bool) -> list[str]:
+    frames = list(FRAMES_ZH if chinese else FRAMES_EN)
+    for k in classes:
+        frames += (CLASS_FRAMES_ZH if chinese else CLASS_FRAMES_EN).get(k, ())
+    phrases = [p.lower() if not chinese else p for p in c.phrases] or [c.name]
+    out = [f.replace("{p}", p).replace("{a}", type_name) for f in frames for p in phrases]
+    return list(dict.fromkeys(" ".join(w.split()) for w in out))
+
+
+def synthesise(profile: CandidateProfile, names: Sequence[tuple[str, str, str]], seed: int = 0,
+               per_candidate: int = 24, classes: dict[str, Sequence[str]] | None = None) -> list[Synthetic]:
+    """Up to ``per_candidate`` questions per candidate whose topic type has named instances (see the module
+    docstring). ``classes``: label -> the answer classes it answers (from the zero-shot ranker's affinities)."""
+    rng = random.Random(seed)
+    topics: dict[str, list[str]] = defaultdict(list)
+    for type_id, _iid, name in names:
+        if name:
+            topics[type_id].append(str(name))
+    chinese = sum(has_cjk(c.text) for c in profile.candidates) * 2 > max(len(profile.candidates), 1)
+    out: list[Synthetic] = []
+    for c in profile.candidates:
+        pool = topics.get(c.topic_type)
+        if not pool:
+            continue
+        answer_name = profile.type_names.get(c.answer_type, c.name) if c.answer_type else c.name
+        wordings = _wordings(c, answer_name if chinese else answer_name.lower(), (classes or {}).get(c.label, ()),
+                             chinese)
+        rng.shuffle(wordings)
+        for wording in wordings[:per_candidate]:
+            topic = rng.choice(pool)
+            out.append(Synthetic(wording.replace("{t}", topic), c.label, topic))
+    return out

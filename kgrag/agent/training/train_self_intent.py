@@ -1,0 +1,118 @@
+"""Self-supervised training of the intent ranker for one stored network — no labelled question is read.
+
+    result = train_self_intent(settings, "demo")     # {"run_dir", "questions", "labels", "seconds", …}
+
+Reads the network's schema and instances from the store (``Settings.db_url``), builds its candidates
+(:mod:`kgrag.agent.kn.schema_candidates`), synthesises questions from them (:mod:`kgrag.agent.training.synthesise`;
+the answer classes each candidate gets "when/where/who …" wordings for come from the zero-shot ranker's
+affinities), trains :class:`kgrag.agent.kn.self_ranker.SelfRanker` on them and saves it under
+``<work_dir>/checkpoints/intent/self-<kn_id>-<fingerprint>/`` (``self_ranker.npz/json``, ``synthetic.jsonl``: every
+training question, ``metrics.json``); ``checkpoints/intent/<kn_id>-self-latest.json`` names it
+(:func:`load_latest_self`). The fingerprint covers the config, the seed, the synthesis size and the network's
+version: a finished run with the same inputs returns at once (``force`` retrains).
+
+Run: ``kgrag train-intent --kn demo --source self`` (the Prefect flow ``train-intent``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from kgrag.agent.kn.intent import KIND, IntentConfig
+from kgrag.agent.kn.schema_candidates import network_profile
+from kgrag.agent.kn.self_ranker import SelfRanker
+from kgrag.agent.kn.zero_shot import CUES, ZeroShotRanker
+from kgrag.agent.training.synthesise import CLASS_AFFINITY, synthesise
+from kgrag.config import Settings
+from kgrag.fileio import write_json
+
+__all__ = ["latest_self_dir", "load_latest_self", "train_self_intent"]
+
+
+def _pointer(settings: Settings, kn_id: str) -> Path:
+    return settings.checkpoint_dir / KIND / f"{kn_id}-self-latest.json"
+
+
+def latest_self_dir(settings: Settings, kn_id: str) -> Path | None:
+    pointer = _pointer(settings, kn_id)
+    if not pointer.is_file():
+        return None
+    folder = Path(json.loads(pointer.read_text())["run_dir"])
+    return folder if (folder / "self_ranker.json").is_file() else None
+
+
+def load_latest_self(settings: Settings, kn_id: str) -> SelfRanker | None:
+    """The self-supervised ranker trained last for ``kn_id``, or None."""
+    folder = latest_self_dir(settings, kn_id)
+    return SelfRanker.load(folder) if folder is not None else None
+
+
+def _record(settings: Settings, kn_id: str, run_dir: Path) -> None:
+    pointer = _pointer(settings, kn_id)
+    pointer.parent.mkdir(parents=True, exist_ok=True)
+    tmp = pointer.with_name(pointer.name + f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps({"run_dir": str(run_dir)}))
+    os.replace(tmp, pointer)
+
+
+def train_self_intent(settings: Settings, kn_id: str, config: IntentConfig | dict | None = None,
+                      per_candidate: int = 24, force: bool = False, store: object | None = None,
+                      log: Callable[[str], None] = print) -> dict:
+    """Synthesise, train, save (see the module docstring); returns the metrics."""
+    from kgrag.network.store import NetworkStore  # on use: the store stack
+
+    cfg = config if isinstance(config, IntentConfig) else IntentConfig(**(config or {}))
+    seed = int(cfg.seed if cfg.seed is not None else settings.seed)
+    own = store is None
+    store = store or NetworkStore(settings.db_url)
+    try:
+        t0 = time.perf_counter()
+        version = store.network_version(kn_id)  # raises NetworkNotFound for an unknown network
+        key = json.dumps([cfg.model_dump(), seed, per_candidate, kn_id, version], sort_keys=True)
+        run_dir = settings.checkpoint_dir / KIND / f"self-{kn_id}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+        metrics_file = run_dir / "metrics.json"
+        if not force and metrics_file.is_file() and (run_dir / "self_ranker.json").is_file():
+            log(f"self-supervised ranker already trained for {kn_id!r} at this version: {run_dir}")
+            _record(settings, kn_id, run_dir)
+            return {**json.loads(metrics_file.read_text(encoding="utf-8")), "cached": True}
+        profile = network_profile(store, kn_id)
+        zero_shot = ZeroShotRanker(profile, store.embedder_for(kn_id))
+        affinity = zero_shot.affinities()
+        classes = {c.label: [k for k, a in zip(CUES, affinity[i], strict=True) if a >= CLASS_AFFINITY]
+                   for i, c in enumerate(profile.candidates)}
+        t_profile = time.perf_counter() - t0
+        questions = synthesise(profile, store.instance_names(kn_id), seed, per_candidate, classes)
+        if len({q.label for q in questions}) < 2:
+            raise ValueError(f"network {kn_id!r} gives fewer than two answerable schema elements to train on")
+        log(f"{kn_id}: {len(profile.candidates)} candidates, {len(questions)} synthetic questions")
+        t1 = time.perf_counter()
+        ranker = SelfRanker.train([q.question for q in questions], [q.label for q in questions],
+                                  [q.topic for q in questions], cfg)
+        train_seconds = time.perf_counter() - t1
+        run_dir.mkdir(parents=True, exist_ok=True)
+        ranker.metrics.update({"kn_id": kn_id, "network_version": version})
+        ranker.save(run_dir)
+        with (run_dir / "synthetic.jsonl").open("w", encoding="utf-8") as fh:
+            for q in questions:
+                fh.write(json.dumps({"question": q.question, "label": q.label, "topic": q.topic},
+                                    ensure_ascii=False) + "\n")
+        per_kind = Counter(q.label.partition(":")[0] for q in questions)
+        result = {"run_dir": str(run_dir), "kn_id": kn_id, "source": "self", "fingerprint": ranker.fingerprint,
+                  "network_version": version, "candidates": len(profile.candidates),
+                  "questions": len(questions), "labels": len({q.label for q in questions}),
+                  "questions_by_kind": dict(per_kind), "n_features": len(ranker.vocabulary), "seed": seed,
+                  "per_candidate": per_candidate, "profile_seconds": t_profile, "train_seconds": train_seconds,
+                  "seconds": time.perf_counter() - t0, "examples": [q.__dict__ for q in questions[:: max(
+                      1, len(questions) // 12)][:12]]}
+        write_json(metrics_file, result, indent=1)
+        _record(settings, kn_id, run_dir)
+        return result
+    finally:
+        if own:
+            store.close()
