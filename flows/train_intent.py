@@ -1,6 +1,11 @@
-"""Intent-ranker training flow: CE-Prompt questions → Cypher targets + gold → seeded split → ranker → eval.
+"""Intent-ranker training flow, from labelled questions or from the network itself.
 
-Thin wrapper of :func:`kgrag.agent.training.train_intent.train_intent`: reads
+``source="self"`` (any stored network, no labelled question): :func:`kgrag.agent.training.train_self_intent.
+train_self_intent` synthesises questions from the network's schema and instances and trains the self-supervised
+ranker; a markdown artifact gives the counts and example questions.
+
+``source="labelled"`` (the medical network's CE-Prompt questions): thin wrapper of
+:func:`kgrag.agent.training.train_intent.train_intent`: reads
 ``<data_dir>/medical/questions_cypher_train.json`` (+ the raw disease records for the gold answers), counts
 the skipped queries by reason, splits the distinct question texts 90/10 per label (``Settings.seed``), trains
 the question → property/relation ranker and evaluates it on the validation split next to the majority class
@@ -9,7 +14,7 @@ JSONL, metrics, confusion PNG) and ``checkpoints/intent/medical-latest.json``; p
 table and a confusion table (with the PNG) as Prefect artifacts. A finished run with the same config and data
 returns at once.
 
-Run: ``python -m flows.train_intent [--config '{"C": 20}'] [--force]``.
+Run: ``python -m flows.train_intent [--source self --kn demo] [--config '{"C": 20}'] [--force]``.
 """
 
 from __future__ import annotations
@@ -26,22 +31,52 @@ from prefect.cache_policies import NO_CACHE
 from kgrag.agent.kn.intent import IntentConfig
 from kgrag.agent.training.train_intent import accuracy_markdown, confusion_markdown
 from kgrag.agent.training.train_intent import train_intent as run_training
+from kgrag.agent.training.train_self_intent import train_self_intent
 from kgrag.config import get_settings
 from kgrag.hrag.evaluate import png_markdown
 
 
-@task(name="train-intent-ranker", cache_policy=NO_CACHE)
-def train(config_json: str, force: bool) -> dict:
+def _log(line: str) -> None:
     # progress goes straight to stderr: print() inside a task becomes a Prefect INFO log, hidden at WARNING
-    return run_training(get_settings(), IntentConfig.model_validate_json(config_json), force=force,
-                        log=lambda line: sys.stderr.write(line + "\n"))
+    sys.stderr.write(line + "\n")
+
+
+@task(name="train-intent-ranker", cache_policy=NO_CACHE)
+def train(config_json: str, force: bool, questions: str | None = None) -> dict:
+    return run_training(get_settings(), IntentConfig.model_validate_json(config_json), force=force, log=_log,
+                        questions=Path(questions) if questions else None)
+
+
+@task(name="train-self-intent-ranker", cache_policy=NO_CACHE)
+def train_self(kn_id: str, config_json: str, per_candidate: int, force: bool) -> dict:
+    return train_self_intent(get_settings(), kn_id, IntentConfig.model_validate_json(config_json),
+                             per_candidate=per_candidate, force=force, log=_log)
+
+
+def _self_markdown(result: dict) -> str:
+    rows = "\n".join(f"| {e['label']} | {e['question']} |" for e in result["examples"])
+    return (f"# Self-supervised intent ranker, network `{result['kn_id']}`\n\nrun `{result['run_dir']}`, "
+            f"{result['candidates']} candidates, {result['questions']} synthetic questions over {result['labels']} "
+            f"labels ({result['questions_by_kind']}), {result['n_features']} n-grams, trained in "
+            f"{result['train_seconds']:.2f} s ({result['seconds']:.1f} s in all); no labelled question read\n\n"
+            f"| label | example synthetic question |\n|---|---|\n{rows}\n")
 
 
 @flow(name="train-intent", log_prints=True)
-def train_intent(config: dict | None = None, force: bool = False) -> dict:
-    """Train and evaluate the medical question → schema-element ranker (see the module docstring)."""
+def train_intent(config: dict | None = None, force: bool = False, source: str = "labelled", kn_id: str = "medical",
+                 questions: str | None = None, per_candidate: int = 24) -> dict:
+    """Train the question → schema-element ranker from labelled questions or from the network itself (see the
+    module docstring)."""
+    if source not in ("labelled", "self"):
+        raise ValueError(f"source must be 'labelled' or 'self', not {source!r}")
     cfg = IntentConfig(**(config or {}))
-    result = train(cfg.model_dump_json(), force)
+    if source == "self":
+        result = train_self(kn_id, cfg.model_dump_json(), per_candidate, force)
+        create_markdown_artifact(key=f"intent-self-{kn_id}".lower().replace("_", "-"),
+                                 description=f"Self-supervised intent ranker ({kn_id})",
+                                 markdown=_self_markdown(result))
+        return result
+    result = train(cfg.model_dump_json(), force, questions)
     title = f"Intent ranker, medical validation (n={result['validation']['n']})"
     create_markdown_artifact(
         key="intent-ranker-accuracy", description=title,
@@ -59,11 +94,17 @@ def train_intent(config: dict | None = None, force: bool = False) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Train the medical question → property/relation ranker.")
+    parser = argparse.ArgumentParser(description="Train the question → property/relation ranker.")
+    parser.add_argument("--source", choices=("labelled", "self"), default="labelled")
+    parser.add_argument("--kn", default="medical", help="with --source self: the stored network")
     parser.add_argument("--config", default=None, help="JSON object of IntentConfig fields")
     parser.add_argument("--force", action="store_true", help="retrain even when this config already finished")
     args = parser.parse_args(argv)
-    result = train_intent(config=json.loads(args.config) if args.config else None, force=args.force)
+    result = train_intent(config=json.loads(args.config) if args.config else None, force=args.force,
+                          source=args.source, kn_id=args.kn)
+    if args.source == "self":
+        print(_self_markdown(result))
+        return
     print(accuracy_markdown(result))
     keep = ("run_dir", "fingerprint", "examples", "skipped_total", "split", "majority_accuracy", "baseline",
             "noise", "train_seconds", "seconds", "cached")

@@ -313,6 +313,59 @@ def _require_question_file(questions: Path | None) -> None:
         raise KgragError(f"question file not found: {questions} (MetaQA lines, JSONL, WebQSP or CWQ JSON)")
 
 
+class IntentSource(StrEnum):
+    self_supervised = "self"
+    labelled = "labelled"
+
+
+@app.command("train-intent")
+@friendly_errors
+def train_intent_cmd(
+    kn: Annotated[str, typer.Option(help="The stored knowledge network (kgrag kn list).")] = "medical",
+    source: Annotated[IntentSource, typer.Option(help="self: questions synthesised from the network (no labels); "
+                                                 "labelled: CE-Prompt questions with Cypher (the medical network).")
+                      ] = IntentSource.self_supervised,
+    questions: Annotated[Path | None, typer.Option(help="With --source labelled: the CE-Prompt JSON file (default: "
+                                                   "<data_dir>/medical/questions_cypher_train.json).")] = None,
+    per_candidate: Annotated[int, typer.Option(min=1, max=500, help="With --source self: questions per schema "
+                                               "element.")] = 24,
+    config: Annotated[str | None, typer.Option(help="JSON object of IntentConfig fields.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Retrain even when the same inputs finished.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the run's figures as JSON on the last line.")] = False,
+) -> None:
+    """Train the agent's question → schema-element ranker (flow `train-intent`): from the network itself
+    (`--source self`, any network, no labelled question) or from labelled questions (`--source labelled`). The
+    agent picks it up with KGRAG_AGENT_INTENT=auto|self|labelled."""
+    from flows.train_intent import train_intent
+    from kgrag.agent.kn.intent import IntentConfig
+
+    if questions is not None and source != IntentSource.labelled:
+        raise KgragError("--questions needs --source labelled (self-supervised training reads no question file)")
+    if questions is not None and not questions.is_file():
+        raise KgragError(f"question file not found: {questions}")
+    overrides = _config_overrides(config, IntentConfig)
+    result = train_intent(config=overrides, force=force, source=source.value, kn_id=kn,
+                          questions=str(questions) if questions else None)
+    if source == IntentSource.self_supervised:
+        table = Table(title=f"self-supervised intent ranker: {kn}", header_style="bold")
+        for col in ("candidates", "questions", "labels", "n-grams", "train s", "total s"):
+            table.add_column(col, justify="right")
+        table.add_row(*map(str, (result["candidates"], result["questions"], result["labels"], result["n_features"],
+                                 f"{result['train_seconds']:.2f}", f"{result['seconds']:.1f}")))
+        console.print(table)
+        for example in result["examples"][:5]:
+            console.print(f"  {escape(example['question'])}  →  {escape(example['label'])}", highlight=False)
+        figures = {k: result[k] for k in ("kn_id", "source", "candidates", "questions", "labels", "seconds")}
+    else:
+        v = result["validation"]
+        console.print(f"labelled intent ranker: validation accuracy@1 {v['accuracy@1']:.4f} (n={v['n']}), "
+                      f"run {result['run_dir']}")
+        figures = {"kn_id": kn, "source": "labelled", "accuracy@1": v["accuracy@1"], "n": v["n"]}
+    console.print(f"run dir {result['run_dir']}" + (" (cached)" if result.get("cached") else ""))
+    if json_out:
+        print(json.dumps(figures))
+
+
 @app.command("retriever-eval")
 @friendly_errors
 def retriever_eval_cmd(
@@ -578,7 +631,7 @@ def agent_eval_cmd(
         out.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in report["predictions"]),
                        encoding="utf-8")
     table = Table(title=f"agent on {questions.name} ({f'kg {kg}' if kg else f'kn {kn}'})", header_style="bold")
-    columns = ("n", "hits@1", "hit", "f1", "exact", "topic_acc", "p50_ms", "p95_ms")
+    columns = ("n", "hits@1", "hit", "f1", "exact", "topic_acc", "p50_ms", "p95_ms", "intent_planner")
     for col in columns:
         table.add_column(col, justify="right")
     table.add_row(*(str(figures[c]) for c in columns))
@@ -586,7 +639,8 @@ def agent_eval_cmd(
     if skipped:
         console.print("skipped: " + ", ".join(f"{reason} {count}" for reason, count in skipped.most_common()))
     if json_out:
-        keys = ("n", "hits@1", "hit", "f1", "p50_ms") if kg else ("n", "hit", "f1", "exact", "topic_acc", "p50_ms")
+        keys = ("n", "hits@1", "hit", "f1", "p50_ms") if kg else ("n", "hit", "f1", "exact", "topic_acc", "p50_ms",
+                                                                 "intent_planner")
         print(json.dumps({k: figures[k] for k in keys}))
 
 

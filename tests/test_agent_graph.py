@@ -149,7 +149,7 @@ def test_trained_ranker_plans_properties_and_inbound_relations(medical_settings,
     monkeypatch.setenv("KGRAG_WORK_DIR", ranker_work)
     get_settings.cache_clear()
     prop = ask("哪些人容易得百日咳")
-    assert prop["schema"]["ranker"] == "trained" and prop["tool_calls"][0]["label"] == "prop:easy_get"
+    assert prop["schema"]["ranker"] == "labelled" and prop["tool_calls"][0]["label"] == "prop:easy_get"
     assert prop["answers"] and prop["evidence"][0]["via"] == "easy_get"
     inbound = ask("尿不尽是什么病引起的")
     assert inbound["tool_calls"][0]["label"] == "rel_in:has_symptom"

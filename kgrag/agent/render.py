@@ -22,8 +22,9 @@ def _short(value: Any, limit: int = 160) -> str:
 def state_tree(state: dict[str, Any], evidence_rows: int = 8) -> Tree:
     """The turn's steps (with their milliseconds) under the question; the answer last."""
     where = f"kg {state['kg']}" if state.get("kg") else f"kn {state.get('kn_id')}"
-    root = Tree(f"[bold]{escape(state.get('question', ''))}[/]  [dim]({escape(where)}, "
-                f"planner {state.get('planner', 'rules')})[/]")
+    intents = (state.get("schema") or {}).get("ranker") if not state.get("kg") else None
+    planner = state.get("planner", "rules") + (f", intents {intents}" if intents else "")
+    root = Tree(f"[bold]{escape(state.get('question', ''))}[/]  [dim]({escape(where)}, planner {escape(planner)})[/]")
     for entry in state.get("trace", []):
         node = root.add(f"[cyan]{entry['node']}[/] [dim]{entry['ms']:.1f} ms[/]  {_short(entry['summary'])}")
         if entry["node"] == "schema_recall" and state.get("schema"):

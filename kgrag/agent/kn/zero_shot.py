@@ -40,7 +40,7 @@ __all__ = ["CUES", "ZeroShotRanker", "answer_classes", "stem_tokens"]
 WORDS = 0.35
 ANSWER_TYPE = 0.45
 #: the weight of a self-supervised ranker's centroid cosine (:mod:`kgrag.agent.kn.self_ranker`), when one is given
-LEARNED = 0.6
+LEARNED = 1.2
 TEMPERATURE = 0.08
 
 #: question words → the kind of answer asked for (English and Chinese; general question words, no network's words)
@@ -135,15 +135,20 @@ class ZeroShotRanker:
                 answer_vec = encoded[len(texts): len(texts) + len(answers)]
                 proto_vec = encoded[len(texts) + len(answers):]
                 sims = answer_vec @ proto_vec.T  # (answers, classes)
-                # a class's affinity: how far above the network's typical answer text it sits (0–1)
-                base = np.median(sims, axis=0) if len(answers) else np.zeros(len(CUES))
-                aff = np.clip((sims - base) / np.maximum(1e-6, sims.max(axis=0) - base), 0.0, 1.0) if len(
-                    answers) else sims
+                # a class's affinity: how much more the answer text is like this class than like the others,
+                # relative to the network's most distinctive answer of the class (0–1)
+                k = sims.shape[1]
+                distinct = sims - (sims.sum(axis=1, keepdims=True) - sims) / max(k - 1, 1)
+                top = distinct.max(axis=0, initial=0.0) if len(answers) else np.zeros(k)
+                aff = np.clip(distinct / np.maximum(top, 1e-6), 0.0, 1.0)
                 row = {a: i for i, a in enumerate(answers)}
-                affinity = np.zeros((len(cands), len(CUES)), dtype=np.float32)
                 classes = list(CUES)
+                affinity = np.zeros((len(cands), len(CUES)), dtype=np.float32)
+                manner = classes.index("manner")
                 for i, c in enumerate(cands):
                     affinity[i] = aff[row[c.answer_text]]
+                    if c.answer_type:  # a relation answers with instances, never a way of doing something
+                        affinity[i, manner] = 0.0
                     for k in ("time", "number"):  # stored values decide these when they say something
                         j = classes.index(k)
                         affinity[i, j] = max(c.kinds.get(k, 0.0), 0.5 * affinity[i, j])

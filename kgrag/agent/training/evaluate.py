@@ -145,6 +145,7 @@ def evaluate(items: Sequence[EvalItem], answer_fn: Callable[[str], dict[str, Any
     topic_ok: list[float] = []
     both_ok: list[float] = []
     latencies: list[float] = []
+    intents: Counter = Counter()
     for i, item in enumerate(items):
         started = time.perf_counter()
         state = answer_fn(item.question)
@@ -157,6 +158,9 @@ def evaluate(items: Sequence[EvalItem], answer_fn: Callable[[str], dict[str, Any
         firsts.append(float(top is not None and top.strip() in _norm(item.answers)))
         topic = (state.get("topic") or {}).get("name")
         label = next((c["label"] for c in state.get("tool_calls") or [] if c.get("label")), None)
+        intent = (state.get("schema") or {}).get("ranker")
+        if intent:
+            intents[intent] += 1
         if item.topic is not None:
             topic_ok.append(float(topic == item.topic))
             if item.label is not None:
@@ -165,6 +169,7 @@ def evaluate(items: Sequence[EvalItem], answer_fn: Callable[[str], dict[str, Any
                             "topic": topic, "gold_topic": item.topic, "label": label, "gold_label": item.label,
                             "hits@1": firsts[-1], "hit": hit, "f1": round(f1, 4),
                             "exact": exact, "ms": round(ms, 2), "answer": state.get("answer", ""),
+                            "intent_planner": intent,
                             "errors": state.get("errors", [])})
         if progress is not None:
             progress(i + 1)
@@ -181,5 +186,8 @@ def evaluate(items: Sequence[EvalItem], answer_fn: Callable[[str], dict[str, Any
         "both_right": round(float(np.mean(both_ok)), 4) if both_ok else None,
         "p50_ms": round(float(np.percentile(lat, 50)), 2),
         "p95_ms": round(float(np.percentile(lat, 95)), 2),
+        # which schema-intent planner answered (labelled / self / zero-shot; a triple graph's ranker name)
+        "intent_planner": intents.most_common(1)[0][0] if intents else None,
+        "intent_planners": dict(intents),
     }
     return {"figures": figures, "predictions": predictions}

@@ -79,8 +79,8 @@ def intent_run_dir(settings: Settings, config: IntentConfig) -> Path:
     return settings.checkpoint_dir / KIND / config.fingerprint()
 
 
-def _data_stamp(settings: Settings) -> str:
-    files = [_questions_file(settings), *sorted(_diseases_dir(settings).glob("medical_*.json"))]
+def _data_stamp(settings: Settings, questions: Path | None = None) -> str:
+    files = [questions or _questions_file(settings), *sorted(_diseases_dir(settings).glob("medical_*.json"))]
     raw = ";".join(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files if p.is_file())
     return hashlib.sha256(raw.encode()).hexdigest()[:12]
 
@@ -351,12 +351,15 @@ def _record_latest(settings: Settings, run_dir: Path) -> None:
 
 
 def train_intent(settings: Settings, config: IntentConfig | dict | None = None, force: bool = False,
-                 log: Callable[[str], None] = print) -> dict:
+                 log: Callable[[str], None] = print, questions: Path | None = None) -> dict:
     """Train, evaluate and save the ranker (see the module docstring); returns the metrics
-    (``metrics.json``)."""
+    (``metrics.json``). ``questions``: another CE-Prompt-format file (default: the data dir's)."""
     cfg = _resolved(settings, config)
+    questions_file = Path(questions) if questions else _questions_file(settings)
+    if not questions_file.is_file():
+        raise KgragError(f"labelled question file not found: {questions_file} (CE-Prompt JSON: [{{input, cypher}}])")
     run_dir = intent_run_dir(settings, cfg)
-    stamp = _data_stamp(settings)
+    stamp = _data_stamp(settings, questions_file)
     metrics_file = run_dir / "metrics.json"
     if not force and metrics_file.is_file() and (run_dir / "ranker.json").is_file():
         cached = json.loads(metrics_file.read_text(encoding="utf-8"))
@@ -365,9 +368,9 @@ def train_intent(settings: Settings, config: IntentConfig | dict | None = None, 
             _record_latest(settings, run_dir)
             return {**cached, "cached": True}
     t_start = time.perf_counter()
-    examples, skips = load_ce_prompt(_questions_file(settings), _diseases_dir(settings))
+    examples, skips = load_ce_prompt(questions_file, _diseases_dir(settings))
     if not examples:
-        raise KgragError(f"no usable questions in {_questions_file(settings)} (skips: {dict(skips)})")
+        raise KgragError(f"no usable questions in {questions_file} (skips: {dict(skips)})")
     index = disease_index(_diseases_dir(settings))
     train_idx, val_idx, split_info = split_examples(examples, cfg.validation_fraction, int(cfg.seed or 0))
     if cfg.max_train_questions and len(train_idx) > cfg.max_train_questions:
