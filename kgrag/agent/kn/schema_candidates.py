@@ -47,20 +47,25 @@ def id_words(identifier: str) -> str:
     return " ".join(re.split(r"[._@/:>\-\s]+", text)).strip()
 
 
+#: a value longer than this many characters is a passage of text, not an answer value
+LONG_TEXT = 40
+
+
 def value_kinds(values: Iterable[Any], declared_type: str = "") -> dict[str, float]:
-    """``{"time": share, "number": share}`` of ``values`` that read as a year/date and as a number (a declared
-    date or number type counts fully)."""
+    """``{"time", "number", "long_text"}``: the share of ``values`` that read as a year/date, as a number and
+    as a passage (longer than :data:`LONG_TEXT` characters); a declared date or number type counts fully."""
     t = declared_type.lower()
     if t in _TIME_TYPES:
-        return {"time": 1.0, "number": 0.0}
+        return {"time": 1.0, "number": 0.0, "long_text": 0.0}
     vals = [str(v) for v in values if v not in (None, "")][:SAMPLES]
     if not vals:
-        return {"time": 0.0, "number": 1.0 if t in _NUMBER_TYPES else 0.0}
+        return {"time": 0.0, "number": 1.0 if t in _NUMBER_TYPES else 0.0, "long_text": 0.0}
     time = sum(bool(_YEAR.match(v) or _DATE.match(v)) for v in vals) / len(vals)
     number = sum(bool(_NUMBER.match(v)) for v in vals) / len(vals)
     if t in _NUMBER_TYPES:
         number = 1.0
-    return {"time": time, "number": max(0.0, number - time)}
+    long_text = sum(len(v) > LONG_TEXT for v in vals) / len(vals)
+    return {"time": time, "number": max(0.0, number - time), "long_text": long_text}
 
 
 @dataclass(frozen=True)
@@ -139,7 +144,7 @@ def _property_samples(store: Any, kn_id: str, type_id: str, props: Sequence[str]
             items = value if isinstance(value, list) else [value]
             for v in items:
                 if v not in (None, "") and len(out[p]) < SAMPLES:
-                    out[p].append(str(v)[:60])
+                    out[p].append(str(v)[:LONG_TEXT + 20])
     return out
 
 

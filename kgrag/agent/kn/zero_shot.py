@@ -15,7 +15,11 @@ candidate by three signals, every one read from the network:
 3. **answer type**: what kind of answer the question asks for, from its question words (:data:`CUES`: where →
    a place, when / what year → a time, how many → a number, who → a person, what kind → a category, how → a
    manner), matched against each candidate's answer: its stored values (years and dates, numbers) and its answer
-   type's text against the class's prototype words, by the same embedder.
+   type's text against the class's prototype words, by the same embedder; "which / 哪些" asks for a set (a
+   relation's instances or short values, not a passage of text).
+
+A property whose stored values are passages of text (descriptions) loses :data:`PASSAGE`: questions ask for
+values first.
 
 ``score = meaning + WORDS·words + ANSWER_TYPE·Σ wanted(class)·affinity(candidate, class)`` (+ ``LEARNED·`` the
 cosine to the candidate's centroid of synthesised questions when a self-supervised ranker is given:
@@ -39,6 +43,8 @@ __all__ = ["CUES", "ZeroShotRanker", "answer_classes", "stem_tokens"]
 
 WORDS = 0.35
 ANSWER_TYPE = 0.45
+#: what a property whose values are passages of text loses: a question asks for values first, a passage second
+PASSAGE = 0.15
 #: the weight of a self-supervised ranker's centroid cosine (:mod:`kgrag.agent.kn.self_ranker`), when one is given
 LEARNED = 1.2
 TEMPERATURE = 0.08
@@ -54,6 +60,7 @@ CUES: dict[str, re.Pattern[str]] = {
     "person": re.compile(r"\bwho(m|se)?\b|\bwhich (person|people)\b|谁|哪位|什么人|哪些人"),
     "category": re.compile(r"\bwhat (kind|type|sort|category|class)\b|\bwhich (kind|type|sort|category)\b|"
                            r"\bkinds? of\b|\btypes? of\b|什么类型|哪种|哪类|哪一类|什么样的?|类别|种类|属于"),
+    "list": re.compile(r"\bwhich\b|\bwhat are\b|\blist\b|\bname (the|all|some|every)\b|哪些|有什么|有哪几|都有"),
     "manner": re.compile(r"\bhow (to|do|does|did|can|could|should|is|are)\b|\bwhat way\b|怎么|怎样|如何|"
                          r"怎么办|方法|办法"),
 }
@@ -62,6 +69,7 @@ PROTOTYPES: dict[str, tuple[str, str]] = {
     "place": ("place location city country region area address", "地点 地方 城市 国家 地区 位置"),
     "person": ("person people human individual", "人 人物 人群 患者"),
     "category": ("kind type category class genre sort", "类型 种类 类别 分类"),
+    "list": ("items list set", "列表 项目"),
     "manner": ("way method approach means procedure", "方式 方法 办法 措施"),
     "time": ("time date year period", "时间 日期 年份 周期"),
     "number": ("number amount count quantity", "数量 数目 比例 费用"),
@@ -93,7 +101,8 @@ def answer_classes(question: str) -> dict[str, float]:
 
 
 def _words(text: str) -> list[str]:
-    return stem_tokens(tokenize(text))
+    """BM25 terms: tokens, stemmed, numbers left out (a number in a question is a value, not a schema word)."""
+    return stem_tokens(t for t in tokenize(text) if not t.replace(".", "").isdigit())
 
 
 class ZeroShotRanker:
@@ -152,6 +161,8 @@ class ZeroShotRanker:
                     for k in ("time", "number"):  # stored values decide these when they say something
                         j = classes.index(k)
                         affinity[i, j] = max(c.kinds.get(k, 0.0), 0.5 * affinity[i, j])
+                    # a set of values: instances of a relation, or short values (not passages of text)
+                    affinity[i, classes.index("list")] = 1.0 if c.answer_type else 1.0 - c.kinds.get("long_text", 0.0)
                 self._vectors, self._affinity = vectors, affinity
             return self._vectors, self._affinity
 
@@ -200,7 +211,8 @@ class ZeroShotRanker:
         if wanted:
             w = np.array([wanted.get(k, 0.0) for k in CUES], dtype=np.float32)
             typed = affinity[idx] @ w / max(1.0, float(w.sum()))
-        score = meaning + WORDS * words + ANSWER_TYPE * typed
+        passages = np.array([self.profile.candidates[i].kinds.get("long_text", 0.0) for i in idx])
+        score = meaning + WORDS * words + ANSWER_TYPE * typed - PASSAGE * passages
         if self.learned is not None:
             score = score + LEARNED * self.learned.similarities(question, [self.labels[i] for i in idx], mask)
         return idx, score

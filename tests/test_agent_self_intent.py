@@ -1,0 +1,153 @@
+"""The LLM-free network agent without labelled questions: type-aware candidates, answer-type matching, the
+synthesiser, the self-supervised ranker, and the KGRAG_AGENT_INTENT routing (real stores, the real agent graph)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from graphs.agent.context import AgentContext
+from graphs.agent.graph import graph
+from kgrag.agent.kn.planner import topic_type
+from kgrag.agent.kn.schema_candidates import network_profile, value_kinds
+from kgrag.agent.kn.self_ranker import SelfRanker
+from kgrag.agent.kn.zero_shot import ZeroShotRanker, answer_classes
+from kgrag.agent.training.synthesise import synthesise
+from kgrag.config import get_settings
+from kgrag.network.loaders.declarative import load_declarative
+from kgrag.network.loaders.demo import demo_network
+from kgrag.network.store import NetworkStore
+
+TINY = Path(__file__).parent / "network_tiny" / "clinic.yaml"
+
+
+@pytest.fixture(scope="module")
+def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, NetworkStore]]:
+    url = f"sqlite:///{tmp_path_factory.mktemp('self-intent') / 'kn.db'}"
+    store = NetworkStore(url)
+    store.load(*demo_network())
+    store.load(*load_declarative(TINY))
+    yield url, store
+    store.close()
+
+
+@pytest.fixture
+def demo_env(demo_store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The agent on the demo network, a fresh work dir (no trained ranker), an empty data dir (no labelled file)."""
+    monkeypatch.setenv("KGRAG_DATABASE_URL", demo_store[0])
+    monkeypatch.setenv("KGRAG_WORK_DIR", str(tmp_path / "work"))
+    monkeypatch.setenv("KGRAG_DATA_DIR", str(tmp_path / "no-data"))
+    monkeypatch.setenv("KGRAG_LLM_BASE_URL", "")
+    monkeypatch.delenv("KGRAG_AGENT_INTENT", raising=False)
+    get_settings.cache_clear()
+    yield demo_store[0]
+    get_settings.cache_clear()
+
+
+def last_json(output: str) -> dict:
+    """The JSON object a ``--json`` command prints last (progress lines on stderr come mixed in)."""
+    return json.loads(next(line for line in reversed(output.strip().splitlines()) if line.startswith("{")))
+
+
+def ask(question: str, kn_id: str = "demo") -> dict:
+    return graph.invoke({"question": question, "kn_id": kn_id}, context=AgentContext())
+
+
+def test_candidates_start_at_the_topic_type(demo_store) -> None:
+    store = demo_store[1]
+    profile = network_profile(store, "demo")
+    network = store.get_network("demo")
+    person = [profile.candidates[i] for i in profile.for_types(["Person"])]
+    assert person and all(topic_type(network, c.label) == "Person" for c in person)
+    labels = {c.label for c in person}
+    assert "rel:people.person.place_of_birth" in labels and "rel_in:film.film.directed_by" in labels
+    assert not any(c.label == "rel:film.film.genre" for c in person)  # a Film's relation is no Person candidate
+
+
+@pytest.mark.parametrize("question", ["Where was Jonas Okafor born", "what year was Jonas Okafor born in?",
+                                      "which country does Jonas Okafor come from", "Jonas Okafor's job?"])
+def test_a_person_question_is_never_answered_through_another_types_relation(demo_env, question: str) -> None:
+    state = ask(question)
+    network = NetworkStore(demo_env).get_network("demo")
+    assert state["schema"]["ranker"] == "zero-shot" and state["answers"]
+    assert all(topic_type(network, c["label"]) == "Person" for c in state["tool_calls"] if c.get("label"))
+
+
+def test_answer_classes_from_question_words() -> None:
+    assert answer_classes("Where was she born?") == {"place": 1.0}
+    assert answer_classes("when did it come out") == {"time": 1.0}
+    assert answer_classes("what year was it released") == {"time": 1.0}
+    assert answer_classes("how many cities does it have") == {"number": 1.0}
+    assert answer_classes("what kind of film is it") == {"category": 1.0}
+    assert answer_classes("who directed it") == {"person": 1.0}
+    assert answer_classes("百日咳怎么治疗") == {"manner": 1.0} and answer_classes("哪些人容易得") == {"person": 1.0, "list": 1.0}
+    assert answer_classes("which films did she make") == {"list": 1.0} and answer_classes("tell me about it") == {}
+
+
+def test_value_kinds_read_years_dates_and_numbers() -> None:
+    assert value_kinds(["1982", "2001", "1970"])["time"] == 1.0
+    assert value_kinds(["2020-01-02", "1999/3/4"])["time"] == 1.0
+    assert value_kinds(["12", "3.5", "98%"]) == {"time": 0.0, "number": 1.0}
+    assert value_kinds(["Paris", "Osaka"]) == {"time": 0.0, "number": 0.0}
+    assert value_kinds([], "date")["time"] == 1.0 and value_kinds([], "integer")["number"] == 1.0
+
+
+def test_the_answer_type_decides_between_relations_of_the_same_words(demo_store) -> None:
+    store = demo_store[1]
+    ranker = ZeroShotRanker(network_profile(store, "demo"), store.embedder_for("demo"))
+    best = {q: ranker.rank(q, "Ines Kamau", ["Person"], top=1)[0][0]
+            for q in ("Where was Ines Kamau born?", "When was Ines Kamau born?")}
+    assert best == {"Where was Ines Kamau born?": "rel:people.person.place_of_birth",
+                    "When was Ines Kamau born?": "rel:people.person.date_of_birth"}
+    film = ranker.rank("what kind of movie is Night Train", "Night Train", ["Film"], top=1)[0][0]
+    assert film == "rel:film.film.genre"
+
+
+def test_the_synthesiser_is_seeded_and_reads_only_the_network(demo_store) -> None:
+    store = demo_store[1]
+    profile = network_profile(store, "clinic")
+    names = store.instance_names("clinic")
+    first, again = synthesise(profile, names, seed=3), synthesise(profile, names, seed=3)
+    assert first == again and first != synthesise(profile, names, seed=4)
+    labels = {q.label for q in first}
+    assert labels <= {c.label for c in profile.candidates}
+    assert {"prop:cure_way", "prop:cost", "rel:has_symptom", "rel_in:has_symptom"} <= labels
+    assert all(q.topic in q.question for q in first)
+    ranker = SelfRanker.train([q.question for q in first], [q.label for q in first], [q.topic for q in first])
+    sims = ranker.similarities("感冒有哪些症状呢", ["prop:cure_way", "rel:has_symptom"], "感冒")
+    assert sims[1] > sims[0]
+
+
+def test_intent_routing_and_its_report(demo_env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kgrag.cli import app
+
+    question = "who directed Night Train?"
+    assert ask(question)["schema"]["ranker"] == "zero-shot"  # auto, nothing trained
+    monkeypatch.setenv("KGRAG_AGENT_INTENT", "self")
+    get_settings.cache_clear()
+    state = ask(question)
+    assert state["schema"]["ranker"] == "zero-shot" and "no self-supervised ranker" in state["schema"]["note"]
+    runner = CliRunner()
+    trained = runner.invoke(app, ["train-intent", "--kn", "demo", "--source", "self", "--json"])
+    assert trained.exit_code == 0, trained.output
+    figures = last_json(trained.output)
+    assert figures["source"] == "self" and figures["questions"] > 100 and figures["labels"] > 10
+    get_settings.cache_clear()
+    state = ask(question)
+    assert state["schema"]["ranker"] == "self" and "Uma Halvorsen" in state["answers"]
+    monkeypatch.setenv("KGRAG_AGENT_INTENT", "none")
+    get_settings.cache_clear()
+    assert ask(question)["schema"]["ranker"] == "zero-shot"
+    monkeypatch.setenv("KGRAG_AGENT_INTENT", "auto")
+    get_settings.cache_clear()
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"question": question, "answers": ["Uma Halvorsen"]}) + "\n", encoding="utf-8")
+    report = runner.invoke(app, ["agent-eval", "--questions", str(questions), "--kn", "demo", "--json"])
+    assert report.exit_code == 0, report.output
+    assert last_json(report.output)["intent_planner"] == "self"
+    labelled = runner.invoke(app, ["train-intent", "--kn", "demo", "--source", "self", "--questions", str(questions)])
+    assert labelled.exit_code == 1 and "--questions needs --source labelled" in labelled.output
