@@ -175,3 +175,11 @@ def test_kgrag_ask_on_the_library(library_settings: Settings) -> None:
     res = CliRunner().invoke(app, ["ask", TEMPLATE_QUESTIONS[1], "--kn", "library", "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.output)["answers"] == ["Emma", "Pride and Prejudice"]
+
+
+def test_help_describes_paths_and_init() -> None:
+    load = invoke("load", "--help")
+    assert load.exit_code == 0 and "--kn-id" in load.output and "examples/library/library.yaml" in load.output
+    init = invoke("init", "--help")
+    assert init.exit_code == 0 and "--kn-id" in init.output and "overwritten" in init.output
+    assert "init" in invoke("--help").output
