@@ -1,7 +1,8 @@
-"""``kgrag kn …``: load, list, inspect and query knowledge networks (attach with
+"""``kgrag kn …``: start, load, list, inspect and query knowledge networks (attach with
 ``app.add_typer(kn_app, name="kn")``). The database is ``Settings.db_url`` unless ``--db`` is given.
 
     kgrag kn load demo && kgrag kn query demo Person --condition '{"operation":"match","field":"name","value":"kamau"}'
+    kgrag kn init my-net && kgrag kn load my-net/my-net.yaml && kgrag ask "Who wrote 1984?" --kn my-net
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ from rich.table import Table
 
 from kgrag.config import get_settings
 from kgrag.errors import KgragError, NetworkNotFound
+from kgrag.network.loaders import check_kn_id
 from kgrag.network.model import Condition
 
 __all__ = ["kn_app"]
 
 kn_app = typer.Typer(
-    help="Knowledge networks: load named networks into the SQL store, list them, show schemas, query instances.",
+    help="Knowledge networks: start your own (init), load built-in networks or your schema files into the SQL "
+    "store, list them, show schemas, query instances.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -74,21 +77,29 @@ def _store(db: str | None):  # noqa: ANN202
 @kn_app.command("load")
 @_errors
 def load_cmd(
-    name: Annotated[str, typer.Argument(help="Which network to build and load: medical, metaqa, demo or synthetic "
-                                        "(kn_id = the name), or a schema file (.yaml/.yml/.json; the format: "
-                                        "kgrag/network/loaders/declarative.py).", show_default=False)],
+    name: Annotated[str, typer.Argument(
+        help="A built-in network (medical, metaqa, demo or synthetic; kn_id = the name) or the path of your "
+        "network's schema file (.yaml/.yml/.json; kn_id = the file's kn_id, else its stem). The format: "
+        "kgrag/network/loaders/declarative.py; an example: examples/library/library.yaml (or `kgrag kn init`).",
+        show_default=False, metavar="NAME|PATH")],
+    kn_id: Annotated[str | None, typer.Option(
+        "--kn-id", help="Load it under this network id instead (letters, digits, _ . -).")] = None,
     db: DbOption = None,
     data_dir: Annotated[Path | None, typer.Option(help="Override KGRAG_DATA_DIR (medical, metaqa).")] = None,
 ) -> None:
-    """Build a named network and load it (idempotent: replaces the earlier version in one transaction).
+    """Build a network and load it (idempotent: replaces the earlier version of the same kn_id in one
+    transaction).
 
     Embeddings go through the on-disk cache, so the first load of medical/metaqa takes minutes and later
-    loads seconds. Prints the counts stored and the seconds taken.
+    loads seconds. Prints the counts stored and the seconds taken. A missing file, invalid YAML/JSON, an
+    invalid schema or a data cell that does not fit its property's type is one error line naming the file.
     """
     # on use: the loaders pull the embedding stack (~0.3 s at import), which `kgrag --help` skips
     from kgrag.network.loaders.registry import load_named
 
-    stats = load_named(name, _store(db), data_dir, log=lambda line: console.print(escape(line)))
+    if kn_id is not None:
+        check_kn_id(kn_id, "--kn-id")
+    stats = load_named(name, _store(db), data_dir, log=lambda line: console.print(escape(line)), kn_id=kn_id)
     table = Table(title=f"loaded {stats.kn_id}", show_header=True, header_style="bold")
     for col in ("object types", "relation types", "instances", "links", "text rows", "vectors", "seconds"):
         table.add_column(col, justify="right")
@@ -107,6 +118,66 @@ def load_cmd(
         )
     )
     console.print(table)
+
+
+#: the starting-point network ``kn init`` writes (package data; the same files as examples/library/)
+TEMPLATE = "library"
+#: questions the LLM-free agent answers on the template (printed by ``kn init``; tests ask them)
+TEMPLATE_QUESTIONS = ("Who wrote 1984?", "Which books did Jane Austen write?")
+
+
+def template_files() -> dict[str, bytes]:
+    """The template network's files: name -> content (the schema file is ``library.yaml``)."""
+    from importlib.resources import files
+
+    folder = files("kgrag.network.examples").joinpath(TEMPLATE)
+    return {f.name: f.read_bytes() for f in sorted(folder.iterdir(), key=lambda f: f.name)
+            if f.is_file() and not f.name.startswith((".", "__"))}
+
+
+@kn_app.command("init")
+@_errors
+def init_cmd(
+    directory: Annotated[Path, typer.Argument(help="Where to write the network's files (created if missing).",
+                                              show_default=False, metavar="DIR")],
+    kn_id: Annotated[str | None, typer.Option(
+        "--kn-id", help="The network's id (letters, digits, _ . -); default: the directory's name.")] = None,
+) -> None:
+    """Write a small working network to start from: a schema file (<kn_id>.yaml) and its CSV / JSONL data (a
+    library: authors, books, genres, publishers, cities). Edit them, then load, ask and serve (printed).
+    Existing files are never overwritten."""
+    if kn_id is not None:
+        check_kn_id(kn_id, "--kn-id")
+    else:
+        kn_id = directory.resolve().name
+        try:
+            check_kn_id(kn_id, "the directory's name")
+        except KgragError as exc:
+            raise KgragError(f"{exc}; pass --kn-id") from None
+    files = template_files()
+    schema = f"{kn_id}.yaml"
+    text = files.pop(f"{TEMPLATE}.yaml").decode("utf-8")
+    if kn_id != TEMPLATE:  # quoted: an id such as 2024 stays a string
+        text = text.replace(f"\nkn_id: {TEMPLATE}\n", f"\nkn_id: {json.dumps(kn_id)}\n", 1)
+    files = {schema: text.encode("utf-8"), **files}
+    if directory.exists() and not directory.is_dir():
+        raise KgragError(f"{directory} exists and is not a directory")
+    taken = [name for name in files if (directory / name).exists()]
+    if taken:
+        raise KgragError(f"{directory / taken[0]} already exists; not overwriting it (choose an empty directory)")
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        (directory / name).write_bytes(content)
+    path = directory / schema
+    console.print(f"wrote {len(files)} files to {escape(str(directory))}: {escape(', '.join(files))}",
+                  highlight=False, soft_wrap=True)
+    console.print("next:", highlight=False)
+    for line in (f"kgrag kn load {path}", *(f'kgrag ask "{q}" --kn {kn_id}' for q in TEMPLATE_QUESTIONS),
+                 "kgrag serve",
+                 "curl -s -X POST http://127.0.0.1:8000/api/agent-retrieval/in/v1/kn/kn_search "
+                 f"-H 'content-type: application/json' -d '{{\"query\": \"{TEMPLATE_QUESTIONS[0]}\", "
+                 f"\"kn_id\": \"{kn_id}\"}}'"):
+        console.print(f"  {escape(line)}", highlight=False, soft_wrap=True)
 
 
 @kn_app.command("list")

@@ -1,22 +1,25 @@
 """Answers from tool results: the values, the instances they came from (evidence) and a sentence saying so.
 
-    rows = evidence_from(call)            # [{"value", "value_instance", "instance", "instance_name", "via"}]
+    rows = evidence_from(call, display_keys(network))  # [{"value", "value_instance", "instance", "instance_name", "via"}]
     text = compose_answer(topic_name, via_name, values, kn_id)
 
 A ``query_object_instance`` call that asked for some properties gives one row per value of those properties
 (list properties one row per item); a ``query_instance_subgraph`` call gives one row per link of its last step:
 the instance it reached, and the one it was reached from. Values keep their stored spelling and first-seen order, without repeats.
+An instance is named by its object type's display property (``display_key``: ``name``, a book's ``title`` …), else
+by its id; that property is the instance's name, not one of the values asked for.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kgrag.agent.state import ToolCall
 from kgrag.network.model import KnowledgeNetwork
 
-__all__ = ["answer_values", "compose_answer", "element_name", "evidence_from", "passages_from"]
+__all__ = ["answer_values", "compose_answer", "display_keys", "element_name", "evidence_from", "passages_from",
+           "type_names"]
 
 
 def _values(value: Any) -> list[str]:
@@ -27,25 +30,38 @@ def _values(value: Any) -> list[str]:
     return [str(value)]
 
 
-def _name(instance: dict[str, Any]) -> str:
-    props = instance.get("properties") or {}
-    return str(props.get("name") or instance.get("id", ""))
+def display_keys(network: KnowledgeNetwork) -> dict[str, str]:
+    """Object type id -> the property that names its instances (``display_key``)."""
+    return {ot.id: ot.display_key for ot in network.object_types}
 
 
-def evidence_from(call: ToolCall) -> list[dict[str, Any]]:
-    """Evidence rows of one successful query call (empty for failed calls and for search tools)."""
+def _key(instance: dict[str, Any], keys: Mapping[str, str] | None) -> str:
+    return (keys or {}).get(instance.get("object_type", ""), "name")
+
+
+def _name(instance: dict[str, Any], keys: Mapping[str, str] | None) -> str:
+    """The instance's display-property value, else its id."""
+    value = (instance.get("properties") or {}).get(_key(instance, keys))
+    return str(value) if value not in (None, "") else str(instance.get("id", ""))
+
+
+def evidence_from(call: ToolCall, keys: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """Evidence rows of one successful query call (empty for failed calls and for search tools); ``keys``:
+    :func:`display_keys` of the network (without it, instances are named by their ``name`` property)."""
     result = call.get("result")
     if not isinstance(result, dict):
         return []
     rows: list[dict[str, Any]] = []
     if call.get("name") == "query_object_instance":
-        wanted = [p for p in (call.get("args") or {}).get("properties") or [] if p not in ("name", "id")]
+        asked = (call.get("args") or {}).get("properties") or []
         for inst in result.get("instances", []):
             props = inst.get("properties") or {}
-            for prop in wanted or [k for k in props if k != "name"]:
+            own = _key(inst, keys)  # the instance's name: never a value asked for
+            wanted = [p for p in asked if p not in (own, "id")] or [k for k in props if k != own]
+            for prop in wanted:
                 for v in _values(props.get(prop)):
                     rows.append({"value": v, "value_instance": None, "instance": inst["id"],
-                                 "instance_name": _name(inst), "via": prop})
+                                 "instance_name": _name(inst, keys), "via": prop})
     elif call.get("name") == "query_instance_subgraph":
         nodes = result.get("nodes") or {}
         last = len(result.get("steps") or []) - 1
@@ -53,8 +69,9 @@ def evidence_from(call: ToolCall) -> list[dict[str, Any]]:
             if link["step"] != last:
                 continue
             near, end = (link["source"], link["target"]) if link["forward"] else (link["target"], link["source"])
-            rows.append({"value": _name(nodes.get(end, {"id": end})), "value_instance": end, "instance": near,
-                         "instance_name": _name(nodes.get(near, {"id": near})), "via": link["relation_type"]})
+            rows.append({"value": _name(nodes.get(end, {"id": end}), keys), "value_instance": end,
+                         "instance": near, "instance_name": _name(nodes.get(near, {"id": near}), keys),
+                         "via": link["relation_type"]})
     return rows
 
 
@@ -73,6 +90,21 @@ def element_name(network: KnowledgeNetwork, element: str) -> str:
             if p.name == element:
                 return p.display_name or element
     return element
+
+
+def type_names(network: KnowledgeNetwork, preferred: Sequence[str] = (), counts: Mapping[str, int] | None = None,
+               most: int = 3) -> str:
+    """How a message names what to ask about: up to ``most`` of the network's object types by their names
+    (``author, book or genre``) — the ``preferred`` ones (schema recall's) first, then those with the most
+    instances (``counts``), then in schema order; "" for a network without object types."""
+    order = {ot.id: n for n, ot in enumerate(network.object_types)}
+    by_count = sorted(order, key=lambda t: (-(counts or {}).get(t, 0), order[t]))
+    chosen = list(dict.fromkeys([t for t in preferred if t in order] + by_count))[:most]
+    names = list(dict.fromkeys(next(ot.name or ot.id for ot in network.object_types if ot.id == t)
+                               for t in chosen))
+    if len(names) < 2:
+        return "".join(names)
+    return f"{', '.join(names[:-1])} or {names[-1]}"
 
 
 def compose_answer(topic: str, via: str, values: Sequence[str], max_listed: int) -> str:

@@ -78,7 +78,7 @@ class ObjectInstanceQuery(_Request):
 
     kn_id: str = _ID
     object_type: str = Field(min_length=1, max_length=200, validation_alias=_TYPE_ALIASES,
-                             description="object type id, e.g. Disease")
+                             description="object type id (kn_search lists them)")
     condition: Condition | None = Field(
         default=None, description='condition tree, e.g. {"operation": "==", "field": "name", "value": "百日咳"}')
     properties: list[str] | None = Field(default=None, max_length=50,

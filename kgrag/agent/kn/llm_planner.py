@@ -29,10 +29,22 @@ def _schema_text(network: KnowledgeNetwork) -> str:
     lines = []
     for ot in network.object_types:
         props = ", ".join(p.name + (f" ({p.display_name})" if p.display_name else "") for p in ot.data_properties)
-        lines.append(f"- {ot.id} ({ot.name}): {props}")
+        lines.append(f"- {ot.id} ({ot.name}; named by {ot.display_key}): {props}")
     for rt in network.relation_types:
         lines.append(f"- {rt.source_object_type_id} -[{rt.id}]-> {rt.target_object_type_id} ({rt.name})")
     return "\n".join(lines)
+
+
+def _example(network: KnowledgeNetwork) -> dict[str, str]:
+    """The prompt's call examples in the network's own terms: the source type of its first relation type, that
+    type's display property, another of its properties, and the relation."""
+    rt = network.relation_types[0] if network.relation_types else None
+    ot = next((o for o in network.object_types if rt is None or o.id == rt.source_object_type_id),
+              network.object_types[0] if network.object_types else None)
+    if ot is None:
+        return {"ot": "<object type>", "key": "name", "prop": "<property>", "rel": "<relation type>"}
+    prop = next((p.name for p in ot.data_properties if p.name != ot.display_key), ot.display_key)
+    return {"ot": ot.id, "key": ot.display_key, "prop": prop, "rel": rt.id if rt else "<relation type>"}
 
 
 def system_prompt(state: AgentState, network: KnowledgeNetwork) -> str:
@@ -43,7 +55,7 @@ def system_prompt(state: AgentState, network: KnowledgeNetwork) -> str:
     history = "\n".join(f"- Q: {t.get('question', '')} | topic: {(t.get('topic') or {}).get('name', '-')}"
                         for t in (state.get("history") or [])[-5:]) or "none"
     return load_prompt("agent_tools").format(kn_id=state["kn_id"], schema=_schema_text(network), context=context,
-                                             history=history)
+                                             history=history, **_example(network))
 
 
 def llm_plan(state: AgentState, run: AgentRun) -> tuple[dict[str, Any], str, str | None]:

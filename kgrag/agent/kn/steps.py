@@ -199,8 +199,10 @@ def answer(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     """Values, evidence and the answer sentence; the turn joins the thread's history."""
     evidence: list[dict[str, Any]] = []
     via = ""
+    network = _network_of(state, run)
+    keys = ans.display_keys(network) if network is not None else None
     for call in state.get("tool_calls", []):
-        rows = ans.evidence_from(call)
+        rows = ans.evidence_from(call, keys)
         if rows:
             evidence, via = rows, rows[0]["via"]
             if state.get("planner") != "llm":
@@ -214,13 +216,13 @@ def answer(state: AgentState, run: AgentRun) -> tuple[Update, str]:
                                                             if r["value_instance"]})
         text = state["answer"] + (f"\n[instances used: {', '.join(cited[:20])}]" if cited else "")
     elif topic is None and not evidence:
-        text = ("I could not link the question to an instance of the knowledge network "
-                f"{state.get('kn_id')!r}; name the disease, drug or symptom as it is stored.")
+        text = (f"I could not link the question to an instance of the knowledge network {state.get('kn_id')!r}"
+                + _what_to_name(state, run, network) + ".")
         passages = ans.passages_from(state.get("tool_calls", []))
         if passages:
             text += " Related passages from its texts:\n" + passages
     else:
-        network = run.resources.network(state["kn_id"])
+        network = network or run.resources.network(state["kn_id"])
         name = topic["name"] if topic else (evidence[0]["instance_name"] if evidence else "")
         via_name = ans.element_name(network, via) if via else _intent_name(state, network)
         text = ans.compose_answer(name, via_name, values, run.settings.max_listed)
@@ -228,6 +230,29 @@ def answer(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     history = [*(state.get("history") or []), turn][-HISTORY_TURNS:]
     return ({"answer": text, "answers": values, "evidence": evidence, "history": history, "done": True},
             f"{len(values)} values from {len({r['instance'] for r in evidence})} instances")
+
+
+def _network_of(state: AgentState, run: AgentRun) -> Any:
+    """The turn's network, or None when the turn was refused before it (an unknown network, bad input)."""
+    if not state.get("schema") or not state.get("kn_id"):
+        return None
+    try:
+        return run.resources.network(state["kn_id"])
+    except NetworkNotFound:
+        return None
+
+
+def _what_to_name(state: AgentState, run: AgentRun, network: Any) -> str:
+    """``; name the author, book or genre as it is stored``: the network's own object types, those schema
+    recall ranked first, then those with the most instances ("" when the network has none)."""
+    if network is None:
+        return ""
+    try:
+        counts = run.resources.store.network_stats(network.kn_id).get("instances_by_type", {})
+    except NetworkNotFound:
+        counts = {}
+    types = ans.type_names(network, state.get("schema", {}).get("object_types") or [], counts)
+    return f"; name the {types} as it is stored" if types else ""
 
 
 def _intent_name(state: AgentState, network: Any) -> str:

@@ -94,15 +94,15 @@ _TOOLS: dict[str, tuple[type[BaseModel], Callable[[Any, Any, str], dict[str, Any
                        "kn_search plus how the query's keywords are stored (storage forms: the stored names), "
                        "attribute formats and relation patterns."),
     "query_object_instance": (ObjectInstanceQuery, lambda store, a, kn: query_object_instance(store, a),
-                              "Instances of one object type matching a condition, e.g. a Disease by its stored "
-                              "name; optionally only some properties."),
+                              "Instances of one object type matching a condition, e.g. one instance by its "
+                              "stored name (the type's display property); optionally only some properties."),
     "query_instance_subgraph": (InstanceSubgraphQuery, lambda store, a, kn: query_instance_subgraph(store, a),
                                 "Instances reached from start instances along a path of relation types "
                                 "(direction out, in, both or auto), with the links."),
     "query_modes": (QueryModesArgs, lambda store, a, kn: _query_modes(store, a, kn),
-                    "LightRAG-style retrieval over the network's entities, relations and text chunks (disease "
-                    "descriptions, causes, prevention, nursing …) in one mode; returns the context with "
-                    "reference ids. Use it for open questions the structured tools cannot answer."),
+                    "LightRAG-style retrieval over the network's entities, relations and text chunks (the "
+                    "long texts of its instances: descriptions and the like) in one mode; returns the context "
+                    "with reference ids. Use it for open questions the structured tools cannot answer."),
 }
 TOOL_NAMES = tuple(_TOOLS)
 

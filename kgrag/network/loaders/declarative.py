@@ -30,7 +30,8 @@ also declared as one; empty cells are omitted), or JSON (a list of objects) / JS
 CSV cell is converted by the declared property type: integer/float → number, boolean → true/false, list types
 (``string[]``, ``list``, ``array``) → JSON array text or ``|``-separated items. Link files: CSV/JSON/JSONL with
 ``source_id`` and ``target_id`` (a ``relation_type_id`` column/field may replace the entry's ``relation_type``).
-When a file has no id column, ids are ``<object type>:<display key value>``.
+When a file has no id column, ids are ``<object type>:<display key value>``. An error in a data file names the file and
+the line a record starts on (CSV, JSONL) or its position in the list (JSON: ``file item N``).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from kgrag.network.conditions import is_list_type
 from kgrag.network.loaders import NetworkData
 from kgrag.network.model import Instance, KnowledgeNetwork, Link, ObjectType
 
-__all__ = ["load_declarative", "read_records"]
+__all__ = ["load_declarative", "located_records", "read_records"]
 
 _NUMERIC = {"integer", "int", "long", "short"}
 _FLOAT = {"float", "double", "decimal", "number", "numeric"}
@@ -56,20 +57,45 @@ _FLOAT = {"float", "double", "decimal", "number", "numeric"}
 
 def read_records(path: Path) -> list[dict[str, Any]]:
     """Rows of a CSV (header row), JSON (list of objects) or JSONL file."""
+    return [row for _, row in located_records(path)]
+
+
+def located_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """``(where, row)`` of each record of a CSV, JSON or JSONL file: ``where`` is ``path:line`` (the line the
+    record starts on) or ``path item N`` (JSON). A record that is not an object is a :class:`KgragError`."""
     if not path.is_file():
         raise KgragError(f"data file not found: {path}")
     suffix = path.suffix.lower()
+    out: list[tuple[str, Any]] = []
     if suffix == ".csv":
         with path.open(encoding="utf-8", newline="") as fh:
-            return [dict(row) for row in csv.DictReader(fh)]
+            reader = csv.DictReader(fh)
+            start = 2  # the line after the header (a quoted cell may span lines)
+            for row in reader:
+                out.append((f"{path}:{start}", dict(row)))
+                start = reader.line_num + 1
+        return out
     if suffix == ".jsonl":
-        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    if suffix == ".json":
-        data = json.loads(path.read_text(encoding="utf-8"))
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip():
+                try:
+                    out.append((f"{path}:{n}", json.loads(line)))
+                except json.JSONDecodeError as exc:
+                    raise KgragError(f"{path}:{n}:{exc.colno}: not valid JSON: {exc.msg}") from None
+    elif suffix == ".json":
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise KgragError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
         if not isinstance(data, list):
             raise KgragError(f"{path}: expected a JSON list of objects")
-        return data
-    raise KgragError(f"{path}: unsupported data file type {suffix!r} (use .csv, .json or .jsonl)")
+        out = [(f"{path} item {n}", row) for n, row in enumerate(data, 1)]
+    else:
+        raise KgragError(f"{path}: unsupported data file type {suffix!r} (use .csv, .json or .jsonl)")
+    for where, row in out:
+        if not isinstance(row, dict):
+            raise KgragError(f"{where}: expected an object, not {type(row).__name__}")
+    return out
 
 
 def _convert(value: Any, prop_type: str, where: str) -> Any:
@@ -100,8 +126,7 @@ def _convert(value: Any, prop_type: str, where: str) -> Any:
 def _instances(ot: ObjectType, path: Path, id_column: str) -> list[Instance]:
     types = {p.name: p.type for p in ot.data_properties}
     out = []
-    for n, row in enumerate(read_records(path), 1):
-        where = f"{path}:{n}"
+    for where, row in located_records(path):
         props = {}
         for key, value in row.items():
             if key == id_column and key not in types:
@@ -176,10 +201,10 @@ def load_declarative(schema_path: str | Path, kn_id: str | None = None) -> Netwo
     links: list[Link] = []
     for entry in data.get("links") or []:
         file = path.parent / entry["file"]
-        for n, row in enumerate(read_records(file), 1):
+        for where, row in located_records(file):
             rel = row.get("relation_type_id") or entry.get("relation_type")
             if not rel or not row.get("source_id") or not row.get("target_id"):
-                raise KgragError(f"{file}:{n}: a link needs relation_type, source_id and target_id")
+                raise KgragError(f"{where}: a link needs relation_type, source_id and target_id")
             links.append(
                 Link(relation_type_id=rel, source_id=str(row["source_id"]), target_id=str(row["target_id"]))
             )

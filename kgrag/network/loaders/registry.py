@@ -1,8 +1,10 @@
-"""Named networks: ``load_named(name, store, data_dir)`` builds and loads ``medical|metaqa|demo|synthetic``
-(kn_id = the name) or a declarative schema file (``clinic.yaml``: kn_id from the file, else its stem).
-``build_named`` only builds ``(network, instances, links)``.
+"""Named networks: ``load_named(name, store, data_dir, kn_id=None)`` builds and loads ``medical|metaqa|demo|synthetic``
+(kn_id = the name) or a declarative schema file (``clinic.yaml``: kn_id from the file, else its stem); ``kn_id``
+overrides either (:func:`check_kn_id` says what an id may hold). ``build_named`` only builds
+``(network, instances, links)``.
 
     load_named("demo", NetworkStore("sqlite:///work/kn.db"))   # -> LoadStats(kn_id="demo", …)
+    load_named("examples/library/library.yaml", store, kn_id="books")   # -> LoadStats(kn_id="books", …)
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 from kgrag.config import get_settings
 from kgrag.errors import KgragError
 from kgrag.network.embedding import network_embedder
-from kgrag.network.loaders import NetworkData
+from kgrag.network.loaders import NetworkData, check_kn_id
 from kgrag.network.loaders.declarative import load_declarative
 from kgrag.network.loaders.demo import demo_network
 from kgrag.network.loaders.medical import load_medical
@@ -22,37 +24,42 @@ from kgrag.network.loaders.synthetic import synthetic_network
 from kgrag.network.store import LoadStats, NetworkStore
 from kgrag.rank.tokenize import tokenize_cache
 
-__all__ = ["NAMED_NETWORKS", "SCHEMA_SUFFIXES", "build_named", "load_named"]
+__all__ = ["NAMED_NETWORKS", "SCHEMA_SUFFIXES", "build_named", "check_kn_id", "load_named"]
 
 NAMED_NETWORKS = ("medical", "metaqa", "demo", "synthetic")
 #: a schema file of the declarative loader (kgrag.network.loaders.declarative): kn_id from the file or its stem
 SCHEMA_SUFFIXES = (".yaml", ".yml", ".json")
 
 
-def build_named(name: str, data_dir: str | Path | None = None) -> NetworkData:
-    """The network data for ``name`` (reads ``data_dir``, default ``Settings.data_dir``, for medical/metaqa)."""
+def build_named(name: str, data_dir: str | Path | None = None, kn_id: str | None = None) -> NetworkData:
+    """The network data for ``name`` (reads ``data_dir``, default ``Settings.data_dir``, for medical/metaqa), as
+    network ``kn_id`` when given (else the name, or a schema file's own kn_id / stem)."""
+    if kn_id is not None:
+        check_kn_id(kn_id)
     if data_dir is None:
         data_dir = get_settings().data_dir
     if name == "medical":
-        return load_medical(data_dir, kn_id=name)
+        return load_medical(data_dir, kn_id=kn_id or name)
     if name == "metaqa":
-        return load_metaqa(data_dir, kn_id=name)
+        return load_metaqa(data_dir, kn_id=kn_id or name)
     if name == "demo":
-        return demo_network(kn_id=name)
+        return demo_network(kn_id=kn_id or name)
     if name == "synthetic":
-        return synthetic_network(kn_id=name)
+        return synthetic_network(kn_id=kn_id or name)
     if Path(name).suffix.lower() in SCHEMA_SUFFIXES:
-        return load_declarative(name)
+        data = load_declarative(name, kn_id=kn_id)
+        check_kn_id(data[0].kn_id, f"{name}: kn_id")
+        return data
     raise KgragError(f"unknown network {name!r}; choose one of {', '.join(NAMED_NETWORKS)} or give a schema file "
                      f"({', '.join(SCHEMA_SUFFIXES)})")
 
 
 def load_named(name: str, store: NetworkStore, data_dir: str | Path | None = None,
-               log: Callable[[str], None] | None = None) -> LoadStats:
+               log: Callable[[str], None] | None = None, kn_id: str | None = None) -> LoadStats:
     """Build network ``name`` and load it into ``store`` (idempotent: replaces any earlier load), with Chinese
     vectors for a Chinese network (:func:`kgrag.network.embedding.network_embedder`). Each text is segmented
     once for the vectors' training, the text index and the vectors (:func:`kgrag.rank.tokenize.tokenize_cache`)."""
-    network, instances, links = build_named(name, data_dir)
+    network, instances, links = build_named(name, data_dir, kn_id)
     with tokenize_cache():
         embedder = network_embedder(network, instances, get_settings(), log=log)
         return store.load(network, instances, links, embedder=embedder)
