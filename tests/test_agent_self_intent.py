@@ -91,8 +91,9 @@ def test_answer_classes_from_question_words() -> None:
 def test_value_kinds_read_years_dates_and_numbers() -> None:
     assert value_kinds(["1982", "2001", "1970"])["time"] == 1.0
     assert value_kinds(["2020-01-02", "1999/3/4"])["time"] == 1.0
-    assert value_kinds(["12", "3.5", "98%"]) == {"time": 0.0, "number": 1.0}
-    assert value_kinds(["Paris", "Osaka"]) == {"time": 0.0, "number": 0.0}
+    assert value_kinds(["12", "3.5", "98%"]) == {"time": 0.0, "number": 1.0, "long_text": 0.0}
+    assert value_kinds(["Paris", "Osaka"]) == {"time": 0.0, "number": 0.0, "long_text": 0.0}
+    assert value_kinds(["A long passage of text that describes the thing at some length."])["long_text"] == 1.0
     assert value_kinds([], "date")["time"] == 1.0 and value_kinds([], "integer")["number"] == 1.0
 
 
@@ -125,7 +126,7 @@ def test_the_synthesiser_is_seeded_and_reads_only_the_network(demo_store) -> Non
 def test_intent_routing_and_its_report(demo_env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from kgrag.cli import app
 
-    question = "who directed Night Train?"
+    question = "who directed Carnival Lights?"
     assert ask(question)["schema"]["ranker"] == "zero-shot"  # auto, nothing trained
     monkeypatch.setenv("KGRAG_AGENT_INTENT", "self")
     get_settings.cache_clear()

@@ -84,7 +84,9 @@ class Resources:
     def intent_planner(self, kn_id: str) -> IntentPlanner:
         """The schema-intent planner ``Settings.agent_intent`` picks for this network (built once per network
         version; :mod:`kgrag.agent.kn.intent_sources`)."""
-        version = self.store.network_version(kn_id)
+        # a new training run (its latest-pointer file rewritten) is picked up by a running process too
+        pointer = self.settings.checkpoint_dir / "intent" / f"{kn_id}-self-latest.json"
+        version = f"{self.store.network_version(kn_id)}:{pointer.stat().st_mtime_ns if pointer.is_file() else 0}"
         with self._lock:
             cached = self._planners.get(kn_id)
             if cached is not None and cached[0] == version:
