@@ -26,7 +26,7 @@ from kgrag.agent.kn.linking import TopicCandidate, choose_topic
 from kgrag.agent.state import ToolCall
 from kgrag.network.model import KnowledgeNetwork, ObjectType, RelationType
 
-__all__ = ["Intent", "next_call", "parse_label", "ranker_fits", "topic_type"]
+__all__ = ["Intent", "label_types", "next_call", "parse_label", "ranker_fits", "topic_type"]
 
 Intent = tuple[str, float]
 #: intents below this probability are not planned (the ranker's long tail)
@@ -60,6 +60,18 @@ def topic_type(network: KnowledgeNetwork, label: str) -> str | None:
     if rt is None:
         return None
     return rt.source_object_type_id if kind == "rel" else rt.target_object_type_id
+
+
+def label_types(network: KnowledgeNetwork, label: str) -> tuple[str | None, str | None]:
+    """``(topic type, answer type)`` of an intent (the answer type is None for a property)."""
+    kind, element = parse_label(label)
+    if kind == "prop":
+        return topic_type(network, label), None
+    rt = _relation(network, element)
+    if rt is None:
+        return None, None
+    ends = (rt.source_object_type_id, rt.target_object_type_id)
+    return ends if kind == "rel" else ends[::-1]
 
 
 def ranker_fits(labels: Iterable[str], network: KnowledgeNetwork) -> bool:

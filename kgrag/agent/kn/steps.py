@@ -9,8 +9,9 @@ state and an :class:`AgentRun` and returns the state update, including its entry
   empty or too long question, an unknown network: ``errors`` says so and ``done`` ends the turn at ``answer``;
   keywords by contextual recall's extractor (the LLM's when the run uses one, rules as its fallback), plus the
   stored instance names the question says verbatim (``stored_name`` keywords; one dictionary scan per turn).
-- ``schema_recall``: kn_search concept recall (object and relation types) and the ranked schema intents
-  (:mod:`kgrag.agent.kn.planner`).
+- ``schema_recall``: the ranked schema intents over the candidates that start at the topic's types
+  (:mod:`kgrag.agent.kn.intent_sources`) and the object / relation types they recall; with the LLM planner also
+  kn_search's concept recall.
 - ``contextual_recall``: the storage forms of the topic candidates (:mod:`kgrag.agent.kn.linking`).
 - ``plan``: the next tool call — by the LLM (:mod:`kgrag.agent.kn.llm_planner`) when the run uses one, else (or when
   the LLM fails, said in ``errors`` and the trace) by the LLM-free planner.
@@ -30,7 +31,7 @@ from kgrag.agent.kn.linking import (
     topic_candidates,
 )
 from kgrag.agent.kn.llm_planner import llm_plan, tool_messages
-from kgrag.agent.kn.planner import next_call, parse_label, topic_type
+from kgrag.agent.kn.planner import label_types, next_call, parse_label, topic_type
 from kgrag.agent.kn.tools import run_tool
 from kgrag.agent.node import (
     HISTORY_TURNS,
@@ -94,20 +95,32 @@ def _exact_forms(state: AgentState) -> list[TopicCandidate]:
 
 @traced("schema_recall")
 def schema_recall(state: AgentState, run: AgentRun) -> tuple[Update, str]:
-    """kn_search concept recall + the ranked schema intents (topic words masked)."""
+    """The ranked schema intents (topic words masked) over the candidates that start at the topic's types, and the
+    schema they recall; with the LLM planner also kn_search's concept recall (the LLM-free plan needs none: on
+    a 6,000-relation network it costs ~0.5 s)."""
     kn_id = state["kn_id"]
     question = state["question"]
-    store = run.resources.store
-    concepts = kn_search(KnSearchRequest(query=question, kn_id=kn_id, only_schema=True), store, reranker=None)
-    object_types = [o.concept_id for o in concepts.object_types]
-    relation_types = [r.concept_id for r in concepts.relation_types]
     names = _exact_forms(state)
     mask = names[0].keyword if names else None
     planner = run.resources.intent_planner(kn_id)
-    # the candidates start at the types of the stored names the question says (all types when it says none)
-    topic_types = list(dict.fromkeys(n.object_type for n in names))
+    # the candidates start at the types of the stored names the question says, else at the thread's topic's type
+    # (a follow-up), else anywhere
+    history = _history_topic(state)
+    topic_types = list(dict.fromkeys(n.object_type for n in names)) or ([history.object_type] if history else [])
     intents = planner.rank(question, mask, topic_types)
-    schema = {"object_types": object_types, "relation_types": relation_types,
+    network = run.resources.network(kn_id)
+    recalled = [label_types(network, label) for label, _ in intents]
+    object_types = list(dict.fromkeys([*topic_types, *(t for pair in recalled for t in pair if t)]))
+    relation_types = list(dict.fromkeys(parse_label(label)[1] for label, _ in intents
+                                        if not label.startswith("prop:")))
+    recall = "intent candidates"
+    if state.get("planner") == "llm":
+        concepts = kn_search(KnSearchRequest(query=question, kn_id=kn_id, only_schema=True), run.resources.store,
+                             reranker=None)
+        object_types = list(dict.fromkeys([*(o.concept_id for o in concepts.object_types), *object_types]))
+        relation_types = list(dict.fromkeys([*(r.concept_id for r in concepts.relation_types), *relation_types]))
+        recall = "kn_search"
+    schema = {"object_types": object_types, "relation_types": relation_types, "recall": recall,
               "intents": [[label, round(p, 4)] for label, p in intents], "ranker": planner.source}
     if planner.note:
         schema["note"] = planner.note
