@@ -74,8 +74,9 @@ class SchemaCandidate:
     topic_type: str
     answer_type: str  # the object type the answer instances have ("" for a property)
     name: str  # the element's own words (name / display name)
-    text: str
-    answer_text: str
+    text: str  # everything said about it (what BM25 reads)
+    answer_text: str  # what the answer is: the answer type's "name comment" (the text the store embedded)
+    element_text: str  # the element's "name comment" (for a relation type: the text the store embedded)
     samples: tuple[str, ...] = ()
     #: short phrases naming it (name, display name, id words, comment fragments): what synthetic questions say
     phrases: tuple[str, ...] = ()
@@ -117,11 +118,11 @@ def phrases_of(*texts: str, limit: int = 6) -> tuple[str, ...]:
 
 
 def _type_text(network: KnowledgeNetwork, type_id: str) -> str:
+    """A type's ``name comment`` — the string the store embedded for it (so its vector comes from the cache)."""
     ot = next((o for o in network.object_types if o.id == type_id), None)
     if ot is None:
         return id_words(type_id)
-    words = [ot.name, id_words(ot.id) if id_words(ot.id).lower() != ot.name.lower() else "", ot.comment]
-    return " ".join(w for w in words if w)
+    return f"{ot.name} {ot.comment}".strip() or ot.id
 
 
 def _samples_by_type(names: Sequence[tuple[str, str, str]]) -> dict[str, list[str]]:
@@ -164,9 +165,10 @@ def build_profile(network: KnowledgeNetwork, names: Sequence[tuple[str, str, str
         for p in props:
             words = " ".join(dict.fromkeys(w for w in (p.display_name, id_words(p.name)) if w))
             vals = values.get(p.name, [])
+            own = f"{words} {p.comment}".strip()
             candidates.append(SchemaCandidate(
                 label=f"prop:{p.name}", topic_type=ot.id, answer_type="", name=words,
-                text=f"{words} {p.comment}".strip(), answer_text=f"{words} {p.comment}".strip(),
+                text=own, answer_text=own, element_text=own,
                 samples=tuple(vals[:5]), phrases=phrases_of(p.display_name, id_words(p.name), p.comment),
                 kinds=value_kinds(vals, p.type)))
     for rt in network.relation_types:
@@ -175,9 +177,11 @@ def build_profile(network: KnowledgeNetwork, names: Sequence[tuple[str, str, str
                                      (f"rel_in:{rt.id}", rt.target_object_type_id, rt.source_object_type_id)):
             vals = samples.get(answer, [])
             answer_text = type_text.get(answer, id_words(answer))
+            answer_words = id_words(answer) if id_words(answer).lower() not in answer_text.lower() else ""
             candidates.append(SchemaCandidate(
                 label=label, topic_type=topic, answer_type=answer, name=words,
-                text=f"{words} {rt.comment} {answer_text}".strip(), answer_text=answer_text,
+                text=f"{words} {rt.comment} {answer_text} {answer_words}".strip(), answer_text=answer_text,
+                element_text=f"{rt.name} {rt.comment}".strip() or rt.id,
                 samples=tuple(vals[:5]), kinds=value_kinds(vals),
                 phrases=phrases_of(rt.name, id_words(rt.id.split("@")[0].rsplit(".", 1)[-1]), rt.comment)))
     by_type: dict[str, list[int]] = defaultdict(list)

@@ -8,8 +8,9 @@ Only the candidates that start at the topic's object type are ranked (:mod:`kgra
 all of them when no topic type is known). The question (its topic's words removed) is scored against each
 candidate by three signals, every one read from the network:
 
-1. **meaning**: the cosine of the question's vector and the candidate text's vector, by the network's own embedder
-   (MiniLM for English, the network's domain vectors for Chinese);
+1. **meaning**: the cosine of the question's vector and the candidate's vector, by the network's own embedder
+   (MiniLM for English, the network's domain vectors for Chinese): for a property its words and comment, for a
+   relation the sum of its own vector and its answer type's;
 2. **words**: BM25 of the question's tokens (light suffix stemming for English) over the candidates' texts, idf
    from the whole network's candidate texts, divided by the best score (0–1);
 3. **answer type**: what kind of answer the question asks for, from its question words (:data:`CUES`: where →
@@ -136,13 +137,21 @@ class ZeroShotRanker:
         with self._lock:
             if self._vectors is None or self._affinity is None:
                 cands = self.profile.candidates
-                texts = [c.text for c in cands]
+                # distinct strings only; a relation type's and a type's are the strings the store embedded at load
+                # time, so the embedder's content cache has them (a 6,000-relation network costs seconds, not minutes)
                 answers = sorted({c.answer_text for c in cands})
+                strings = sorted({c.element_text for c in cands} | set(answers))
                 protos = [PROTOTYPES[k][1 if self.chinese else 0] for k in CUES]
-                encoded = self._encode([*texts, *answers, *protos])
-                vectors = encoded[: len(texts)]
-                answer_vec = encoded[len(texts): len(texts) + len(answers)]
-                proto_vec = encoded[len(texts) + len(answers):]
+                encoded = self._encode([*strings, *protos])
+                at = {text: i for i, text in enumerate(strings)}
+                vectors = encoded[[at[c.element_text] for c in cands]]
+                # a relation candidate: its relation's vector plus its answer type's (rel and rel_in differ by it)
+                has_answer = np.array([bool(c.answer_type) for c in cands])
+                if has_answer.any():
+                    vectors[has_answer] += encoded[[at[c.answer_text] for c in cands if c.answer_type]]
+                vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
+                answer_vec = encoded[[at[a] for a in answers]]
+                proto_vec = encoded[len(strings):]
                 sims = answer_vec @ proto_vec.T  # (answers, classes)
                 # a class's affinity: how much more the answer text is like this class than like the others,
                 # relative to the network's most distinctive answer of the class (0–1)
