@@ -101,13 +101,12 @@ def schema_recall(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     kn_id = state["kn_id"]
     question = state["question"]
     names = _exact_forms(state)
-    mask = names[0].keyword if names else None
     planner = run.resources.intent_planner(kn_id)
     # the candidates start at the types of the stored names the question says, else at the thread's topic's type
     # (a follow-up), else anywhere
     history = _history_topic(state)
     topic_types = list(dict.fromkeys(n.object_type for n in names)) or ([history.object_type] if history else [])
-    intents = planner.rank(question, mask, topic_types)
+    intents = planner.rank(question, list(dict.fromkeys(n.keyword for n in names)), topic_types)
     network = run.resources.network(kn_id)
     recalled = [label_types(network, label) for label, _ in intents]
     object_types = list(dict.fromkeys([*topic_types, *(t for pair in recalled for t in pair if t)]))

@@ -12,7 +12,7 @@ candidate by three signals, every one read from the network:
    (MiniLM for English, the network's domain vectors for Chinese): for a property its words and comment, for a
    relation the sum of its own vector and its answer type's;
 2. **words**: BM25 of the question's tokens (light suffix stemming for English) over the candidates' texts, idf
-   from the whole network's candidate texts, divided by the best score (0–1);
+   from the whole network's candidate texts, divided by the score of a text saying every question word (0–1);
 3. **answer type**: what kind of answer the question asks for, from its question words (:data:`CUES`: where →
    a place, when / what year → a time, how many → a number, who → a person, what kind → a category, how → a
    manner), matched against each candidate's answer: its stored values (years and dates, numbers) and its answer
@@ -62,7 +62,7 @@ CUES: dict[str, re.Pattern[str]] = {
     "category": re.compile(r"\bwhat (kind|type|sort|category|class)\b|\bwhich (kind|type|sort|category)\b|"
                            r"\bkinds? of\b|\btypes? of\b|什么类型|哪种|哪类|哪一类|什么样的?|类别|种类|属于"),
     "list": re.compile(r"\bwhich\b|\bwhat are\b|\blist\b|\bname (the|all|some|every)\b|哪些|有什么|有哪几|都有"),
-    "manner": re.compile(r"\bhow (to|do|does|did|can|could|should|is|are)\b|\bwhat way\b|怎么|怎样|如何|"
+    "manner": re.compile(r"\bhow (to|do|does|did|can|could|should|is|are)\b|\bwhat way\b|怎么|怎样|如何|咋|"
                          r"怎么办|方法|办法"),
 }
 #: what an answer of each class is, in words (matched against the candidates' answer texts by the embedder)
@@ -191,10 +191,16 @@ class ZeroShotRanker:
 
     # ---- scoring ------------------------------------------------------------------------------------------
     def _bm25(self, question: str, idx: np.ndarray) -> np.ndarray:
+        """BM25 of each candidate, divided by what a document matching every question term once would score
+        (0–1: the share of the question's words a candidate says, weighted by idf; a term no candidate says
+        weighs as the rarest)."""
         k1, b = 1.2, 0.75
         pos = {int(i): j for j, i in enumerate(idx)}
         out = np.zeros(len(idx), dtype=np.float64)
-        for t in set(_words(question)):
+        terms = set(_words(question))
+        rarest = max(self._idf.values(), default=1.0)
+        full = sum(self._idf.get(t, rarest) for t in terms) * (k1 + 1) / (1 + k1)
+        for t in terms:
             idf = self._idf.get(t)
             if idf is None:
                 continue
@@ -202,15 +208,20 @@ class ZeroShotRanker:
                 j = pos.get(i)
                 if j is not None:
                     out[j] += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * self._lengths[i] / self._avg))
-        return out / out.max() if out.max() > 0 else out
+        return np.minimum(out / full, 1.0) if full > 0 else out
 
-    def scores(self, question: str, mask: str | None = None, topic_types: Iterable[str] | None = None
-               ) -> tuple[np.ndarray, np.ndarray]:
-        """``(candidate indices, scores)`` of the candidates for ``topic_types``."""
+    def scores(self, question: str, mask: str | Sequence[str] | None = None,
+               topic_types: Iterable[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(candidate indices, scores)`` of the candidates for ``topic_types``; ``mask``: the stored names the
+        question says (the topic first), taken out of it — they say what the question is about, not what it
+        asks."""
         idx = np.asarray(self.profile.for_types(topic_types), dtype=np.int64)
         if idx.size == 0:
             return idx, np.zeros(0)
-        text = question.replace(mask, " ") if mask else question
+        masks = [mask] if isinstance(mask, str) else [m for m in mask or () if m]
+        text = question
+        for m in sorted(masks, key=len, reverse=True):
+            text = text.replace(m, " ")
         vectors, affinity = self._ensure_vectors()
         q = self._encode([text])[0]
         meaning = vectors[idx] @ q if q.shape[0] == vectors.shape[1] else np.zeros(len(idx))
@@ -223,11 +234,12 @@ class ZeroShotRanker:
         passages = np.array([self.profile.candidates[i].kinds.get("long_text", 0.0) for i in idx])
         score = meaning + WORDS * words + ANSWER_TYPE * typed - PASSAGE * passages
         if self.learned is not None:
-            score = score + LEARNED * self.learned.similarities(question, [self.labels[i] for i in idx], mask)
+            score = score + LEARNED * self.learned.similarities(question, [self.labels[i] for i in idx],
+                                                                masks[0] if masks else None)
         return idx, score
 
-    def rank(self, question: str, mask: str | None = None, topic_types: Iterable[str] | None = None,
-             top: int | None = None) -> list[tuple[str, float]]:
+    def rank(self, question: str, mask: str | Sequence[str] | None = None,
+             topic_types: Iterable[str] | None = None, top: int | None = None) -> list[tuple[str, float]]:
         """``(label, probability)`` best first over the candidates of ``topic_types``."""
         idx, s = self.scores(question, mask, topic_types)
         if idx.size == 0:
