@@ -16,7 +16,7 @@ when theirs is not trained (``note`` says so, and the agent's trace shows it); `
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,14 +33,14 @@ class IntentPlanner:
     note: str = ""
     topic_prior: dict[str, int] = field(default_factory=dict)
 
-    def rank(self, question: str, names: Sequence[str], topic_types: Iterable[str] | None, top: int = 8
+    def rank(self, question: str, mask: str | None, topic_types: Iterable[str] | None, top: int = 8
              ) -> list[Intent]:
-        """The best ``top`` intents ``(label, probability)``; ``names``: the stored names the question says (the
-        topic's first), masked out; the ranked candidates start at ``topic_types`` (the labelled ranker ranks all
-        its labels, masking the first name as it was trained: the planner matches them to topics)."""
+        """The best ``top`` intents ``(label, probability)``; ``mask``: the topic's words (the first stored name the
+        question says), masked out; the ranked candidates start at ``topic_types`` (the labelled ranker ranks all
+        its labels: the planner matches them to topics)."""
         if self.labelled is not None:
-            return [(label, float(p)) for label, p in self.labelled.rank(question, names[0] if names else None)[:top]]
-        return self.ranker.rank(question, list(names), topic_types, top)
+            return [(label, float(p)) for label, p in self.labelled.rank(question, mask)[:top]]
+        return self.ranker.rank(question, mask, topic_types, top)
 
 
 def choose_planner(mode: str, labelled: Any | None, learned: Any | None,

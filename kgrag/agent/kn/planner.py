@@ -1,6 +1,6 @@
 """The LLM-free planner: ranked schema intents + linked topic -> the next tool call.
 
-    intents = resources.intent_planner("medical").rank(question, names, ["Disease"])  # [("rel:has_symptom", 0.93), …]
+    intents = resources.intent_planner("medical").rank(question, mask, ["Disease"])  # [("rel:has_symptom", 0.93), …]
     call = next_call(intents, candidates, network, "medical", tried=set(), prior={})
 
 An intent label names one schema element (the labels of :mod:`kgrag.agent.training.cypher`):

@@ -106,7 +106,7 @@ def schema_recall(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     # (a follow-up), else anywhere
     history = _history_topic(state)
     topic_types = list(dict.fromkeys(n.object_type for n in names)) or ([history.object_type] if history else [])
-    intents = planner.rank(question, list(dict.fromkeys(n.keyword for n in names)), topic_types)
+    intents = planner.rank(question, names[0].keyword if names else None, topic_types)
     network = run.resources.network(kn_id)
     recalled = [label_types(network, label) for label, _ in intents]
     object_types = list(dict.fromkeys([*topic_types, *(t for pair in recalled for t in pair if t)]))

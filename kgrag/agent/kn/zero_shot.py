@@ -12,7 +12,7 @@ candidate by three signals, every one read from the network:
    (MiniLM for English, the network's domain vectors for Chinese): for a property its words and comment, for a
    relation the sum of its own vector and its answer type's;
 2. **words**: BM25 of the question's tokens (light suffix stemming for English) over the candidates' texts, idf
-   from the whole network's candidate texts, divided by the score of a text saying every question word (0–1);
+   from the whole network's candidate texts, divided by the best score (0–1);
 3. **answer type**: what kind of answer the question asks for, from its question words (:data:`CUES`: where →
    a place, when / what year → a time, how many → a number, who → a person, what kind → a category, how → a
    manner), matched against each candidate's answer: its stored values (years and dates, numbers) and its answer
@@ -191,16 +191,11 @@ class ZeroShotRanker:
 
     # ---- scoring ------------------------------------------------------------------------------------------
     def _bm25(self, question: str, idx: np.ndarray) -> np.ndarray:
-        """BM25 of each candidate, divided by what a document matching every question term once would score
-        (0–1: the share of the question's words a candidate says, weighted by idf; a term no candidate says
-        weighs as the rarest)."""
+        """BM25 of each candidate for the question's terms, divided by the best candidate's (0–1)."""
         k1, b = 1.2, 0.75
         pos = {int(i): j for j, i in enumerate(idx)}
         out = np.zeros(len(idx), dtype=np.float64)
-        terms = set(_words(question))
-        rarest = max(self._idf.values(), default=1.0)
-        full = sum(self._idf.get(t, rarest) for t in terms) * (k1 + 1) / (1 + k1)
-        for t in terms:
+        for t in set(_words(question)):
             idf = self._idf.get(t)
             if idf is None:
                 continue
@@ -208,20 +203,16 @@ class ZeroShotRanker:
                 j = pos.get(i)
                 if j is not None:
                     out[j] += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * self._lengths[i] / self._avg))
-        return np.minimum(out / full, 1.0) if full > 0 else out
+        return out / out.max() if out.max() > 0 else out
 
-    def scores(self, question: str, mask: str | Sequence[str] | None = None,
-               topic_types: Iterable[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """``(candidate indices, scores)`` of the candidates for ``topic_types``; ``mask``: the stored names the
-        question says (the topic first), taken out of it — they say what the question is about, not what it
-        asks."""
+    def scores(self, question: str, mask: str | None = None, topic_types: Iterable[str] | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """``(candidate indices, scores)`` of the candidates for ``topic_types``; ``mask``: the topic's words, taken
+        out of the question (they say what it is about, not what it asks)."""
         idx = np.asarray(self.profile.for_types(topic_types), dtype=np.int64)
         if idx.size == 0:
             return idx, np.zeros(0)
-        masks = [mask] if isinstance(mask, str) else [m for m in mask or () if m]
-        text = question
-        for m in sorted(masks, key=len, reverse=True):
-            text = text.replace(m, " ")
+        text = question.replace(mask, " ") if mask else question
         vectors, affinity = self._ensure_vectors()
         q = self._encode([text])[0]
         meaning = vectors[idx] @ q if q.shape[0] == vectors.shape[1] else np.zeros(len(idx))
@@ -234,12 +225,11 @@ class ZeroShotRanker:
         passages = np.array([self.profile.candidates[i].kinds.get("long_text", 0.0) for i in idx])
         score = meaning + WORDS * words + ANSWER_TYPE * typed - PASSAGE * passages
         if self.learned is not None:
-            score = score + LEARNED * self.learned.similarities(question, [self.labels[i] for i in idx],
-                                                                masks[0] if masks else None)
+            score = score + LEARNED * self.learned.similarities(question, [self.labels[i] for i in idx], mask)
         return idx, score
 
-    def rank(self, question: str, mask: str | Sequence[str] | None = None,
-             topic_types: Iterable[str] | None = None, top: int | None = None) -> list[tuple[str, float]]:
+    def rank(self, question: str, mask: str | None = None, topic_types: Iterable[str] | None = None,
+             top: int | None = None) -> list[tuple[str, float]]:
         """``(label, probability)`` best first over the candidates of ``topic_types``."""
         idx, s = self.scores(question, mask, topic_types)
         if idx.size == 0:
