@@ -44,6 +44,8 @@ __all__ = ["CUES", "ZeroShotRanker", "answer_classes", "stem_tokens"]
 
 WORDS = 0.35
 ANSWER_TYPE = 0.45
+#: the weight of a relation candidate's answer type in its vector (its own words weigh 1)
+ANSWER_VECTOR = 0.5
 #: what a property whose values are passages of text loses: a question asks for values first, a passage second
 PASSAGE = 0.15
 #: the weight of a self-supervised ranker's centroid cosine (:mod:`kgrag.agent.kn.self_ranker`), when one is given
@@ -55,7 +57,7 @@ CUES: dict[str, re.Pattern[str]] = {
     "time": re.compile(r"\bwhen\b|\bwhat (year|date|time|day|month)\b|\bwhich (year|date|day|month)\b|\byear\b|"
                        r"\bdate\b|什么时候|哪一?年|何时|哪天|年份|日期|几月|几号"),
     "place": re.compile(r"\bwhere\b|\bwhat (place|location|town)\b|\bwhich (place|location|town)\b|\blocated\b|"
-                        r"\bbased\b|\bhometown\b|哪里|哪儿|在哪|何处|何地|什么地方|哪个地方|位于"),
+                        r"\bbased\b|\bhometown\b|哪里|哪儿|在哪|何处|何地|什么地方|哪个地方|位于|哪家|哪所"),
     "number": re.compile(r"\bhow (many|much|long|old|big|large|tall|far)\b|\bnumber of\b|\bcount\b|多少|几个|"
                          r"多久|多长|多大|多高|几岁|比例|概率|几率"),
     "person": re.compile(r"\bwho(m|se)?\b|\bwhich (person|people)\b|谁|哪位|什么人|哪些人"),
@@ -148,7 +150,7 @@ class ZeroShotRanker:
                 # a relation candidate: its relation's vector plus its answer type's (rel and rel_in differ by it)
                 has_answer = np.array([bool(c.answer_type) for c in cands])
                 if has_answer.any():
-                    vectors[has_answer] += encoded[[at[c.answer_text] for c in cands if c.answer_type]]
+                    vectors[has_answer] += ANSWER_VECTOR * encoded[[at[c.answer_text] for c in cands if c.answer_type]]
                 vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
                 answer_vec = encoded[[at[a] for a in answers]]
                 proto_vec = encoded[len(strings):]
