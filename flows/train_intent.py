@@ -64,7 +64,7 @@ def _self_markdown(result: dict) -> str:
 
 @flow(name="train-intent", log_prints=True)
 def train_intent(config: dict | None = None, force: bool = False, source: str = "labelled", kn_id: str = "medical",
-                 questions: str | None = None, per_candidate: int = 24) -> dict:
+                 questions: str | None = None, per_candidate: int = 48) -> dict:
     """Train the question → schema-element ranker from labelled questions or from the network itself (see the
     module docstring)."""
     if source not in ("labelled", "self"):

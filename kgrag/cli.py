@@ -328,7 +328,7 @@ def train_intent_cmd(
     questions: Annotated[Path | None, typer.Option(help="With --source labelled: the CE-Prompt JSON file (default: "
                                                    "<data_dir>/medical/questions_cypher_train.json).")] = None,
     per_candidate: Annotated[int, typer.Option(min=1, max=500, help="With --source self: questions per schema "
-                                               "element.")] = 24,
+                                               "element.")] = 48,
     config: Annotated[str | None, typer.Option(help="JSON object of IntentConfig fields.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Retrain even when the same inputs finished.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the run's figures as JSON on the last line.")] = False,
@@ -345,7 +345,7 @@ def train_intent_cmd(
         raise KgragError(f"question file not found: {questions}")
     overrides = _config_overrides(config, IntentConfig)
     result = train_intent(config=overrides, force=force, source=source.value, kn_id=kn,
-                          questions=str(questions) if questions else None)
+                          questions=str(questions) if questions else None, per_candidate=per_candidate)
     if source == IntentSource.self_supervised:
         table = Table(title=f"self-supervised intent ranker: {kn}", header_style="bold")
         for col in ("candidates", "questions", "labels", "n-grams", "train s", "total s"):

@@ -49,7 +49,7 @@ ANSWER_VECTOR = 0.5
 #: what a property whose values are passages of text loses: a question asks for values first, a passage second
 PASSAGE = 0.15
 #: the weight of a self-supervised ranker's centroid cosine (:mod:`kgrag.agent.kn.self_ranker`), when one is given
-LEARNED = 1.2
+LEARNED = 0.6
 TEMPERATURE = 0.08
 
 #: question words → the kind of answer asked for (English and Chinese; general question words, no network's words)

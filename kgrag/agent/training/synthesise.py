@@ -9,7 +9,9 @@ it), wordings are built from what the schema says about it — its phrases (name
 fragments) and its answer type's name — in general question frames of the network's language (English or
 Chinese: :data:`FRAMES_EN`, :data:`FRAMES_ZH`), plus the frames of the answer classes its answer has
 (:data:`kgrag.agent.kn.zero_shot.CUES`: a candidate whose answers are years gets "when …" wordings, a place type
-"where …"). Each wording is filled with a topic drawn from the real instances of the candidate's topic type.
+"where …"). Where the network has its own word vectors (a Chinese network's domain vectors), each phrase is also said with
+the words those vectors put next to its words (:func:`phrase_neighbours`: 病因 -> 原因, 成因). Each wording is
+filled with a topic drawn from the real instances of the candidate's topic type.
 Seeded: the same profile, instances and seed give the same questions, in the same order.
 """
 
@@ -17,13 +19,13 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kgrag.agent.kn.schema_candidates import CandidateProfile, SchemaCandidate
-from kgrag.rank.tokenize import has_cjk
+from kgrag.rank.tokenize import has_cjk, tokenize
 
-__all__ = ["FRAMES_EN", "FRAMES_ZH", "Synthetic", "synthesise"]
+__all__ = ["FRAMES_EN", "FRAMES_ZH", "Synthetic", "phrase_neighbours", "synthesise"]
 
 #: general question frames: {t} the topic, {p} a phrase of the candidate, {a} its answer type's name
 FRAMES_EN = ("what is the {p} of {t}?", "{t} {p}?", "what {p} does {t} have?", "tell me the {p} of {t}",
@@ -52,6 +54,33 @@ CLASS_FRAMES_ZH = {
 CLASS_AFFINITY = 0.5
 
 
+#: a neighbour word counts when its cosine to the phrase word is at least this
+NEIGHBOUR_COSINE = 0.75
+
+
+def phrase_neighbours(profile: CandidateProfile, nearest: Callable[[str, int], list[tuple[str, float]]],
+                      k: int = 3) -> dict[str, list[str]]:
+    """Word of a candidate phrase -> up to ``k`` words the network's own vectors put next to it (cosine ≥
+    :data:`NEIGHBOUR_COSINE`), leaving out a word that holds it or is held by it (病因学 is no other word for
+    病因) and words another candidate's phrases say (they would teach the wrong label)."""
+    said: dict[str, set[str]] = {}
+    for c in profile.candidates:
+        for phrase in c.phrases:
+            for word in tokenize(phrase):
+                said.setdefault(word, set()).add(c.label)
+    chinese = sum(has_cjk(c.text) for c in profile.candidates) * 2 > max(len(profile.candidates), 1)
+    out: dict[str, list[str]] = {}
+    for word in sorted(said):
+        # the network's language only (an English id word of a Chinese schema has no useful neighbours), no numbers
+        if len(word) < 2 or has_cjk(word) != chinese or any(ch.isdigit() for ch in word):
+            continue
+        found = [w for w, cos in nearest(word, 10) if cos >= NEIGHBOUR_COSINE and len(w) >= 2 and word not in w
+                 and w not in word and w not in said]
+        if found:
+            out[word] = found[:k]
+    return out
+
+
 @dataclass(frozen=True)
 class Synthetic:
     question: str
@@ -59,19 +88,26 @@ class Synthetic:
     topic: str
 
 
-def _wordings(c: SchemaCandidate, type_name: str, classes: Sequence[str], chinese: bool) -> list[str]:
+def _wordings(c: SchemaCandidate, type_name: str, classes: Sequence[str], chinese: bool,
+              neighbours: dict[str, list[str]] | None = None) -> list[str]:
     frames = list(FRAMES_ZH if chinese else FRAMES_EN)
     for k in classes:
         frames += (CLASS_FRAMES_ZH if chinese else CLASS_FRAMES_EN).get(k, ())
     phrases = [p.lower() if not chinese else p for p in c.phrases] or [c.name]
+    # the phrases said in the network's other words for them (its own vectors' neighbours: 病因 -> 原因)
+    phrases += [p.replace(word, other) for p in list(phrases) for word, others in (neighbours or {}).items()
+                if word in p for other in others]
+    phrases = list(dict.fromkeys(phrases))
     out = [f.replace("{p}", p).replace("{a}", type_name) for f in frames for p in phrases]
     return list(dict.fromkeys(" ".join(w.split()) for w in out))
 
 
 def synthesise(profile: CandidateProfile, names: Sequence[tuple[str, str, str]], seed: int = 0,
-               per_candidate: int = 24, classes: dict[str, Sequence[str]] | None = None) -> list[Synthetic]:
+               per_candidate: int = 24, classes: dict[str, Sequence[str]] | None = None,
+               neighbours: dict[str, list[str]] | None = None) -> list[Synthetic]:
     """Up to ``per_candidate`` questions per candidate whose topic type has named instances (see the module
-    docstring). ``classes``: label -> the answer classes it answers (from the zero-shot ranker's affinities)."""
+    docstring). ``classes``: label -> the answer classes it answers (from the zero-shot ranker's affinities);
+    ``neighbours``: word of a phrase -> other words the network's texts use alike (:func:`phrase_neighbours`)."""
     rng = random.Random(seed)
     topics: dict[str, list[str]] = defaultdict(list)
     for type_id, _iid, name in names:
@@ -85,7 +121,7 @@ def synthesise(profile: CandidateProfile, names: Sequence[tuple[str, str, str]],
             continue
         answer_name = profile.type_names.get(c.answer_type, c.name) if c.answer_type else c.name
         wordings = _wordings(c, answer_name if chinese else answer_name.lower(), (classes or {}).get(c.label, ()),
-                             chinese)
+                             chinese, neighbours)
         rng.shuffle(wordings)
         for wording in wordings[:per_candidate]:
             topic = rng.choice(pool)

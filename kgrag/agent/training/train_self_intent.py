@@ -28,11 +28,14 @@ from kgrag.agent.kn.intent import KIND, IntentConfig
 from kgrag.agent.kn.schema_candidates import network_profile
 from kgrag.agent.kn.self_ranker import SelfRanker
 from kgrag.agent.kn.zero_shot import CUES, ZeroShotRanker
-from kgrag.agent.training.synthesise import CLASS_AFFINITY, synthesise
+from kgrag.agent.training.synthesise import CLASS_AFFINITY, phrase_neighbours, synthesise
 from kgrag.config import Settings
 from kgrag.fileio import write_json
 
-__all__ = ["latest_self_dir", "load_latest_self", "train_self_intent"]
+__all__ = ["MAX_QUESTIONS", "latest_self_dir", "load_latest_self", "train_self_intent"]
+
+#: synthetic questions of one training at most (the synthetic network's 14,400 candidates get 6 each)
+MAX_QUESTIONS = 90_000
 
 
 def _pointer(settings: Settings, kn_id: str) -> Path:
@@ -62,7 +65,7 @@ def _record(settings: Settings, kn_id: str, run_dir: Path) -> None:
 
 
 def train_self_intent(settings: Settings, kn_id: str, config: IntentConfig | dict | None = None,
-                      per_candidate: int = 24, force: bool = False, store: object | None = None,
+                      per_candidate: int = 48, force: bool = False, store: object | None = None,
                       log: Callable[[str], None] = print) -> dict:
     """Synthesise, train, save (see the module docstring); returns the metrics."""
     from kgrag.network.store import NetworkStore  # on use: the store stack
@@ -87,7 +90,11 @@ def train_self_intent(settings: Settings, kn_id: str, config: IntentConfig | dic
         classes = {c.label: [k for k, a in zip(CUES, affinity[i], strict=True) if a >= CLASS_AFFINITY]
                    for i, c in enumerate(profile.candidates)}
         t_profile = time.perf_counter() - t0
-        questions = synthesise(profile, store.instance_names(kn_id), seed, per_candidate, classes)
+        nearest = getattr(zero_shot.embedder, "nearest_words", None)  # word vectors: a domain embedder has them
+        neighbours = phrase_neighbours(profile, nearest) if nearest is not None else {}
+        # a large schema gets fewer questions per element (at most MAX_QUESTIONS in all, at least 4 each)
+        per = min(per_candidate, max(4, MAX_QUESTIONS // max(len(profile.candidates), 1)))
+        questions = synthesise(profile, store.instance_names(kn_id), seed, per, classes, neighbours)
         if len({q.label for q in questions}) < 2:
             raise ValueError(f"network {kn_id!r} gives fewer than two answerable schema elements to train on")
         log(f"{kn_id}: {len(profile.candidates)} candidates, {len(questions)} synthetic questions")
@@ -106,8 +113,8 @@ def train_self_intent(settings: Settings, kn_id: str, config: IntentConfig | dic
         result = {"run_dir": str(run_dir), "kn_id": kn_id, "source": "self", "fingerprint": ranker.fingerprint,
                   "network_version": version, "candidates": len(profile.candidates),
                   "questions": len(questions), "labels": len({q.label for q in questions}),
-                  "questions_by_kind": dict(per_kind), "n_features": len(ranker.vocabulary), "seed": seed,
-                  "per_candidate": per_candidate, "profile_seconds": t_profile, "train_seconds": train_seconds,
+                  "questions_by_kind": dict(per_kind), "neighbours": neighbours, "n_features": len(ranker.vocabulary), "seed": seed,
+                  "per_candidate": per, "profile_seconds": t_profile, "train_seconds": train_seconds,
                   "seconds": time.perf_counter() - t0, "examples": [q.__dict__ for q in questions[:: max(
                       1, len(questions) // 12)][:12]]}
         write_json(metrics_file, result, indent=1)
