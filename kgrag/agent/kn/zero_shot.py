@@ -184,6 +184,13 @@ class ZeroShotRanker:
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         return vecs / np.maximum(norms, 1e-9)
 
+    def _query_vector(self, text: str) -> np.ndarray:
+        """The question's unit vector through the embedder's query path (an in-memory LRU; never written to the
+        disk cache, which is for the network's own texts)."""
+        encode_query = getattr(self.embedder, "encode_query", None)
+        vec = np.asarray(encode_query(text) if encode_query else self._encode([text])[0], dtype=np.float32)
+        return vec / max(float(np.linalg.norm(vec)), 1e-9)
+
     def warm(self) -> None:
         self._ensure_vectors()
 
@@ -216,7 +223,7 @@ class ZeroShotRanker:
             return idx, np.zeros(0)
         text = question.replace(mask, " ") if mask else question
         vectors, affinity = self._ensure_vectors()
-        q = self._encode([text])[0]
+        q = self._query_vector(text)
         meaning = vectors[idx] @ q if q.shape[0] == vectors.shape[1] else np.zeros(len(idx))
         words = self._bm25(text, idx)
         wanted = answer_classes(text)
