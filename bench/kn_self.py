@@ -28,13 +28,14 @@ turn in-process (the first question, which builds the planner, excluded). Writte
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import tempfile
 import time
 from pathlib import Path
 
-from bench.common import write_result
+from bench.common import RESULTS, write_result
 
 QUESTIONS = Path(__file__).resolve().parent / "questions"
 
@@ -129,7 +130,9 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="medical: only the first N validation questions")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bench-kn-self-"))
-    figures: dict = {}
+    # networks run apart keep each other's figures (bench/results/kn_self.json merges them)
+    previous = RESULTS / "kn_self.json"
+    figures: dict = json.loads(previous.read_text())["figures"] if previous.is_file() else {}
     try:
         for kn in args.networks.split(","):
             figures[kn] = run_network(kn.strip(), root, args.medical_db, args.limit)
