@@ -152,3 +152,29 @@ def test_intent_routing_and_its_report(demo_env, tmp_path: Path, monkeypatch: py
     assert last_json(report.output)["intent_planner"] == "self"
     labelled = runner.invoke(app, ["train-intent", "--kn", "demo", "--source", "self", "--questions", str(questions)])
     assert labelled.exit_code == 1 and "--questions needs --source labelled" in labelled.output
+
+
+def test_phrase_neighbours_keep_only_other_words_for_a_phrase(demo_store) -> None:
+    from kgrag.agent.training.synthesise import phrase_neighbours
+
+    profile = network_profile(demo_store[1], "clinic")  # a Chinese schema: 症状, 疾病的症状, …
+    table = {"症状": [("临床表现", 0.8), ("症状学", 0.9), ("疾病", 0.9), ("体征", 0.6)]}
+    found = phrase_neighbours(profile, lambda word, k: table.get(word, []), chinese=True)
+    # 症状学 holds the word, 疾病 is another phrase's word, 体征 is too far: only 临床表现 is another word for it
+    assert found == {"症状": ["临床表现"]}
+
+
+def test_how_many_asks_for_a_number_on_a_network_of_its_own(tmp_path: Path) -> None:
+    store = NetworkStore(f"sqlite:///{tmp_path / 'lib.db'}")
+    try:
+        store.load(*load_declarative(Path(__file__).parents[1] / "examples" / "library" / "library.yaml"))
+        ranker = ZeroShotRanker(network_profile(store, "library"), store.embedder_for("library"))
+        best = {q: ranker.rank(q, "The Hobbit", ["Book"], top=1)[0][0]
+                for q in ("How many pages does The Hobbit have?", "When was The Hobbit published?",
+                          "Who wrote The Hobbit?", "What kind of book is The Hobbit?")}
+    finally:
+        store.close()
+    assert best["How many pages does The Hobbit have?"] == "prop:pages"
+    assert best["When was The Hobbit published?"] == "prop:year"
+    assert best["Who wrote The Hobbit?"] == "rel_in:wrote"
+    assert best["What kind of book is The Hobbit?"] == "rel:genre"

@@ -18,6 +18,7 @@ from kgrag.agent.kn.intent import IntentRanker, load_latest_intent
 from kgrag.agent.kn.intent_sources import IntentPlanner, choose_planner
 from kgrag.agent.kn.planner import ranker_fits
 from kgrag.agent.kn.schema_candidates import network_profile
+from kgrag.agent.kn.self_ranker import load_latest_self, self_pointer
 from kgrag.agent.kn.zero_shot import ZeroShotRanker
 from kgrag.config import Settings
 from kgrag.data.registry import dataset_spec
@@ -85,7 +86,7 @@ class Resources:
         """The schema-intent planner ``Settings.agent_intent`` picks for this network (built once per network
         version; :mod:`kgrag.agent.kn.intent_sources`)."""
         # a new training run (its latest-pointer file rewritten) is picked up by a running process too
-        pointer = self.settings.checkpoint_dir / "intent" / f"{kn_id}-self-latest.json"
+        pointer = self_pointer(self.settings, kn_id)
         version = f"{self.store.network_version(kn_id)}:{pointer.stat().st_mtime_ns if pointer.is_file() else 0}"
         with self._lock:
             cached = self._planners.get(kn_id)
@@ -95,8 +96,6 @@ class Resources:
         labelled = self.ranker(kn_id) if mode in ("auto", "labelled") else None
         learned = None
         if labelled is None and mode in ("auto", "self"):
-            from kgrag.agent.training.train_self_intent import load_latest_self  # on use: the training stack
-
             try:
                 learned = load_latest_self(self.settings, kn_id)
             except Exception as exc:  # noqa: BLE001 - a broken checkpoint means "not trained", said in the log

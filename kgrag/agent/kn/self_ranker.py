@@ -27,10 +27,11 @@ from pathlib import Path
 import numpy as np
 from scipy import sparse
 
-from kgrag.agent.kn.intent import IntentConfig, IntentRanker, char_ngrams, mask_question, normalize_text
+from kgrag.agent.kn.intent import KIND, IntentConfig, IntentRanker, char_ngrams, mask_question, normalize_text
+from kgrag.config import Settings
 from kgrag.fileio import atomic_write, write_json
 
-__all__ = ["SelfRanker"]
+__all__ = ["SelfRanker", "latest_self_dir", "load_latest_self", "self_pointer"]
 
 FORMAT_VERSION = 1
 
@@ -138,3 +139,23 @@ class SelfRanker:
         if ranker.fingerprint != meta["fingerprint"]:
             raise ValueError(f"{folder}: fingerprint mismatch (files from different runs?)")
         return ranker
+
+
+# ---- the latest run -----------------------------------------------------------------------------------------
+def self_pointer(settings: Settings, kn_id: str) -> Path:
+    """``checkpoints/intent/<kn_id>-self-latest.json``: names the self-supervised run that trained last."""
+    return settings.checkpoint_dir / KIND / f"{kn_id}-self-latest.json"
+
+
+def latest_self_dir(settings: Settings, kn_id: str) -> Path | None:
+    pointer = self_pointer(settings, kn_id)
+    if not pointer.is_file():
+        return None
+    folder = Path(json.loads(pointer.read_text())["run_dir"])
+    return folder if (folder / "self_ranker.json").is_file() else None
+
+
+def load_latest_self(settings: Settings, kn_id: str) -> SelfRanker | None:
+    """The self-supervised ranker trained last for ``kn_id`` (``kgrag train-intent --source self``), or None."""
+    folder = latest_self_dir(settings, kn_id)
+    return SelfRanker.load(folder) if folder is not None else None

@@ -59,16 +59,16 @@ NEIGHBOUR_COSINE = 0.75
 
 
 def phrase_neighbours(profile: CandidateProfile, nearest: Callable[[str, int], list[tuple[str, float]]],
-                      k: int = 3) -> dict[str, list[str]]:
+                      chinese: bool, k: int = 3) -> dict[str, list[str]]:
     """Word of a candidate phrase -> up to ``k`` words the network's own vectors put next to it (cosine ≥
-    :data:`NEIGHBOUR_COSINE`), leaving out a word that holds it or is held by it (病因学 is no other word for
-    病因) and words another candidate's phrases say (they would teach the wrong label)."""
+    :data:`NEIGHBOUR_COSINE`), for the words of the network's language (``chinese``: its instance names are), leaving
+    out a word that holds it or is held by it (病因学 is no other word for 病因) and words another candidate's
+    phrases say (they would teach the wrong label)."""
     said: dict[str, set[str]] = {}
     for c in profile.candidates:
         for phrase in c.phrases:
             for word in tokenize(phrase):
                 said.setdefault(word, set()).add(c.label)
-    chinese = sum(has_cjk(c.text) for c in profile.candidates) * 2 > max(len(profile.candidates), 1)
     out: dict[str, list[str]] = {}
     for word in sorted(said):
         # the network's language only (an English id word of a Chinese schema has no useful neighbours), no numbers

@@ -8,7 +8,7 @@ the answer classes each candidate gets "when/where/who …" wordings for come fr
 affinities), trains :class:`kgrag.agent.kn.self_ranker.SelfRanker` on them and saves it under
 ``<work_dir>/checkpoints/intent/self-<kn_id>-<fingerprint>/`` (``self_ranker.npz/json``, ``synthetic.jsonl``: every
 training question, ``metrics.json``); ``checkpoints/intent/<kn_id>-self-latest.json`` names it
-(:func:`load_latest_self`). The fingerprint covers the config, the seed, the synthesis size and the network's
+(:func:`kgrag.agent.kn.self_ranker.load_latest_self`). The fingerprint covers the config, the seed, the synthesis size and the network's
 version: a finished run with the same inputs returns at once (``force`` retrains).
 
 Run: ``kgrag train-intent --kn demo --source self`` (the Prefect flow ``train-intent``).
@@ -26,38 +26,21 @@ from pathlib import Path
 
 from kgrag.agent.kn.intent import KIND, IntentConfig
 from kgrag.agent.kn.schema_candidates import network_profile
-from kgrag.agent.kn.self_ranker import SelfRanker
+from kgrag.agent.kn.self_ranker import SelfRanker, self_pointer
 from kgrag.agent.kn.zero_shot import CUES, ZeroShotRanker
 from kgrag.agent.training.synthesise import CLASS_AFFINITY, phrase_neighbours, synthesise
 from kgrag.config import Settings
 from kgrag.fileio import write_json
+from kgrag.rank.tokenize import has_cjk
 
-__all__ = ["MAX_QUESTIONS", "latest_self_dir", "load_latest_self", "train_self_intent"]
+__all__ = ["MAX_QUESTIONS", "train_self_intent"]
 
 #: synthetic questions of one training at most (the synthetic network's 14,400 candidates get 6 each)
 MAX_QUESTIONS = 90_000
 
 
-def _pointer(settings: Settings, kn_id: str) -> Path:
-    return settings.checkpoint_dir / KIND / f"{kn_id}-self-latest.json"
-
-
-def latest_self_dir(settings: Settings, kn_id: str) -> Path | None:
-    pointer = _pointer(settings, kn_id)
-    if not pointer.is_file():
-        return None
-    folder = Path(json.loads(pointer.read_text())["run_dir"])
-    return folder if (folder / "self_ranker.json").is_file() else None
-
-
-def load_latest_self(settings: Settings, kn_id: str) -> SelfRanker | None:
-    """The self-supervised ranker trained last for ``kn_id``, or None."""
-    folder = latest_self_dir(settings, kn_id)
-    return SelfRanker.load(folder) if folder is not None else None
-
-
 def _record(settings: Settings, kn_id: str, run_dir: Path) -> None:
-    pointer = _pointer(settings, kn_id)
+    pointer = self_pointer(settings, kn_id)
     pointer.parent.mkdir(parents=True, exist_ok=True)
     tmp = pointer.with_name(pointer.name + f".tmp{os.getpid()}")
     tmp.write_text(json.dumps({"run_dir": str(run_dir)}))
@@ -91,10 +74,13 @@ def train_self_intent(settings: Settings, kn_id: str, config: IntentConfig | dic
                    for i, c in enumerate(profile.candidates)}
         t_profile = time.perf_counter() - t0
         nearest = getattr(zero_shot.embedder, "nearest_words", None)  # word vectors: a domain embedder has them
-        neighbours = phrase_neighbours(profile, nearest) if nearest is not None else {}
+        names = store.instance_names(kn_id)
+        sample = [name for _type, _id, name in names[:2000] if name]
+        chinese = sum(has_cjk(name) for name in sample) * 2 > len(sample)  # the language of its instance names
+        neighbours = phrase_neighbours(profile, nearest, chinese) if nearest is not None else {}
         # a large schema gets fewer questions per element (at most MAX_QUESTIONS in all, at least 4 each)
         per = min(per_candidate, max(4, MAX_QUESTIONS // max(len(profile.candidates), 1)))
-        questions = synthesise(profile, store.instance_names(kn_id), seed, per, classes, neighbours)
+        questions = synthesise(profile, names, seed, per, classes, neighbours)
         if len({q.label for q in questions}) < 2:
             raise ValueError(f"network {kn_id!r} gives fewer than two answerable schema elements to train on")
         log(f"{kn_id}: {len(profile.candidates)} candidates, {len(questions)} synthetic questions")
@@ -113,7 +99,8 @@ def train_self_intent(settings: Settings, kn_id: str, config: IntentConfig | dic
         result = {"run_dir": str(run_dir), "kn_id": kn_id, "source": "self", "fingerprint": ranker.fingerprint,
                   "network_version": version, "candidates": len(profile.candidates),
                   "questions": len(questions), "labels": len({q.label for q in questions}),
-                  "questions_by_kind": dict(per_kind), "neighbours": neighbours, "n_features": len(ranker.vocabulary), "seed": seed,
+                  "questions_by_kind": dict(per_kind), "neighbours": neighbours,
+                  "n_features": len(ranker.vocabulary), "seed": seed,
                   "per_candidate": per, "profile_seconds": t_profile, "train_seconds": train_seconds,
                   "seconds": time.perf_counter() - t0, "examples": [q.__dict__ for q in questions[:: max(
                       1, len(questions) // 12)][:12]]}
