@@ -178,3 +178,20 @@ def test_how_many_asks_for_a_number_on_a_network_of_its_own(tmp_path: Path) -> N
     assert best["When was The Hobbit published?"] == "prop:year"
     assert best["Who wrote The Hobbit?"] == "rel_in:wrote"
     assert best["What kind of book is The Hobbit?"] == "rel:genre"
+
+
+def test_unnamed_node_types_give_two_step_candidates(demo_env) -> None:
+    from kgrag.agent.kn.schema_candidates import unnamed_types
+
+    store = NetworkStore(demo_env)
+    network = store.get_network("demo")
+    assert unnamed_types(network, store.instance_names("demo")) == {"Performance", "Marriage", "PositionHeld",
+                                                                   "Roster"}
+    labels = {c.label for c in network_profile(store, "demo").candidates}
+    assert "path:rel:film.actor.film|rel:film.performance.character" in labels
+    assert "rel:film.actor.film" not in labels  # one step into a CVT answers with unnamed nodes
+    state = ask("what characters did Greta Ishikawa play")
+    assert state["tool_calls"][0]["label"] == "path:rel:film.actor.film|rel:film.performance.character"
+    assert set(state["answers"]) == {"Doctor Gus", "Captain Finn", "Detective Dex"}
+    spouse = ask("who is Ines Kamau married to?")
+    assert spouse["answers"] == ["Odile Quintero"]  # the path back to a Person leaves the topic out

@@ -65,10 +65,14 @@ def evidence_from(call: ToolCall, keys: Mapping[str, str] | None = None) -> list
     elif call.get("name") == "query_instance_subgraph":
         nodes = result.get("nodes") or {}
         last = len(result.get("steps") or []) - 1
+        # a path back to the start's own type (a person's spouses through their marriages) reaches the start too
+        start = set(result.get("start") or []) if last > 0 else set()
         for link in result.get("links") or []:
             if link["step"] != last:
                 continue
             near, end = (link["source"], link["target"]) if link["forward"] else (link["target"], link["source"])
+            if end in start:
+                continue
             rows.append({"value": _name(nodes.get(end, {"id": end}), keys), "value_instance": end,
                          "instance": near, "instance_name": _name(nodes.get(near, {"id": near}), keys),
                          "via": link["relation_type"]})

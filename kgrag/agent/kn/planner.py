@@ -8,6 +8,8 @@ An intent label names one schema element (the labels of :mod:`kgrag.agent.traini
 - ``prop:<property>``    a data property of the topic (a Disease's ``cure_way``): ``query_object_instance``
 - ``rel:<relation>``     instances reached from the topic along the relation: ``query_instance_subgraph`` out
 - ``rel_in:<relation>``  instances the relation reaches the topic from (diseases with a symptom): … in
+- ``path:<rel|rel_in>:<r1>|<rel|rel_in>:<r2>``  two steps through an unnamed (CVT) node (a person's films through
+  their performances): ``query_instance_subgraph`` along both
 
 Intents come from the planner ``KGRAG_AGENT_INTENT`` picks (:mod:`kgrag.agent.kn.intent_sources`): the ranker
 trained on labelled questions when one fits the network, else the self-supervised one, else the zero-shot ranking
@@ -26,7 +28,7 @@ from kgrag.agent.kn.linking import TopicCandidate, choose_topic
 from kgrag.agent.state import ToolCall
 from kgrag.network.model import KnowledgeNetwork, ObjectType, RelationType
 
-__all__ = ["Intent", "label_types", "next_call", "parse_label", "ranker_fits", "topic_type"]
+__all__ = ["Intent", "label_types", "next_call", "parse_label", "path_steps", "ranker_fits", "topic_type"]
 
 Intent = tuple[str, float]
 #: intents below this probability are not planned (the ranker's long tail)
@@ -34,11 +36,25 @@ MIN_PROBABILITY = 0.02
 
 
 def parse_label(label: str) -> tuple[str, str]:
-    """``"rel_in:has_symptom"`` -> ``("rel_in", "has_symptom")``."""
+    """``"rel_in:has_symptom"`` -> ``("rel_in", "has_symptom")``; a two-step path through an unnamed (CVT) node,
+    ``"path:rel:film.actor.film|rel:film.performance.film"`` -> ``("path", "rel:film.actor.film|rel:…")``."""
     kind, _, element = label.partition(":")
-    if kind not in ("prop", "rel", "rel_in") or not element:
+    if kind not in ("prop", "rel", "rel_in", "path") or not element:
         raise ValueError(f"not an intent label: {label!r}")
+    if kind == "path":
+        path_steps(label)  # validates every step
     return kind, element
+
+
+def path_steps(label: str) -> list[tuple[str, str]]:
+    """The ``(rel | rel_in, relation type)`` steps of an intent: one, or two for a ``path:`` label."""
+    kind, _, element = label.partition(":")
+    if kind != "path":
+        return [(kind, element)]
+    steps = [tuple(step.split(":", 1)) for step in element.split("|")]
+    if len(steps) != 2 or any(len(st) != 2 or st[0] not in ("rel", "rel_in") or not st[1] for st in steps):
+        raise ValueError(f"not an intent label: {label!r}")
+    return [(st[0], st[1]) for st in steps]
 
 
 def _relation(network: KnowledgeNetwork, rid: str) -> RelationType | None:
@@ -52,26 +68,28 @@ def _owner(network: KnowledgeNetwork, prop: str) -> ObjectType | None:
 
 def topic_type(network: KnowledgeNetwork, label: str) -> str | None:
     """The object type the question's topic must have for this intent (None: the network lacks the element)."""
-    kind, element = parse_label(label)
-    if kind == "prop":
-        owner = _owner(network, element)
-        return owner.id if owner else None
-    rt = _relation(network, element)
+    return label_types(network, label)[0]
+
+
+def _step_ends(network: KnowledgeNetwork, kind: str, rid: str) -> tuple[str, str] | None:
+    rt = _relation(network, rid)
     if rt is None:
         return None
-    return rt.source_object_type_id if kind == "rel" else rt.target_object_type_id
+    ends = (rt.source_object_type_id, rt.target_object_type_id)
+    return ends if kind == "rel" else (ends[1], ends[0])
 
 
 def label_types(network: KnowledgeNetwork, label: str) -> tuple[str | None, str | None]:
-    """``(topic type, answer type)`` of an intent (the answer type is None for a property)."""
+    """``(topic type, answer type)`` of an intent (the answer type is None for a property; ``(None, None)`` when
+    the network lacks the element or a path's steps do not meet)."""
     kind, element = parse_label(label)
     if kind == "prop":
-        return topic_type(network, label), None
-    rt = _relation(network, element)
-    if rt is None:
+        owner = _owner(network, element)
+        return (owner.id if owner else None), None
+    ends = [_step_ends(network, k, rid) for k, rid in path_steps(label)]
+    if any(e is None for e in ends) or any(a[1] != b[0] for a, b in zip(ends, ends[1:], strict=False)):
         return None, None
-    ends = (rt.source_object_type_id, rt.target_object_type_id)
-    return ends if kind == "rel" else ends[::-1]
+    return ends[0][0], ends[-1][1]
 
 
 def ranker_fits(labels: Iterable[str], network: KnowledgeNetwork) -> bool:
@@ -91,9 +109,9 @@ def _call(label: str, topic: TopicCandidate, network: KnowledgeNetwork, kn_id: s
         args: dict[str, Any] = {"kn_id": kn_id, "object_type": topic.object_type, "condition": condition,
                                 "properties": [display, element], "limit": 1}
         return ToolCall(name="query_object_instance", args=args, why=why)
-    direction = "out" if kind == "rel" else "in"
+    path = [{"relation_type": rid, "direction": "out" if k == "rel" else "in"} for k, rid in path_steps(label)]
     args = {"kn_id": kn_id, "start": {"object_type": topic.object_type, "condition": condition},
-            "relation_type_path": [{"relation_type": element, "direction": direction}], "limit": limit}
+            "relation_type_path": path, "limit": limit}
     return ToolCall(name="query_instance_subgraph", args=args, why=why)
 
 

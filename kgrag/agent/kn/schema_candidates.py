@@ -7,7 +7,10 @@ A candidate is one intent label of :mod:`kgrag.agent.kn.planner` whose topic typ
 
 - ``prop:<p>`` for every data property of the type but its display key (the answer: the topic's value of ``p``);
 - ``rel:<r>`` for every relation type **starting** at the type (the answer: the relation's target type);
-- ``rel_in:<r>`` for every relation type **ending** at the type (the answer: its source type).
+- ``rel_in:<r>`` for every relation type **ending** at the type (the answer: its source type);
+- ``path:<step>|<step>`` for two such steps through an unnamed node type (a CVT: :func:`unnamed_types`), e.g. a
+  person's films through their performances (a single step into such a type is no candidate: its answers are
+  unnamed nodes).
 
 Each candidate carries what a question is matched against, all taken from the schema and the data:
 
@@ -77,6 +80,7 @@ class SchemaCandidate:
     text: str  # everything said about it (what BM25 reads)
     answer_text: str  # what the answer is: the answer type's "name comment" (the text the store embedded)
     element_text: str  # the element's "name comment" (for a relation type: the text the store embedded)
+    via_text: str = ""  # a path's first step's "name comment" (empty for one step)
     samples: tuple[str, ...] = ()
     #: short phrases naming it (name, display name, id words, comment fragments): what synthetic questions say
     phrases: tuple[str, ...] = ()
@@ -184,11 +188,58 @@ def build_profile(network: KnowledgeNetwork, names: Sequence[tuple[str, str, str
                 element_text=f"{rt.name} {rt.comment}".strip() or rt.id,
                 samples=tuple(vals[:5]), kinds=value_kinds(vals),
                 phrases=phrases_of(rt.name, id_words(rt.id.split("@")[0].rsplit(".", 1)[-1]), rt.comment)))
+    cvt = unnamed_types(network, names)
+    # a step into an unnamed node answers nothing a person asks for ("Performance m.0x1"): its paths do instead
+    candidates = [c for c in candidates if c.answer_type not in cvt] + _cvt_paths(network, candidates, cvt)
     by_type: dict[str, list[int]] = defaultdict(list)
     for i, c in enumerate(candidates):
         by_type[c.topic_type].append(i)
     type_names = {ot.id: ot.name or ot.id for ot in network.object_types}
     return CandidateProfile(network.kn_id, version, candidates, dict(by_type), type_names, dict(counts))
+
+
+#: a type is an unnamed (CVT) node type when at least this share of its instances has no name of its own
+UNNAMED_SHARE = 0.8
+
+
+def unnamed_types(network: KnowledgeNetwork, names: Sequence[tuple[str, str, str]]) -> set[str]:
+    """Object types whose instances are unnamed nodes (Freebase's CVTs: a performance, a marriage): the name is
+    empty, the instance id, or the type's id/name followed by the id (``Performance m.0x1``)."""
+    total: dict[str, int] = defaultdict(int)
+    blank: dict[str, int] = defaultdict(int)
+    labels = {ot.id: {ot.id.lower(), ot.name.lower()} for ot in network.object_types}
+    for type_id, iid, name in names:
+        total[type_id] += 1
+        text = str(name or "").strip().lower()
+        head = text.split(" ", 1)[0]
+        blank[type_id] += not text or text == iid.lower() or (head in labels.get(type_id, ()) and iid.lower() in text)
+    return {t for t, n in total.items() if n and blank[t] >= UNNAMED_SHARE * n}
+
+
+def _cvt_paths(network: KnowledgeNetwork, candidates: Sequence[SchemaCandidate], cvt: set[str]
+               ) -> list[SchemaCandidate]:
+    """Two-step candidates through an unnamed node type: topic -r1-> CVT -r2-> answer (the answer neither the CVT
+    type nor reached back through r1)."""
+    if not cvt:
+        return []
+    steps = [c for c in candidates if not c.label.startswith("prop:")]
+    into = [c for c in steps if c.answer_type in cvt and c.topic_type not in cvt]
+    out_of: dict[str, list[SchemaCandidate]] = defaultdict(list)
+    for c in steps:
+        if c.topic_type in cvt and c.answer_type not in cvt:
+            out_of[c.topic_type].append(c)
+    paths = []
+    for first in into:
+        for second in out_of.get(first.answer_type, ()):
+            if second.label.split(":", 1)[1] == first.label.split(":", 1)[1]:
+                continue  # back along the same relation
+            paths.append(SchemaCandidate(
+                label=f"path:{first.label}|{second.label}", topic_type=first.topic_type,
+                answer_type=second.answer_type, name=f"{first.name} {second.name}",
+                text=f"{first.name} {second.text}", answer_text=second.answer_text,
+                element_text=second.element_text, via_text=first.element_text, samples=second.samples,
+                phrases=tuple(dict.fromkeys([*second.phrases, *first.phrases]))[:6], kinds=second.kinds))
+    return paths
 
 
 _profiles: dict[str, CandidateProfile] = {}

@@ -31,7 +31,7 @@ from kgrag.agent.kn.linking import (
     topic_candidates,
 )
 from kgrag.agent.kn.llm_planner import llm_plan, tool_messages
-from kgrag.agent.kn.planner import label_types, next_call, parse_label, topic_type
+from kgrag.agent.kn.planner import label_types, next_call, parse_label, path_steps, topic_type
 from kgrag.agent.kn.tools import run_tool
 from kgrag.agent.node import (
     HISTORY_TURNS,
@@ -110,8 +110,8 @@ def schema_recall(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     network = run.resources.network(kn_id)
     recalled = [label_types(network, label) for label, _ in intents]
     object_types = list(dict.fromkeys([*topic_types, *(t for pair in recalled for t in pair if t)]))
-    relation_types = list(dict.fromkeys(parse_label(label)[1] for label, _ in intents
-                                        if not label.startswith("prop:")))
+    relation_types = list(dict.fromkeys(rid for label, _ in intents if not label.startswith("prop:")
+                                        for _kind, rid in path_steps(label)))
     recall = "intent candidates"
     if state.get("planner") == "llm":
         concepts = kn_search(KnSearchRequest(query=question, kn_id=kn_id, only_schema=True), run.resources.store,
@@ -271,4 +271,5 @@ def _intent_name(state: AgentState, network: Any) -> str:
     intents = state.get("schema", {}).get("intents") or []
     if not intents:
         return "the question"
-    return ans.element_name(network, parse_label(intents[0][0])[1])
+    return ans.element_name(network, path_steps(intents[0][0])[-1][1] if not intents[0][0].startswith("prop:")
+                            else parse_label(intents[0][0])[1])

@@ -19,8 +19,8 @@ candidate by three signals, every one read from the network:
    type's text against the class's prototype words, by the same embedder; "which / 哪些" asks for a set (a
    relation's instances or short values, not a passage of text).
 
-A property whose stored values are passages of text (descriptions) loses :data:`PASSAGE`: questions ask for
-values first.
+A property whose stored values are passages of text (descriptions) loses :data:`PASSAGE` (questions ask for
+values first), a two-step path through an unnamed node :data:`PATH` (they name a direct relation first).
 
 ``score = meaning + WORDS·words + ANSWER_TYPE·Σ wanted(class)·affinity(candidate, class)`` (+ ``LEARNED·`` the
 cosine to the candidate's centroid of synthesised questions when a self-supervised ranker is given:
@@ -48,6 +48,8 @@ ANSWER_TYPE = 0.45
 ANSWER_VECTOR = 0.5
 #: what a property whose values are passages of text loses: a question asks for values first, a passage second
 PASSAGE = 0.15
+#: what a two-step path through an unnamed node loses against one step (a question names a direct relation first)
+PATH = 0.1
 #: the weight of a self-supervised ranker's centroid cosine (:mod:`kgrag.agent.kn.self_ranker`), when one is given
 LEARNED = 0.6
 TEMPERATURE = 0.08
@@ -104,8 +106,10 @@ def answer_classes(question: str) -> dict[str, float]:
 
 
 def _words(text: str) -> list[str]:
-    """BM25 terms: tokens, stemmed, numbers left out (a number in a question is a value, not a schema word)."""
-    return stem_tokens(t for t in tokenize(text) if not t.replace(".", "").isdigit())
+    """BM25 terms: tokens, stemmed; numbers (a value, not a schema word) and single Latin letters (the s of 's)
+    left out."""
+    return stem_tokens(t for t in tokenize(text)
+                       if not t.replace(".", "").isdigit() and not (len(t) == 1 and t.isascii()))
 
 
 class ZeroShotRanker:
@@ -142,7 +146,8 @@ class ZeroShotRanker:
                 # distinct strings only; a relation type's and a type's are the strings the store embedded at load
                 # time, so the embedder's content cache has them (a 6,000-relation network costs seconds, not minutes)
                 answers = sorted({c.answer_text for c in cands})
-                strings = sorted({c.element_text for c in cands} | set(answers))
+                strings = sorted({c.element_text for c in cands} | {c.via_text for c in cands if c.via_text}
+                                 | set(answers))
                 protos = [PROTOTYPES[k][1 if self.chinese else 0] for k in CUES]
                 encoded = self._encode([*strings, *protos])
                 at = {text: i for i, text in enumerate(strings)}
@@ -151,6 +156,9 @@ class ZeroShotRanker:
                 has_answer = np.array([bool(c.answer_type) for c in cands])
                 if has_answer.any():
                     vectors[has_answer] += ANSWER_VECTOR * encoded[[at[c.answer_text] for c in cands if c.answer_type]]
+                via = np.array([bool(c.via_text) for c in cands])
+                if via.any():  # a path's first step counts too
+                    vectors[via] += encoded[[at[c.via_text] for c in cands if c.via_text]]
                 vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
                 answer_vec = encoded[[at[a] for a in answers]]
                 proto_vec = encoded[len(strings):]
@@ -231,8 +239,10 @@ class ZeroShotRanker:
         if wanted:
             w = np.array([wanted.get(k, 0.0) for k in CUES], dtype=np.float32)
             typed = affinity[idx] @ w / max(1.0, float(w.sum()))
-        passages = np.array([self.profile.candidates[i].kinds.get("long_text", 0.0) for i in idx])
-        score = meaning + WORDS * words + ANSWER_TYPE * typed - PASSAGE * passages
+        cands = self.profile.candidates
+        passages = np.array([cands[i].kinds.get("long_text", 0.0) for i in idx])
+        paths = np.array([bool(cands[i].via_text) for i in idx], dtype=np.float64)
+        score = meaning + WORDS * words + ANSWER_TYPE * typed - PASSAGE * passages - PATH * paths
         if self.learned is not None:
             score = score + LEARNED * self.learned.similarities(question, [self.labels[i] for i in idx], mask)
         return idx, score
