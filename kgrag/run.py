@@ -1,6 +1,6 @@
 """The main job behind ``make run``: prepare the data it finds, answer with SPARQL, train and evaluate H-RAG on a
-budget, then the agent over the triple graph and the knowledge network, and the query modes; every stage prints
-what it shows and its wall time.
+budget, then the agent over the triple graph, the knowledge network and a network without labelled questions, and
+the query modes; every stage prints what it shows and its wall time.
 
 The flows and the agent graph it runs come in a :class:`Jobs` from the entry point (``kgrag run`` in
 :mod:`kgrag.cli`): nothing below the entry points imports ``flows/`` or ``graphs/``.
@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
@@ -106,6 +107,8 @@ def _run_stages(jobs: Jobs, settings, clock, network) -> None:
     clock.lap("H-RAG online: two questions in memory + the agent on them")
     kn_id, questions = _run_agent(jobs, settings, network)
     clock.lap("agent over the knowledge network")
+    _run_unlabelled(jobs, settings)
+    clock.lap("agent over a network without labelled questions")
     _run_modes(settings, kn_id, questions[:1])
     clock.lap("query modes")
     table = Table(title=f"make run: {clock.total:.0f} s wall")
@@ -203,6 +206,35 @@ def _run_agent(jobs: Jobs, settings, network=None) -> tuple[str, list[str]]:
     console.print("Serve it: [bold]langgraph dev --no-browser[/] (assistant 'agent'); ask in-process: "
                   "[bold]kgrag ask \"问题\" --kn " + kn_id + "[/]")
     return kn_id, questions
+
+
+#: the example network make run asks without labelled questions, and what it asks
+UNLABELLED_KN = "library"
+UNLABELLED_QUESTIONS = ("When was Margaret Atwood born?", "Which books are dystopian fiction?")
+
+
+def _run_unlabelled(jobs: Jobs, settings) -> None:
+    """make run's label-free stage: the library example (kgrag/network/examples/library, no labelled question)
+    loaded, its self-supervised intent ranker trained on questions synthesised from it, two questions answered."""
+    from importlib.resources import files
+
+    from kgrag.network.loaders.registry import load_named
+
+    schema = Path(str(files("kgrag.network.examples") / UNLABELLED_KN / f"{UNLABELLED_KN}.yaml"))
+    console.print(f"\n[bold]Agent without labelled questions[/]: the example network [cyan]{UNLABELLED_KN}[/] "
+                  f"({schema.parent})")
+    store = NetworkStore(settings.db_url)
+    try:
+        stats = load_named(str(schema), store)
+    finally:
+        store.close()
+    result = jobs.train_intent(source="self", kn_id=UNLABELLED_KN)
+    console.print(f"  loaded {stats.instances} instances, {stats.links} links ({stats.seconds:.1f} s); "
+                  f"self-supervised intent ranker: {result['questions']} questions synthesised from the network "
+                  f"for {result['labels']} schema elements, trained in {result['train_seconds']:.2f} s")
+    answer = jobs.agent_answerer(UNLABELLED_KN, None)
+    for question in UNLABELLED_QUESTIONS:
+        console.print(state_tree(answer(question)))
 
 
 def _run_modes(settings, kn_id: str, questions: list[str]) -> None:
