@@ -41,9 +41,11 @@ from kgrag.network.conditions import is_list_type
 from kgrag.network.model import TEXT_TYPES, Condition, InstanceHit, ObjectType
 from kgrag.network.service import ContextStore
 from kgrag.search.context_models import ContextConfig, KeywordMapping, StorageForm
+from kgrag.search.other_names import OtherNameIndex, other_name_index
+from kgrag.search.standard_name import standard_names, validated
 
-__all__ = ["ALIAS_FIELDS", "ALIAS_SIMILARITY", "KNN_WEIGHT", "alias_field", "alias_forms", "alias_values", "keyword_forms", "map_keyword",
-           "name_field", "similarity"]
+__all__ = ["ALIAS_FIELDS", "ALIAS_SIMILARITY", "KNN_WEIGHT", "OTHER_NAME_TYPES", "alias_field", "alias_forms",
+           "alias_values", "keyword_forms", "map_keyword", "name_field", "other_name_forms", "similarity"]
 
 #: property names holding an instance's other names, in order of preference
 ALIAS_FIELDS = ("aliases", "alias", "other_names")
@@ -52,6 +54,8 @@ ALIAS_SIMILARITY = 0.8
 #: weight of a knn neighbour's cosine in the fuzzy ranking (character similarity + weight × cosine)
 KNN_WEIGHT = 0.5
 _ALIAS_SPLIT = re.compile(r"[、,，;；/|]")
+#: match types of the other-name strategies (:mod:`kgrag.search.other_names`)
+OTHER_NAME_TYPES = frozenset({"standard_name", "abbreviation", "segments", "ngram"})
 
 _PUNCT = str.maketrans("", "", "、，,。.·・-_/()（）[]【】 　'\"“”")
 
@@ -155,9 +159,53 @@ def _form(hit: InstanceHit, field: str, match_type: str, keyword: str) -> Storag
                        similarity=1.0 if match_type == "exact" else similarity(keyword, name))
 
 
+def other_name_forms(store: ContextStore, kn_id: str, keyword: str, ot: ObjectType, field: str,
+                     config: ContextConfig, use_llm: bool = False) -> list[StorageForm]:
+    """Forms of names ``keyword`` may stand for though no instance records it: with ``use_llm`` (and an LLM
+    configured) the LLM's standard names that are stored names or map to one (``standard_name``, first), then
+    :meth:`kgrag.search.other_names.OtherNameIndex.lookup`'s (``abbreviation`` / ``segments`` / ``ngram``), at
+    most ``forms_per_strategy`` of each; [] when the type has no other-name index."""
+    index = other_name_index(store, kn_id, ot, field, alias_field(ot), alias_values)
+    if index is None:
+        return []
+    k = config.forms_per_strategy
+
+    def form(position: int, match_type: str, sim: float) -> StorageForm:
+        name = index.names[position]
+        return StorageForm(form=name, match_type=match_type, sample_instance_id=index.ids[position],  # type: ignore[arg-type]
+                           sample_instance_name=name, similarity=sim)
+
+    forms: list[StorageForm] = []
+    if use_llm:
+        answers = standard_names(keyword, ot.name or ot.id)
+        if answers:
+            resolve = lambda answer: _resolve(store, kn_id, answer, ot, field, config, index)  # noqa: E731
+            forms += [form(pos, "standard_name", 0.95) for _, pos in validated(answers, resolve)][:k]
+    seen = {f.sample_instance_id for f in forms}
+    forms += [form(o.position, o.match_type, o.similarity) for o in index.lookup(keyword, k * 2)
+              if index.ids[o.position] not in seen][:k]
+    return forms
+
+
+def _resolve(store: ContextStore, kn_id: str, answer: str, ot: ObjectType, field: str, config: ContextConfig,
+             index: OtherNameIndex) -> list[int]:
+    """Positions of the stored names an LLM answer names: the name itself, else the instance recording it as an
+    alias, else the other-name forms' best hit."""
+    exact = index.positions(answer)
+    if exact:
+        return exact
+    aliased = [f.sample_instance_id for f in alias_forms(store, kn_id, answer, ot, field, config)
+               if f.similarity == 1.0]
+    if aliased:
+        return [p for i in aliased[:1] for p in index.positions_of_id(i)]
+    best = index.lookup(answer, 1)
+    return [best[0].position] if best else []
+
+
 def keyword_forms(store: ContextStore, kn_id: str, keyword: str, ot: ObjectType, field: str,
-                  config: ContextConfig) -> list[StorageForm]:
-    """Exact, then contains, then fuzzy forms of ``keyword`` in ``ot.field`` (see the module docstring)."""
+                  config: ContextConfig, use_llm: bool = False) -> list[StorageForm]:
+    """Exact, alias, other-name, contains, then fuzzy forms of ``keyword`` in ``ot.field`` (see the module
+    docstring)."""
     k = config.forms_per_strategy
     exact = store.query_instances(kn_id, ot.id, Condition(operation="==", field=field, value=keyword), k,
                                   sort_by_score=False)
@@ -168,6 +216,11 @@ def keyword_forms(store: ContextStore, kn_id: str, keyword: str, ot: ObjectType,
     aliases = [f for f in alias_forms(store, kn_id, keyword, ot, field, config) if f.sample_instance_id not in seen]
     forms += aliases
     seen |= {f.sample_instance_id for f in aliases}
+    if config.other_names:
+        others = [f for f in other_name_forms(store, kn_id, keyword, ot, field, config, use_llm and not forms)
+                  if f.sample_instance_id not in seen]
+        forms += others
+        seen |= {f.sample_instance_id for f in others}
     contains = [_form(h, field, "contains", keyword) for h in store.query_instances(
         kn_id, ot.id, Condition(operation="contain", field=field, value=keyword), max(k * 10, 50),
         sort_by_score=False) if h.id not in seen]
@@ -201,7 +254,7 @@ def keyword_forms(store: ContextStore, kn_id: str, keyword: str, ot: ObjectType,
 
 def map_keyword(store: ContextStore, kn_id: str, keyword: str, object_types: list[ObjectType],
                 config: ContextConfig, recalled: set[str], related: set[str],
-                known_types: set[str] | None = None) -> list[KeywordMapping]:
+                known_types: set[str] | None = None, use_llm: bool = False) -> list[KeywordMapping]:
     """The keyword's mappings, best first, at most ``max_types_per_keyword``; a keyword found nowhere gives one
     mapping with ``object_type_id=None`` and confidence 0. ``known_types``: types where the keyword is a stored
     name (from the lexicon) — searched first; when it is given and not empty only those are searched."""
@@ -216,13 +269,13 @@ def map_keyword(store: ContextStore, kn_id: str, keyword: str, object_types: lis
     for ot in candidates:
         field = name_field(ot)
         assert field is not None
-        forms = keyword_forms(store, kn_id, keyword, ot, field, config)
+        forms = keyword_forms(store, kn_id, keyword, ot, field, config, use_llm)
         if not forms:
             continue
         best = max(f.similarity for f in forms)
         kinds = {f.match_type for f in forms}
-        confidence = (0.95 if "exact" in kinds else 0.9 if "alias" in kinds else 0.55 + 0.35 * best
-                      if "contains" in kinds else 0.8 * best)
+        confidence = (0.95 if "exact" in kinds else 0.9 if kinds & {"alias", "standard_name"} else 0.55 + 0.35 * best
+                      if kinds & ({"contains"} | OTHER_NAME_TYPES) else 0.8 * best)
         confidence += 0.05 * (ot.id in recalled) + 0.1 * (ot.id in related)
         mappings.append(KeywordMapping(keyword=keyword, object_type_id=ot.id, primary_field=field,
                                        match_fields=[field], storage_forms=forms,
