@@ -1,7 +1,8 @@
 """Other names the data does not record: learned contractions (kgrag.search.contraction), segment matching
 (kgrag.search.name_segments), one-substitution bigram retrieval (kgrag.search.name_ngrams), their index and
-storage forms (kgrag.search.other_names, kgrag.search.storage_forms) on a tiny network, and the LLM's validated
-standard-name rewrite over the scripted OpenAI-compatible server, with its fallbacks."""
+storage forms (kgrag.search.other_names, kgrag.search.storage_forms) on a tiny network, the LLM's validated
+standard-name rewrite over the scripted OpenAI-compatible server, with its fallbacks, and keyword extraction keeping
+an unknown name whole before 有."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ from kgrag.network.store import NetworkStore
 from kgrag.rank.sentence_embedder import EmbedderStats
 from kgrag.search import standard_name
 from kgrag.search.context_models import ContextConfig
-from kgrag.search.contextual import ContextSessions
+from kgrag.search.contextual import ContextSessions, lexicon_for
 from kgrag.search.contraction import ContractionModel, is_contraction, segment_patterns
+from kgrag.search.keywords import extract_keywords
 from kgrag.search.kn_models import KnSearchRequest
 from kgrag.search.name_ngrams import NgramIndex, within_one_edit
 from kgrag.search.name_segments import SegmentIndex, segments
@@ -98,7 +100,7 @@ def test_bigram_index_finds_one_substituted_character() -> None:
 
 NAMES = ["慢性支气管炎", "老年慢性支气管炎", "心肌梗死", "小儿心肌梗死", "红斑狼疮", "窦房传导阻滞", "神经性厌食症",
          "心力衰竭", "脑膜炎"]
-RECORDED = [*PAIRS, ("神经性贪食症", "精神性贪食症")]
+RECORDED = [*PAIRS, ("神经性贪食症", "精神性贪食症"), ("神经性呕吐", "精神性呕吐")]  # 精神 -> 神经 in two pairs
 
 
 def test_other_name_index_combines_the_strategies() -> None:
@@ -111,7 +113,9 @@ def test_other_name_index_combines_the_strategies() -> None:
     assert found("老慢支")[0] == ("老年慢性支气管炎", "abbreviation")
     assert found("心衰")[0] == ("心力衰竭", "abbreviation")  # no pair names 心力衰竭
     assert found("小儿心梗")[0] == ("小儿心肌梗死", "abbreviation")  # composed: 小儿 + 心梗's full name
-    assert found("精神性厌食症")[0] == ("神经性厌食症", "segments")  # learned 精神 -> 神经
+    assert found("精神性厌食症")[0] == ("神经性厌食症", "segments")  # learned 精神 -> 神经 (two pairs)
+    once = OtherNameIndex.build([(f"d{i}", n) for i, n in enumerate(NAMES)], [*PAIRS, RECORDED[-1]])
+    assert not [o for o in once.lookup("精神性厌食症") if o.match_type == "segments"]  # seen once: no rule
     assert found("窦房阻滞")[0] == ("窦房传导阻滞", "segments")
     assert found("红斑狼仓")[0] == ("红斑狼疮", "ngram")
     assert found("心肌梗死") == [("小儿心肌梗死", "abbreviation")] or ("心肌梗死", "abbreviation") not in found(
@@ -235,7 +239,7 @@ def test_the_llm_standard_name_is_kept_when_it_is_a_stored_name(store: NetworkSt
     assert (forms[0].form, forms[0].match_type, forms[0].sample_instance_id) == ("心力衰竭", "standard_name", "d7")
     assert sum(f.match_type == "standard_name" for f in forms) == 1
     messages = llm.chat_requests[0].messages
-    assert messages[-1]["content"] == "心功能不全" and "疾病" in messages[0]["content"]
+    assert messages[-1]["content"] == "心功能不全" and "other names" in messages[0]["content"]  # the network
     # an answer that maps to a stored name by the other-name forms counts too (红斑狼仓 -> 红斑狼疮)
     llm.script(answer("红斑狼仓"))
     forms = keyword_forms(store, "on", "狼疮病", disease(store), "name", ContextConfig(), use_llm=True)
@@ -266,7 +270,15 @@ def test_the_llm_rewrite_falls_back_to_the_llm_free_forms(store: NetworkStore, l
 
 def test_a_reply_is_validated_against_the_schema(llm) -> None:  # noqa: ANN001
     llm.script(Reply(answer("  慢性支气管炎 ", "慢性支气管炎", "老慢支")))
-    assert standard_name.standard_names("老慢支", "疾病") == ["慢性支气管炎"]  # stripped, deduplicated, not itself
-    assert standard_name.standard_names("老慢支", "疾病") == ["慢性支气管炎"]  # cached: one request
+    assert standard_name.standard_names("老慢支", "medical") == ["慢性支气管炎"]  # stripped, deduplicated, not itself
+    assert standard_name.standard_names("老慢支", "medical") == ["慢性支气管炎"]  # cached: one request
     assert len(llm.chat_requests) == 1
     assert standard_name.validated(["甲", "乙", "丙"], {"甲": [], "乙": [3], "丙": [3, 4]}.get) == [("乙", 3), ("丙", 4)]
+
+
+def test_a_function_character_glued_to_an_unknown_name_is_split_off(store: NetworkStore) -> None:
+    """jieba's HMM glues 有 to an unknown word (症有, 病有): the keyword must still be the user's whole name."""
+    lexicon = lexicon_for(store, "on")
+    for name in ["原醛症", "单室心", "Ollier病", "宫腔积液"]:
+        assert [e.text for e in extract_keywords(f"{name}有哪些症状", lexicon).entities] == [name]
+    assert [e.text for e in extract_keywords("红斑狼疮有哪些症状", lexicon).entities] == ["红斑狼疮"]

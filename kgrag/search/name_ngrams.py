@@ -11,8 +11,8 @@ Contract:
   word's distinct bigrams, so a name within one edit shares at least ``distinct bigrams - 2`` of them (and at
   least one); the postings of the word's bigrams are concatenated and counted (numpy), names of a length within
   1 of the word's with enough shared bigrams are verified with an exact edit-distance-1 check.
-* Words shorter than :data:`MIN_CHARS` folded characters give nothing (one edit in a two-character word makes
-  another word). A middle substitution in a three-character word shares no bigram: not found.
+* Words shorter than :data:`MIN_CHARS` (4) folded characters give nothing (one edit in a short word makes
+  another word).
 * ``substitution_only``: names of the word's folded length only (one substituted character, the typo case:
   上气道梗阻 is not one substitution from 上、下气道梗阻, which the contains/fuzzy strategies find).
 * Results: ``(name index, distance)`` with distance 0 (equal when folded) or 1, equal names first, then by index.
@@ -26,8 +26,8 @@ import numpy as np
 
 __all__ = ["MIN_CHARS", "NgramIndex", "fold", "within_one_edit"]
 
-#: the shortest folded word looked up
-MIN_CHARS = 3
+#: the shortest folded word looked up (one character of three changed is mostly another name: 肋膜炎 / 巩膜炎)
+MIN_CHARS = 4
 _PUNCT = str.maketrans("", "", "、，,。.·・-_/()（）[]【】 　'\"“”‘’－—–:：;；")
 
 

@@ -12,18 +12,19 @@ Contract:
   other name)`` pairs the type records (its alias property). From the pairs it learns a
   :class:`kgrag.search.contraction.ContractionModel` and indexes every stored name's likeliest contractions
   (:data:`CONTRACTIONS_PER_NAME`, probability ≥ :data:`MIN_CONTRACTION_P`), and *rewrites*: a recorded other name,
-  or an indexed contraction, stands for its stored name inside a longer word; and the differing middle of a
-  recorded pair (same start and end, middles of at most :data:`MAX_REWRITE_CHARS` characters and 2+ characters in
-  common: 精神性厌食症 / 神经性厌食症 gives 精神 -> 神经) may be substituted once. With no recorded pairs only the
+  or an indexed contraction of a single stored name, stands for its stored name inside a longer word (the seam
+  written once: 原醛 + 症 -> 原发性醛固酮增多症); and the differing middle of recorded pairs (same start and end,
+  middles of at most :data:`MAX_REWRITE_CHARS` characters and 2+ characters in common, seen in at least
+  :data:`MIN_SUBSTITUTION_PAIRS` pairs: 综合症 / 综合征) may be substituted once. With no recorded pairs only the
   segment and one-edit strategies work.
 * :meth:`OtherNameIndex.lookup` (names compared folded: :func:`kgrag.search.name_ngrams.fold`; the word's own
   stored name, when it has one, is never returned) gives, best first within each match type:
 
   - ``abbreviation`` — the word is an indexed contraction of the name (similarity ``0.6 + 0.35 × p / best p``
     of the names sharing that contraction), or one rewrite of a part of the word through a recorded other name or
-    a contraction gives the name (0.9) or a name one edit from it (0.8; a deletion only from a rewritten word of
-    6+ characters);
-  - ``segments`` — a learned substitution gives the name (0.85) or one edit from it (0.75, as above); or the word's segments
+    a contraction gives the name (0.9) or a name one substituted or inserted character from it (0.8; never a
+    deleted one);
+  - ``segments`` — a learned substitution gives the name (0.85) or one substitution or insertion from it (0.75); or the word's segments
     occur in order in the name with a gap (:class:`kgrag.search.name_segments.SegmentIndex`; its score × 0.9);
   - ``ngram`` — the name is one substituted character from the word (:class:`kgrag.search.name_ngrams.NgramIndex`;
     ``1 - 1 / length``).
@@ -37,6 +38,7 @@ Contract:
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -47,7 +49,7 @@ from kgrag.search.contraction import ContractionModel
 from kgrag.search.name_ngrams import NgramIndex, fold
 from kgrag.search.name_segments import SegmentIndex
 
-__all__ = ["CONTRACTIONS_PER_NAME", "MAX_REWRITE_CHARS", "MIN_CONTRACTION_P", "OtherName", "OtherNameIndex",
+__all__ = ["CONTRACTIONS_PER_NAME", "MAX_REWRITE_CHARS", "MIN_CONTRACTION_P", "MIN_SUBSTITUTION_PAIRS", "OtherName", "OtherNameIndex",
            "OtherNameType", "other_name_index"]
 
 OtherNameType = Literal["abbreviation", "segments", "ngram"]
@@ -57,12 +59,21 @@ CONTRACTIONS_PER_NAME = 10
 MIN_CONTRACTION_P = 0.005
 #: the longest differing middle of a learned substitution
 MAX_REWRITE_CHARS = 3
+#: the fewest recorded pairs a substitution must be seen in
+MIN_SUBSTITUTION_PAIRS = 2
 #: the shortest word part a recorded other name or contraction replaces
 _MIN_PART = 2
-#: the shortest rewritten word a character may be deleted from to reach a stored name
-_DELETE_FROM = 6
 #: rewrites tried per word
 _MAX_REWRITES = 40
+
+
+def _seam(replacement: str, rest: str) -> str:
+    """``replacement + rest`` with the longest end of ``replacement`` that ``rest`` starts with written once
+    (原醛 -> 原发性醛固酮增多症, then 症: 原发性醛固酮增多症)."""
+    for k in range(min(len(replacement), len(rest)), 0, -1):
+        if replacement.endswith(rest[:k]):
+            return replacement + rest[k:]
+    return replacement + rest
 
 
 @dataclass(frozen=True)
@@ -76,8 +87,9 @@ class OtherName:
 
 
 def _substitutions(pairs: Iterable[tuple[str, str]]) -> dict[str, set[str]]:
-    """Learned substitutions ``other-name middle -> stored-name middle`` from pairs that differ in the middle."""
-    out: dict[str, set[str]] = {}
+    """Learned substitutions ``other-name middle -> stored-name middle`` from pairs that differ in the middle,
+    those seen in at least :data:`MIN_SUBSTITUTION_PAIRS` pairs."""
+    counts: Counter[tuple[str, str]] = Counter()
     for name, alias in pairs:
         a, b = fold(alias), fold(name)
         i = 0
@@ -88,6 +100,10 @@ def _substitutions(pairs: Iterable[tuple[str, str]]) -> dict[str, set[str]]:
             j += 1
         left, right = a[i:len(a) - j], b[i:len(b) - j]
         if i + j >= 2 and left and right and len(left) <= MAX_REWRITE_CHARS and len(right) <= MAX_REWRITE_CHARS:
+            counts[(left, right)] += 1
+    out: dict[str, set[str]] = {}
+    for (left, right), n in counts.items():
+        if n >= MIN_SUBSTITUTION_PAIRS:
             out.setdefault(left, set()).add(right)
     return out
 
@@ -127,9 +143,10 @@ class OtherNameIndex:
             for short, p in model.contractions(name, CONTRACTIONS_PER_NAME, MIN_CONTRACTION_P):
                 if short not in stored:
                     index.contractions.setdefault(short, []).append((pos, p))
-                    index.expansions.setdefault(short, set()).add(fold(name))
-        for hits in index.contractions.values():
+        for short, hits in index.contractions.items():
             hits.sort(key=lambda h: -h[1])
+            if len(hits) == 1 and short not in index.expansions:  # an ambiguous contraction composes nothing
+                index.expansions[short] = {fold(index.names[hits[0][0]])}
         return index
 
     def positions(self, name: str) -> list[int]:
@@ -141,15 +158,15 @@ class OtherNameIndex:
         return [self.by_id[instance_id]] if instance_id in self.by_id else []
 
     def _exact_or_one_edit(self, word: str) -> list[tuple[int, bool]]:
-        """Positions of names equal to ``word`` (folded; True) or, when none, one edit from it (False) — one
-        deleted character only from words of :data:`_DELETE_FROM`+ characters (风心脏病 is not 心脏病)."""
+        """Positions of names equal to ``word`` (folded; True) or, when none, one substituted or inserted
+        character from it (False; never a deleted one: the user's characters are evidence — 风心脏病 is not
+        心脏病)."""
         exact = self.by_fold.get(word)
         if exact:
             return [(p, True) for p in exact]
         if self.ngrams is None:
             return []
-        return [(p, False) for p, _ in self.ngrams.one_edit(word)
-                if len(self.ngrams.folded[p]) >= len(word) or len(word) >= _DELETE_FROM]
+        return [(p, False) for p, _ in self.ngrams.one_edit(word) if len(self.ngrams.folded[p]) >= len(word)]
 
     @staticmethod
     def _rewrites(word: str, table: dict[str, set[str]], shortest: int) -> list[tuple[str, str]]:
@@ -160,7 +177,7 @@ class OtherNameIndex:
             for i in range(len(word) - size + 1):
                 part = word[i:i + size]
                 for replacement in sorted(table.get(part, ())):
-                    out.append((word[:i] + replacement + word[i + size:], part))
+                    out.append((word[:i] + _seam(replacement, word[i + size:]), part))
                     if len(out) >= _MAX_REWRITES:
                         return out
         return out

@@ -2,7 +2,7 @@
 configured (``Settings.llm_enabled``), ask it for the standard name(s) of a user's word (肺痨 -> 肺结核) and keep
 only answers that are stored names of the type or map to one by the LLM-free other-name forms.
 
-    standard_names("肺痨", "疾病")  # ['肺结核'] (the LLM's answer, not yet validated); [] on any failure
+    standard_names("肺痨", "medical network")  # ['肺结核'] (the LLM's answer, not yet validated); [] on failure
 
 Contract:
 
@@ -10,7 +10,8 @@ Contract:
   through :class:`kgrag.llm.client.ChatClient` and validates the JSON reply (:func:`kgrag.llm.json_output.
   chat_json`, one retry). Any failure — no LLM configured, connection error, HTTP error, unusable reply — gives
   ``[]`` (logged), never an exception: the caller keeps its LLM-free forms. Answers are stripped, deduplicated,
-  the word itself dropped, at most :data:`MAX_ANSWERS`; answers are cached per (word, type name).
+  the word itself dropped, at most :data:`MAX_ANSWERS`; answers are cached per (LLM, domain, word), so the types
+  of one network share one request per keyword.
 * :func:`validated` keeps the answers that are a stored name (``resolve`` gives the positions of the names an
   answer stands for: the name itself, or the other-name forms' best hit) — the caller turns them into
   ``standard_name`` storage forms. An answer that resolves to nothing is dropped.
@@ -47,18 +48,19 @@ class StandardNames(BaseModel):
     standard_names: list[str] = Field(default_factory=list, max_length=10)
 
 
-def standard_names(word: str, type_name: str) -> list[str]:
-    """The configured LLM's standard names for ``word`` (a thing of kind ``type_name``); [] on any failure."""
+def standard_names(word: str, domain: str) -> list[str]:
+    """The configured LLM's standard names for ``word`` (a thing named in ``domain``: the knowledge network's
+    name); [] on any failure."""
     settings = get_settings()
     if not settings.llm_enabled or not word.strip():
         return []
-    key = (f"{settings.llm_base_url}|{settings.llm_model}|{type_name}", word)
+    key = (f"{settings.llm_base_url}|{settings.llm_model}|{domain}", word)
     with _lock:
         if key in _cache:
             return list(_cache[key])
     try:
         client = ChatClient.from_settings(settings)
-        messages = [{"role": "system", "content": load_prompt("standard_name").format(type_name=type_name)},
+        messages = [{"role": "system", "content": load_prompt("standard_name").format(domain=domain)},
                     {"role": "user", "content": word}]
         reply = chat_json(client, messages, StandardNames, max_attempts=2, instruct=False, temperature=0.0)
     except Exception as exc:  # noqa: BLE001 - any LLM failure: the caller keeps its LLM-free forms
