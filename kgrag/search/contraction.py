@@ -2,7 +2,7 @@
 -> 慢支: the first character of the first two word segments; 心肌梗死 -> 心梗), applied to every stored name.
 
     model = ContractionModel.learn([("慢性支气管炎", "慢支"), ("心肌梗死", "心梗"), ("化脓性脑膜炎", "化脑")])
-    model.contractions("老年慢性支气管炎")  # [('老慢支', 0.03…), …]
+    model.contractions("老年慢性支气管炎")  # [('老支', 0.2…), ('年支', 0.07…), ('慢支', 0.07…), …]
 
 Contract:
 

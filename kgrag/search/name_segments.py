@@ -1,7 +1,7 @@
 """Names as word segments, and segment-level matching: a user's word whose segments each occur, in order, among a
 stored name's segments with a gap between them (窦房阻滞 ~ 窦房|传导|阻滞; 慢性肾炎 ~ 慢性|肾小球|肾炎).
 
-    SegmentIndex(["窦房传导阻滞", "窦房结"]).match("窦房阻滞")  # [(0, 0.667)]
+    SegmentIndex(["窦房传导阻滞", "窦房结"]).match("窦房阻滞")  # [(0, 0.7667)]
 
 Contract:
 
