@@ -15,18 +15,20 @@ half stays stored, so its figure measures the alias strategy itself. ``--n`` cas
 Measure: hit@5 = the disease's stored name among the first 5 storage forms of
 ``context_search(KnSearchRequest(query=f"{alias}有哪些症状", kn_id="medical"), store)`` — the forms of the
 response's keyword mappings flattened in list order (``bench.contextual_recall.top_forms``). Each case is run
-twice in the same process on the same store, the order alternating: with the alias strategy and without it
-(the baseline: ``kgrag.search.storage_forms.alias_field`` answers None, so no alias property is searched).
-``hard`` is the subset where neither the alias nor the stored name contains the other (contains search cannot
-find them). Per
-figure also: how the hits were found (the match type of the hitting form) and why misses missed (the alias was
-not extracted as a keyword; the disease was found below rank 5; not found). Latency p50/p95 of both variants.
+in the same process on the same store in every variant, the order rotating: ``after`` (every strategy),
+``before`` (the other-name strategies of :mod:`kgrag.search.other_names` off: ``ContextConfig(other_names=
+False)`` — the baseline) and, with ``--alias-baseline``, ``without_alias_strategy`` (also no alias property
+searched: ``kgrag.search.storage_forms.alias_field`` answers None). ``hard`` is the subset where neither the alias
+nor the stored name contains the other (contains search cannot find them). Per figure also: how the hits were
+found (the match type of the hitting form; ``by_strategy``: those hits as a share of the cases, i.e. recall@5 per
+strategy) and why misses missed (the alias was not extracted as a keyword; the disease was found below rank 5;
+not found). Latency p50/p95 per variant (LLM-free: ``use_llm=False``).
 
 The held-out aliases still occur in the disease texts they were extracted from, and the "domain" embeddings
 (``Settings.zh_embedder``) are trained on the network's texts, so vectors have seen them in context: the held-out
 figure is an upper estimate for names absent from every text.
 
-Run: ``python -m bench.aliases [--n 300] [--seed 0] [--db PATH]`` (``--db``: a SQLite file, loaded only when
+Run: ``python -m bench.aliases [--n 300] [--seed 0] [--db PATH] [--alias-baseline]`` (``--db``: a SQLite file, loaded only when
 absent — it must have been built by this benchmark with the same seed; checked). Writes
 ``bench/results/aliases.json``.
 """
@@ -48,6 +50,9 @@ from typing import Any
 from bench.common import percentiles, write_result
 
 TOP_K = 5
+MATCH_TYPES = ("exact", "alias", "standard_name", "abbreviation", "segments", "ngram", "contains", "fuzzy")
+#: the variants, each a (other-name strategies, alias strategy) setting
+VARIANTS = {"after": (True, True), "before": (False, True), "without_alias_strategy": (False, False)}
 TEMPLATE = "{}有哪些症状"
 KN_ID = "medical"
 SPLIT = ("(disease, alias) pairs extracted from the medical disease texts; seeded halves: held-out pairs removed "
@@ -138,8 +143,10 @@ def judge(case: Case, knowledge: Any) -> dict:
 def figure(cases: Sequence[Case], verdicts: Sequence[dict]) -> dict:
     def block(rows: list[tuple[Case, dict]]) -> dict:
         hits = sum(v["hit"] for _, v in rows)
+        how = Counter(v["how"] for _, v in rows)
         return {"hit_at_5": round(hits / len(rows), 4) if rows else None, "hits": hits, "n": len(rows),
-                "how": dict(sorted(Counter(v["how"] for _, v in rows).items()))}
+                "how": dict(sorted(how.items())),
+                "by_strategy": {k: round(how[k] / len(rows), 4) for k in sorted(how) if k in MATCH_TYPES}}
 
     rows = list(zip(cases, verdicts, strict=True))
     return {"all": block(rows), "hard": block([r for r in rows if r[0].hard])}
@@ -150,12 +157,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n", type=int, default=300, help="cases sampled from each half")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--db", type=Path, help="SQLite file to reuse (loaded only when absent)")
+    parser.add_argument("--alias-baseline", action="store_true",
+                        help="also run without the alias strategy (and without the other-name strategies)")
     args = parser.parse_args(argv)
 
     from kgrag.config import get_settings
     from kgrag.data.medical import read_diseases
     from kgrag.network.loaders.medical import medical_from_diseases
     from kgrag.network.store import NetworkStore
+    from kgrag.search.context_models import ContextConfig
     from kgrag.search.kn_models import KnSearchRequest
     from kgrag.search.pipeline import context_search
 
@@ -188,27 +198,32 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"{db} was not built with --seed {args.seed}: {len(leaked)} held-out pairs recorded, "
                          f"{len(missing)} recorded pairs missing; use another --db")
 
-    def ask(alias: str) -> Any:
-        request = KnSearchRequest(query=TEMPLATE.format(alias), kn_id=KN_ID)
+    def ask(alias: str, other_names: bool = True) -> Any:
+        request = KnSearchRequest(query=TEMPLATE.format(alias), kn_id=KN_ID,
+                                  context_config=ContextConfig(other_names=other_names))
         return context_search(request, store, use_llm=False).contextual_knowledge
 
+    t = time.perf_counter()
+    ask("某某某病")  # builds the other-name indexes of every type (once per network version)
+    index_s = time.perf_counter() - t
     for warm in ("感冒", "心肌梗死"):
         ask(warm)
     figures: dict[str, Any] = {}
-    variants = ("with_alias_strategy", "without_alias_strategy")
+    variants = tuple(v for v in VARIANTS if args.alias_baseline or v != "without_alias_strategy")
     latency: dict[str, list[float]] = {v: [] for v in variants}
     alias_found_held_out = 0
     for half, half_cases in cases.items():
         verdicts: dict[str, list[dict]] = {v: [] for v in variants}
         for i, case in enumerate(half_cases):
             # both variants per case, the order alternating, so neither always meets cold caches
-            for variant in (variants if i % 2 == 0 else variants[::-1]):
+            for variant in variants[i % len(variants):] + variants[:i % len(variants)]:
+                other_names, alias = VARIANTS[variant]
                 t = time.perf_counter()
-                with without_alias_strategy() if variant.startswith("without") else contextlib.nullcontext():
-                    knowledge = ask(case.alias)
+                with contextlib.nullcontext() if alias else without_alias_strategy():
+                    knowledge = ask(case.alias, other_names)
                 latency[variant].append(time.perf_counter() - t)
                 verdicts[variant].append(judge(case, knowledge))
-                if half == "held_out" and variant.startswith("with_") and knowledge is not None and any(
+                if half == "held_out" and variant == "after" and knowledge is not None and any(
                         f.match_type == "alias" and f.form == case.disease and f.similarity == 1.0
                         for m in knowledge.keyword_mappings for f in m.storage_forms):
                     alias_found_held_out += 1
@@ -220,10 +235,13 @@ def main(argv: list[str] | None = None) -> None:
 
     rows = [(half, variant, sub, block) for half, by_variant in figures.items()
             for variant, by_sub in by_variant.items() for sub, block in by_sub.items()]
-    print(f"{'half':<10} {'variant':<24} {'subset':<5} {'hit@5':>6} {'hits':>5} {'n':>5}")
+    print(f"{'half':<10} {'variant':<24} {'subset':<5} {'hit@5':>6} {'hits':>5} {'n':>5}  by strategy")
     for half, variant, sub, block in rows:
         rate = "-" if block["hit_at_5"] is None else f"{block['hit_at_5']:.3f}"
-        print(f"{half:<10} {variant:<24} {sub:<5} {rate:>6} {block['hits']:>5} {block['n']:>5}")
+        by = " ".join(f"{k}={v:.3f}" for k, v in block["by_strategy"].items())
+        print(f"{half:<10} {variant:<24} {sub:<5} {rate:>6} {block['hits']:>5} {block['n']:>5}  {by}")
+    for variant, values in latency.items():
+        print(f"latency {variant}: {percentiles(values)}")
 
     results = {
         "hit_at_5": figures,
@@ -235,13 +253,12 @@ def main(argv: list[str] | None = None) -> None:
         "latency": {k: percentiles(v) for k, v in latency.items() if v},
         "examples": {k: [f"{c.alias} -> {c.disease}" for c in v[:10]] for k, v in cases.items()},
         "load_seconds": round(load_s, 1) if load_s is not None else None,
+        "other_name_index_seconds": round(index_s, 1),
         "embedder": store.network_stats(KN_ID).get("embedder"),
     }
-    baseline = {half: {"without_alias_strategy": by["without_alias_strategy"]["all"]["hit_at_5"]}
-                for half, by in figures.items()}
-    ratio = {half: round(by["with_alias_strategy"]["all"]["hit_at_5"]
-                         / max(by["without_alias_strategy"]["all"]["hit_at_5"] or 0.0, 1e-9), 3)
-             for half, by in figures.items() if by["with_alias_strategy"]["all"]["hit_at_5"] is not None}
+    baseline = {half: {"before": by["before"]["all"]["hit_at_5"]} for half, by in figures.items()}
+    ratio = {half: round(by["after"]["all"]["hit_at_5"] / max(by["before"]["all"]["hit_at_5"] or 0.0, 1e-9), 3)
+             for half, by in figures.items() if by["after"]["all"]["hit_at_5"] is not None}
     write_result("aliases", results, baseline=baseline, ratio=ratio, split=SPLIT,
                  n=sum(len(v) for v in cases.values()))
 

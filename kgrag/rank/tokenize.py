@@ -37,7 +37,8 @@ from contextlib import contextmanager
 
 import jieba
 
-__all__ = ["ENGLISH_STOPWORDS", "CHINESE_STOPWORDS", "add_words", "tokenize", "tokenize_cache", "has_cjk"]
+__all__ = ["ENGLISH_STOPWORDS", "CHINESE_STOPWORDS", "add_words", "has_cjk", "is_word", "tokenize", "tokenize_cache",
+           "word_pieces"]
 
 
 def _wordset(words: str) -> frozenset[str]:
@@ -121,6 +122,17 @@ def add_words(words: Iterable[str]) -> int:
     for word in cleaned:
         _segmenter.add_word(word)
     return len(cleaned)
+
+
+def word_pieces(text: str) -> list[str]:
+    """jieba's pieces of the normalised ``text`` (NFKC, lower-cased), nothing dropped: they join to it. For
+    word-level views of short strings such as names (:mod:`kgrag.search.name_segments`)."""
+    return list(_get_segmenter().cut(_normalise(text), HMM=True)) if text else []
+
+
+def is_word(word: str) -> bool:
+    """Whether the normalised ``word`` is in the jieba dictionary (with a positive frequency)."""
+    return bool(_get_segmenter().FREQ.get(_normalise(word)))
 
 
 @contextmanager

@@ -31,7 +31,7 @@ __all__ = [
 Comparator = Literal["==", "!=", ">", ">=", "<", "<=", "range"]
 #: how a storage form relates to the keyword: the name itself, a name containing it, a variant of it, or the name
 #: of an instance that records the keyword as one of its other names (``aliases``; 脑溢血 -> 脑出血)
-MatchType = Literal["exact", "alias", "contains", "fuzzy"]
+MatchType = Literal["exact", "alias", "standard_name", "abbreviation", "segments", "ngram", "contains", "fuzzy"]
 StorageFormat = Literal["number", "string", "date", "range_string", "boolean", "unknown"]
 ValuePattern = Literal["integer", "float", "string_with_unit", "range", "date", "string", "boolean", "unknown"]
 Cardinality = Literal["one_to_one", "one_to_many", "many_to_one", "many_to_many"]
@@ -86,7 +86,9 @@ class StorageForm(_Out):
     sample_instance_id: str
     sample_instance_name: str
     #: how close ``form`` is to the keyword (1 for exact); for ``alias`` how close the recorded alias is; for a
-    #: ``fuzzy`` knn neighbour the larger of the character similarity and the embedding cosine
+    #: ``fuzzy`` knn neighbour the larger of the character similarity and the embedding cosine; for the other-name
+    #: types (``standard_name``, ``abbreviation``, ``segments``, ``ngram``: :mod:`kgrag.search.other_names`) the
+    #: strategy's score
     similarity: float = 1.0
 
 
@@ -175,3 +177,6 @@ class ContextConfig(BaseModel):
     min_fuzzy_similarity: float = Field(default=0.4, ge=0.0, le=1.0)
     #: a knn neighbour at least this close (cosine) is a fuzzy form whatever its character similarity
     min_knn_cosine: float = Field(default=0.75, ge=0.0, le=1.0)
+    #: other names the data does not record (contractions, segments, one edit; with an LLM the standard-name
+    #: rewrite): :mod:`kgrag.search.other_names`
+    other_names: bool = True

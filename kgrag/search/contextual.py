@@ -221,7 +221,7 @@ def contextual_recall(
             known = {t for t, _ in lexicon.names.get(entity.text, [])}
             jobs[("keyword", entity.text)] = (
                 lambda kw=entity.text, kt=known: map_keyword(service, kn_id, kw, searchable, config, recalled_ids,
-                                                             related, kt))
+                                                             related, kt, use_llm))
     for cond in conditions:
         if cond.text not in session.attributes:
             given = explicit.get(cond.text)

@@ -10,7 +10,8 @@ How (one pass, in this order):
    ``age > 30`` / ``older than 30`` -> attribute words, comparator, number, unit; categorical values from a small
    bilingual synonym table (男性 / male / 女 …) -> ``==`` conditions.
 2. **Segmentation** with jieba; question words and function words (有哪些, 什么, 的, what, which …) split the text
-   into chunks.
+   into chunks. A function character jieba's HMM glued to the end of an unknown word (原醛症有哪些: 症有) is split
+   off first.
 3. **Relation words**: a token equal to, or (2+ chars) contained in, a relation type's name, or one of the words
    of its comment, or an object type's name, is a relation/schema word (its relation types are listed).
 4. **Entities**: every remaining chunk. A chunk that is a stored instance name is one entity
@@ -26,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kgrag.network.model import KnowledgeNetwork
-from kgrag.rank.tokenize import tokenize
+from kgrag.rank.tokenize import has_cjk, is_word, tokenize
 from kgrag.search.context_models import AttributeCondition, EntityKeyword, Extraction, RelationWord
 
 __all__ = ["CATEGORICAL_SYNONYMS", "Lexicon", "extract_attribute_conditions", "extract_keywords"]
@@ -254,10 +255,10 @@ def extract_keywords(question: str, lexicon: Lexicon) -> Extraction:
             entities.append(EntityKeyword(text=segment, confidence=0.9, in_dictionary=True))
             continue
         chunk: list[str] = []
-        for token in _tokens(segment):
+        for token, glued in _tokens(segment):
             low = token.lower()
-            rel_ids = set() if token in lexicon.names else lexicon.relation_ids(token)
-            if low in STOPWORDS or rel_ids or token in lexicon.type_words:
+            rel_ids = set() if token in lexicon.names or glued else lexicon.relation_ids(token)
+            if not glued and (low in STOPWORDS or rel_ids or token in lexicon.type_words):
                 _flush(chunk, entities, lexicon)
                 chunk = []
                 if rel_ids or token in lexicon.type_words:
@@ -273,19 +274,32 @@ def extract_keywords(question: str, lexicon: Lexicon) -> Extraction:
                       relation_words=list(relations.values()), source="rules")
 
 
-def _tokens(segment: str) -> list[str]:
-    """jieba tokens of a segment, original case kept (``tokenize`` lower-cases ASCII)."""
-    out: list[str] = []
+def _tokens(segment: str) -> list[tuple[str, bool]]:
+    """jieba tokens of a segment, original case kept (``tokenize`` lower-cases ASCII), a function character that
+    jieba's HMM glued to an unknown word split off (原醛症有哪些症状: 症有 -> 症 + 有). ``(token, glued)``:
+    ``glued`` marks the rest of such a token — part of a name, never a stop word or schema word (Ollier病有: 病)."""
+    out: list[tuple[str, bool]] = []
     pos = 0
     lower = segment.lower()
     for tok in tokenize(segment):
         at = lower.find(tok, pos)
         if at < 0:
-            out.append(tok)
+            out.extend(_unglue(tok))
             continue
-        out.append(segment[at : at + len(tok)])
+        out.extend(_unglue(segment[at : at + len(tok)]))
         pos = at + len(tok)
     return out
+
+
+#: function characters jieba's HMM may glue to the end of an unknown word (X有哪些: 病有)
+_GLUED = frozenset("有是的在和与及或")
+
+
+def _unglue(token: str) -> list[tuple[str, bool]]:
+    """``token`` without a trailing function character when it is no dictionary word (an HMM artefact)."""
+    if len(token) >= 2 and token[-1] in _GLUED and has_cjk(token[:-1]) and not is_word(token):
+        return [(token[:-1], True), (token[-1], False)]
+    return [(token, False)]
 
 
 def _flush(chunk: list[str], entities: list[EntityKeyword], lexicon: Lexicon) -> None:

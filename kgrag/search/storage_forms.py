@@ -12,6 +12,14 @@ For one keyword and one object type, through the store's condition queries (inte
   contains it or is contained in it with :func:`similarity` ≥ :data:`ALIAS_SIMILARITY` (眼震有 ~ 眼震).
   The form is the instance's stored *name* (脑溢血 -> 脑出血); ``similarity`` is the keyword's closeness to the
   alias (1 when equal). Ranked right after exact forms;
+* ``standard_name`` / ``abbreviation`` / ``segments`` / ``ngram`` — other names the data does not record
+  (``config.other_names``; :func:`other_name_forms`, :mod:`kgrag.search.other_names`): with ``use_llm`` and an
+  LLM configured, its standard name for the keyword when that is a stored name or maps to one; learned contractions
+  and compositions; learned segment substitutions and segments in order; one substituted character. At most
+  ``forms_per_strategy`` of them, best similarity first; ``standard_name`` and ``abbreviation`` forms ranked right
+  after alias forms, ``segments`` and ``ngram`` forms after the first :data:`LATE_AFTER_FUZZY` fuzzy forms (on the
+  held-out aliases of ``bench/aliases.py`` a one-character or segment variant of a short name was more often
+  another disease than the embedding neighbours);
 * ``contains`` — ``name contain keyword`` (上气道梗阻 -> 上、下气道梗阻), the closest forms first;
 * ``fuzzy``    — character-level variants: ``match`` candidates (jieba tokens + CJK bigrams, so 上气道阻塞 and
   上呼吸道梗阻 share tokens with 上气道梗阻) and embedding neighbours (``knn``, when the field has vectors),
@@ -22,11 +30,11 @@ For one keyword and one object type, through the store's condition queries (inte
   cosines near 1, so the cosine alone is a poor ranking).
 
 With ``skip_when_exact`` (spec §6.1.4) an exact hit ends the search for that type. A keyword's confidence for a
-type: exact 0.95; alias 0.9; otherwise ``0.55 + 0.35 × best similarity`` for contains, ``0.8 × best similarity``
-for fuzzy; +0.05 when concept recall selected the type, +0.1 when the question's relation words name a relation
-whose other end is this type (X有哪些症状: X is the source of has_symptom) — capped at 1. When the lexicon
-restricts the search to the types where the keyword is a stored name (``known_types``), types where it is a
-recorded alias are searched too.
+type: exact 0.95; alias or standard_name 0.9; otherwise ``0.55 + 0.35 × best similarity`` for contains and
+abbreviation, ``0.8 × best similarity`` for fuzzy, segments and ngram; +0.05 when concept recall selected the type, +0.1 when the
+question's relation words name a relation whose other end is this type (X有哪些症状: X is the source of
+has_symptom) — capped at 1. When the lexicon restricts the search to the types where the keyword is a stored name
+(``known_types``), types where it is a recorded alias are searched too.
 
     forms = keyword_forms(store, "medical", "脑溢血", disease_type, "name", ContextConfig())
     # [StorageForm(form='脑出血', match_type='alias', similarity=1.0, …), …]
@@ -41,9 +49,12 @@ from kgrag.network.conditions import is_list_type
 from kgrag.network.model import TEXT_TYPES, Condition, InstanceHit, ObjectType
 from kgrag.network.service import ContextStore
 from kgrag.search.context_models import ContextConfig, KeywordMapping, StorageForm
+from kgrag.search.other_names import OtherNameIndex, other_name_index
+from kgrag.search.standard_name import standard_names, validated
 
-__all__ = ["ALIAS_FIELDS", "ALIAS_SIMILARITY", "KNN_WEIGHT", "alias_field", "alias_forms", "alias_values", "keyword_forms", "map_keyword",
-           "name_field", "similarity"]
+__all__ = ["ALIAS_FIELDS", "ALIAS_SIMILARITY", "EARLY_OTHER_TYPES", "KNN_WEIGHT", "LATE_AFTER_FUZZY",
+           "OTHER_NAME_TYPES", "alias_field", "alias_forms",
+           "alias_values", "keyword_forms", "map_keyword", "name_field", "other_name_forms", "similarity"]
 
 #: property names holding an instance's other names, in order of preference
 ALIAS_FIELDS = ("aliases", "alias", "other_names")
@@ -52,6 +63,13 @@ ALIAS_SIMILARITY = 0.8
 #: weight of a knn neighbour's cosine in the fuzzy ranking (character similarity + weight × cosine)
 KNN_WEIGHT = 0.5
 _ALIAS_SPLIT = re.compile(r"[、,，;；/|]")
+#: match types of the other-name strategies (:mod:`kgrag.search.other_names`)
+OTHER_NAME_TYPES = frozenset({"standard_name", "abbreviation", "segments", "ngram"})
+#: other-name types ranked right after alias forms (the rest: after the first fuzzy forms)
+EARLY_OTHER_TYPES = frozenset({"standard_name", "abbreviation"})
+#: fuzzy forms ranked before the segments / ngram forms (a one-character or segment variant of a short name is
+#: often another thing: the embedding neighbours come first)
+LATE_AFTER_FUZZY = 2
 
 _PUNCT = str.maketrans("", "", "、，,。.·・-_/()（）[]【】 　'\"“”")
 
@@ -155,9 +173,54 @@ def _form(hit: InstanceHit, field: str, match_type: str, keyword: str) -> Storag
                        similarity=1.0 if match_type == "exact" else similarity(keyword, name))
 
 
+def other_name_forms(store: ContextStore, kn_id: str, keyword: str, ot: ObjectType, field: str,
+                     config: ContextConfig, use_llm: bool = False) -> list[StorageForm]:
+    """Forms of names ``keyword`` may stand for though no instance records it: with ``use_llm`` (and an LLM
+    configured) the LLM's standard names that are stored names or map to one (``standard_name``, first), then
+    :meth:`kgrag.search.other_names.OtherNameIndex.lookup`'s (``abbreviation`` / ``segments`` / ``ngram``), at
+    most ``forms_per_strategy`` of each; [] when the type has no other-name index."""
+    index = other_name_index(store, kn_id, ot, field, alias_field(ot), alias_values)
+    if index is None:
+        return []
+    k = config.forms_per_strategy
+
+    def form(position: int, match_type: str, sim: float) -> StorageForm:
+        name = index.names[position]
+        return StorageForm(form=name, match_type=match_type, sample_instance_id=index.ids[position],  # type: ignore[arg-type]
+                           sample_instance_name=name, similarity=sim)
+
+    forms: list[StorageForm] = []
+    if use_llm:
+        network = store.get_network(kn_id)
+        answers = standard_names(keyword, network.name or network.kn_id)  # one request per keyword, every type
+        if answers:
+            resolve = lambda answer: _resolve(store, kn_id, answer, ot, field, config, index)  # noqa: E731
+            forms += [form(pos, "standard_name", 0.95) for _, pos in validated(answers, resolve)][:k]
+    seen = {f.sample_instance_id for f in forms}
+    forms += [form(o.position, o.match_type, o.similarity) for o in index.lookup(keyword, k * 2)
+              if index.ids[o.position] not in seen][:k]
+    return forms
+
+
+def _resolve(store: ContextStore, kn_id: str, answer: str, ot: ObjectType, field: str, config: ContextConfig,
+             index: OtherNameIndex) -> list[int]:
+    """Positions of the stored names an LLM answer names: the name itself, else the instance recording it as an
+    alias, else the other-name forms' best hit."""
+    exact = index.positions(answer)
+    if exact:
+        return exact
+    aliased = [f.sample_instance_id for f in alias_forms(store, kn_id, answer, ot, field, config)
+               if f.similarity == 1.0]
+    if aliased:
+        return [p for i in aliased[:1] for p in index.positions_of_id(i)]
+    best = index.lookup(answer, 1)
+    return [best[0].position] if best else []
+
+
 def keyword_forms(store: ContextStore, kn_id: str, keyword: str, ot: ObjectType, field: str,
-                  config: ContextConfig) -> list[StorageForm]:
-    """Exact, then contains, then fuzzy forms of ``keyword`` in ``ot.field`` (see the module docstring)."""
+                  config: ContextConfig, use_llm: bool = False) -> list[StorageForm]:
+    """Exact, alias, early other-name, contains, then fuzzy forms with the late other-name forms after the first
+    :data:`LATE_AFTER_FUZZY` (see the module docstring)."""
     k = config.forms_per_strategy
     exact = store.query_instances(kn_id, ot.id, Condition(operation="==", field=field, value=keyword), k,
                                   sort_by_score=False)
@@ -168,6 +231,13 @@ def keyword_forms(store: ContextStore, kn_id: str, keyword: str, ot: ObjectType,
     aliases = [f for f in alias_forms(store, kn_id, keyword, ot, field, config) if f.sample_instance_id not in seen]
     forms += aliases
     seen |= {f.sample_instance_id for f in aliases}
+    late: list[StorageForm] = []  # segments / ngram forms: after the best fuzzy forms
+    if config.other_names:
+        others = [f for f in other_name_forms(store, kn_id, keyword, ot, field, config, use_llm and not forms)
+                  if f.sample_instance_id not in seen]
+        forms += [f for f in others if f.match_type in EARLY_OTHER_TYPES]
+        late = [f for f in others if f.match_type not in EARLY_OTHER_TYPES]
+        seen |= {f.sample_instance_id for f in others}
     contains = [_form(h, field, "contains", keyword) for h in store.query_instances(
         kn_id, ot.id, Condition(operation="contain", field=field, value=keyword), max(k * 10, 50),
         sort_by_score=False) if h.id not in seen]
@@ -194,14 +264,13 @@ def keyword_forms(store: ContextStore, kn_id: str, keyword: str, ot: ObjectType,
             rank = similarity(keyword, form.form) + KNN_WEIGHT * cosine
             if h.id not in candidates or rank > candidates[h.id][0]:
                 candidates[h.id] = (rank, form)
-    fuzzy = sorted(candidates.values(), key=lambda rf: (-rf[0], len(rf[1].form), rf[1].form))
-    forms += [f for _, f in fuzzy[:k]]
-    return forms
+    fuzzy = [f for _, f in sorted(candidates.values(), key=lambda rf: (-rf[0], len(rf[1].form), rf[1].form))][:k]
+    return forms + fuzzy[:LATE_AFTER_FUZZY] + late + fuzzy[LATE_AFTER_FUZZY:]
 
 
 def map_keyword(store: ContextStore, kn_id: str, keyword: str, object_types: list[ObjectType],
                 config: ContextConfig, recalled: set[str], related: set[str],
-                known_types: set[str] | None = None) -> list[KeywordMapping]:
+                known_types: set[str] | None = None, use_llm: bool = False) -> list[KeywordMapping]:
     """The keyword's mappings, best first, at most ``max_types_per_keyword``; a keyword found nowhere gives one
     mapping with ``object_type_id=None`` and confidence 0. ``known_types``: types where the keyword is a stored
     name (from the lexicon) — searched first; when it is given and not empty only those are searched."""
@@ -216,13 +285,13 @@ def map_keyword(store: ContextStore, kn_id: str, keyword: str, object_types: lis
     for ot in candidates:
         field = name_field(ot)
         assert field is not None
-        forms = keyword_forms(store, kn_id, keyword, ot, field, config)
+        forms = keyword_forms(store, kn_id, keyword, ot, field, config, use_llm)
         if not forms:
             continue
         best = max(f.similarity for f in forms)
         kinds = {f.match_type for f in forms}
-        confidence = (0.95 if "exact" in kinds else 0.9 if "alias" in kinds else 0.55 + 0.35 * best
-                      if "contains" in kinds else 0.8 * best)
+        confidence = (0.95 if "exact" in kinds else 0.9 if kinds & {"alias", "standard_name"} else 0.55 + 0.35 * best
+                      if kinds & {"contains", "abbreviation"} else 0.8 * best)
         confidence += 0.05 * (ot.id in recalled) + 0.1 * (ot.id in related)
         mappings.append(KeywordMapping(keyword=keyword, object_type_id=ot.id, primary_field=field,
                                        match_fields=[field], storage_forms=forms,
