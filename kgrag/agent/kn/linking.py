@@ -17,9 +17,11 @@ not the user's spelling).
    (:func:`kgrag.search.storage_forms.map_keyword`) for the question's entity keywords (红斑狼仓 -> 红斑狼疮).
 
 :func:`choose_topic` takes the first exact form of the wanted type (users name what they ask about first: on the
-CE-Prompt questions the first maximal span is the Cypher's topic 96.9 % of the time, the longest 96.0 %);
+CE-Prompt questions the first maximal span is the Cypher's topic 96.9 % of the time, the longest 96.0 %); else an
+other-name form (a recorded alias, a validated standard-name rewrite, a learned contraction: the closest);
 among contains forms the one most often the topic of training questions (``prior``, counts learned from the
-training split), then the shortest; among fuzzy forms the most similar.
+training split), then the shortest; among fuzzy forms (embedding, segment and one-substitution matches) the most
+similar.
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ class TopicCandidate:
     name: str  # the stored name
     object_type: str
     instance_id: str
-    match_type: Literal["exact", "contains", "fuzzy", "history"]
+    match_type: Literal["exact", "alias", "standard_name", "abbreviation", "contains", "fuzzy", "segments", "ngram",
+                        "history"]
     keyword: str  # the user's words it was found from
     start: int = -1  # where the keyword starts in the question (-1: not a span of it)
     similarity: float = 1.0
@@ -146,12 +149,15 @@ def choose_topic(candidates: Sequence[TopicCandidate], object_type: str,
     exact = sorted((c for c in typed if c.match_type == "exact"), key=lambda c: (c.start, -len(c.name)))
     if exact:
         return exact[0]
-    aliases = [c for c in typed if c.match_type == "alias"]  # the keyword is a recorded other name of it
-    if aliases:
-        return max(aliases, key=lambda c: c.similarity)
+    # the keyword is a recorded other name of it, the standard name a validated rewrite gave, or a contraction of
+    # its name learned from the recorded ones
+    for kind in ("alias", "standard_name", "abbreviation"):
+        named = [c for c in typed if c.match_type == kind]
+        if named:
+            return max(named, key=lambda c: c.similarity)
     prior = prior or {}
     contains = [c for c in typed if c.match_type == "contains"]
     if contains:
         return max(contains, key=lambda c: (math.log1p(prior.get(c.name, 0)), -len(c.name)))
-    fuzzy = [c for c in typed if c.match_type == "fuzzy"]
+    fuzzy = [c for c in typed if c.match_type in ("fuzzy", "segments", "ngram")]
     return max(fuzzy, key=lambda c: (c.similarity, math.log1p(prior.get(c.name, 0)))) if fuzzy else None
