@@ -57,7 +57,7 @@ def test_cli_prepare_and_run_on_demo(prefect_harness, work_settings, monkeypatch
     assert all("]->" in line or "<-[" in line for line in path_lines), path_lines  # relations shown, not markup
     # the agent stage: the demo knowledge network (no medical data here), two questions answered as step trees
     assert "The agent on the triple graph" in res.output and "reason_paths" in res.output and "kg demo" in res.output
-    assert "knowledge network demo" in res.output and res.output.count("contextual_recall") == 3  # + the kg tree
+    assert "knowledge network demo" in res.output and res.output.count("contextual_recall") == 5  # + the kg tree, + the label-free stage's two
     assert res.output.count("answer:") == 3 and "langgraph dev --no-browser" in res.output
     res = runner.invoke(app, ["sparql", "--dataset", "demo", "--limit", "3",
                               "SELECT ?s WHERE { ?s ?p ?o } LIMIT 5"])
