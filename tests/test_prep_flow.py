@@ -57,8 +57,10 @@ def test_cli_prepare_and_run_on_demo(prefect_harness, work_settings, monkeypatch
     assert all("]->" in line or "<-[" in line for line in path_lines), path_lines  # relations shown, not markup
     # the agent stage: the demo knowledge network (no medical data here), two questions answered as step trees
     assert "The agent on the triple graph" in res.output and "reason_paths" in res.output and "kg demo" in res.output
-    assert "knowledge network demo" in res.output and res.output.count("contextual_recall") == 5  # + the kg tree, + the label-free stage's two
-    assert res.output.count("answer:") == 3 and "langgraph dev --no-browser" in res.output
+    # the kg tree, two on the demo network and two on the library example (the label-free stage)
+    assert "knowledge network demo" in res.output and res.output.count("contextual_recall") == 5
+    assert res.output.count("answer:") == 5 and "langgraph dev --no-browser" in res.output
+    assert "Agent without labelled questions" in res.output and "intents self" in res.output
     res = runner.invoke(app, ["sparql", "--dataset", "demo", "--limit", "3",
                               "SELECT ?s WHERE { ?s ?p ?o } LIMIT 5"])
     assert res.exit_code == 0 and "5 row(s)" in res.output
