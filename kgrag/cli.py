@@ -344,6 +344,18 @@ def train_intent_cmd(
     if questions is not None and not questions.is_file():
         raise KgragError(f"question file not found: {questions}")
     overrides = _config_overrides(config, IntentConfig)
+    if source == IntentSource.self_supervised:
+        from kgrag.errors import NetworkNotFound
+        from kgrag.network.store import NetworkStore
+
+        store = NetworkStore(get_settings().db_url)
+        try:
+            store.get_network(kn)
+        except NetworkNotFound:
+            raise KgragError(f"no knowledge network {kn!r} is loaded (see `kgrag kn list`; load one with "
+                             "`kgrag kn load NAME|PATH.yaml`)") from None
+        finally:
+            store.close()
     result = train_intent(config=overrides, force=force, source=source.value, kn_id=kn,
                           questions=str(questions) if questions else None, per_candidate=per_candidate)
     if source == IntentSource.self_supervised:

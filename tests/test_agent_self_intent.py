@@ -152,6 +152,9 @@ def test_intent_routing_and_its_report(demo_env, tmp_path: Path, monkeypatch: py
     assert last_json(report.output)["intent_planner"] == "self"
     labelled = runner.invoke(app, ["train-intent", "--kn", "demo", "--source", "self", "--questions", str(questions)])
     assert labelled.exit_code == 1 and "--questions needs --source labelled" in labelled.output
+    unknown = runner.invoke(app, ["train-intent", "--kn", "nosuch", "--source", "self"])
+    assert unknown.exit_code == 1 and "no knowledge network 'nosuch' is loaded" in unknown.output
+    assert "Traceback" not in unknown.output
 
 
 def test_phrase_neighbours_keep_only_other_words_for_a_phrase(demo_store) -> None:
