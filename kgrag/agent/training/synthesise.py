@@ -9,7 +9,9 @@ it), wordings are built from what the schema says about it — its phrases (name
 fragments) and its answer type's name — in general question frames of the network's language (English or
 Chinese: :data:`FRAMES_EN`, :data:`FRAMES_ZH`), plus the frames of the answer classes its answer has
 (:data:`kgrag.agent.kn.zero_shot.CUES`: a candidate whose answers are years gets "when …" wordings, a place type
-"where …"). Where the network has its own word vectors (a Chinese network's domain vectors), each phrase is also said with
+"where …"). :func:`text_wordings` adds the sentences of the network's own texts that mention one candidate only (a word of
+its phrases no other candidate of the type says), with the instance the text belongs to as the topic. Where the
+network has its own word vectors (a Chinese network's domain vectors), each phrase is also said with
 the words those vectors put next to its words (:func:`phrase_neighbours`: 病因 -> 原因, 成因). Each wording is
 filled with a topic drawn from the real instances of the candidate's topic type.
 Seeded: the same profile, instances and seed give the same questions, in the same order.
@@ -18,6 +20,7 @@ Seeded: the same profile, instances and seed give the same questions, in the sam
 from __future__ import annotations
 
 import random
+import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -25,7 +28,7 @@ from dataclasses import dataclass
 from kgrag.agent.kn.schema_candidates import CandidateProfile, SchemaCandidate
 from kgrag.rank.tokenize import has_cjk, tokenize
 
-__all__ = ["FRAMES_EN", "FRAMES_ZH", "Synthetic", "phrase_neighbours", "synthesise"]
+__all__ = ["FRAMES_EN", "FRAMES_ZH", "Synthetic", "phrase_neighbours", "synthesise", "text_wordings"]
 
 #: general question frames: {t} the topic, {p} a phrase of the candidate, {a} its answer type's name
 FRAMES_EN = ("what is the {p} of {t}?", "{t} {p}?", "what {p} does {t} have?", "tell me the {p} of {t}",
@@ -78,6 +81,53 @@ def phrase_neighbours(profile: CandidateProfile, nearest: Callable[[str, int], l
                  and w not in word and w not in said]
         if found:
             out[word] = found[:k]
+    return out
+
+
+_SENTENCE = re.compile(r"[。！？；;!?\n]+|(?<=[a-z0-9])\.\s+")
+#: sentences of the network's texts used as training wordings: their length in characters
+SENTENCE_CHARS = (6, 80)
+#: instances per object type whose texts are read
+TEXT_INSTANCES = 1500
+
+
+def text_wordings(profile: CandidateProfile, texts: Sequence[tuple[str, str, dict[str, list[str]]]], seed: int = 0,
+                  per_candidate: int = 12) -> list[Synthetic]:
+    """Sentences of the network's own texts that mention one candidate only: up to ``per_candidate`` per candidate,
+    from the texts of instances of its topic type (``texts``: ``(type, name, {property: [texts]})``, as
+    :func:`kgrag.network.domain_vectors.instance_texts` gives), the instance's name as the topic. A candidate is
+    mentioned by a word of its phrases that no other candidate of the type says."""
+    rng = random.Random(seed)
+    by_type: dict[str, dict[str, str]] = defaultdict(dict)  # topic type -> word -> the one label saying it
+    seen: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for c in profile.candidates:
+        for phrase in c.phrases:
+            for word in tokenize(phrase):
+                if len(word) >= 2 and not word.isascii() or len(word) >= 4:
+                    seen[c.topic_type][word].add(c.label)
+    for type_id, words in seen.items():
+        by_type[type_id] = {w: next(iter(labels)) for w, labels in words.items() if len(labels) == 1}
+    found: dict[str, list[Synthetic]] = defaultdict(list)
+    counts: dict[str, int] = defaultdict(int)
+    for type_id, name, props in texts:
+        words = by_type.get(type_id)
+        if not words or not name or counts[type_id] >= TEXT_INSTANCES:
+            continue
+        counts[type_id] += 1
+        for values in props.values():
+            for text in values:
+                for sentence in _SENTENCE.split(text):
+                    sentence = sentence.strip()
+                    if not SENTENCE_CHARS[0] <= len(sentence) <= SENTENCE_CHARS[1] or name not in sentence:
+                        continue
+                    labels = {label for w, label in words.items() if w in sentence}
+                    if len(labels) == 1:
+                        found[labels.pop()].append(Synthetic(sentence, "", name))
+    out = []
+    for label in sorted(found):
+        pool = found[label]
+        rng.shuffle(pool)
+        out += [Synthetic(q.question, label, q.topic) for q in pool[:per_candidate]]
     return out
 
 

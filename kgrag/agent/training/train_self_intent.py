@@ -5,7 +5,7 @@
 Reads the network's schema and instances from the store (``Settings.db_url``), builds its candidates
 (:mod:`kgrag.agent.kn.schema_candidates`), synthesises questions from them (:mod:`kgrag.agent.training.synthesise`;
 the answer classes each candidate gets "when/where/who …" wordings for come from the zero-shot ranker's
-affinities), trains :class:`kgrag.agent.kn.self_ranker.SelfRanker` on them and saves it under
+affinities; sentences of the network's own texts that mention one element join them), trains :class:`kgrag.agent.kn.self_ranker.SelfRanker` on them and saves it under
 ``<work_dir>/checkpoints/intent/self-<kn_id>-<fingerprint>/`` (``self_ranker.npz/json``, ``synthetic.jsonl``: every
 training question, ``metrics.json``); ``checkpoints/intent/<kn_id>-self-latest.json`` names it
 (:func:`kgrag.agent.kn.self_ranker.load_latest_self`). The fingerprint covers the config, the seed, the synthesis size and the network's
@@ -28,9 +28,10 @@ from kgrag.agent.kn.intent import KIND, IntentConfig
 from kgrag.agent.kn.schema_candidates import network_profile
 from kgrag.agent.kn.self_ranker import SelfRanker, self_pointer
 from kgrag.agent.kn.zero_shot import CUES, ZeroShotRanker
-from kgrag.agent.training.synthesise import CLASS_AFFINITY, phrase_neighbours, synthesise
+from kgrag.agent.training.synthesise import CLASS_AFFINITY, phrase_neighbours, synthesise, text_wordings
 from kgrag.config import Settings
 from kgrag.fileio import write_json
+from kgrag.network.domain_vectors import instance_texts
 from kgrag.rank.tokenize import has_cjk
 
 __all__ = ["MAX_QUESTIONS", "train_self_intent"]
@@ -81,6 +82,9 @@ def train_self_intent(settings: Settings, kn_id: str, config: IntentConfig | dic
         # a large schema gets fewer questions per element (at most MAX_QUESTIONS in all, at least 4 each)
         per = min(per_candidate, max(4, MAX_QUESTIONS // max(len(profile.candidates), 1)))
         questions = synthesise(profile, names, seed, per, classes, neighbours)
+        # and sentences of the network's own texts that mention one element (a quarter as many per element)
+        from_texts = text_wordings(profile, instance_texts(store, kn_id), seed, max(1, per // 4))
+        questions += from_texts
         if len({q.label for q in questions}) < 2:
             raise ValueError(f"network {kn_id!r} gives fewer than two answerable schema elements to train on")
         log(f"{kn_id}: {len(profile.candidates)} candidates, {len(questions)} synthetic questions")
@@ -99,7 +103,7 @@ def train_self_intent(settings: Settings, kn_id: str, config: IntentConfig | dic
         result = {"run_dir": str(run_dir), "kn_id": kn_id, "source": "self", "fingerprint": ranker.fingerprint,
                   "network_version": version, "candidates": len(profile.candidates),
                   "questions": len(questions), "labels": len({q.label for q in questions}),
-                  "questions_by_kind": dict(per_kind), "neighbours": neighbours,
+                  "questions_by_kind": dict(per_kind), "from_texts": len(from_texts), "neighbours": neighbours,
                   "n_features": len(ranker.vocabulary), "seed": seed,
                   "per_candidate": per, "profile_seconds": t_profile, "train_seconds": train_seconds,
                   "seconds": time.perf_counter() - t0, "examples": [q.__dict__ for q in questions[:: max(
