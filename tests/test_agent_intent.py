@@ -10,7 +10,14 @@ import numpy as np
 import pytest
 from fixtures.settings import require_shared
 
-from kgrag.agent.kn.intent import MASK, IntentConfig, IntentRanker, label_topic_type, mask_question
+from kgrag.agent.kn.intent import (
+    MASK,
+    IntentConfig,
+    IntentRanker,
+    label_topic_type,
+    mask_question,
+    question_grams,
+)
 from kgrag.agent.training.baseline import BaselineIntent, longest_name
 from kgrag.agent.training.cypher import SKIP_REASONS, parse_cypher
 from kgrag.agent.training.gold import (
@@ -228,7 +235,7 @@ def test_ranker_matches_sklearn_and_round_trips(tmp_path):
     assert ranked[0][0] == "rel:has_symptom" and abs(sum(p for _, p in ranked) - 1) < 1e-6
     assert [p for _, p in ranked] == sorted((p for _, p in ranked), reverse=True)
     # the numpy inference reproduces scikit-learn's pipeline
-    vec = TfidfVectorizer(analyzer=IntentRanker._analyzer(cfg), sublinear_tf=True, dtype=np.float32)
+    vec = TfidfVectorizer(analyzer=lambda pair: question_grams(cfg, *pair), sublinear_tf=True, dtype=np.float32)
     x = vec.fit_transform(list(zip(questions, topics, strict=True)))
     lr = LogisticRegression(C=10, solver="saga", max_iter=cfg.max_iter, tol=cfg.tol, random_state=0)
     lr.fit(x, labels)

@@ -30,6 +30,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -38,8 +39,9 @@ from kgrag.config import Settings
 from kgrag.fileio import atomic_write, write_json
 from kgrag.network.loaders.medical import MEDICAL_RELATION_TYPES
 
-__all__ = ["DATASET", "KIND", "MASK", "RELATION_SCHEMA", "IntentConfig", "IntentRanker", "char_ngrams",
-           "label_topic_type", "latest_intent_dir", "load_latest_intent", "mask_question", "normalize_text"]
+__all__ = ["DATASET", "KIND", "MASK", "RELATION_SCHEMA", "IntentConfig", "IntentRanker", "char_ngrams", "fit_tfidf",
+           "label_topic_type", "latest_intent_dir", "latest_run", "load_latest_intent", "mask_question",
+           "normalize_text", "question_grams", "read_model", "tfidf_vector", "write_model"]
 
 #: the labelled questions a ranker is trained on (CE-Prompt's, on the medical network) and its checkpoint kind
 DATASET = "medical"
@@ -118,6 +120,70 @@ def char_ngrams(text: str, lo: int, hi: int, boundaries: bool) -> list[str]:
     return [text[i : i + n] for n in range(lo, hi + 1) for i in range(len(text) - n + 1)]
 
 
+def question_grams(cfg: IntentConfig, question: str, topic: str | None = None) -> list[str]:
+    """The character n-grams of one question (its topic masked when ``cfg.mask_topic``): what both rankers read."""
+    text = mask_question(question, topic) if cfg.mask_topic else normalize_text(question)
+    return char_ngrams(text, cfg.ngram_min, cfg.ngram_max, cfg.boundaries)
+
+
+def fit_tfidf(cfg: IntentConfig, questions: Sequence[str], topics: Sequence[str | None]
+              ) -> tuple[Any, list[str], np.ndarray]:
+    """``(sparse TF-IDF rows, vocabulary, idf)`` of the questions (sublinear tf, l2 rows), scikit-learn's fit."""
+    from sklearn.feature_extraction.text import TfidfVectorizer  # on use: ~3 s at import
+
+    vectorizer = TfidfVectorizer(analyzer=lambda pair: question_grams(cfg, *pair), sublinear_tf=True,
+                                 min_df=cfg.min_df, max_features=cfg.max_features or None, dtype=np.float32)
+    x = vectorizer.fit_transform(list(zip(questions, topics, strict=True)))
+    vocab = [""] * len(vectorizer.vocabulary_)
+    for gram, i in vectorizer.vocabulary_.items():
+        vocab[i] = gram
+    return x, vocab, vectorizer.idf_
+
+
+def tfidf_vector(grams: Iterable[str], index: dict[str, int], idf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(feature indices, tf-idf values)`` of one question's n-grams as :func:`fit_tfidf` weighs them
+    (l2-normalised; n-grams outside ``index`` dropped)."""
+    counts = Counter(i for g in grams if (i := index.get(g)) is not None)
+    if not counts:
+        return np.zeros(0, np.int64), np.zeros(0, np.float32)
+    idx = np.fromiter(counts, np.int64, len(counts))
+    tf = np.fromiter((1.0 + math.log(c) for c in counts.values()), np.float32, len(counts))
+    values = tf * idf[idx]
+    return idx, values / np.linalg.norm(values)
+
+
+def write_model(folder: str | Path, stem: str, arrays: dict[str, np.ndarray], meta: dict) -> Path:
+    """``<stem>.npz`` (``arrays``) and ``<stem>.json`` (``meta`` + the format) into ``folder``, each atomically."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def write_npz(tmp: Path) -> None:
+        with tmp.open("wb") as fh:
+            np.savez(fh, **arrays)
+
+    atomic_write(folder / f"{stem}.npz", write_npz)
+    write_json(folder / f"{stem}.json", {"format": FORMAT_VERSION, **meta})
+    return folder
+
+
+def read_model(folder: str | Path, stem: str) -> tuple[dict, dict[str, np.ndarray]]:
+    """``(meta, arrays)`` written by :func:`write_model` (``ValueError`` for another format)."""
+    folder = Path(folder)
+    meta = json.loads((folder / f"{stem}.json").read_text(encoding="utf-8"))
+    if meta.get("format") != FORMAT_VERSION:
+        raise ValueError(f"{folder}: unknown {stem} format {meta.get('format')!r}")
+    with np.load(folder / f"{stem}.npz", allow_pickle=False) as npz:
+        return meta, {k: npz[k] for k in npz.files}
+
+
+def latest_run(pointer: Path, marker: str) -> Path | None:
+    """The run folder a ``<name>-latest.json`` pointer names, when it holds ``marker`` (else None)."""
+    if not pointer.is_file():
+        return None
+    folder = Path(json.loads(pointer.read_text())["run_dir"])
+    return folder if (folder / marker).is_file() else None
+
+
 def _digest(*parts: bytes) -> str:
     h = hashlib.sha256()
     for p in parts:
@@ -151,18 +217,7 @@ class IntentRanker:
 
     # ---- features ---------------------------------------------------------------------------------------
     def features(self, question: str, topic: str | None = None) -> list[str]:
-        cfg = self.config
-        text = mask_question(question, topic) if cfg.mask_topic else normalize_text(question)
-        return char_ngrams(text, cfg.ngram_min, cfg.ngram_max, cfg.boundaries)
-
-    @staticmethod
-    def _analyzer(cfg: IntentConfig):  # noqa: ANN205 - the featuriser sklearn fits on
-        def analyze(pair: tuple[str, str | None]) -> list[str]:
-            question, topic = pair
-            text = mask_question(question, topic) if cfg.mask_topic else normalize_text(question)
-            return char_ngrams(text, cfg.ngram_min, cfg.ngram_max, cfg.boundaries)
-
-        return analyze
+        return question_grams(self.config, question, topic)
 
     # ---- training ---------------------------------------------------------------------------------------
     @classmethod
@@ -170,7 +225,6 @@ class IntentRanker:
               topics: Sequence[str | None] | None = None) -> IntentRanker:
         """Fit on ``questions`` with their ``labels`` (and each question's topic name, masked out)."""
         # on use: scikit-learn costs ~3 s at import; the online agent only loads a trained ranker
-        from sklearn.feature_extraction.text import TfidfVectorizer
         from sklearn.linear_model import LogisticRegression
 
         cfg = config or IntentConfig()
@@ -178,10 +232,7 @@ class IntentRanker:
             raise ValueError("questions, labels (and topics) must have the same length")
         if len(set(labels)) < 2:
             raise ValueError("training needs at least two distinct labels")
-        docs = list(zip(questions, topics if topics is not None else [None] * len(questions), strict=True))
-        vectorizer = TfidfVectorizer(analyzer=cls._analyzer(cfg), sublinear_tf=True, min_df=cfg.min_df,
-                                     max_features=cfg.max_features or None, dtype=np.float32)
-        x = vectorizer.fit_transform(docs)
+        x, vocab, idf = fit_tfidf(cfg, questions, topics if topics is not None else [None] * len(questions))
         model = LogisticRegression(C=cfg.C, solver="saga", max_iter=cfg.max_iter, tol=cfg.tol,
                                    random_state=cfg.seed or 0)
         model.fit(x, np.asarray(labels))
@@ -189,26 +240,16 @@ class IntentRanker:
         if coef.shape[0] == 1:  # two labels: sigmoid(z) == softmax([-z/2, z/2])
             coef = np.vstack([-coef / 2, coef / 2])
             intercept = np.array([-intercept[0] / 2, intercept[0] / 2])
-        vocab = [""] * len(vectorizer.vocabulary_)
-        for gram, i in vectorizer.vocabulary_.items():
-            vocab[i] = gram
-        metrics = {"train_questions": len(docs), "n_features": len(vocab),
+        metrics = {"train_questions": len(questions), "n_features": len(vocab),
                    "solver_iterations": int(np.max(model.n_iter_))}
         prior = Counter(t for t in topics or () if t)
-        return cls(cfg, [str(c) for c in model.classes_], vocab, vectorizer.idf_, coef.T, intercept, metrics,
+        return cls(cfg, [str(c) for c in model.classes_], vocab, idf, coef.T, intercept, metrics,
                    dict(prior.most_common()))
 
     # ---- inference --------------------------------------------------------------------------------------
     def vector(self, question: str, topic: str | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(feature indices, tf-idf values)`` of one question (l2-normalised; unknown n-grams dropped)."""
-        counts = Counter(i for g in self.features(question, topic) if (i := self._index.get(g)) is not None)
-        if not counts:
-            return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        idx = np.fromiter(counts, np.int64, len(counts))
-        tf = np.fromiter((1.0 + math.log(c) for c in counts.values()), np.float32, len(counts))
-        values = tf * self.idf[idx]
-        values /= np.linalg.norm(values)
-        return idx, values
+        return tfidf_vector(self.features(question, topic), self._index, self.idf)
 
     def scores(self, question: str, topic: str | None = None) -> np.ndarray:
         """The raw label scores (logits) of one question, in ``self.labels`` order."""
@@ -251,29 +292,16 @@ class IntentRanker:
     # ---- persistence ------------------------------------------------------------------------------------
     def save(self, folder: str | Path) -> Path:
         """Write ``ranker.npz`` and ``ranker.json`` into ``folder`` (each atomically); returns the folder."""
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-
-        def write_npz(tmp: Path) -> None:
-            with tmp.open("wb") as fh:
-                np.savez(fh, weights=self.weights, bias=self.bias, idf=self.idf)
-
-        atomic_write(folder / "ranker.npz", write_npz)
-        meta = {"format": FORMAT_VERSION, "fingerprint": self.fingerprint, "config": self.config.model_dump(),
-                "config_fingerprint": self.config.fingerprint(), "labels": self.labels,
-                "metrics": self.metrics, "topic_prior": self.topic_prior, "vocabulary": self.vocabulary}
-        write_json(folder / "ranker.json", meta)
-        return folder
+        return write_model(folder, "ranker", {"weights": self.weights, "bias": self.bias, "idf": self.idf}, {
+            "fingerprint": self.fingerprint, "config": self.config.model_dump(),
+            "config_fingerprint": self.config.fingerprint(), "labels": self.labels, "metrics": self.metrics,
+            "topic_prior": self.topic_prior, "vocabulary": self.vocabulary})
 
     @classmethod
     def load(cls, folder: str | Path) -> IntentRanker:
-        folder = Path(folder)
-        meta = json.loads((folder / "ranker.json").read_text(encoding="utf-8"))
-        if meta.get("format") != FORMAT_VERSION:
-            raise ValueError(f"{folder}: unknown ranker format {meta.get('format')!r}")
-        with np.load(folder / "ranker.npz", allow_pickle=False) as arrays:
-            ranker = cls(IntentConfig(**meta["config"]), meta["labels"], meta["vocabulary"], arrays["idf"],
-                         arrays["weights"], arrays["bias"], meta.get("metrics"), meta.get("topic_prior"))
+        meta, arrays = read_model(folder, "ranker")
+        ranker = cls(IntentConfig(**meta["config"]), meta["labels"], meta["vocabulary"], arrays["idf"],
+                     arrays["weights"], arrays["bias"], meta.get("metrics"), meta.get("topic_prior"))
         if ranker.fingerprint != meta["fingerprint"]:
             raise ValueError(f"{folder}: fingerprint mismatch (files from different runs?)")
         return ranker
@@ -282,11 +310,7 @@ class IntentRanker:
 # ---- the latest run ---------------------------------------------------------------------------------------
 def latest_intent_dir(settings: Settings) -> Path | None:
     """Folder of the intent run that trained last (``None`` when there is none)."""
-    pointer = settings.checkpoint_dir / KIND / f"{DATASET}-latest.json"
-    if not pointer.is_file():
-        return None
-    folder = Path(json.loads(pointer.read_text())["run_dir"])
-    return folder if (folder / "ranker.json").is_file() else None
+    return latest_run(settings.checkpoint_dir / KIND / f"{DATASET}-latest.json", "ranker.json")
 
 
 def load_latest_intent(settings: Settings) -> IntentRanker | None:

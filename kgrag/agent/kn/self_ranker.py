@@ -19,21 +19,26 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 from scipy import sparse
 
-from kgrag.agent.kn.intent import KIND, IntentConfig, IntentRanker, char_ngrams, mask_question, normalize_text
+from kgrag.agent.kn.intent import (
+    KIND,
+    IntentConfig,
+    fit_tfidf,
+    latest_run,
+    question_grams,
+    read_model,
+    tfidf_vector,
+    write_model,
+)
 from kgrag.config import Settings
-from kgrag.fileio import atomic_write, write_json
 
 __all__ = ["SelfRanker", "latest_self_dir", "load_latest_self", "self_pointer"]
 
-FORMAT_VERSION = 1
 
 
 class SelfRanker:
@@ -58,21 +63,15 @@ class SelfRanker:
         self.fingerprint = h.hexdigest()[:12]
 
     def features(self, question: str, topic: str | None = None) -> list[str]:
-        cfg = self.config
-        text = mask_question(question, topic) if cfg.mask_topic else normalize_text(question)
-        return char_ngrams(text, cfg.ngram_min, cfg.ngram_max, cfg.boundaries)
+        return question_grams(self.config, question, topic)
 
     @classmethod
     def train(cls, questions: Sequence[str], labels: Sequence[str], topics: Sequence[str | None],
               config: IntentConfig | None = None) -> SelfRanker:
-        from sklearn.feature_extraction.text import TfidfVectorizer  # on use: ~3 s at import
-
         cfg = config or IntentConfig()
         if not (len(questions) == len(labels) == len(topics)) or not questions:
             raise ValueError("questions, labels and topics must be non-empty and of the same length")
-        vectorizer = TfidfVectorizer(analyzer=IntentRanker._analyzer(cfg), sublinear_tf=True, min_df=cfg.min_df,
-                                     max_features=cfg.max_features or None, dtype=np.float32)
-        x = vectorizer.fit_transform(list(zip(questions, topics, strict=True)))
+        x, vocab, idf = fit_tfidf(cfg, questions, topics)
         names = sorted(set(labels))
         row = {lab: i for i, lab in enumerate(names)}
         y = np.fromiter((row[lab] for lab in labels), np.int64, len(labels))
@@ -81,20 +80,11 @@ class SelfRanker:
         sums = sparse.csr_matrix(members @ x)
         norms = np.sqrt(np.asarray(sums.multiply(sums).sum(axis=1)).ravel())
         centroids = sparse.diags(1.0 / np.maximum(norms, 1e-9)) @ sums
-        vocab = [""] * len(vectorizer.vocabulary_)
-        for gram, i in vectorizer.vocabulary_.items():
-            vocab[i] = gram
         metrics = {"train_questions": len(questions), "labels": len(names), "n_features": len(vocab)}
-        return cls(cfg, names, vocab, vectorizer.idf_, sparse.csr_matrix(centroids), metrics)
+        return cls(cfg, names, vocab, idf, sparse.csr_matrix(centroids), metrics)
 
     def vector(self, question: str, topic: str | None = None) -> tuple[np.ndarray, np.ndarray]:
-        counts = Counter(i for g in self.features(question, topic) if (i := self._index.get(g)) is not None)
-        if not counts:
-            return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        idx = np.fromiter(counts, np.int64, len(counts))
-        tf = np.fromiter((1.0 + math.log(c) for c in counts.values()), np.float32, len(counts))
-        values = tf * self.idf[idx]
-        return idx, values / np.linalg.norm(values)
+        return tfidf_vector(self.features(question, topic), self._index, self.idf)
 
     def similarities(self, question: str, labels: Sequence[str], topic: str | None = None) -> np.ndarray:
         """Cosine of the question to each of ``labels``' centroids (0 for a label it was not trained on)."""
@@ -111,31 +101,18 @@ class SelfRanker:
 
     # ---- persistence ------------------------------------------------------------------------------------
     def save(self, folder: str | Path) -> Path:
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
         c = self.centroids
-
-        def write_npz(tmp: Path) -> None:
-            with tmp.open("wb") as fh:
-                np.savez(fh, data=c.data, indices=c.indices, indptr=c.indptr, shape=np.asarray(c.shape),
-                         idf=self.idf)
-
-        atomic_write(folder / "self_ranker.npz", write_npz)
-        write_json(folder / "self_ranker.json", {
-            "format": FORMAT_VERSION, "fingerprint": self.fingerprint, "config": self.config.model_dump(),
-            "labels": self.labels, "metrics": self.metrics, "vocabulary": self.vocabulary})
-        return folder
+        return write_model(folder, "self_ranker", {"data": c.data, "indices": c.indices, "indptr": c.indptr,
+                                                   "shape": np.asarray(c.shape), "idf": self.idf}, {
+            "fingerprint": self.fingerprint, "config": self.config.model_dump(), "labels": self.labels,
+            "metrics": self.metrics, "vocabulary": self.vocabulary})
 
     @classmethod
     def load(cls, folder: str | Path) -> SelfRanker:
-        folder = Path(folder)
-        meta = json.loads((folder / "self_ranker.json").read_text(encoding="utf-8"))
-        if meta.get("format") != FORMAT_VERSION:
-            raise ValueError(f"{folder}: unknown self-ranker format {meta.get('format')!r}")
-        with np.load(folder / "self_ranker.npz", allow_pickle=False) as a:
-            centroids = sparse.csr_matrix((a["data"], a["indices"], a["indptr"]), shape=tuple(a["shape"]))
-            ranker = cls(IntentConfig(**meta["config"]), meta["labels"], meta["vocabulary"], a["idf"], centroids,
-                         meta.get("metrics"))
+        meta, a = read_model(folder, "self_ranker")
+        centroids = sparse.csr_matrix((a["data"], a["indices"], a["indptr"]), shape=tuple(a["shape"]))
+        ranker = cls(IntentConfig(**meta["config"]), meta["labels"], meta["vocabulary"], a["idf"], centroids,
+                     meta.get("metrics"))
         if ranker.fingerprint != meta["fingerprint"]:
             raise ValueError(f"{folder}: fingerprint mismatch (files from different runs?)")
         return ranker
@@ -148,11 +125,7 @@ def self_pointer(settings: Settings, kn_id: str) -> Path:
 
 
 def latest_self_dir(settings: Settings, kn_id: str) -> Path | None:
-    pointer = self_pointer(settings, kn_id)
-    if not pointer.is_file():
-        return None
-    folder = Path(json.loads(pointer.read_text())["run_dir"])
-    return folder if (folder / "self_ranker.json").is_file() else None
+    return latest_run(self_pointer(settings, kn_id), "self_ranker.json")
 
 
 def load_latest_self(settings: Settings, kn_id: str) -> SelfRanker | None:

@@ -18,19 +18,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from collections import Counter
 from collections.abc import Callable
-from pathlib import Path
 
 from kgrag.agent.kn.intent import KIND, IntentConfig
 from kgrag.agent.kn.schema_candidates import network_profile
-from kgrag.agent.kn.self_ranker import SelfRanker, self_pointer
+from kgrag.agent.kn.self_ranker import SelfRanker
 from kgrag.agent.kn.zero_shot import CUES, ZeroShotRanker
 from kgrag.agent.training.synthesise import CLASS_AFFINITY, phrase_neighbours, synthesise, text_wordings
 from kgrag.config import Settings
 from kgrag.fileio import write_json
+from kgrag.hrag.pipeline import record_latest
 from kgrag.network.domain_vectors import instance_texts
 from kgrag.rank.tokenize import has_cjk
 
@@ -38,14 +37,6 @@ __all__ = ["MAX_QUESTIONS", "train_self_intent"]
 
 #: synthetic questions of one training at most (the synthetic network's 14,400 candidates get 6 each)
 MAX_QUESTIONS = 90_000
-
-
-def _record(settings: Settings, kn_id: str, run_dir: Path) -> None:
-    pointer = self_pointer(settings, kn_id)
-    pointer.parent.mkdir(parents=True, exist_ok=True)
-    tmp = pointer.with_name(pointer.name + f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps({"run_dir": str(run_dir)}))
-    os.replace(tmp, pointer)
 
 
 def train_self_intent(settings: Settings, kn_id: str, config: IntentConfig | dict | None = None,
@@ -66,7 +57,7 @@ def train_self_intent(settings: Settings, kn_id: str, config: IntentConfig | dic
         metrics_file = run_dir / "metrics.json"
         if not force and metrics_file.is_file() and (run_dir / "self_ranker.json").is_file():
             log(f"self-supervised ranker already trained for {kn_id!r} at this version: {run_dir}")
-            _record(settings, kn_id, run_dir)
+            record_latest(settings, f"{kn_id}-self", run_dir, kind=KIND)
             return {**json.loads(metrics_file.read_text(encoding="utf-8")), "cached": True}
         profile = network_profile(store, kn_id)
         zero_shot = ZeroShotRanker(profile, store.embedder_for(kn_id))
@@ -109,7 +100,7 @@ def train_self_intent(settings: Settings, kn_id: str, config: IntentConfig | dic
                   "seconds": time.perf_counter() - t0, "examples": [q.__dict__ for q in questions[:: max(
                       1, len(questions) // 12)][:12]]}
         write_json(metrics_file, result, indent=1)
-        _record(settings, kn_id, run_dir)
+        record_latest(settings, f"{kn_id}-self", run_dir, kind=KIND)  # = self_pointer(settings, kn_id)
         return result
     finally:
         if own:
