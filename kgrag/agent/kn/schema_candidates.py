@@ -17,8 +17,8 @@ Each candidate carries what a question is matched against, all taken from the sc
 - ``text``: the element's id words (``people.person.place_of_birth`` -> ``people person place of birth``), name,
   display name and comment, and the answer type's name and comment;
 - ``answer_text``: only what says what the answer *is* (the answer type or the property);
-- ``samples``: a few stored values of the answer (instance names of the answer type, or property values);
-- ``value_kinds``: the share of those values that read as a year or date, and as a number — what "when" and
+- ``kinds`` (:func:`value_kinds`): the share of a few stored values of the answer (instance names of the answer
+  type, or property values) that read as a year or date, and as a number — what "when" and
   "how many" questions are matched against.
 """
 
@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kgrag.network.model import KnowledgeNetwork
+from kgrag.rank.tokenize import has_cjk
 
 __all__ = ["CandidateProfile", "SchemaCandidate", "id_words", "network_profile", "value_kinds"]
 
@@ -81,7 +82,6 @@ class SchemaCandidate:
     answer_text: str  # what the answer is: the answer type's "name comment" (the text the store embedded)
     element_text: str  # the element's "name comment" (for a relation type: the text the store embedded)
     via_text: str = ""  # a path's first step's "name comment" (empty for one step)
-    samples: tuple[str, ...] = ()
     #: short phrases naming it (name, display name, id words, comment fragments): what synthetic questions say
     phrases: tuple[str, ...] = ()
     kinds: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
@@ -96,7 +96,8 @@ class CandidateProfile:
     candidates: list[SchemaCandidate]
     by_type: dict[str, list[int]]
     type_names: dict[str, str]
-    instance_counts: dict[str, int]
+    #: most candidate texts hold Chinese: the schema's language (question frames, prototype words)
+    chinese: bool = False
 
     def for_types(self, types: Iterable[str] | None) -> list[int]:
         """Indices of the candidates whose topic type is one of ``types`` (all when ``types`` is None/empty)."""
@@ -157,10 +158,7 @@ def build_profile(network: KnowledgeNetwork, names: Sequence[tuple[str, str, str
                   version: str = "") -> CandidateProfile:
     """The candidates of ``network`` (``names``: ``(type, id, display name)`` of its instances; ``store``: where
     property values are sampled, None = no samples)."""
-    samples = _samples_by_type(names)
-    counts: dict[str, int] = defaultdict(int)
-    for type_id, _iid, _name in names:
-        counts[type_id] += 1
+    kinds_of_type = {type_id: value_kinds(vals) for type_id, vals in _samples_by_type(names).items()}
     type_text = {ot.id: _type_text(network, ot.id) for ot in network.object_types}
     candidates: list[SchemaCandidate] = []
     for ot in network.object_types:
@@ -173,20 +171,19 @@ def build_profile(network: KnowledgeNetwork, names: Sequence[tuple[str, str, str
             candidates.append(SchemaCandidate(
                 label=f"prop:{p.name}", topic_type=ot.id, answer_type="", name=words,
                 text=own, answer_text=own, element_text=own,
-                samples=tuple(vals[:5]), phrases=phrases_of(p.display_name, id_words(p.name), p.comment),
+                phrases=phrases_of(p.display_name, id_words(p.name), p.comment),
                 kinds=value_kinds(vals, p.type)))
     for rt in network.relation_types:
         words = " ".join(dict.fromkeys(w for w in (rt.name, id_words(rt.id)) if w))
         for label, topic, answer in ((f"rel:{rt.id}", rt.source_object_type_id, rt.target_object_type_id),
                                      (f"rel_in:{rt.id}", rt.target_object_type_id, rt.source_object_type_id)):
-            vals = samples.get(answer, [])
             answer_text = type_text.get(answer, id_words(answer))
             answer_words = id_words(answer) if id_words(answer).lower() not in answer_text.lower() else ""
             candidates.append(SchemaCandidate(
                 label=label, topic_type=topic, answer_type=answer, name=words,
                 text=f"{words} {rt.comment} {answer_text} {answer_words}".strip(), answer_text=answer_text,
                 element_text=f"{rt.name} {rt.comment}".strip() or rt.id,
-                samples=tuple(vals[:5]), kinds=value_kinds(vals),
+                kinds=kinds_of_type.get(answer) or value_kinds([]),
                 phrases=phrases_of(rt.name, id_words(rt.id.split("@")[0].rsplit(".", 1)[-1]), rt.comment)))
     cvt = unnamed_types(network, names)
     # a step into an unnamed node answers nothing a person asks for ("Performance m.0x1"): its paths do instead
@@ -195,7 +192,8 @@ def build_profile(network: KnowledgeNetwork, names: Sequence[tuple[str, str, str
     for i, c in enumerate(candidates):
         by_type[c.topic_type].append(i)
     type_names = {ot.id: ot.name or ot.id for ot in network.object_types}
-    return CandidateProfile(network.kn_id, version, candidates, dict(by_type), type_names, dict(counts))
+    chinese = sum(has_cjk(c.text) for c in candidates) * 2 > max(len(candidates), 1)
+    return CandidateProfile(network.kn_id, version, candidates, dict(by_type), type_names, chinese)
 
 
 #: a type is an unnamed (CVT) node type when at least this share of its instances has no name of its own
@@ -237,7 +235,7 @@ def _cvt_paths(network: KnowledgeNetwork, candidates: Sequence[SchemaCandidate],
                 label=f"path:{first.label}|{second.label}", topic_type=first.topic_type,
                 answer_type=second.answer_type, name=f"{first.name} {second.name}",
                 text=f"{first.name} {second.text}", answer_text=second.answer_text,
-                element_text=second.element_text, via_text=first.element_text, samples=second.samples,
+                element_text=second.element_text, via_text=first.element_text,
                 phrases=tuple(dict.fromkeys([*second.phrases, *first.phrases]))[:6], kinds=second.kinds))
     return paths
 

@@ -86,18 +86,20 @@ class SelfRanker:
     def vector(self, question: str, topic: str | None = None) -> tuple[np.ndarray, np.ndarray]:
         return tfidf_vector(self.features(question, topic), self._index, self.idf)
 
+    def rows(self, labels: Sequence[str]) -> np.ndarray:
+        """The centroid row of each of ``labels`` (-1 for a label it was not trained on)."""
+        return np.array([self._label_row.get(lab, -1) for lab in labels], dtype=np.int64)
+
+    def label_scores(self, question: str, topic: str | None = None) -> np.ndarray:
+        """Cosine of the question to every label's centroid, in ``self.labels`` order."""
+        idx, values = self.vector(question, topic)
+        if idx.size == 0:
+            return np.zeros(len(self.labels), dtype=np.float32)
+        return np.asarray(self._columns[idx].T @ values).ravel()
+
     def similarities(self, question: str, labels: Sequence[str], topic: str | None = None) -> np.ndarray:
         """Cosine of the question to each of ``labels``' centroids (0 for a label it was not trained on)."""
-        idx, values = self.vector(question, topic)
-        out = np.zeros(len(labels), dtype=np.float32)
-        if idx.size == 0:
-            return out
-        scores = np.asarray(self._columns[idx].T @ values).ravel()  # (labels,)
-        for j, lab in enumerate(labels):
-            r = self._label_row.get(lab)
-            if r is not None:
-                out[j] = scores[r]
-        return out
+        return np.append(self.label_scores(question, topic), 0.0)[self.rows(labels)]
 
     # ---- persistence ------------------------------------------------------------------------------------
     def save(self, folder: str | Path) -> Path:

@@ -38,7 +38,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from kgrag.agent.kn.schema_candidates import CandidateProfile
-from kgrag.rank.tokenize import has_cjk, tokenize
+from kgrag.rank.tokenize import tokenize
 
 __all__ = ["CUES", "ZeroShotRanker", "answer_classes", "stem_tokens"]
 
@@ -121,7 +121,11 @@ class ZeroShotRanker:
         self.learned = learned  # a SelfRanker: its similarities join the score
         cands = profile.candidates
         self.labels = [c.label for c in cands]
-        self.chinese = sum(has_cjk(c.text) for c in cands) * 2 > max(len(cands), 1)
+        self.chinese = profile.chinese
+        # what a candidate loses whatever the question: a property of passages, a two-step path
+        self._penalty = np.array([PASSAGE * c.kinds.get("long_text", 0.0) + PATH * bool(c.via_text) for c in cands])
+        # the self-supervised ranker's row of each candidate (-1: a label it was not trained on)
+        self._learned_rows = learned.rows(self.labels) if learned is not None else None
         self._lock = threading.Lock()
         self._vectors: np.ndarray | None = None
         # BM25 postings over the candidates' texts (their names count twice: the name is what a question says)
@@ -132,10 +136,13 @@ class ZeroShotRanker:
         df: Counter[str] = Counter(t for d in docs for t in d)
         n = max(len(docs), 1)
         self._idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
-        self._postings: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        postings: dict[str, list[tuple[int, int]]] = defaultdict(list)
         for i, d in enumerate(docs):
             for t, tf in d.items():
-                self._postings[t].append((i, tf))
+                postings[t].append((i, tf))
+        # term -> (candidate indices, term frequencies): one vectorised update per question term
+        self._postings = {t: (np.array([i for i, _ in p]), np.array([f for _, f in p], dtype=np.float64))
+                          for t, p in postings.items()}
         self._affinity: np.ndarray | None = None  # (candidates, classes)
 
     # ---- vectors (made on first use) ---------------------------------------------------------------------
@@ -208,18 +215,16 @@ class ZeroShotRanker:
 
     # ---- scoring ------------------------------------------------------------------------------------------
     def _bm25(self, question: str, idx: np.ndarray) -> np.ndarray:
-        """BM25 of each candidate for the question's terms, divided by the best candidate's (0–1)."""
+        """BM25 of each candidate of ``idx`` for the question's terms, divided by the best one's (0–1)."""
         k1, b = 1.2, 0.75
-        pos = {int(i): j for j, i in enumerate(idx)}
-        out = np.zeros(len(idx), dtype=np.float64)
+        out = np.zeros(len(self.labels), dtype=np.float64)
         for t in set(_words(question)):
             idf = self._idf.get(t)
             if idf is None:
                 continue
-            for i, tf in self._postings[t]:
-                j = pos.get(i)
-                if j is not None:
-                    out[j] += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * self._lengths[i] / self._avg))
+            docs, tf = self._postings[t]
+            out[docs] += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * self._lengths[docs] / self._avg))
+        out = out[idx]
         return out / out.max() if out.max() > 0 else out
 
     def scores(self, question: str, mask: str | None = None, topic_types: Iterable[str] | None = None
@@ -239,12 +244,11 @@ class ZeroShotRanker:
         if wanted:
             w = np.array([wanted.get(k, 0.0) for k in CUES], dtype=np.float32)
             typed = affinity[idx] @ w / max(1.0, float(w.sum()))
-        cands = self.profile.candidates
-        passages = np.array([cands[i].kinds.get("long_text", 0.0) for i in idx])
-        paths = np.array([bool(cands[i].via_text) for i in idx], dtype=np.float64)
-        score = meaning + WORDS * words + ANSWER_TYPE * typed - PASSAGE * passages - PATH * paths
+        score = meaning + WORDS * words + ANSWER_TYPE * typed - self._penalty[idx]
         if self.learned is not None:
-            score = score + LEARNED * self.learned.similarities(question, [self.labels[i] for i in idx], mask)
+            rows = self._learned_rows[idx]
+            learned = np.append(self.learned.label_scores(question, mask), 0.0)[rows]  # row -1: the appended 0
+            score = score + LEARNED * learned
         return idx, score
 
     def rank(self, question: str, mask: str | None = None, topic_types: Iterable[str] | None = None,

@@ -163,7 +163,7 @@ def synthesise(profile: CandidateProfile, names: Sequence[tuple[str, str, str]],
     for type_id, _iid, name in names:
         if name:
             topics[type_id].append(str(name))
-    chinese = sum(has_cjk(c.text) for c in profile.candidates) * 2 > max(len(profile.candidates), 1)
+    chinese = profile.chinese
     out: list[Synthetic] = []
     for c in profile.candidates:
         pool = topics.get(c.topic_type)
