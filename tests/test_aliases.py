@@ -4,18 +4,14 @@ a tiny network loaded with a deterministic fake embedder."""
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Sequence
-
-import numpy as np
 import pytest
+from fixtures.fake_embedder import HashEmbedder
 
 from kgrag.data.medical import Disease
 from kgrag.network.aliases import alias_index, clean_alias, extract_aliases
 from kgrag.network.loaders.medical import medical_from_diseases
 from kgrag.network.model import DataProperty, Instance, KnowledgeNetwork, Link, ObjectType, RelationType
 from kgrag.network.store import NetworkStore
-from kgrag.rank.sentence_embedder import EmbedderStats
 from kgrag.search.context_models import ContextConfig
 from kgrag.search.contextual import ContextSessions
 from kgrag.search.kn_models import KnSearchRequest
@@ -113,47 +109,6 @@ def test_loader_records_aliases_and_leaves_out_the_excluded() -> None:
 SYNONYMS = {"羊角风": "癫痫", "老烂腿": "臁疮"}
 
 
-class FakeEmbedder:
-    """Deterministic vectors: a hash-seeded direction per text, except that a text of :data:`SYNONYMS` gets its
-    partner's direction plus a little noise (cosine ≈ 0.99) — so knn neighbours that share no character exist."""
-
-    model_name = "fake:aliases-test"
-
-    def __init__(self, dim: int = 32) -> None:
-        self.stats = EmbedderStats()
-        self._dim = dim
-
-    @property
-    def dim(self) -> int:
-        return self._dim
-
-    def _base(self, text: str) -> np.ndarray:
-        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
-        v = np.random.default_rng(seed).standard_normal(self._dim)
-        return v / np.linalg.norm(v)
-
-    def encode_one(self, text: str) -> np.ndarray:
-        if text in SYNONYMS:
-            v = self._base(SYNONYMS[text]) + 0.1 * self._base(text + "#")
-            return (v / np.linalg.norm(v)).astype(np.float32)
-        return self._base(text).astype(np.float32)
-
-    def encode(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
-        return np.stack([self.encode_one(t) for t in texts]) if texts else np.zeros((0, self._dim), np.float32)
-
-    def encode_query(self, text: str) -> np.ndarray:
-        return self.encode_one(text)
-
-    def similarity(self, query: str, docs: Sequence[str]) -> np.ndarray:
-        return self.encode(docs) @ self.encode_one(query)
-
-    def representable(self, texts: Sequence[str]) -> list[bool]:
-        return [True] * len(texts)
-
-    def compact(self) -> None:
-        return None
-
-
 NAME_OPS = ["knn", "match", "==", "contain", "prefix"]
 
 
@@ -186,7 +141,7 @@ def tiny_network(exclude: set[tuple[str, str]] = frozenset()) -> tuple[Knowledge
 
 @pytest.fixture(scope="module")
 def store() -> NetworkStore:
-    s = NetworkStore("sqlite://", embedder=FakeEmbedder())  # type: ignore[arg-type]
+    s = NetworkStore("sqlite://", embedder=HashEmbedder("fake:aliases-test", 32, SYNONYMS))  # type: ignore[arg-type]
     s.load(*tiny_network())
     return s
 
@@ -236,7 +191,7 @@ def test_a_keyword_stored_under_another_type_still_finds_the_alias(store: Networ
 
 
 def test_a_held_out_alias_is_not_found_through_the_alias_property() -> None:
-    held = NetworkStore("sqlite://", embedder=FakeEmbedder())  # type: ignore[arg-type]
+    held = NetworkStore("sqlite://", embedder=HashEmbedder("fake:aliases-test", 32, SYNONYMS))  # type: ignore[arg-type]
     held.load(*tiny_network(exclude={("心肌梗死", "心梗"), ("慢性支气管炎", "老慢支")}))
     disease = types_of(held)["disease"]
     assert not [f for f in keyword_forms(held, "al", "心梗", disease, "name", ContextConfig())

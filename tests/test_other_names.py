@@ -6,18 +6,16 @@ an unknown name whole before 有."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
-import numpy as np
 import pytest
+from fixtures.fake_embedder import HashEmbedder
 from fixtures.llm_server import Error, Reply
 
 from kgrag.config import get_settings
 from kgrag.network.model import DataProperty, Instance, KnowledgeNetwork, Link, ObjectType, RelationType
 from kgrag.network.store import NetworkStore
-from kgrag.rank.sentence_embedder import EmbedderStats
 from kgrag.search import standard_name
 from kgrag.search.context_models import ContextConfig
 from kgrag.search.contextual import ContextSessions, lexicon_for
@@ -128,40 +126,6 @@ def test_other_name_index_combines_the_strategies() -> None:
 # -- storage forms on a tiny network ---------------------------------------------------------------------------------
 
 
-class HashEmbedder:
-    """Deterministic unrelated vectors (a hash-seeded direction per text): knn finds nothing close."""
-
-    model_name = "fake:other-names-test"
-
-    def __init__(self, dim: int = 16) -> None:
-        self.stats = EmbedderStats()
-        self._dim = dim
-
-    @property
-    def dim(self) -> int:
-        return self._dim
-
-    def encode_one(self, text: str) -> np.ndarray:
-        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
-        v = np.random.default_rng(seed).standard_normal(self._dim)
-        return (v / np.linalg.norm(v)).astype(np.float32)
-
-    def encode(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
-        return np.stack([self.encode_one(t) for t in texts]) if texts else np.zeros((0, self._dim), np.float32)
-
-    def encode_query(self, text: str) -> np.ndarray:
-        return self.encode_one(text)
-
-    def similarity(self, query: str, docs: Sequence[str]) -> np.ndarray:
-        return self.encode(docs) @ self.encode_one(query)
-
-    def representable(self, texts: Sequence[str]) -> list[bool]:
-        return [True] * len(texts)
-
-    def compact(self) -> None:
-        return None
-
-
 OPS = ["knn", "match", "==", "contain", "prefix"]
 
 
@@ -181,7 +145,7 @@ def store() -> NetworkStore:
     names = list(dict.fromkeys([*NAMES, *recorded]))
     instances = [Instance(object_type_id="disease", id=f"d{i}", properties={
         "name": n, **({"aliases": recorded[n]} if n in recorded else {})}) for i, n in enumerate(names)]
-    s = NetworkStore("sqlite://", embedder=HashEmbedder())  # type: ignore[arg-type]
+    s = NetworkStore("sqlite://", embedder=HashEmbedder("fake:other-names-test"))  # type: ignore[arg-type]
     fever = Instance(object_type_id="symptom", id="s0", properties={"name": "发热"})
     s.load(net, [*instances, fever], [Link(relation_type_id="has_symptom", source_id="d4", target_id="s0")])
     return s
