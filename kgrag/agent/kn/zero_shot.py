@@ -202,8 +202,7 @@ class ZeroShotRanker:
     def _query_vector(self, text: str) -> np.ndarray:
         """The question's unit vector through the embedder's query path (an in-memory LRU; never written to the
         disk cache, which is for the network's own texts)."""
-        encode_query = getattr(self.embedder, "encode_query", None)
-        vec = np.asarray(encode_query(text) if encode_query else self._encode([text])[0], dtype=np.float32)
+        vec = np.asarray(self.embedder.encode_query(text), dtype=np.float32)
         return vec / max(float(np.linalg.norm(vec)), 1e-9)
 
     def warm(self) -> None:
