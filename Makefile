@@ -14,9 +14,14 @@ export PREFECT_LOGGING_LEVEL ?= WARNING
 export LANGGRAPH_CLI_NO_ANALYTICS := 1
 export LANGSMITH_TRACING := false
 
-.PHONY: install run test bench bench-install lint clean
+.PHONY: install assets run test bench bench-install lint clean
 
-install: $(STAMP)
+install: $(STAMP) assets
+
+# The console's front-end libraries from the npm registry (web/package-lock.json), copied into
+# kgrag/console/static/vendor/ (a no-op once they match the lockfile).
+assets:
+	@bash scripts/vendor_assets.sh
 
 # (Re)install when the venv is missing or the package definition / pins changed.
 $(STAMP): pyproject.toml constraints.txt scripts/system_packages.sh
@@ -29,7 +34,7 @@ $(STAMP): pyproject.toml constraints.txt scripts/system_packages.sh
 	if [ $$rc -ne 0 ] && [ -n "$$bad" ]; then echo "$$out"; exit 1; fi; echo "pip check: ok"
 	touch $(STAMP)
 
-run: $(STAMP)
+run: $(STAMP) assets
 	@mkdir -p $(PREFECT_HOME)
 	$(VENV)/bin/kgrag run
 
@@ -40,7 +45,7 @@ run: $(STAMP)
 # From a clean work dir on 2 cores: 7.0 min with two workers. TEST_WORKERS=0 runs in one process.
 TEST_WORKERS ?= 2
 TEST_XDIST := $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup)
-test: $(STAMP)
+test: $(STAMP) assets
 	@mkdir -p $(PREFECT_HOME)
 	@$(PY) -m pytest -q --durations=10 $(TEST_XDIST); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$rc

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# The Debian packages the test suite's servers need: PostgreSQL (the knowledge-network store at scale) and
-# Virtuoso (the usual remote SPARQL host for Freebase). Installs whichever is missing (apt, as root or via sudo);
-# a no-op when both are there. Called by `make install`.
+# The Debian packages the test suite's servers need: PostgreSQL (the knowledge-network store at scale), Virtuoso
+# (the usual remote SPARQL host for Freebase) and Chromium (the console page's tests drive it headless through
+# Playwright). Installs whichever is missing (apt, as root or via sudo); a no-op when all are there.
+# Called by `make install`.
 set -euo pipefail
 missing=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v virtuoso-t >/dev/null 2>&1 || missing+=(virtuoso-opensource)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+# a CJK font, so Chinese networks' names render in the browser (screenshots, tests)
+[ -e /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ] || missing+=(fonts-wqy-microhei)
 [ ${#missing[@]} -eq 0 ] && exit 0
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then

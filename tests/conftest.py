@@ -48,6 +48,7 @@ pytest_plugins = [
     "fixtures.langgraph_server",
     "fixtures.demo_kg",
     "fixtures.postgres",
+    "fixtures.console",
 ]
 
 

@@ -1,8 +1,10 @@
-"""The inline ask route (``POST /agent/ask``, :mod:`kgrag.agent.inline_app`) mounted on the LangGraph API server
-by langgraph.json ``http.app``; the same compiled ``graph`` as assistant ``agent``."""
+"""What langgraph.json mounts on the LangGraph API server (``http.app``): the inline agent routes
+(``POST /agent/ask``, ``POST /agent/stream``: :mod:`kgrag.agent.inline_app`, the same compiled ``graph`` as
+assistant ``agent``), the console page at ``/`` and the retrieval routes it uses (:func:`kgrag.api.app.langgraph_app`).
 
-from graphs.agent.context import AgentContext
-from graphs.agent.graph import graph
-from kgrag.agent.inline_app import make_app
+    langgraph dev --no-browser   # then open http://127.0.0.1:2024/
+"""
 
-app = make_app(graph, AgentContext)
+from kgrag.api.app import langgraph_app
+
+app = langgraph_app()

@@ -1,26 +1,34 @@
-"""A synchronous ask route for the LangGraph API server (mounted by ``graphs/agent/webapp.py`` through
-langgraph.json ``http.app``): the compiled agent graph, invoked inline, for callers who want one answer without
-the run queue.
+"""The inline agent routes, on the LangGraph API server (mounted by ``graphs/agent/webapp.py`` through
+langgraph.json ``http.app``) and on ``kgrag serve``: the compiled agent graph, run inline, for callers who want one
+answer (``POST /agent/ask``) or its steps as they finish (``POST /agent/stream``, NDJSON events of
+:mod:`kgrag.agent.stream`: what the console page shows) without the run queue.
 
     curl -X POST http://127.0.0.1:2024/agent/ask -d '{"question": "who directed [Carnival Lights]?", "kg": "demo"}'
+    curl -N -X POST http://127.0.0.1:8000/agent/stream -d '{"question": "百日咳有哪些症状", "kn_id": "medical"}'
 
 Why: ``langgraph dev``'s in-memory runtime starts a queued run only on a poll that began after the run was created
 (it sleeps 0.5 s between polls), so every ``runs.wait`` / ``runs.stream`` waits 0.5–1.0 s before the graph starts
 (bench/agent_kg.py measures both). This route answers in the graph's own time. It keeps no thread: pass the
 ``history`` and ``session_id`` a previous answer returned to follow up. Bad input is a 422 naming the field; a run
-longer than ``ASK_TIMEOUT_S`` is a 504.
+longer than ``ASK_TIMEOUT_S`` is a 504 (on the stream: an ``error`` event, the steps sent so far stay).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import threading
+from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import FastAPI, HTTPException
+from fastapi import APIRouter, FastAPI, HTTPException
+from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-__all__ = ["ASK_TIMEOUT_S", "AskRequest", "make_app"]
+from kgrag.agent.stream import agent_events
+
+__all__ = ["ASK_TIMEOUT_S", "AskRequest", "agent_router", "make_app"]
 
 ASK_TIMEOUT_S = 60.0
 
@@ -36,18 +44,70 @@ class AskRequest(BaseModel):
     max_tool_calls: int | None = Field(default=None, ge=1, le=16)
 
 
-def make_app(graph: Any, context_type: Any) -> FastAPI:
-    """The app with ``POST /agent/ask`` running ``graph`` (its run context built with ``context_type``)."""
-    app = FastAPI(title="kgrag agent (inline)")
+def _input(request: AskRequest) -> dict[str, Any]:
+    return {k: v for k, v in request.model_dump(exclude={"max_tool_calls"}).items() if v not in (None, [])}
+
+
+async def _ndjson(graph: Any, state: dict[str, Any], context: Any) -> AsyncIterator[bytes]:
+    """The run's events as NDJSON lines, each sent as its node finishes: the graph runs in a thread of its own
+    and hands each event to the event loop."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+
+    def hand(event: dict[str, Any] | None) -> None:
+        try:
+            loop.call_soon_threadsafe(queue.put_nowait, event)
+        except RuntimeError:  # the loop is gone (the server stopped): nobody reads the rest
+            pass
+
+    def run() -> None:
+        try:
+            for event in agent_events(graph, state, context):
+                hand(event)
+        finally:
+            hand(None)
+
+    threading.Thread(target=run, name="kgrag-agent-stream", daemon=True).start()
+    deadline = loop.time() + ASK_TIMEOUT_S
+    while True:
+        try:
+            event = await asyncio.wait_for(queue.get(), max(0.0, deadline - loop.time()))
+        except TimeoutError:
+            event = {"event": "error", "message": f"the agent did not answer within {ASK_TIMEOUT_S:.0f} s"}
+            yield (json.dumps(event) + "\n").encode()
+            return
+        if event is None:
+            return
+        yield (json.dumps(event, ensure_ascii=False, default=str) + "\n").encode()
+
+
+def agent_router(graph: Any, context_type: Any) -> APIRouter:
+    """``POST /agent/ask`` and ``POST /agent/stream`` running ``graph`` (its run context built with
+    ``context_type``)."""
+    router = APIRouter(tags=["agent"])
 
     async def ask(request: AskRequest) -> dict[str, Any]:
         """Run the agent on one question and return its final state."""
-        state = {k: v for k, v in request.model_dump(exclude={"max_tool_calls"}).items() if v not in (None, [])}
         context = context_type(max_tool_calls=request.max_tool_calls)
         try:
-            return await asyncio.wait_for(run_in_threadpool(graph.invoke, state, context=context), ASK_TIMEOUT_S)
+            return await asyncio.wait_for(run_in_threadpool(graph.invoke, _input(request), context=context),
+                                          ASK_TIMEOUT_S)
         except TimeoutError:
             raise HTTPException(504, f"the agent did not answer within {ASK_TIMEOUT_S:.0f} s") from None
 
-    app.add_api_route("/agent/ask", ask, methods=["POST"])
+    async def stream(request: AskRequest) -> StreamingResponse:
+        """Run the agent on one question; NDJSON events (start, one step per finished node, end or error)."""
+        context = context_type(max_tool_calls=request.max_tool_calls)
+        return StreamingResponse(_ndjson(graph, _input(request), context), media_type="application/x-ndjson",
+                                 headers={"cache-control": "no-store", "x-accel-buffering": "no"})
+
+    router.add_api_route("/agent/ask", ask, methods=["POST"])
+    router.add_api_route("/agent/stream", stream, methods=["POST"], response_class=StreamingResponse)
+    return router
+
+
+def make_app(graph: Any, context_type: Any) -> FastAPI:
+    """An app with the agent routes (:func:`agent_router`) running ``graph``."""
+    app = FastAPI(title="kgrag agent (inline)")
+    app.include_router(agent_router(graph, context_type))
     return app

@@ -1,4 +1,9 @@
-"""The FastAPI app: every HTTP route of the project. ``GET /healthz`` is 200 once the stores are open."""
+"""The FastAPI apps. :func:`create_app` (``kgrag serve``): every HTTP route of the project, the agent routes and the
+console page at ``/``; ``GET /healthz`` is 200 once the stores are open. :func:`langgraph_app`: what langgraph.json
+mounts on the LangGraph server (``http.app``): the agent routes, the console and the retrieval routes it uses.
+
+    uvicorn.run(create_app())     # kgrag serve; open http://127.0.0.1:8000/
+"""
 
 from __future__ import annotations
 
@@ -12,10 +17,14 @@ from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
+from graphs.agent.context import AgentContext
+from graphs.agent.graph import graph as agent_graph
 from kgrag import __version__
+from kgrag.agent.inline_app import agent_router
 from kgrag.api import kg_tools, kn_query, kn_search, query_modes
 from kgrag.api.security import harden
 from kgrag.config import Settings, get_settings
+from kgrag.console.routes import mount_console
 from kgrag.errors import KgragError
 from kgrag.prep.steps import open_prepared_stores
 from kgrag.search.cache import KnSearchCache
@@ -34,6 +43,41 @@ def _warm(app: FastAPI) -> None:
         log.warning("warming the search path failed; requests warm it as they come", exc_info=True)
     finally:
         app.state.warming = False
+
+
+def _add_retrieval(app: FastAPI) -> None:
+    """The knowledge-network retrieval routes (kn_search, context_search, the instance queries, the query modes)
+    with their error contract: a validation error under them is a 400 naming the field."""
+    app.include_router(kn_search.router)
+    app.include_router(kn_query.router)
+    app.include_router(query_modes.router)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        if request.url.path.startswith(("/api/agent-retrieval/", "/api/query")):
+            return await kn_search.validation_error_as_400(request, exc)
+        return await request_validation_exception_handler(request, exc)
+
+    @app.exception_handler(KgragError)
+    async def kgrag_error(_: Request, exc: KgragError) -> JSONResponse:
+        return JSONResponse(status_code=502, content={"detail": str(exc)})
+
+
+def _add_agent_and_console(app: FastAPI) -> None:
+    """``POST /agent/ask``, ``POST /agent/stream`` and the console page with its routes."""
+    app.include_router(agent_router(agent_graph, AgentContext))
+    mount_console(app)
+
+
+def langgraph_app(settings: Settings | None = None) -> FastAPI:
+    """The app langgraph.json mounts on the LangGraph server (``http.app``): the agent routes, the console and the
+    retrieval routes its playground calls (their stores open on first use)."""
+    app = FastAPI(title="kgrag agent and console")
+    app.state.settings = settings or get_settings()
+    app.state.kn_search_cache = KnSearchCache(app.state.settings.kn_search_cache_size)
+    _add_retrieval(app)
+    _add_agent_and_console(app)
+    return app
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -67,20 +111,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.kg_sessions = SessionStore()
     app.state.kn_search_cache = KnSearchCache(settings.kn_search_cache_size)
     app.include_router(kg_tools.router)
-    app.include_router(kn_search.router)
-    app.include_router(kn_query.router)
-    app.include_router(query_modes.router)
+    _add_retrieval(app)
+    _add_agent_and_console(app)
     harden(app, settings)  # bearer auth, body limit, handler timeout, CORS (KGRAG_API_KEY, … see security.py)
-
-    @app.exception_handler(RequestValidationError)
-    async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-        if request.url.path.startswith(("/api/agent-retrieval/", "/api/query")):
-            return await kn_search.validation_error_as_400(request, exc)
-        return await request_validation_exception_handler(request, exc)
-
-    @app.exception_handler(KgragError)
-    async def kgrag_error(_: Request, exc: KgragError) -> JSONResponse:
-        return JSONResponse(status_code=502, content={"detail": str(exc)})
 
     @app.get("/healthz", tags=["ops"])
     def healthz(request: Request) -> dict:

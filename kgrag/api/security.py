@@ -1,6 +1,7 @@
 """Hardening of the HTTP app, one pure-ASGI middleware plus CORS (issue 21 §4):
 
-- **Bearer token** (``KGRAG_API_KEY``): when set, every request but ``GET /healthz`` (and CORS preflights) needs
+- **Bearer token** (``KGRAG_API_KEY``): when set, every request but ``GET /healthz``, the console page (``/`` and
+  its assets under ``/console/assets/``: they hold no data, and the page asks for the key) and CORS preflights needs
   ``Authorization: Bearer <key>``, compared in constant time; otherwise 401 with a JSON message and
   ``WWW-Authenticate: Bearer``. The OpenAPI then declares the ``HTTPBearer`` scheme. Unset: no auth (default).
 - **Body size** (``KGRAG_MAX_BODY_BYTES``, default 1 MiB): a ``Content-Length`` above it is a 413 before the route
@@ -38,7 +39,9 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-OPEN_PATHS = frozenset({"/healthz"})
+OPEN_PATHS = frozenset({"/healthz", "/"})
+#: the console page's scripts and styles (no data): served without a key, so the page can load and ask for one
+OPEN_PREFIXES = ("/console/assets/",)
 ERROR_CONTRACT_PREFIXES = ("/api/agent-retrieval/", "/api/query")
 
 
@@ -76,7 +79,7 @@ class SecurityMiddleware:
         self.timeout = timeout
 
     def _authorised(self, scope: Scope) -> bool:
-        if not self.expected or scope["path"] in OPEN_PATHS:
+        if not self.expected or scope["path"] in OPEN_PATHS or scope["path"].startswith(OPEN_PREFIXES):
             return True
         given = b""
         preflight = False
