@@ -23,7 +23,8 @@ Contract:
 Errors: an unknown network raises :class:`~kgrag.errors.NetworkNotFound` naming the known ones; an unknown or
 unprepared KG a :class:`~kgrag.errors.KgragError` (``KG 'x' is not prepared: run `kgrag prepare --dataset x```);
 an unknown node :class:`NodeNotFound` (a ``KgragError`` and a ``LookupError``). Loaded graphs are cached per
-(path, mtime, size) of ``graph.npz`` (:func:`_mapped_graph`), so a re-prepare is seen at the next call.
+(path, mtime, size) of ``graph.npz`` (:func:`_mapped_graph`, as are the relation counts), so a re-prepare is
+seen at the next call.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sqlalchemy import and_, case, func, select
+from sqlalchemy import ColumnElement, and_, case, func, select
 
 from kgrag.config import Settings
 from kgrag.data.registry import dataset_spec, registered_specs
@@ -85,7 +86,7 @@ def _network(store: NetworkStore, kn_id: str) -> KnowledgeNetwork:
                               f"`kgrag kn load PATH`.") from None
 
 
-def _non_empty(name: str) -> Any:
+def _non_empty(name: str) -> ColumnElement[bool]:
     """SQL: instance property ``name`` holds a value (not missing, null, "", [] or {})."""
     value = t.instances.c.properties[name].as_string()
     return and_(value.is_not(None), value != "", value != "[]", value != "{}")
@@ -148,19 +149,35 @@ def _graph_path(settings: Settings, name: str) -> Path:
     return settings.dataset_dir(name) / "graph.npz"
 
 
+#: a graph file's version: (path, mtime in ns, size)
+_Version = tuple[str, int, int]
+
+
+def _version(path: Path) -> _Version:
+    st = path.stat()
+    return str(path), st.st_mtime_ns, st.st_size
+
+
 @lru_cache(maxsize=8)
-def _mapped_graph(path: str, mtime_ns: int, size: int) -> CSRGraph:  # noqa: ARG001 - the cache key
-    return CSRGraph.load(Path(path))
+def _mapped_graph(version: _Version) -> CSRGraph:
+    return CSRGraph.load(Path(version[0]))
+
+
+@lru_cache(maxsize=8)
+def _relation_counts(version: _Version) -> np.ndarray:
+    """Triples per relation id (one ``np.bincount`` over the relation column, once per file version)."""
+    graph = _mapped_graph(version)
+    return np.bincount(np.asarray(graph.rel), minlength=graph.num_relations)
 
 
 def _graph(path: Path) -> CSRGraph:
     """The graph at ``path``, mapped once per version of the file."""
-    st = path.stat()
-    return _mapped_graph(str(path), st.st_mtime_ns, st.st_size)
+    return _mapped_graph(_version(path))
 
 
-def _kg_graph(settings: Settings, name: str) -> CSRGraph:
-    """KG ``name``'s local graph; a :class:`KgragError` for an unknown, unprepared or endpoint-only KG."""
+def _kg_graph(settings: Settings, name: str) -> tuple[CSRGraph, _Version]:
+    """KG ``name``'s local graph and its file version; a :class:`KgragError` for an unknown, unprepared or
+    endpoint-only KG."""
     spec: DatasetSpec = dataset_spec(name, settings)  # names the known KGs when unknown
     path = _graph_path(settings, name)
     if not path.is_file():
@@ -168,15 +185,16 @@ def _kg_graph(settings: Settings, name: str) -> CSRGraph:
             raise KgragError(f"KG {name!r} lives on {spec.describe()}: there is no local graph to show")
         raise KgragError(f"KG {name!r} is not prepared: run `kgrag prepare --dataset {name}`")
     try:
-        return _graph(path)
+        version = _version(path)
+        return _mapped_graph(version), version
     except ValueError as exc:  # an old graph format
         raise KgragError(f"KG {name!r}: {exc}") from None
 
 
 def kg_schema(settings: Settings, name: str) -> dict[str, Any]:
     """Entity and triple counts and the relations by triple count (module docstring)."""
-    graph = _kg_graph(settings, name)
-    counts = np.bincount(np.asarray(graph.rel), minlength=graph.num_relations)
+    graph, version = _kg_graph(settings, name)
+    counts = _relation_counts(version)
     relations = np.asarray(graph.relations, dtype=object)
     order = np.lexsort((np.arange(counts.size), -counts))  # count desc; relations are stored sorted: ties by id
     return {
@@ -214,7 +232,7 @@ def kg_node(settings: Settings, name: str, entity_id: str, limit: int = 50) -> d
     """``{"id", "name", "triples", "more"}`` of the entity ``entity_id`` in KG ``name`` (module docstring)."""
     if limit < 0:
         raise ValueError(f"limit must be >= 0, got {limit}")
-    graph = _kg_graph(settings, name)
+    graph, _ = _kg_graph(settings, name)
     row = _entity_row(graph, entity_id)
     if row is None:
         raise NodeNotFound(f"no entity {entity_id!r} in KG {name!r}")
@@ -229,7 +247,8 @@ def kg_node(settings: Settings, name: str, entity_id: str, limit: int = 50) -> d
     heads, rels, tails = (np.asarray(a[edges], dtype=np.int64) for a in (graph.head, graph.rel, graph.tail))
     ends, inverse = np.unique(np.concatenate([heads, tails, [row]]), return_inverse=True)
     labels = np.asarray(_labels(graph, ends), dtype=object)
-    subjects, objects = labels[inverse[: edges.size]].tolist(), labels[inverse[edges.size : 2 * edges.size]].tolist()
+    subjects = labels[inverse[: edges.size]].tolist()
+    objects = labels[inverse[edges.size : 2 * edges.size]].tolist()
     relations = [graph.relations[r] for r in rels.tolist()]  # at most ``limit``
     return {
         "id": _column(graph.entity_ids, np.array([row]))[0],
