@@ -30,3 +30,24 @@ def test_served_agent_waits_streams_and_keeps_a_thread(langgraph_url: str) -> No
     assert bad["done"] and "empty" in bad["answer"]
     unknown = client.runs.wait(None, "agent", input={"question": "百日咳吃什么药", "kn_id": "nope"})
     assert "unknown knowledge network 'nope'" in unknown["answer"]
+
+
+def test_langgraph_dev_serves_the_console_and_the_stream_route(langgraph_url: str) -> None:
+    """langgraph.json's ``http.app`` mounts the console page, its routes and ``POST /agent/stream``."""
+    import json
+
+    import httpx
+
+    page = httpx.get(f"{langgraph_url}/")
+    assert page.status_code == 200 and 'data-role="question"' in page.text
+    assert httpx.get(f"{langgraph_url}/console/assets/vendor/cytoscape.min.js").status_code == 200
+    sources = httpx.get(f"{langgraph_url}/console/api/sources").json()
+    assert "medical" in {n["id"] for n in sources["networks"]}
+    with httpx.stream("POST", f"{langgraph_url}/agent/stream", json={"question": "百日咳有哪些症状", "kn_id": "medical"},
+                      timeout=120) as res:
+        events = [json.loads(line) for line in res.iter_lines() if line]
+    assert [e["node"] for e in events if e["event"] == "step"] == [*NODES[:4], "tools", "plan", "answer"]
+    assert "痉挛性咳嗽" in events[-1]["answers"] and events[-1]["evidence_graph"]["nodes"]
+    found = httpx.post(f"{langgraph_url}/api/agent-retrieval/in/v1/kn/kn_search",
+                       json={"query": "百日咳", "kn_id": "medical"}, timeout=120)
+    assert found.status_code == 200 and found.json()["nodes"]

@@ -16,6 +16,7 @@ longer than ``ASK_TIMEOUT_S`` is a 504 (on the stream: an ``error`` event, the s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 from collections.abc import AsyncIterator
@@ -55,10 +56,8 @@ async def _ndjson(graph: Any, state: dict[str, Any], context: Any) -> AsyncItera
     queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
 
     def hand(event: dict[str, Any] | None) -> None:
-        try:
+        with contextlib.suppress(RuntimeError):  # the loop is gone (the server stopped): nobody reads the rest
             loop.call_soon_threadsafe(queue.put_nowait, event)
-        except RuntimeError:  # the loop is gone (the server stopped): nobody reads the rest
-            pass
 
     def run() -> None:
         try:
