@@ -5,7 +5,7 @@ question is submitted, and the screenshots the README shows.
 
 Server: ``kgrag serve`` (one process, warmed by a first question per source) on the project's own work dir and
 database (the demo KG must be prepared: ``kgrag prepare --dataset demo``; the medical network loaded: ``make run``).
-Page weight: the bytes of every response the page loads (HTML, script, style, vendored cytoscape), as served.
+Page weight: the bytes of the page and of every script and style it names (vendored cytoscape too), as served.
 Latency, on the demo KG, per question from its generated test split (``--questions`` of them, first ones):
 **first step** = submit → the first ``[data-step]`` element in the DOM (the page's own ``performance.now()``),
 **answer** = submit → the evidence drawn. Baseline in the same run: ``POST /agent/ask`` (the whole answer in one
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import tempfile
 import time
@@ -29,7 +30,7 @@ from bench.common import ms_percentiles, write_result
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 ASK_VIEW = "百日咳有哪些症状"
-LARGE_VIEW = "儿科有哪些疾病"
+LARGE_VIEW = "维生素A摄入过多有哪些并发症"
 
 
 def progress(message: str) -> None:
@@ -59,18 +60,16 @@ def _ask_in_page(page: Any, url: str, source: str, question: str) -> dict[str, A
             else ""}
 
 
-def _weight(page: Any, url: str) -> dict[str, int]:
-    sizes: dict[str, int] = {}
-
-    def seen(response: Any) -> None:
-        if response.url.startswith(url):
-            sizes[response.url[len(url):] or "/"] = len(response.body())
-
-    page.on("response", seen)
-    page.goto(url + "/")
-    page.wait_for_selector("body[data-ready=true]")
-    page.remove_listener("response", seen)
-    return {path: size for path, size in sizes.items() if not path.startswith("/console/api/")}
+def _weight(url: str) -> dict[str, int]:
+    """The bytes of the page and of every script, style and icon it names, as served."""
+    page = httpx.get(url + "/", timeout=30)
+    page.raise_for_status()
+    sizes = {"/": len(page.content)}
+    for path in re.findall(r'(?:src|href)="(console/assets/[^"]+)"', page.text):
+        res = httpx.get(f"{url}/{path}", timeout=30)
+        res.raise_for_status()
+        sizes["/" + path] = len(res.content)
+    return sizes
 
 
 def _screenshots(browser: Any, url: str) -> dict[str, Any]:
@@ -101,7 +100,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         progress("warming the server on the demo KG and the medical network")
         _ask_in_page(page, url, "kg=demo", questions[0])
         _ask_in_page(page, url, "kn=medical", ASK_VIEW)
-        weight = _weight(page, url)
+        weight = _weight(url)
         progress(f"page weight {sum(weight.values()) / 1024:.0f} KiB: {weight}")
         first, total, baseline = [], [], []
         for question in questions:

@@ -153,3 +153,31 @@ def test_the_page_loads_from_the_server_alone(console_url, path) -> None:
     assert res.status_code == 200 and res.content
     if path == "/":
         assert "http://" not in res.text and "https://" not in res.text
+
+
+def test_a_long_answer_and_a_200_node_evidence_stay_readable(console_url, browser) -> None:
+    """The page fed a run (through the stream route's own event format) with a 20,000-character answer and 200
+    evidence nodes: the answer scrolls in its box, the graph is drawn in its box without labels on every node."""
+    from kgrag.agent.evidence_graph import evidence_graph
+
+    links = [{"source": "t", "relation_type": "r", "target": f"n{i}", "step": 0, "forward": True} for i in range(199)]
+    rows = [{"value": f"n{i}", "value_instance": f"n{i}", "instance": "t", "instance_name": "T", "via": "r"}
+            for i in range(199)]
+    state = {"kn_id": "medical", "topic": {"instance_id": "t", "name": "T"}, "evidence": rows,
+             "tool_calls": [{"name": "query_instance_subgraph", "result": {"nodes": {}, "links": links}}]}
+    end = {"event": "end", "answer": "长" * 20_000, "answers": [f"n{i}" for i in range(199)], "errors": [],
+           "evidence_graph": evidence_graph(state), "history": [], "session_id": None, "ms": 1.0}
+    body = "\n".join(json.dumps(e) for e in [{"event": "start"}, {"event": "step", "node": "answer", "ms": 1.0,
+                                                                   "summary": "s", "detail": {}}, end]) + "\n"
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.route("**/agent/stream", lambda route: route.fulfill(status=200, body=body,
+                                                              content_type="application/x-ndjson"))
+    page.goto(f"{console_url}/?kn=medical&q=x")
+    turn = _finished(page)
+    answer = turn.locator("[data-role=answer]")
+    assert answer.bounding_box()["height"] < 400
+    assert answer.evaluate("e => e.scrollHeight > e.clientHeight")
+    evidence = turn.locator("[data-role=evidence]")
+    assert evidence.get_attribute("data-nodes") == "200" and evidence.get_attribute("data-edges") == "199"
+    assert evidence.locator("canvas").count() and evidence.bounding_box()["height"] < 700
+    page.close()

@@ -351,6 +351,11 @@ function drawEvidence(into, graph, end) {
     graph.truncated ? el("span", {class: "why"}, ` (${graph.truncated} more nodes not drawn)`) : null);
   const box = el("div", {class: "evidence", "data-role": "evidence", "data-nodes": nodes.length,
     "data-edges": edges.length}, el("h3", {}, `Evidence (${nodes.length} nodes, ${edges.length} edges)`));
+  const drawnAnswers = nodes.filter((n) => n.role === "answer").length;
+  const allAnswers = (end.answers || []).length;
+  if (allAnswers > drawnAnswers) {
+    box.append(el("div", {class: "why"}, `the evidence holds the paths of ${drawnAnswers} of the ${allAnswers} answers`));
+  }
   into.append(box);
   if (!nodes.length) {
     box.append(el("div", {class: "why"}, "no evidence graph for this answer"));
@@ -362,7 +367,14 @@ function drawEvidence(into, graph, end) {
     box.append(el("div", {class: "error", "data-role": "error"}, "the graph library did not load"));
     return;
   }
-  const many = nodes.length > 60;
+  const many = nodes.length > 60;  // node labels on hover / tap only
+  const star = nodes.length > 12;   // rings around the topic instead of rows
+  const edgeLabels = edges.length <= 12;  // beyond that, the relations are listed once in the legend
+  if (!edgeLabels) {
+    const relations = [...new Set(edges.map((e) => e.label))];
+    legend.append(el("span", {class: "why"}, "edges: " + relations.slice(0, 6).join(", ")
+      + (relations.length > 6 ? ` (+${relations.length - 6})` : "")));
+  }
   const cy = window.cytoscape({
     container: canvas,
     elements: [
@@ -377,13 +389,13 @@ function drawEvidence(into, graph, end) {
       {selector: "node[type = 'value']", style: {shape: "round-rectangle"}},
       {selector: "node:selected", style: {"border-width": 3, "border-color": "#212529", label: "data(short)"}},
       {selector: "edge", style: {width: 1.5, "line-color": "#adb5bd", "target-arrow-color": "#adb5bd",
-        "target-arrow-shape": "triangle", "curve-style": "bezier", label: edges.length > 40 ? "" : "data(label)",
+        "target-arrow-shape": "triangle", "curve-style": "bezier", label: edgeLabels ? "data(label)" : "",
         "font-size": 9, color: "#495057", "text-rotation": "autorotate", "text-background-color": "#fff",
         "text-background-opacity": 0.8}},
     ],
-    layout: many
+    layout: star
       ? {name: "concentric", concentric: (n) => ({topic: 3, node: 2, answer: 1})[n.data("role")] || 1,
-        levelWidth: () => 1, minNodeSpacing: 6, animate: false}
+        levelWidth: () => 1, minNodeSpacing: many ? 4 : 40, animate: false}
       : {name: "breadthfirst", directed: false, spacingFactor: 1.15, animate: false,
         roots: nodes.filter((n) => n.role === "topic").map((n) => n.id)},
   });
