@@ -141,7 +141,7 @@ def _print_try_next(dataset: str) -> None:
     elif dataset == "medical":  # its questions are Cypher-paired: they are answered over the knowledge network
         lines += ["the medical questions are answered over its knowledge network:", "kgrag kn load medical",
                   ask_command("上气道梗阻有哪些症状", "kn", "medical")]
-    lines.append("kgrag serve   (the HTTP API; OpenAPI at http://127.0.0.1:8000/docs)")
+    lines.append("kgrag serve   (the console page at http://127.0.0.1:8000/, the HTTP API; OpenAPI at /docs)")
     console.print("\n[bold]Try next[/]")
     for line in lines:
         console.print(f"  {escape(line)}", highlight=False, soft_wrap=True)
@@ -196,8 +196,8 @@ def serve(
     warm: Annotated[bool, typer.Option("--warm/--no-warm", help="Warm every network's search path in the "
                                        "background at start (models, vector indexes, rerank documents).")] = True,
 ) -> None:
-    """Serve every HTTP route of the project (FastAPI + uvicorn); GET /healthz answers 200 once stores are open
-    (and says ``"warming": true`` until the search path is warm)."""
+    """Serve the console page (/) and every HTTP route of the project (FastAPI + uvicorn); GET /healthz answers
+    200 once stores are open (and says ``"warming": true`` until the search path is warm)."""
     os.environ["KGRAG_WARM_ON_START"] = "1" if warm else "0"  # the workers build their settings from it
     get_settings.cache_clear()
     # one torch/BLAS thread per server process unless told otherwise: the query embedder's calls are short
