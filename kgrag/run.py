@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 from rich.console import Console
 from rich.markup import escape
@@ -203,8 +204,10 @@ def _run_agent(jobs: Jobs, settings, network=None) -> tuple[str, list[str]]:
     answer = jobs.agent_answerer(kn_id, None)
     for question in questions:
         console.print(state_tree(answer(question)))
+    link = f"http://127.0.0.1:8000/?kn={quote(kn_id)}" + (f"&q={quote(questions[0])}" if questions else "")
     console.print("Serve it: [bold]langgraph dev --no-browser[/] (assistant 'agent'); ask in-process: "
-                  "[bold]kgrag ask \"问题\" --kn " + kn_id + "[/]")
+                  "[bold]kgrag ask \"问题\" --kn " + kn_id + "[/]; watch it in a browser: [bold]kgrag serve[/] → "
+                  + link, highlight=False)
     return kn_id, questions
 
 
