@@ -127,7 +127,7 @@ def test_llm_calls_beyond_the_budget_are_refused(llm_env) -> None:
              Reply("done"))
     state = ask("百日咳怎么治疗", max_tool_calls=2)
     assert len(state["tool_calls"]) == 2
-    tool_msgs = [m for m in state["messages"] if m["role"] == "tool"]
+    tool_msgs = [m for m in state["llm_messages"] if m["role"] == "tool"]
     assert len(tool_msgs) == 3 and "budget" in tool_msgs[-1]["content"]
 
 

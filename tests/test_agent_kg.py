@@ -149,9 +149,9 @@ def test_kg_query_loop_flattens_cvts(kg_llm) -> None:
     assert calls[1]["result"]["cvt_info"][0]["original_relation"] == "people.person.spouse_s"
     assert "[Jonas Quintero, " in calls[2]["result"]["text"] and "Greta Ishikawa" in calls[2]["result"]["text"]
     assert state["usage"]["llm_calls"] == 4 and state["usage"]["prompt_tokens"] > 0
-    roles = [m["role"] for m in state["messages"]]
+    roles = [m["role"] for m in state["llm_messages"]]
     assert roles == ["system", "user"] + ["assistant", "user"] * 3 + ["assistant"]
-    assert state["messages"][3]["content"].startswith("<information>")
+    assert state["llm_messages"][3]["content"].startswith("<information>")
 
 
 def test_kg_query_bad_call_unseen_relation_and_budget(kg_llm) -> None:
@@ -162,7 +162,7 @@ def test_kg_query_bad_call_unseen_relation_and_budget(kg_llm) -> None:
     state = ask("who is Jonas Quintero's spouse?", max_tool_calls=3)
     calls = state["tool_calls"]
     assert len(calls) == 3 and len(kg_llm.chat_requests) == 3
-    infos = [m["content"] for m in state["messages"] if m["role"] == "user"][1:]
+    infos = [m["content"] for m in state["llm_messages"] if m["role"] == "user"][1:]
     assert "Write one <kg-query>" in infos[0]
     assert "people.person.spouse_s" in infos[1]
     assert "'film.film.genre' is not in the latest predicate list" in infos[2]
