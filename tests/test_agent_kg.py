@@ -286,6 +286,24 @@ def test_served_agent_over_a_remote_sparql_store(kg_langgraph_url, demo_kg_setti
     assert bad["done"] and "unknown or unprepared KG 'nope'" in bad["answer"]
 
 
+def test_served_agent_speaks_messages_on_a_thread(kg_langgraph_url) -> None:
+    """What chat clients send: a thread of ``messages`` runs; the answer comes back as the last (AI) message."""
+    from langgraph_sdk import get_sync_client
+
+    client = get_sync_client(url=kg_langgraph_url)
+    thread = client.threads.create()
+    first = client.runs.wait(thread["thread_id"], "agent", context={"kg": "demo"},
+                             input={"messages": [{"role": "user", "content": "who directed Carnival Lights?"}]})
+    assert first["answers"] == ["Uma Halvorsen"] and first["question"] == "who directed Carnival Lights?"
+    assert [m["type"] for m in first["messages"]] == ["human", "ai"]
+    assert first["messages"][-1]["content"] == first["answer"] and "Uma Halvorsen" in first["answer"]
+    follow = client.runs.wait(thread["thread_id"], "agent", context={"kg": "demo"},
+                              input={"messages": [{"role": "user", "content": "when was it released?"}]})
+    assert follow["question"] == "when was it released?" and follow["topic"]["name"] == "Carnival Lights"
+    assert [m["type"] for m in follow["messages"]] == ["human", "ai", "human", "ai"]
+    assert follow["messages"][-1]["content"] == follow["answer"] and len(follow["history"]) == 2
+
+
 def test_inline_ask_route_on_the_langgraph_server(kg_langgraph_url, demo_kg_settings) -> None:
     import httpx
 
