@@ -2,8 +2,8 @@
 network and the prepared demo triple graph): arbitrary unicode, control characters, lone surrogates, very long
 text, empty / whitespace-only text, SQL / SPARQL / prompt-injection-like strings and bracket soup as the question.
 Contract: no run raises, every run ends ``done`` in a JSON-serialisable state (its ``messages`` as dicts:
-``plain_state``) that says why — an ``answer`` (the
-error states put their reason there and in ``errors``) — and the store is intact afterwards.
+``plain_state``) that says why — an ``answer`` (the error states put their reason there and in ``errors``), also the
+last (AI) message — and the store is intact afterwards.
 
     .venv/bin/python -m pytest -q tests/test_agent_fuzz.py --durations=3
 """
