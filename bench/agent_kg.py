@@ -110,7 +110,7 @@ def llm_path(files: dict[int, Path], per_hop: int, settings_env: dict[str, str])
                     usage = state.get("usage") or {}
                     calls.append(usage.get("llm_calls", 0))
                     billed.append(usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0))
-                    context.append(sum(count(m.get("content") or "") for m in state.get("messages", [])))
+                    context.append(sum(count(m.get("content") or "") for m in state.get("llm_messages", [])))
                     top = top_answer(state)
                     firsts.append(float(top is not None and top in item.answers))
                     f1s.append(set_scores(state.get("answers") or [], item.answers)[1])

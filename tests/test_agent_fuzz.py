@@ -1,8 +1,9 @@
 """Fuzz of the agent's input through the real LangGraph graph, LLM-free, on both kinds of KG (the medical knowledge
 network and the prepared demo triple graph): arbitrary unicode, control characters, lone surrogates, very long
 text, empty / whitespace-only text, SQL / SPARQL / prompt-injection-like strings and bracket soup as the question.
-Contract: no run raises, every run ends ``done`` in a JSON-serialisable state that says why — an ``answer`` (the
-error states put their reason there and in ``errors``) — and the store is intact afterwards.
+Contract: no run raises, every run ends ``done`` in a JSON-serialisable state (its ``messages`` as dicts:
+``plain_state``) that says why — an ``answer`` (the error states put their reason there and in ``errors``), also the
+last (AI) message — and the store is intact afterwards.
 
     .venv/bin/python -m pytest -q tests/test_agent_fuzz.py --durations=3
 """
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 
 from graphs.agent.context import AgentContext
 from graphs.agent.graph import graph
+from kgrag.agent.messages import plain_state
 from kgrag.config import Settings
 
 INJECTIONS = [
@@ -53,7 +55,8 @@ def run_and_check(question: str, **where: str) -> dict[str, Any]:
     assert state["done"], state
     assert isinstance(state["answer"], str) and state["answer"].strip(), state  # says why, even on bad input
     assert isinstance(state["errors"], list)
-    json.dumps(state)  # the whole state is JSON (lone surrogates escaped)
+    plain = json.loads(json.dumps(plain_state(state)))  # the whole state is JSON (lone surrogates escaped)
+    assert plain["messages"][-1]["type"] == "ai" and plain["messages"][-1]["content"] == state["answer"]
     return state
 
 

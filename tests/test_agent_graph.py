@@ -10,6 +10,7 @@ from fixtures.llm_server import Delay, Error, Reply, use_llm_server
 
 from graphs.agent.context import AgentContext
 from graphs.agent.graph import after_keywords, after_plan, graph
+from kgrag.agent.messages import plain_state
 from kgrag.config import get_settings
 
 SYMPTOMS = "上气道梗阻有哪些症状"
@@ -35,7 +36,7 @@ def test_answers_with_stored_values_and_evidence(medical_settings) -> None:
     assert "呼吸困难" in state["answers"]
     assert all(row["instance"] == "Disease:上气道梗阻" for row in state["evidence"])
     assert state["tool_calls"][0]["name"] == "query_instance_subgraph" and not state["errors"]
-    json.dumps(state)  # the whole state is JSON
+    json.dumps(plain_state(state))  # the whole state is JSON (its messages as dicts)
 
 
 @pytest.mark.parametrize(("question", "kn_id", "says"), [
@@ -127,7 +128,7 @@ def test_llm_calls_beyond_the_budget_are_refused(llm_env) -> None:
              Reply("done"))
     state = ask("百日咳怎么治疗", max_tool_calls=2)
     assert len(state["tool_calls"]) == 2
-    tool_msgs = [m for m in state["messages"] if m["role"] == "tool"]
+    tool_msgs = [m for m in state["llm_messages"] if m["role"] == "tool"]
     assert len(tool_msgs) == 3 and "budget" in tool_msgs[-1]["content"]
 
 

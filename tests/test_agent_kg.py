@@ -149,9 +149,9 @@ def test_kg_query_loop_flattens_cvts(kg_llm) -> None:
     assert calls[1]["result"]["cvt_info"][0]["original_relation"] == "people.person.spouse_s"
     assert "[Jonas Quintero, " in calls[2]["result"]["text"] and "Greta Ishikawa" in calls[2]["result"]["text"]
     assert state["usage"]["llm_calls"] == 4 and state["usage"]["prompt_tokens"] > 0
-    roles = [m["role"] for m in state["messages"]]
+    roles = [m["role"] for m in state["llm_messages"]]
     assert roles == ["system", "user"] + ["assistant", "user"] * 3 + ["assistant"]
-    assert state["messages"][3]["content"].startswith("<information>")
+    assert state["llm_messages"][3]["content"].startswith("<information>")
 
 
 def test_kg_query_bad_call_unseen_relation_and_budget(kg_llm) -> None:
@@ -162,7 +162,7 @@ def test_kg_query_bad_call_unseen_relation_and_budget(kg_llm) -> None:
     state = ask("who is Jonas Quintero's spouse?", max_tool_calls=3)
     calls = state["tool_calls"]
     assert len(calls) == 3 and len(kg_llm.chat_requests) == 3
-    infos = [m["content"] for m in state["messages"] if m["role"] == "user"][1:]
+    infos = [m["content"] for m in state["llm_messages"] if m["role"] == "user"][1:]
     assert "Write one <kg-query>" in infos[0]
     assert "people.person.spouse_s" in infos[1]
     assert "'film.film.genre' is not in the latest predicate list" in infos[2]
@@ -284,6 +284,24 @@ def test_served_agent_over_a_remote_sparql_store(kg_langgraph_url, demo_kg_setti
 
     bad = client.runs.wait(None, "agent", input={"question": "who directed Carnival Lights?", "kg": "nope"})
     assert bad["done"] and "unknown or unprepared KG 'nope'" in bad["answer"]
+
+
+def test_served_agent_speaks_messages_on_a_thread(kg_langgraph_url) -> None:
+    """What chat clients send: a thread of ``messages`` runs; the answer comes back as the last (AI) message."""
+    from langgraph_sdk import get_sync_client
+
+    client = get_sync_client(url=kg_langgraph_url)
+    thread = client.threads.create()
+    first = client.runs.wait(thread["thread_id"], "agent", context={"kg": "demo"},
+                             input={"messages": [{"role": "user", "content": "who directed Carnival Lights?"}]})
+    assert first["answers"] == ["Uma Halvorsen"] and first["question"] == "who directed Carnival Lights?"
+    assert [m["type"] for m in first["messages"]] == ["human", "ai"]
+    assert first["messages"][-1]["content"] == first["answer"] and "Uma Halvorsen" in first["answer"]
+    follow = client.runs.wait(thread["thread_id"], "agent", context={"kg": "demo"},
+                              input={"messages": [{"role": "user", "content": "when was it released?"}]})
+    assert follow["question"] == "when was it released?" and follow["topic"]["name"] == "Carnival Lights"
+    assert [m["type"] for m in follow["messages"]] == ["human", "ai", "human", "ai"]
+    assert follow["messages"][-1]["content"] == follow["answer"] and len(follow["history"]) == 2
 
 
 def test_inline_ask_route_on_the_langgraph_server(kg_langgraph_url, demo_kg_settings) -> None:

@@ -3,11 +3,16 @@
     langgraph dev --no-browser        # serves ``graph`` as assistant "agent" (langgraph.json)
     graph.invoke({"question": "百日咳有哪些症状", "kn_id": "medical"})["answer"]
     graph.invoke({"question": "who directed the films starring Tom Hanks", "kg": "metaqa"})["answers"]
+    graph.invoke({"messages": [{"role": "user", "content": "who directed Carnival Lights?"}], "kg": "demo"})["messages"][-1].content
 
 Thin wiring: every node pairs a step of :mod:`kgrag.agent.kn.steps` (a knowledge network) with the same step of
 :mod:`kgrag.agent.kg.steps` (a triple graph behind SPARQL, when the input or context names ``kg``), run with the
 run's settings (the context, over :class:`kgrag.config.Settings`) and the shared resources. Routers are typed. Compiled without a checkpointer: the
 LangGraph server brings its own (threads); ``kgrag ask`` passes a thread's history in the input.
+
+It speaks LangGraph's messages convention (:mod:`kgrag.agent.messages`), so chat clients and UIs work with it: the
+question is ``question``, else the last human message of ``messages``; the answer ends the turn as an AI message
+in ``messages``, next to the structured fields (``answer``, ``answers``, ``evidence``, ``trace``, ``history``).
 """
 
 from __future__ import annotations

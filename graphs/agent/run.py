@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from graphs.agent.context import AgentContext
 from graphs.agent.graph import graph
+from kgrag.agent.messages import plain_state
 
 __all__ = ["agent_answerer"]
 
@@ -16,11 +17,12 @@ __all__ = ["agent_answerer"]
 def agent_answerer(kn: str, llm: bool | None, kg: str | None = None, style: str | None = None
                    ) -> Callable[..., dict]:
     """``answer(question, history) -> final state`` running the agent graph in-process (on the triple graph
-    ``kg`` when given, else on the knowledge network ``kn``); ``llm`` None: plan with the LLM when one is set."""
+    ``kg`` when given, else on the knowledge network ``kn``); ``llm`` None: plan with the LLM when one is set.
+    The state is plain JSON data (its ``messages`` as dicts)."""
     context = AgentContext(kn_id=kn, use_llm=llm, kg=kg, llm_style=style)
     where = {"kg": kg} if kg else {"kn_id": kn}
 
     def answer(question: str, history: list | None = None) -> dict:
-        return graph.invoke({"question": question, **where, "history": history or []}, context=context)
+        return plain_state(graph.invoke({"question": question, **where, "history": history or []}, context=context))
 
     return answer

@@ -1,6 +1,8 @@
 """The online agent's state and run settings: plain JSON-able data, so a LangGraph checkpointer, the LangGraph API
-and ``kgrag ask --json`` all carry it as it is. Stores, rankers and clients are held outside (by id, see
-:mod:`kgrag.agent.resources`), never in the state.
+and ``kgrag ask --json`` all carry it as it is — except ``messages``, the conversation in LangGraph's messages
+convention (LangChain messages under the ``add_messages`` reducer: the server serialises them, in-process callers
+get them as dicts from :func:`kgrag.agent.messages.plain_state`). Stores, rankers and clients are held outside (by
+id, see :mod:`kgrag.agent.resources`), never in the state.
 
     AgentSettings(kn_id="medical", max_tool_calls=4).fingerprint()
 
@@ -9,6 +11,10 @@ A run works on a knowledge network (``kn_id``) or, when ``kg`` is given, on a tr
 ``plan``, run by ``tools``) → ``answer`` / ``answers`` / ``evidence``. ``trace`` has one entry per node run (its
 name, milliseconds and a short summary); ``errors`` says what went wrong, in words. A thread keeps ``history``
 (question, topic, answer per turn): a follow-up without a topic of its own resolves to the previous one.
+
+A run's question is ``question``, or else the last human message of ``messages`` (:mod:`kgrag.agent.messages`);
+the turn ends with its answer appended to ``messages`` as an AI message. ``llm_messages`` is something else: the
+LLM planner's own conversation of one turn (system prompt, tool results), reset every turn.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ import copy
 import hashlib
 from typing import Annotated, Any, Literal, TypedDict
 
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["NEW_TURN", "AgentSettings", "AgentState", "TURN_FIELDS", "ToolCall", "TraceEntry", "accumulate",
@@ -55,6 +63,9 @@ class ToolCall(TypedDict, total=False):
 class AgentState(TypedDict, total=False):
     # input
     question: str
+    #: the conversation (LangGraph's messages convention): a run's last human message is its question when it gives
+    #: no ``question``; each turn appends its answer as an AI message
+    messages: Annotated[list[AnyMessage], add_messages]
     kn_id: str
     kg: str  # a triple graph behind SPARQL (metaqa, demo, freebase …): the triple kind of the loop
     session_id: str  # the thread's KG session (held by id in kgrag.agent.kg.triple_kg, never in the state)
@@ -70,7 +81,7 @@ class AgentState(TypedDict, total=False):
     ranked: list[dict[str, Any]]  # the triple kind: ranked answers with scores (best first)
     answer: str
     planner: Literal["rules", "llm"]
-    messages: list[dict[str, Any]]  # the LLM conversation of this turn (the LLM path only)
+    llm_messages: list[dict[str, Any]]  # the LLM planner's conversation of this turn (the LLM path only)
     usage: dict[str, int]  # the LLM path: calls and tokens of this turn
     done: bool
     errors: Annotated[list[str], accumulate]  # a node returns only its new errors
@@ -82,7 +93,7 @@ class AgentState(TypedDict, total=False):
 #: the fields one turn (re)sets; ``history`` and the inputs survive between turns of a thread
 TURN_FIELDS: dict[str, Any] = {
     "keywords": [], "schema": {}, "context": {}, "topic": None, "pending": [], "tool_calls": [], "evidence": [],
-    "answers": [], "ranked": [], "answer": "", "planner": "rules", "messages": [], "usage": {}, "done": False,
+    "answers": [], "ranked": [], "answer": "", "planner": "rules", "llm_messages": [], "usage": {}, "done": False,
     "errors": [NEW_TURN], "trace": [NEW_TURN],
 }
 

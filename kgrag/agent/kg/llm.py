@@ -59,7 +59,7 @@ def llm_plan(state: AgentState, run: AgentRun) -> tuple[dict[str, Any], str, str
     if client is None:
         return {}, "", "no LLM endpoint is configured (KGRAG_LLM_BASE_URL)"
     style = run.settings.llm_style
-    messages = list(state.get("messages") or [])
+    messages = list(state.get("llm_messages") or [])
     if not messages:
         messages = [{"role": "system", "content": system_prompt(state, style, run.settings.max_tool_calls)},
                     {"role": "user", "content": state["question"]}]
@@ -79,7 +79,7 @@ def llm_plan(state: AgentState, run: AgentRun) -> tuple[dict[str, Any], str, str
         assistant["tool_calls"] = calls
     messages.append(assistant)
     n = len(state.get("tool_calls", []))
-    update: dict[str, Any] = {"messages": messages, "usage": usage}
+    update: dict[str, Any] = {"llm_messages": messages, "usage": usage}
     if calls:
         pending = [ToolCall(id=tc.get("id") or f"llm_call_{n + i + 1}", name=str((tc.get("function") or {}).get(
             "name", "")), args=tool_arguments((tc.get("function") or {}).get("arguments")), why="llm")

@@ -28,6 +28,7 @@ from typing import Any
 from kgrag.agent.kg.calls import run_kg_call
 from kgrag.agent.kg.llm import llm_plan, result_messages
 from kgrag.agent.kg.triple_kg import TopicLink, TripleKG, new_session_id
+from kgrag.agent.messages import answer_message, question_from, question_update
 from kgrag.agent.node import (
     HISTORY_TURNS,
     AgentRun,
@@ -65,11 +66,12 @@ def _topics(state: AgentState) -> list[TopicLink]:
 def extract_keywords(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     """Start the turn: validate the input, link the spans that name stored entities, keep the content words."""
     update: Update = fresh_turn()
-    question = state.get("question")
+    question = question_from(state)  # ``question``, else the conversation's last human message
     update["kg"] = kg_id = state.get("kg") or run.settings.kg or ""
     update["session_id"] = state.get("session_id") or new_session_id()
     update["planner"] = "llm" if run.settings.use_llm else "rules"
     problem = question_problem(question, run.settings)
+    update.update(question_update(state, question, accepted=problem is None))
     if problem:
         return stop(update, problem)
     try:
@@ -195,7 +197,7 @@ def tools(state: AgentState, run: AgentRun) -> tuple[Update, str]:
                      error="the tool-call budget of this run is spent") for c in pending[room:]]
     update: Update = {"tool_calls": calls + done + over, "pending": []}
     if state.get("planner") == "llm":
-        update["messages"] = [*state.get("messages", []), *result_messages(done + over, run.settings.llm_style)]
+        update["llm_messages"] = [*state.get("llm_messages", []), *result_messages(done + over, run.settings.llm_style)]
     summary = "; ".join(f"{c['name']}: " + (f"error {c['error']}" if c.get("error") else
                                             (c.get("result") or {}).get("text", "").split("\n")[0][:120])
                         for c in done + over)
@@ -289,5 +291,5 @@ def answer(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     history = [*(state.get("history") or []), turn][-HISTORY_TURNS:]
     update = {"answer": text, "answers": values, "ranked": [{k: a[k] for k in ("name", "entity_id", "score")}
                                                             for a in ranked],
-              "evidence": evidence, "history": history, "done": True}
+              "evidence": evidence, "history": history, "done": True, "messages": [answer_message(text)]}
     return update, f"{len(values)} answers; {len(evidence)} paths"

@@ -63,7 +63,7 @@ def llm_plan(state: AgentState, run: AgentRun) -> tuple[dict[str, Any], str, str
     client = run.resources.llm()
     if client is None:
         return {}, "", "no LLM endpoint is configured (KGRAG_LLM_BASE_URL)"
-    messages = list(state.get("messages") or [])
+    messages = list(state.get("llm_messages") or [])
     if not messages:
         messages = [{"role": "system", "content": system_prompt(state, run.resources.network(state["kn_id"]))},
                     {"role": "user", "content": state["question"]}]
@@ -81,7 +81,7 @@ def llm_plan(state: AgentState, run: AgentRun) -> tuple[dict[str, Any], str, str
     messages.append(assistant)
     if not calls:
         text = (message.get("content") or "").strip()
-        return {"messages": messages, "answer": text, "pending": [], "done": True}, f"LLM answered ({len(text)} chars)", None
+        return {"llm_messages": messages, "answer": text, "pending": [], "done": True}, f"LLM answered ({len(text)} chars)", None
     pending: list[ToolCall] = []
     for i, tc in enumerate(calls):
         function = tc.get("function") or {}
@@ -89,7 +89,7 @@ def llm_plan(state: AgentState, run: AgentRun) -> tuple[dict[str, Any], str, str
                                 name=str(function.get("name", "")), args=tool_arguments(function.get("arguments")),
                                 why="llm"))
     names = ", ".join(c["name"] for c in pending)
-    return {"messages": messages, "pending": pending}, f"LLM asked for {len(pending)} calls: {names}", None
+    return {"llm_messages": messages, "pending": pending}, f"LLM asked for {len(pending)} calls: {names}", None
 
 
 def tool_messages(calls: list[ToolCall]) -> list[dict[str, Any]]:

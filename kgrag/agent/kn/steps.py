@@ -33,6 +33,7 @@ from kgrag.agent.kn.linking import (
 from kgrag.agent.kn.llm_planner import llm_plan, tool_messages
 from kgrag.agent.kn.planner import label_types, next_call, parse_label, path_steps, topic_type
 from kgrag.agent.kn.tools import run_tool
+from kgrag.agent.messages import answer_message, question_from, question_update
 from kgrag.agent.node import (
     HISTORY_TURNS,
     AgentRun,
@@ -59,11 +60,12 @@ STORED_NAME = "stored_name"
 def extract_keywords(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     """Start the turn: validate the input, then the question's keywords."""
     update: Update = fresh_turn()
-    question = state.get("question")
+    question = question_from(state)  # ``question``, else the conversation's last human message
     kn_id = state.get("kn_id") or run.settings.kn_id
     update["kn_id"] = kn_id
     update["planner"] = "llm" if run.settings.use_llm else "rules"
     problem = question_problem(question, run.settings)
+    update.update(question_update(state, question, accepted=problem is None))
     if problem:
         return stop(update, problem)
     try:
@@ -199,7 +201,7 @@ def tools(state: AgentState, run: AgentRun) -> tuple[Update, str]:
                             for c in pending[room:]]
     update: Update = {"tool_calls": calls + done, "pending": []}
     if state.get("planner") == "llm":
-        update["messages"] = [*state.get("messages", []), *tool_messages(done + over)]
+        update["llm_messages"] = [*state.get("llm_messages", []), *tool_messages(done + over)]
     summary = "; ".join(f"{c['name']}: " + (f"error {c['error']}" if c.get("error") else
                                             (c.get("result") or {}).get("summary")
                                             or f"{len(ans.evidence_from(c))} values") for c in done)
@@ -240,7 +242,8 @@ def answer(state: AgentState, run: AgentRun) -> tuple[Update, str]:
         text = ans.compose_answer(name, via_name, values, run.settings.max_listed)
     turn = {"question": state.get("question", ""), "topic": topic, "answer": text}
     history = [*(state.get("history") or []), turn][-HISTORY_TURNS:]
-    return ({"answer": text, "answers": values, "evidence": evidence, "history": history, "done": True},
+    return ({"answer": text, "answers": values, "evidence": evidence, "history": history, "done": True,
+             "messages": [answer_message(text)]},
             f"{len(values)} values from {len({r['instance'] for r in evidence})} instances")
 
 
