@@ -27,6 +27,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
+from kgrag.agent.messages import plain_state
 from kgrag.agent.stream import agent_events
 
 __all__ = ["ASK_TIMEOUT_S", "AskRequest", "agent_router", "make_app"]
@@ -89,10 +90,11 @@ def agent_router(graph: Any, context_type: Any) -> APIRouter:
         """Run the agent on one question and return its final state."""
         context = context_type(max_tool_calls=request.max_tool_calls)
         try:
-            return await asyncio.wait_for(run_in_threadpool(graph.invoke, _input(request), context=context),
-                                          ASK_TIMEOUT_S)
+            state = await asyncio.wait_for(run_in_threadpool(graph.invoke, _input(request), context=context),
+                                           ASK_TIMEOUT_S)
         except TimeoutError:
             raise HTTPException(504, f"the agent did not answer within {ASK_TIMEOUT_S:.0f} s") from None
+        return plain_state(state)  # its messages as LangChain's JSON dicts
 
     async def stream(request: AskRequest) -> StreamingResponse:
         """Run the agent on one question; NDJSON events (start, one step per finished node, end or error)."""
