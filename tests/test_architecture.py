@@ -15,7 +15,7 @@ PACKAGES = ("kgrag", "flows", "graphs")
 #: the entry layer: the only modules of kgrag that may import flows/ or graphs/
 ENTRY_POINTS = ("kgrag.cli", "kgrag.api", "kgrag.mcp")
 #: what the agent graph and the servers load: none of it may import the agent's offline training
-ONLINE_ROOTS = ("graphs.agent.graph", "graphs.agent.webapp", "kgrag.api.app", "kgrag.mcp.server")
+ONLINE_ROOTS = ("graphs.agent.graph", "kgrag.api.langgraph_http", "kgrag.api.app", "kgrag.mcp.server")
 
 
 def _modules() -> dict[str, Path]:

@@ -225,8 +225,8 @@ def test_kg_tools_flatten_cvts_and_commands_take_the_name(mini_kg, work_settings
 def test_the_agent_and_the_routes_answer_on_the_imported_kg(mini_kg, work_settings) -> None:
     from fastapi.testclient import TestClient
 
-    from graphs.agent.webapp import app as agent_app
     from kgrag.api.app import create_app
+    from kgrag.api.langgraph_http import app as agent_app
 
     asked = runner.invoke(app, ["ask", "what country is cambridge in", "--kg", "mini", "--json"])
     state = json.loads(asked.stdout)

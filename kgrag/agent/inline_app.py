@@ -1,4 +1,4 @@
-"""The inline agent routes, on the LangGraph API server (mounted by ``graphs/agent/webapp.py`` through
+"""The inline agent routes, on the LangGraph API server (mounted by ``kgrag/api/langgraph_http.py`` through
 langgraph.json ``http.app``) and on ``kgrag serve``: the compiled agent graph, run inline, for callers who want one
 answer (``POST /agent/ask``) or its steps as they finish (``POST /agent/stream``, NDJSON events of
 :mod:`kgrag.agent.stream`: what the console page shows) without the run queue.
