@@ -166,7 +166,7 @@ class NetworkStore:
         return self.queries.query_instances(kn_id, object_type_id, condition, limit, sort_by_score)
 
     def query_instances_by_type(
-        self, kn_id: str, conditions: dict[str, Condition], limit: int
+        self, kn_id: str, conditions: dict[str, Condition | None], limit: int
     ) -> dict[str, list[InstanceHit]]:
         """Unscored conditions on several object types in one statement: :meth:`StoreQueries.query_instances_by_type`."""
         return self.queries.query_instances_by_type(kn_id, conditions, limit)

@@ -114,17 +114,20 @@ class StoreQueries:
         return hits
 
     def query_instances_by_type(
-        self, kn_id: str, conditions: dict[str, Condition], limit: int
+        self, kn_id: str, conditions: dict[str, Condition | None], limit: int
     ) -> dict[str, list[InstanceHit]]:
         """:meth:`query_instances` (``sort_by_score=False``) for several object types at once, each with its own
-        unscored condition (``==``, ``contain`` …): one statement, the first ``limit`` rows per type by id.
+        unscored condition (``==``, ``contain`` …, or None: any row): one statement, the first ``limit`` rows per type by id.
         A condition with a scored leaf (knn/match) is run on its own."""
         out: dict[str, list[InstanceHit]] = {}
         branches = []
         ti = t.instances
         for type_id, condition in conditions.items():
             plan = self.compile(kn_id, type_id, condition, limit)
-            if plan is None or plan.scores or limit <= 0:
+            if plan is None and limit > 0:  # no condition: the type's first rows
+                out[type_id] = []
+                branches.append(ti.c.object_type_id == type_id)
+            elif plan is None or plan.scores or limit <= 0:
                 out[type_id] = self.query_instances(kn_id, type_id, condition, limit, sort_by_score=False)
             elif plan.rest_clause is None:
                 out[type_id] = []
