@@ -31,7 +31,7 @@ def _store(kn_id: str, args: argparse.Namespace) -> NetworkStore:
     store = NetworkStore(f"sqlite:///{args.synthetic_db}")
     if kn_id not in {k for k, _ in store.list_networks()}:
         from kgrag.network.loaders.registry import load_named
-        load_named(store, kn_id)
+        load_named(kn_id, store)
     return store
 
 
