@@ -26,6 +26,10 @@ from kgrag.network.store.index import StoreIndex
 __all__ = ["StoreQueries", "list_fields"]
 
 
+#: object types per statement of :meth:`StoreQueries.query_instances_by_type`
+BATCH_TYPES = 200
+
+
 def list_fields(ot: ObjectType) -> list[str]:
     """The names of an object type's list-valued data properties (``contain`` means membership there)."""
     return [p.name for p in ot.data_properties if is_list_type(p.type)]
@@ -137,13 +141,15 @@ class StoreQueries:
         if not branches:
             return out
         rank = func.row_number().over(partition_by=ti.c.object_type_id, order_by=ti.c.id).label("rank")
-        inner = select(ti.c.id, ti.c.object_type_id, ti.c.properties, rank).where(
-            ti.c.kn_id == kn_id, or_(*branches)).subquery()
-        query = select(inner.c.id, inner.c.object_type_id, inner.c.properties).where(
-            inner.c.rank <= limit).order_by(inner.c.object_type_id, inner.c.id)
         with self.core.engine.connect() as conn:
-            for row in conn.execute(query):
-                out[row.object_type_id].append(self._hit(row.object_type_id, row, None))
+            # SQLite parses ``a OR b OR …`` into a tree at most 1000 deep: at most BATCH_TYPES types a statement
+            for start in range(0, len(branches), BATCH_TYPES):
+                inner = select(ti.c.id, ti.c.object_type_id, ti.c.properties, rank).where(
+                    ti.c.kn_id == kn_id, or_(*branches[start:start + BATCH_TYPES])).subquery()
+                query = select(inner.c.id, inner.c.object_type_id, inner.c.properties).where(
+                    inner.c.rank <= limit).order_by(inner.c.object_type_id, inner.c.id)
+                for row in conn.execute(query):
+                    out[row.object_type_id].append(self._hit(row.object_type_id, row, None))
         return out
 
     def get_instances(self, kn_id: str, object_type_id: str, ids: Sequence[str]) -> list[InstanceHit]:
