@@ -75,11 +75,13 @@ def main() -> None:
         Path(args.save).write_text(json.dumps(out, ensure_ascii=False))
     if args.compare:
         golden = json.loads(Path(args.compare).read_text())
-        diffs = [(kn, q) for kn in out for q, r in out[kn]["responses"].items()
-                 if golden.get(kn, {}).get("responses", {}).get(q) != r]
+        saved = {kn: golden.get(kn, {}).get("responses", {}) for kn in out}
+        compared = [(kn, q) for kn in out for q in out[kn]["responses"] if q in saved[kn]]
+        diffs = [(kn, q) for kn, q in compared if saved[kn][q] != out[kn]["responses"][q]]
         for kn, q in diffs:
             print(f"DIFFERENT {kn}: {q}", file=sys.stderr)
-        print(f"{len(diffs)} responses differ of {sum(len(r['responses']) for r in out.values())}")
+        print(f"{len(diffs)} responses differ of {len(compared)} compared "
+              f"({sum(len(r['responses']) for r in out.values())} run)")
         baseline = {kn: {k: v for k, v in r.items() if k != "responses"} for kn, r in golden.items()}
         write_result("context_search", figures, baseline,
                      {kn: round(baseline[kn]["p50_ms"] / figures[kn]["p50_ms"], 2) for kn in figures if kn in baseline},
