@@ -301,9 +301,13 @@ def map_keyword(store: ContextStore, kn_id: str, keyword: str, object_types: lis
     candidates = [ot for ot in object_types if name_field(ot) is not None]
     if known_types:
         # also the types where the keyword is a recorded alias (眼震: a stored Symptom, an alias of 眼球震颤)
-        aliased = {ot.id for ot in candidates if ot.id not in known_types and (afield := alias_field(ot))
-                   and store.query_instances(kn_id, ot.id, Condition(operation="contain", field=afield,
-                                                                     value=keyword), 1, sort_by_score=False)}
+        alias_checks = {ot.id: _contains(afield, keyword) for ot in candidates
+                        if ot.id not in known_types and (afield := alias_field(ot))}
+        found = _batched(store, kn_id, alias_checks, 1)
+        if found is None:
+            found = {tid: store.query_instances(kn_id, tid, cond, 1, sort_by_score=False)
+                     for tid, cond in alias_checks.items()}
+        aliased = {tid for tid, hits in found.items() if hits}
         candidates = [ot for ot in candidates if ot.id in known_types or ot.id in aliased]
     fields = {ot.id: name_field(ot) for ot in candidates}
     # exact, then contains (for the types it is still run on), over all candidate types: one statement each
