@@ -28,3 +28,17 @@ def test_export_failure_returns_none(tmp_path, monkeypatch):
 
     monkeypatch.setattr(onnx_encoder, "_export", boom)
     assert onnx_encoder.load_onnx_encoder(DEFAULT_MODEL, tmp_path / "fresh") is None
+
+
+def test_embedder_encode_query_uses_onnx_and_falls_back(tmp_path, monkeypatch):
+    from kgrag.rank.sentence_embedder import Embedder
+
+    torch_vec = Embedder(DEFAULT_MODEL).encode_query(TEXTS[0])
+    onnx_emb = Embedder(DEFAULT_MODEL, query_encoder="onnx", models_dir=tmp_path)
+    assert float(onnx_emb.encode_query(TEXTS[0]) @ torch_vec) > 0.99
+    assert onnx_emb._onnx  # the ONNX encoder answered
+
+    monkeypatch.setattr(onnx_encoder, "_export", lambda *_a, **_k: (_ for _ in ()).throw(RuntimeError("x")))
+    broken = Embedder(DEFAULT_MODEL, query_encoder="onnx", models_dir=tmp_path / "none")
+    np.testing.assert_allclose(broken.encode_query(TEXTS[0]), torch_vec, atol=1e-5)
+    assert broken._onnx is False
