@@ -14,7 +14,7 @@ TEXTS = ["what treats high blood pressure", "symptoms of type 2 diabetes", "aspi
 
 
 def test_onnx_vectors_match_minilm(tmp_path):
-    enc = onnx_encoder.load_onnx_encoder(DEFAULT_MODEL, tmp_path)
+    enc = onnx_encoder.load_onnx_encoder(load_model(DEFAULT_MODEL), DEFAULT_MODEL, tmp_path)
     assert enc is not None
     ref = load_model(DEFAULT_MODEL).encode(TEXTS, normalize_embeddings=True, convert_to_numpy=True)
     got = enc.encode(TEXTS)
@@ -27,7 +27,7 @@ def test_export_failure_returns_none(tmp_path, monkeypatch):
         raise RuntimeError("no export here")
 
     monkeypatch.setattr(onnx_encoder, "_export", boom)
-    assert onnx_encoder.load_onnx_encoder(DEFAULT_MODEL, tmp_path / "fresh") is None
+    assert onnx_encoder.load_onnx_encoder(load_model(DEFAULT_MODEL), DEFAULT_MODEL, tmp_path / "fresh") is None
 
 
 def test_embedder_encode_query_uses_onnx_and_falls_back(tmp_path, monkeypatch):

@@ -13,10 +13,9 @@ import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-
-from kgrag.rank.sentence_embedder import load_model
 
 __all__ = ["OnnxEncoder", "load_onnx_encoder"]
 
@@ -73,12 +72,13 @@ def _export(model, path: Path) -> None:
     tmp.replace(path)
 
 
-def load_onnx_encoder(model_name: str, models_dir: Path, int8: bool = False) -> OnnxEncoder | None:
-    """The ONNX encoder for ``model_name`` (exported/quantised under ``models_dir`` once), or ``None``."""
+def load_onnx_encoder(model: Any, model_name: str, models_dir: Path, int8: bool = False) -> OnnxEncoder | None:
+    """The ONNX encoder of the loaded sentence-transformers ``model`` named ``model_name`` (exported/quantised under
+    ``models_dir`` once), or ``None``. The caller loads the model (:func:`kgrag.rank.sentence_embedder.load_model`):
+    this module does not import the embedder, which imports it."""
     try:
         import onnxruntime as ort
 
-        model = load_model(model_name)
         slug = re.sub(r"[^A-Za-z0-9._-]+", "-", model_name).strip("-.") or "model"
         folder = Path(models_dir) / "onnx" / f"{slug}-ort{ort.__version__}"
         folder.mkdir(parents=True, exist_ok=True)

@@ -326,7 +326,8 @@ class Embedder:
             from kgrag.rank.onnx_encoder import load_onnx_encoder
 
             folder = self.models_dir if self.models_dir is not None else get_settings().work_dir / "models"
-            enc = load_onnx_encoder(self.model_name, folder, int8=self.query_encoder == "onnx-int8")
+            enc = load_onnx_encoder(load_model(self.model_name), self.model_name, folder,
+                                    int8=self.query_encoder == "onnx-int8")
             self._onnx = enc if enc is not None else False
         return self._onnx or None
 
