@@ -675,17 +675,3 @@ def test_concurrent_loads_of_two_networks_while_searching(db_url: str, kn_embedd
     assert {kn: answer(reader, kn, q) for kn, q in queries} == {kn: expected[(kn, q)] for kn, q in queries}
     for s in (first, reader, *loaders):
         s.close()
-
-
-@pytest.mark.parametrize("limit", [1, 2, 50])
-def test_query_instances_by_type_equals_one_query_per_type(store: NetworkStore, limit: int) -> None:
-    conditions: dict[str, Condition | None] = {
-        "Disease": Condition(operation="contain", field="name", value="感"),
-        "Symptom": None,
-        "Drug": Condition(operation="==", field="name", value="nothing such"),
-    }
-    batched = store.query_instances_by_type("tiny", conditions, limit)
-    for type_id, condition in conditions.items():
-        one = store.query_instances("tiny", type_id, condition, limit, sort_by_score=False)
-        assert [(h.id, h.properties) for h in batched[type_id]] == [(h.id, h.properties) for h in one]
-    assert batched["Symptom"] and not batched["Drug"]

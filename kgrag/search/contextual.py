@@ -49,7 +49,7 @@ from kgrag.search.formats import (
     attribute_candidates,
     attribute_format,
     categorical_candidates,
-    primary_fields_of,
+    primary_fields,
 )
 from kgrag.search.keywords import Lexicon, extract_keywords
 from kgrag.search.kn_models import KnSearchRequest, KnSearchResponse
@@ -229,9 +229,9 @@ def contextual_recall(
                      searchable)
             jobs[("attribute", cond.text)] = lambda c=cond, s=scope: _formats_for(service, kn_id, c, s, config)
     # primary fields of the recalled types (the spec's "相关对象类型")
-    unread = [ot for ot in recalled if ot.id not in session.primary]
-    if unread:  # all of them in one statement
-        jobs[("primary", "")] = lambda: primary_fields_of(service, kn_id, unread, config.primary_field_samples)
+    for ot in recalled:
+        if ot.id not in session.primary:
+            jobs[("primary", ot.id)] = lambda o=ot: primary_fields(service, kn_id, o, config.primary_field_samples)
     results = _run(jobs, errors)
     for (kind, key), value in results.items():
         if kind == "keyword":
@@ -239,7 +239,7 @@ def contextual_recall(
         elif kind == "attribute":
             session.attributes[key] = value
         elif kind == "primary":
-            session.primary.update(value)
+            session.primary[key] = value
 
     mappings = [m for e in entities for m in session.keywords.get(e.text, [])]
     # relation patterns need the keyword forms (场景2): the best mapping's forms per type

@@ -15,13 +15,13 @@ import re
 from collections import Counter
 from typing import Any
 
-from kgrag.network.model import Condition, DataProperty, InstanceHit, ObjectType
+from kgrag.network.model import Condition, DataProperty, ObjectType
 from kgrag.network.service import ContextStore
 from kgrag.search.context_models import AttributeCondition, AttributeFormat, ContextConfig, PrimaryFields
 from kgrag.search.keywords import CATEGORICAL_SYNONYMS
 from kgrag.search.storage_forms import name_field
 
-__all__ = ["attribute_candidates", "attribute_format", "classify_values", "primary_fields", "primary_fields_of"]
+__all__ = ["attribute_candidates", "attribute_format", "classify_values", "primary_fields"]
 
 _NUMERIC_TYPES = {"integer", "int", "long", "short", "float", "double", "decimal", "number", "numeric"}
 _RANGE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(\D{0,4}?)\s*(?:-|~|～|至|到|—)\s*(-?\d+(?:\.\d+)?)\s*(\D{0,6})\s*$")
@@ -138,26 +138,14 @@ def attribute_format(store: ContextStore, kn_id: str, cond: AttributeCondition, 
     )
 
 
-def primary_fields_of(store: ContextStore, kn_id: str, object_types: list[ObjectType],
-                      samples: int) -> dict[str, PrimaryFields]:
-    """:func:`primary_fields` of several types; their samples in one statement when the store can."""
-    by_type = getattr(store, "query_instances_by_type", None)
-    if by_type is None or not object_types:
-        return {ot.id: primary_fields(store, kn_id, ot, samples) for ot in object_types}
-    hits = by_type(kn_id, {ot.id: None for ot in object_types}, samples)
-    return {ot.id: primary_fields(store, kn_id, ot, samples, hits[ot.id]) for ot in object_types}
-
-
-def primary_fields(store: ContextStore, kn_id: str, ot: ObjectType, samples: int,
-                   hits: list[InstanceHit] | None = None) -> PrimaryFields:
+def primary_fields(store: ContextStore, kn_id: str, ot: ObjectType, samples: int) -> PrimaryFields:
     """The type's name field (display key) and id field (first primary key, else ``id``/``*_id``, else the
-    instance id), with sample values from ``samples`` instances (``hits``: those instances, when read already)."""
+    instance id), with sample values from ``samples`` instances."""
     name = name_field(ot) or ot.display_key
     props = [p.name for p in ot.data_properties]
     id_field = (ot.primary_keys[0] if ot.primary_keys else
                 next((p for p in props if p == "id" or p.endswith("_id")), "id"))
-    if hits is None:
-        hits = store.query_instances(kn_id, ot.id, None, samples, sort_by_score=False)
+    hits = store.query_instances(kn_id, ot.id, None, samples, sort_by_score=False)
     field_samples: dict[str, list[Any]] = {name: [h.properties.get(name) for h in hits if h.properties.get(name) is not None]}
     field_samples[id_field] = [h.properties.get(id_field, h.id) if id_field in props else h.id for h in hits]
     return PrimaryFields(object_type_id=ot.id, primary_name_field=name, primary_id_field=id_field,

@@ -11,10 +11,6 @@ such as drug -> producer is many-to-one and is called so), ``many_to_many`` othe
 
 from __future__ import annotations
 
-import threading
-import weakref
-from typing import Any
-
 from kgrag.network.model import Condition, ObjectType, RelationType
 from kgrag.network.service import ContextStore
 from kgrag.search.context_models import ContextConfig, RelationPattern
@@ -32,33 +28,6 @@ def cardinality(max_targets_per_source: int, max_sources_per_target: int) -> str
     if fan_in:
         return "many_to_one"
     return "one_to_one"
-
-
-#: store -> {(kn_id, network version, relation, ends, fields, k): paths}: a relation's usual shape, per version
-_USUAL: weakref.WeakKeyDictionary[Any, dict[tuple, list]] = weakref.WeakKeyDictionary()
-_USUAL_LOCK = threading.Lock()
-
-
-def _usual_paths(store: ContextStore, kn_id: str, rt_id: str, source_id: str, source_field: str, target_id: str,
-                 target_field: str, k: int) -> list:
-    """Paths of any source to any target along ``rt_id``: the same for a network version, so read once per version."""
-    def read() -> list:
-        return store.query_path(kn_id, source_id, Condition(operation="exist", field=source_field), rt_id, target_id,
-                                Condition(operation="exist", field=target_field), limit_per_type=k)
-    try:
-        with _USUAL_LOCK:
-            cache = _USUAL.setdefault(store, {})
-    except TypeError:  # a store that cannot be weakly referenced: no cache
-        return read()
-    key = (kn_id, store.network_version(kn_id), rt_id, source_id, source_field, target_id, target_field, k)
-    paths = cache.get(key)
-    if paths is None:
-        paths = read()
-        with _USUAL_LOCK:
-            if len(cache) > 4096:
-                cache.clear()
-            cache[key] = paths
-    return list(paths)
 
 
 def relation_pattern(store: ContextStore, kn_id: str, rt: RelationType, types: dict[str, ObjectType],
@@ -80,7 +49,7 @@ def relation_pattern(store: ContextStore, kn_id: str, rt: RelationType, types: d
         paths = store.query_path(kn_id, target.id, Condition(operation="in", field=target_field, value=target_forms),
                                  rt.id, source.id, any_source, limit_per_type=k)
     if not paths:  # no keyword on either end, or no such link: the relation's usual shape
-        paths = _usual_paths(store, kn_id, rt.id, source.id, source_field, target.id, target_field, k)
+        paths = store.query_path(kn_id, source.id, any_source, rt.id, target.id, any_target, limit_per_type=k)
     sources = list(dict.fromkeys(p.source.properties.get(source_field, p.source.id) for p in paths))[:k]
     targets = list(dict.fromkeys(p.target.properties.get(target_field, p.target.id) for p in paths))[:k]
     fan_out, fan_in, links = store.link_cardinality(kn_id, rt.id)

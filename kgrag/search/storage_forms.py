@@ -217,36 +217,13 @@ def _resolve(store: ContextStore, kn_id: str, answer: str, ot: ObjectType, field
     return [best[0].position] if best else []
 
 
-def _exact(field: str, keyword: str) -> Condition:
-    return Condition(operation="==", field=field, value=keyword)
-
-
-def _contains(field: str, keyword: str) -> Condition:
-    return Condition(operation="contain", field=field, value=keyword)
-
-
-def _contains_limit(config: ContextConfig) -> int:
-    return max(config.forms_per_strategy * 10, 50)
-
-
-def _batched(store: ContextStore, kn_id: str, conditions: dict[str, Condition],
-             limit: int) -> dict[str, list[InstanceHit]] | None:
-    """One statement for the types' unscored conditions when the store can (else None: the caller runs them)."""
-    by_type = getattr(store, "query_instances_by_type", None)
-    if by_type is None or not conditions:
-        return None
-    return by_type(kn_id, conditions, limit)
-
-
 def keyword_forms(store: ContextStore, kn_id: str, keyword: str, ot: ObjectType, field: str,
-                  config: ContextConfig, use_llm: bool = False, exact_hits: list[InstanceHit] | None = None,
-                  contains_hits: list[InstanceHit] | None = None) -> list[StorageForm]:
+                  config: ContextConfig, use_llm: bool = False) -> list[StorageForm]:
     """Exact, alias, early other-name, contains, then fuzzy forms with the late other-name forms after the first
-    :data:`LATE_AFTER_FUZZY` (see the module docstring). ``exact_hits`` / ``contains_hits``: the exact and contains
-    queries' results when the caller ran them already (:func:`map_keyword`, batched over the types)."""
+    :data:`LATE_AFTER_FUZZY` (see the module docstring)."""
     k = config.forms_per_strategy
-    exact = exact_hits if exact_hits is not None else store.query_instances(
-        kn_id, ot.id, _exact(field, keyword), k, sort_by_score=False)
+    exact = store.query_instances(kn_id, ot.id, Condition(operation="==", field=field, value=keyword), k,
+                                  sort_by_score=False)
     forms = [_form(h, field, "exact", keyword) for h in exact]
     if forms and config.skip_when_exact:
         return forms
@@ -261,10 +238,9 @@ def keyword_forms(store: ContextStore, kn_id: str, keyword: str, ot: ObjectType,
         forms += [f for f in others if f.match_type in EARLY_OTHER_TYPES]
         late = [f for f in others if f.match_type not in EARLY_OTHER_TYPES]
         seen |= {f.sample_instance_id for f in others}
-    if contains_hits is None:
-        contains_hits = store.query_instances(kn_id, ot.id, _contains(field, keyword), _contains_limit(config),
-                                              sort_by_score=False)
-    contains = [_form(h, field, "contains", keyword) for h in contains_hits if h.id not in seen]
+    contains = [_form(h, field, "contains", keyword) for h in store.query_instances(
+        kn_id, ot.id, Condition(operation="contain", field=field, value=keyword), max(k * 10, 50),
+        sort_by_score=False) if h.id not in seen]
     contains.sort(key=lambda f: (-f.similarity, len(f.form), f.form))
     forms += contains[:k]
     seen |= {f.sample_instance_id for f in contains[:k]}
@@ -301,27 +277,15 @@ def map_keyword(store: ContextStore, kn_id: str, keyword: str, object_types: lis
     candidates = [ot for ot in object_types if name_field(ot) is not None]
     if known_types:
         # also the types where the keyword is a recorded alias (眼震: a stored Symptom, an alias of 眼球震颤)
-        alias_checks = {ot.id: _contains(afield, keyword) for ot in candidates
-                        if ot.id not in known_types and (afield := alias_field(ot))}
-        found = _batched(store, kn_id, alias_checks, 1)
-        if found is None:
-            found = {tid: store.query_instances(kn_id, tid, cond, 1, sort_by_score=False)
-                     for tid, cond in alias_checks.items()}
-        aliased = {tid for tid, hits in found.items() if hits}
+        aliased = {ot.id for ot in candidates if ot.id not in known_types and (afield := alias_field(ot))
+                   and store.query_instances(kn_id, ot.id, Condition(operation="contain", field=afield,
+                                                                     value=keyword), 1, sort_by_score=False)}
         candidates = [ot for ot in candidates if ot.id in known_types or ot.id in aliased]
-    fields = {ot.id: name_field(ot) for ot in candidates}
-    # exact, then contains (for the types it is still run on), over all candidate types: one statement each
-    exact = _batched(store, kn_id, {tid: _exact(f, keyword) for tid, f in fields.items() if f},
-                     config.forms_per_strategy) or {}
-    contains = _batched(store, kn_id, {tid: _contains(f, keyword) for tid, f in fields.items()
-                                       if f and not (exact.get(tid) and config.skip_when_exact)},
-                        _contains_limit(config)) or {}
     mappings: list[KeywordMapping] = []
     for ot in candidates:
-        field = fields[ot.id]
+        field = name_field(ot)
         assert field is not None
-        forms = keyword_forms(store, kn_id, keyword, ot, field, config, use_llm, exact.get(ot.id),
-                              contains.get(ot.id))
+        forms = keyword_forms(store, kn_id, keyword, ot, field, config, use_llm)
         if not forms:
             continue
         best = max(f.similarity for f in forms)

@@ -165,12 +165,6 @@ class NetworkStore:
         """Instances of ``object_type_id`` matching ``condition``: :meth:`StoreQueries.query_instances`."""
         return self.queries.query_instances(kn_id, object_type_id, condition, limit, sort_by_score)
 
-    def query_instances_by_type(
-        self, kn_id: str, conditions: dict[str, Condition | None], limit: int
-    ) -> dict[str, list[InstanceHit]]:
-        """Unscored conditions on several object types in one statement: :meth:`StoreQueries.query_instances_by_type`."""
-        return self.queries.query_instances_by_type(kn_id, conditions, limit)
-
     def get_instances(self, kn_id: str, object_type_id: str, ids: Sequence[str]) -> list[InstanceHit]:
         """Instances by id (in the order given; unknown ids are skipped)."""
         return self.queries.get_instances(kn_id, object_type_id, ids)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import func, select
 
 from kgrag.network import tables as t
 from kgrag.network.conditions import Plan, compile_condition, is_list_type
@@ -24,10 +24,6 @@ from kgrag.network.store.core import StoreCore
 from kgrag.network.store.index import StoreIndex
 
 __all__ = ["StoreQueries", "list_fields"]
-
-
-#: object types per statement of :meth:`StoreQueries.query_instances_by_type`
-BATCH_TYPES = 200
 
 
 def list_fields(ot: ObjectType) -> list[str]:
@@ -116,41 +112,6 @@ class StoreQueries:
                 ).all()
                 hits.extend(self._hit(object_type_id, r, None) for r in rest)
         return hits
-
-    def query_instances_by_type(
-        self, kn_id: str, conditions: dict[str, Condition | None], limit: int
-    ) -> dict[str, list[InstanceHit]]:
-        """:meth:`query_instances` (``sort_by_score=False``) for several object types at once, each with its own
-        unscored condition (``==``, ``contain`` …, or None: any row): one statement, the first ``limit`` rows per type by id.
-        A condition with a scored leaf (knn/match) is run on its own."""
-        out: dict[str, list[InstanceHit]] = {}
-        branches = []
-        ti = t.instances
-        for type_id, condition in conditions.items():
-            plan = self.compile(kn_id, type_id, condition, limit)
-            if plan is None and limit > 0:  # no condition: the type's first rows
-                out[type_id] = []
-                branches.append(ti.c.object_type_id == type_id)
-            elif plan is None or plan.scores or limit <= 0:
-                out[type_id] = self.query_instances(kn_id, type_id, condition, limit, sort_by_score=False)
-            elif plan.rest_clause is None:
-                out[type_id] = []
-            else:
-                out[type_id] = []
-                branches.append(and_(ti.c.object_type_id == type_id, plan.rest_clause))
-        if not branches:
-            return out
-        rank = func.row_number().over(partition_by=ti.c.object_type_id, order_by=ti.c.id).label("rank")
-        with self.core.engine.connect() as conn:
-            # SQLite parses ``a OR b OR …`` into a tree at most 1000 deep: at most BATCH_TYPES types a statement
-            for start in range(0, len(branches), BATCH_TYPES):
-                inner = select(ti.c.id, ti.c.object_type_id, ti.c.properties, rank).where(
-                    ti.c.kn_id == kn_id, or_(*branches[start:start + BATCH_TYPES])).subquery()
-                query = select(inner.c.id, inner.c.object_type_id, inner.c.properties).where(
-                    inner.c.rank <= limit).order_by(inner.c.object_type_id, inner.c.id)
-                for row in conn.execute(query):
-                    out[row.object_type_id].append(self._hit(row.object_type_id, row, None))
-        return out
 
     def get_instances(self, kn_id: str, object_type_id: str, ids: Sequence[str]) -> list[InstanceHit]:
         """Instances by id (in the order given; unknown ids are skipped)."""
