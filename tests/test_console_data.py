@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from fixtures.fake_embedder import HashEmbedder
-from typer.testing import CliRunner
+from fixtures.library_kn import load_library
 
 from kgrag.config import Settings, get_settings
 from kgrag.console import data
@@ -23,7 +23,6 @@ from kgrag.data.registry import register, registered_specs
 from kgrag.data.spec import DatasetSpec
 from kgrag.errors import KgragError, NetworkNotFound
 from kgrag.graph.iri import local_id
-from kgrag.network.cli import kn_app
 from kgrag.network.model import DataProperty, Instance, KnowledgeNetwork, ObjectType
 from kgrag.network.store import NetworkStore
 from kgrag.prep import steps
@@ -63,18 +62,7 @@ def settings(demo_work: tuple[Path, dict], monkeypatch: pytest.MonkeyPatch) -> I
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetworkStore]:
     """examples/library loaded as ``library`` through ``kgrag kn load``."""
-    root = tmp_path_factory.mktemp("console-library")
-    db = f"sqlite:///{root / 'kn.db'}"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("KGRAG_WORK_DIR", str(root / "work"))
-        for var in ("KGRAG_LLM_BASE_URL", "KGRAG_DATABASE_URL", "KGRAG_SPARQL_ENDPOINT"):
-            mp.delenv(var, raising=False)
-        get_settings.cache_clear()
-        try:
-            result = CliRunner().invoke(kn_app, ["load", str(EXAMPLE / "library.yaml"), "--db", db])
-        finally:
-            get_settings.cache_clear()
-    assert result.exit_code == 0, result.output
+    db, _ = load_library(tmp_path_factory.mktemp("console-library"))
     opened = NetworkStore(db)
     yield opened
     opened.close()

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fixtures.library_kn import load_library
 from typer.testing import CliRunner
 
 from kgrag.config import Settings, get_settings
@@ -41,19 +42,8 @@ def test_example_is_the_packaged_template() -> None:
 @pytest.fixture(scope="module")
 def library_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A database holding examples/library/library.yaml as ``library`` (loaded through ``kgrag kn load``)."""
-    root = tmp_path_factory.mktemp("library")
-    db = f"sqlite:///{root / 'kn.db'}"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("KGRAG_WORK_DIR", str(root / "work"))
-        for var in ("KGRAG_LLM_BASE_URL", "KGRAG_DATABASE_URL", "KGRAG_SPARQL_ENDPOINT"):
-            mp.delenv(var, raising=False)
-        get_settings.cache_clear()
-        try:
-            result = invoke("load", str(EXAMPLE / "library.yaml"), "--db", db)
-        finally:
-            get_settings.cache_clear()
-    assert result.exit_code == 0, result.output
-    assert "loaded library" in result.output
+    db, output = load_library(tmp_path_factory.mktemp("library"))
+    assert "loaded library" in output
     yield db
 
 
