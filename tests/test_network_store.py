@@ -191,6 +191,35 @@ def test_load_twice_gives_same_counts(db_url: str, kn_embedder: Embedder) -> Non
     assert s.delete("tiny2") and s.count_instances("tiny2") == 0
 
 
+def test_list_contain_index_and_name_column_follow_reloads(
+    db_url: str, kn_embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``contain`` on a list field reads the store's per-version item index (and scans past MAX_MEMBER_IDS
+    holders); ``in`` / ``contain`` on the display key read the ``name`` column yet never match an instance that
+    lacks the property (its ``name`` is then its id)."""
+    from kgrag.network import conditions
+
+    s = NetworkStore(db_url, embedder=kn_embedder)
+    network, instances, links = tiny_network()
+    nameless = Instance(object_type_id="Disease", id="Disease:感冒-无名", properties={"cure_way": ["手术治疗"]})
+    s.load(network, [*instances, nameless], links)
+    surgery = {"operation": "contain", "field": "cure_way", "value": "手术治疗"}
+    assert ids(s, surgery) == ["上、下气道梗阻", "感冒-无名", "骨折"]
+    assert sorted(s.queries.list_members("tiny", "Disease", "cure_way")["手术治疗"]) == [
+        "Disease:上、下气道梗阻", "Disease:感冒-无名", "Disease:骨折"]
+    monkeypatch.setattr(conditions, "MAX_MEMBER_IDS", 1)  # too many holders: the scan answers the same
+    assert ids(s, surgery) == ["上、下气道梗阻", "感冒-无名", "骨折"]
+    monkeypatch.undo()
+    assert ids(s, {"operation": "contain", "field": "name", "value": "感"}) == ["流行性感冒"]
+    assert ids(s, {"operation": "in", "field": "name", "value": ["Disease:感冒-无名", "糖尿病"]}) == ["糖尿病"]
+    # a reload is a new version: the item index is read again
+    changed = [i.model_copy(update={"properties": {**i.properties, "cure_way": ["手术治疗"]}})
+               if i.id == "Disease:糖尿病" else i for i in instances]
+    s.load(network, changed, links)
+    assert ids(s, surgery) == ["上、下气道梗阻", "糖尿病", "骨折"]
+    s.close()
+
+
 def test_failed_load_keeps_previous_version(
     db_url: str, kn_embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:

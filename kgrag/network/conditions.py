@@ -78,6 +78,10 @@ _LIST_ONLY_OPS = frozenset({"contain", "exist"})
 
 #: (object_type_id, fields, query, limit) -> {instance id: score}
 Scorer = Callable[[str, list[str], str, int], dict[str, float]]
+#: (object_type_id, list field) -> {item: ids of the instances whose list holds it}: an index for ``contain``
+Members = Callable[[str, str], dict[str, list[str]]]
+#: more instances than this holding one list item: ``contain`` scans instead of binding their ids
+MAX_MEMBER_IDS = 500
 
 
 def is_list_type(prop_type: str) -> bool:
@@ -232,16 +236,24 @@ def _folded(col: ColumnElement[Any], value: str, dialect: str) -> tuple[ColumnEl
     return func.translate(col, literal(_UPPER), literal(_LOWER)), value.translate(_ASCII_LOWER)
 
 
-def _list_contains(field_name: str, value: Any, dialect: str) -> ColumnElement[bool]:
+def _list_contains(field_name: str, value: Any, dialect: str, holders: list[str] | None) -> ColumnElement[bool]:
+    """``value`` is an item of the list field (or the field's scalar value). ``holders``: the ids of the
+    instances holding it, from the store's :data:`Members` index — checked by id first, so the database parses
+    the JSON of those rows only instead of every row of the type."""
     if dialect == "sqlite":
         each = func.json_each(instances.c.properties, f'$."{field_name}"').table_valued("value")
-        return exists(select(literal(1)).select_from(each).where(each.c.value == value))
-    element = cast(instances.c.properties, JSONB)[field_name]
-    # a list holding the value, or the value itself (json_each yields a scalar as its one row)
-    return or_(element.contains(func.jsonb_build_array(value)), element == func.to_jsonb(value))
+        member = exists(select(literal(1)).select_from(each).where(each.c.value == value))
+    else:
+        element = cast(instances.c.properties, JSONB)[field_name]
+        # a list holding the value, or the value itself (json_each yields a scalar as its one row)
+        member = or_(element.contains(func.jsonb_build_array(value)), element == func.to_jsonb(value))
+    if holders is None:
+        return member
+    return and_(instances.c.id.in_(sorted(holders)), member) if holders else false()
 
 
-def _leaf_sql(cond: Condition, object_type: ObjectType, dialect: str) -> ColumnElement[bool]:
+def _leaf_sql(cond: Condition, object_type: ObjectType, dialect: str, members: Members | None = None
+              ) -> ColumnElement[bool]:
     props = _properties(object_type)
     prop = props.get(cond.field or "")
     field_name = cond.field or ""
@@ -251,23 +263,36 @@ def _leaf_sql(cond: Condition, object_type: ObjectType, dialect: str) -> ColumnE
         col = instances.c.properties[field_name].as_string() if prop is not None else instances.c.id
         return col.is_(None) if value is False else col.is_not(None)
     if is_list_type(prop_type):  # contain (validated)
-        items = value if isinstance(value, list | tuple) else [value]
-        return and_(*(_list_contains(field_name, _coerce(v, prop_type, field_name), dialect) for v in items))
+        items = [_coerce(v, prop_type, field_name) for v in (value if isinstance(value, list | tuple) else [value])]
+        index = members(object_type.id, field_name) if members is not None and all(
+            isinstance(v, str) for v in items) else None
+
+        def holders(item: Any) -> list[str] | None:
+            found = index.get(item, []) if index is not None else None
+            return None if found is None or len(found) > MAX_MEMBER_IDS else found
+
+        return and_(*(_list_contains(field_name, v, dialect, holders(v)) for v in items))
     col = _accessor(field_name, prop, dialect)
+    # the display key is also the indexed ``name`` column: ==, in and contain read it (no JSON per row); the
+    # JSON check keeps "missing" distinct (``name`` is then the instance id)
+    on_name = prop is not None and field_name == object_type.display_key and prop_type.lower() in TEXT_TYPES
     if op == "==":
-        if prop is not None and field_name == object_type.display_key and prop_type.lower() in TEXT_TYPES:
-            # the display key is also the indexed ``name`` column; the JSON check keeps "missing" distinct
+        if on_name:
             return and_(instances.c.name == _coerce(value, prop_type, field_name), col.is_not(None))
         return col == _coerce(value, prop_type, field_name)
     if op == "!=":
         return or_(col != _coerce(value, prop_type, field_name), col.is_(None))
     if op == "in":
         values = [_coerce(v, prop_type, field_name) for v in value]
-        return col.in_(values) if values else false()
+        if not values:
+            return false()
+        return and_(instances.c.name.in_(values), col.is_not(None)) if on_name else col.in_(values)
     if op == "contain":
         items = value if isinstance(value, list | tuple) else [value]
-        return and_(*(folded.contains(v, autoescape=True)
-                      for folded, v in (_folded(col, str(item), dialect) for item in items)))
+        text = instances.c.name if on_name else col
+        contained = and_(*(folded.contains(v, autoescape=True)
+                           for folded, v in (_folded(text, str(item), dialect) for item in items)))
+        return and_(contained, col.is_not(None)) if on_name else contained
     if op == "like":
         folded, pattern = _folded(col, value, dialect)
         return folded.like(pattern)
@@ -304,6 +329,7 @@ def compile_condition(
     default_limit: int,
     dialect: str = "sqlite",
     match_limit: int = 2000,
+    members: Members | None = None,
 ) -> Plan:
     """Validate and compile ``cond`` for instances of ``object_type``.
 
@@ -312,17 +338,20 @@ def compile_condition(
     or ``cond.limit or default_limit`` when no ``and`` lies above it: in an OR tree (or a lone leaf) a row's
     score is its best branch's score, so the best ``default_limit`` rows of the result are among the best
     ``default_limit`` of each scored branch and fetching more changes nothing. Under an ``and`` a filter may
-    reject the best candidates, hence the larger pool.
+    reject the best candidates, hence the larger pool. ``members`` (optional) indexes list fields for ``contain``
+    on string items (:data:`Members`); without it such a leaf tests every row of the type.
     """
     validate_condition(cond, object_type)
-    return _compile(cond, object_type, match, knn, default_limit, dialect, match_limit, False)
+    return _compile(cond, object_type, match, knn, default_limit, dialect, match_limit, False, members)
 
 
-def _compile(cond, object_type, match, knn, default_limit, dialect, match_limit, under_and) -> Plan:  # noqa: ANN001
+def _compile(cond, object_type, match, knn, default_limit, dialect, match_limit, under_and,  # noqa: ANN001
+             members=None) -> Plan:  # noqa: ANN001
     op = cond.operation
     if op in ("and", "or"):
         plans = [
-            _compile(s, object_type, match, knn, default_limit, dialect, match_limit, under_and or op == "and")
+            _compile(s, object_type, match, knn, default_limit, dialect, match_limit, under_and or op == "and",
+                     members)
             for s in cond.sub_conditions
         ]
         if not plans:
@@ -353,5 +382,5 @@ def _compile(cond, object_type, match, knn, default_limit, dialect, match_limit,
         found = scorer(object_type.id, fields, cond.value, limit) if fields else {}
         clause = instances.c.id.in_(sorted(found)) if found else false()
         return Plan(clause, clause if under_and else None, dict(found), True, candidates_match=True)
-    leaf = _leaf_sql(cond, object_type, dialect)
+    leaf = _leaf_sql(cond, object_type, dialect, members)
     return Plan(leaf, leaf)

@@ -102,7 +102,7 @@ def make_embedder(name: str, cache_dir: str | os.PathLike[str] | None = None) ->
 
     settings = get_settings()
     return Embedder(name, cache_dir=cache_dir, query_encoder=settings.query_encoder,
-                    models_dir=settings.work_dir / "models")
+                    models_dir=settings.onnx_dir)
 
 
 def clear_cache() -> None:

@@ -1,4 +1,4 @@
-"""The question encoder exported to ONNX and run by onnxruntime (issue 35, part 2) — not yet wired in.
+"""The question encoder exported to ONNX and run by onnxruntime (``KGRAG_QUERY_ENCODER``, default ``onnx``).
 
 :func:`load_onnx_encoder` exports the locally cached sentence-transformers model (torch.onnx.export of its
 transformer; mean pooling and L2 normalisation stay in numpy) into ``<models_dir>/onnx/<slug>-ort<version>/``
@@ -9,6 +9,7 @@ Any failure (onnxruntime missing, export error) returns ``None``: the caller kee
 from __future__ import annotations
 
 import logging
+import os
 import re
 import threading
 from collections.abc import Sequence
@@ -64,7 +65,7 @@ def _export(model, path: Path) -> None:
     names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in tok]
     dyn = {n: {0: "batch", 1: "seq"} for n in names}
     dyn["last_hidden_state"] = {0: "batch", 1: "seq"}
-    tmp = path.with_suffix(".tmp.onnx")
+    tmp = path.with_suffix(f".{os.getpid()}.tmp.onnx")  # processes exporting at once never share a file
     with torch.no_grad():
         torch.onnx.export(transformer, tuple(tok[n] for n in names), str(tmp), input_names=names,
                           output_names=["last_hidden_state"], dynamic_axes=dyn, opset_version=17,
@@ -92,7 +93,7 @@ def load_onnx_encoder(model: Any, model_name: str, models_dir: Path, int8: bool 
                 if not path.exists():
                     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-                    tmp = folder / "model.int8.tmp.onnx"
+                    tmp = folder / f"model.int8.{os.getpid()}.tmp.onnx"
                     quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8)
                     tmp.replace(path)
         return OnnxEncoder(path, model.tokenizer, int(model.max_seq_length))

@@ -233,7 +233,7 @@ class Embedder:
         if settings is None:
             settings = get_settings()
         kwargs.setdefault("query_encoder", settings.query_encoder)
-        kwargs.setdefault("models_dir", settings.work_dir / "models")
+        kwargs.setdefault("models_dir", settings.onnx_dir)
         return cls(settings.embedder, cache_dir=settings.cache_dir, **kwargs)
 
     @property
@@ -325,7 +325,7 @@ class Embedder:
         if self._onnx is None:
             from kgrag.rank.onnx_encoder import load_onnx_encoder
 
-            folder = self.models_dir if self.models_dir is not None else get_settings().work_dir / "models"
+            folder = self.models_dir if self.models_dir is not None else get_settings().onnx_dir
             enc = load_onnx_encoder(load_model(self.model_name), self.model_name, folder,
                                     int8=self.query_encoder == "onnx-int8")
             self._onnx = enc if enc is not None else False

@@ -11,7 +11,8 @@ Stages (spec §3.1): 1 keywords (:mod:`kgrag.search.keywords`; an LLM when ``KGR
 with the rules as fallback) → 2/3 keyword → type mapping and storage forms (:mod:`kgrag.search.storage_forms`) →
 4 attribute formats and 6 primary fields (:mod:`kgrag.search.formats`) → 5 relation patterns
 (:mod:`kgrag.search.patterns`) → 7 assembly. The per-keyword, per-attribute, per-relation and per-type recalls are
-independent and run concurrently (§6.1.1, a thread pool: SQLite runs without the GIL).
+independent and run concurrently (§6.1.1, a thread pool) when the store says its reads gain from it
+(``concurrent_reads``: a database server); on SQLite, in-process and CPU-bound, they run one after another.
 
 Sessions (§6.1.3, §6.3): with a ``session_id`` every recalled item is kept per (session, network version), and a
 later turn of the same session only recalls what is new — old keywords, attributes, relations and types cost no
@@ -232,7 +233,8 @@ def contextual_recall(
     for ot in recalled:
         if ot.id not in session.primary:
             jobs[("primary", ot.id)] = lambda o=ot: primary_fields(service, kn_id, o, config.primary_field_samples)
-    results = _run(jobs, errors)
+    concurrent = getattr(service, "concurrent_reads", True)
+    results = _run(jobs, errors, concurrent)
     for (kind, key), value in results.items():
         if kind == "keyword":
             session.keywords[key] = value
@@ -262,7 +264,7 @@ def contextual_recall(
         if key not in session.relations:
             rel_jobs[("relation", key)] = lambda r=rt, f=forms, b=back: relation_pattern(
                 service, kn_id, r, types, config, f, b)
-    for (_, key), value in _run(rel_jobs, errors).items():
+    for (_, key), value in _run(rel_jobs, errors, concurrent).items():
         session.relations[key] = value
 
     return ContextualKnowledge(
@@ -287,15 +289,21 @@ def _formats_for(service: ContextStore, kn_id: str, cond: AttributeCondition, ob
     return []
 
 
-def _run(jobs: dict[tuple[str, str], Callable[[], Any]], errors: list[str]) -> dict[tuple[str, str], Any]:
-    """Run independent recalls concurrently; a failing one is reported in ``errors`` and left out."""
+def _run(jobs: dict[tuple[str, str], Callable[[], Any]], errors: list[str], concurrent: bool = True
+         ) -> dict[tuple[str, str], Any]:
+    """Run independent recalls (on the thread pool when ``concurrent``); a failing one is reported in ``errors``
+    and left out."""
     if not jobs:
         return {}
-    futures = {key: _executor().submit(job) for key, job in jobs.items()}
+    if concurrent and len(jobs) > 1:
+        calls: dict[tuple[str, str], Callable[[], Any]] = {
+            key: future.result for key, future in ((k, _executor().submit(j)) for k, j in jobs.items())}
+    else:
+        calls = jobs
     out: dict[tuple[str, str], Any] = {}
-    for key, future in futures.items():
+    for key, call in calls.items():
         try:
-            out[key] = future.result()
+            out[key] = call()
         except Exception as exc:  # noqa: BLE001 - §7.2.3: partial results plus what failed
             log.warning("contextual recall %s %r failed: %s", key[0], key[1], exc)
             errors.append(f"{key[0]} {key[1]!r}: {type(exc).__name__}: {exc}")

@@ -72,6 +72,13 @@ class NetworkStore:
     def dialect(self) -> str:
         return self.core.dialect
 
+    @property
+    def concurrent_reads(self) -> bool:
+        """Whether independent reads gain from running on threads: a database server's round trips overlap;
+        SQLite runs in this process, its reads are short and CPU-bound, and threads only add GIL hand-offs
+        (contextual recall on the medical network: 28 ms one after another, 49 ms on 4 threads)."""
+        return self.core.dialect != "sqlite"
+
     def close(self) -> None:
         self.core.close()
 

@@ -40,6 +40,7 @@ class StoreQueries:
         self.index = index
         self._names: dict[str, tuple[str, list[tuple[str, str, str]]]] = {}
         self._cardinality: dict[str, tuple[str, dict[str, tuple[int, int, int]]]] = {}
+        self._members: dict[tuple[str, str, str], tuple[str, dict[str, list[str]]]] = {}
 
     # ------------------------------------------------------------------ instances
     def compile(
@@ -58,7 +59,32 @@ class StoreQueries:
             knn=lambda type_id, fields, q, k: self.index.knn_scores(
                 kn_id, "instance", type_id, fields, q, k, version=version
             ),
+            members=lambda type_id, field_name: self.list_members(kn_id, type_id, field_name),
         )
+
+    def list_members(self, kn_id: str, object_type_id: str, field_name: str) -> dict[str, list[str]]:
+        """``{string item: ids of the instances of the type whose field holds it}`` of one list field (a scalar
+        string value counts as its one item), read in one scan and cached per network version: ``contain`` on a
+        list field then tests only the rows holding the item (an alias lookup read every row's JSON: 45 ms on the
+        medical Disease type, whose rows hold long texts)."""
+        version = self.core.schema(kn_id)[0]
+        key = (kn_id, object_type_id, field_name)
+        cached = self._members.get(key)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        ti = t.instances
+        index: dict[str, list[str]] = {}
+        with self.core.engine.connect() as conn:
+            rows = conn.execute(select(ti.c.id, ti.c.properties[field_name]).where(
+                ti.c.kn_id == kn_id, ti.c.object_type_id == object_type_id))
+            for instance_id, value in rows:
+                for item in dict.fromkeys(value if isinstance(value, list) else [value]):
+                    if isinstance(item, str):
+                        index.setdefault(item, []).append(instance_id)
+        with self.core.lock:
+            self._members = {k: v for k, v in self._members.items() if v[0] == version or k[0] != kn_id}
+            self._members[key] = (version, index)
+        return index
 
     @staticmethod
     def _hit(object_type_id: str, row: Any, score: float | None) -> InstanceHit:
