@@ -296,3 +296,27 @@ def test_caller_conditions_are_validated(client: TestClient) -> None:
 
 def test_attribute_condition_model_defaults() -> None:
     assert AttributeCondition(text="30岁").operation == "==" and ContextConfig().forms_per_strategy == 5
+
+
+@pytest.mark.parametrize("keyword", ["气道梗阻", "上、下气道梗阻", "咳嗽", "感冒", "某某", "患者", "阿莫西林", "无此词"])
+def test_forms_read_for_all_types_at_once_equal_one_type_at_a_time(store: NetworkStore, keyword: str) -> None:
+    """prefetch_hits (one statement per strategy across the types) gives every type the forms its own queries
+    give; the batched store reads equal their per-type counterparts."""
+    from kgrag.network.model import Condition
+    from kgrag.search.storage_forms import keyword_forms, name_field, prefetch_hits
+
+    types = {ot.id: (ot, name_field(ot)) for ot in store.get_network("ctx").object_types}
+    for skip in (True, False):
+        config = ContextConfig(skip_when_exact=skip)
+        found = prefetch_hits(store, "ctx", keyword, types, config)
+        assert found is not None and set(found) == set(types)
+        for tid, (ot, field) in types.items():
+            assert keyword_forms(store, "ctx", keyword, ot, field, config, found=found[tid]) == keyword_forms(
+                store, "ctx", keyword, ot, field, config)
+    for op in ("==", "contain"):
+        conditions = {tid: Condition(operation=op, field=field, value=keyword) for tid, (_, field) in types.items()}
+        assert store.query_instances_by_type("ctx", conditions, 2) == {
+            tid: store.query_instances("ctx", tid, cond, 2, sort_by_score=False) for tid, cond in conditions.items()}
+    fields = {tid: [field] for tid, (_, field) in types.items()}
+    assert store.match_scores_by_type("ctx", "instance", fields, keyword, 3) == {
+        tid: store.match_scores("ctx", "instance", tid, f, keyword, 3) for tid, f in fields.items()}

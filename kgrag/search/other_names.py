@@ -214,8 +214,28 @@ class OtherNameIndex:
         return out[:limit]
 
 
-_indexes: dict[tuple[int, str, str, str], OtherNameIndex | None] = {}
+#: (store, network, version) -> {object type id: its index}: every type of a network kept (a network of 1,200
+#: types must not evict its own indexes), at most :data:`_NETWORKS` networks
+_indexes: dict[tuple[int, str, str], dict[str, OtherNameIndex | None]] = {}
+_names_by_type: dict[tuple[int, str, str], dict[str, list[tuple[str, str]]]] = {}
+_NETWORKS = 8
 _lock = threading.Lock()
+
+
+def _type_names(store: ContextStore, kn_id: str, key: tuple[int, str, str]) -> dict[str, list[tuple[str, str]]]:
+    """``{object type id: [(instance id, name)]}`` of the network, grouped once per version."""
+    with _lock:
+        grouped = _names_by_type.get(key)
+    if grouped is None:
+        grouped = {}
+        for type_id, iid, name in store.instance_names(kn_id):
+            if name:
+                grouped.setdefault(type_id, []).append((iid, str(name)))
+        with _lock:
+            if len(_names_by_type) >= _NETWORKS:
+                _names_by_type.clear()
+            _names_by_type[key] = grouped
+    return grouped
 
 
 def other_name_index(store: ContextStore, kn_id: str, ot: ObjectType, field_name: str,
@@ -223,14 +243,14 @@ def other_name_index(store: ContextStore, kn_id: str, ot: ObjectType, field_name
     """The index of ``ot``'s names in ``field_name`` (built once per store, network version and type; None when
     ``field_name`` is not the type's display key). ``alias_field``: its other-names property (None: no recorded
     pairs); ``alias_values``: the function reading that property's value into a list of names."""
-    key = (id(store), kn_id, store.network_version(kn_id), ot.id)
+    key = (id(store), kn_id, store.network_version(kn_id))
     with _lock:
-        if key in _indexes:
-            return _indexes[key]
+        types = _indexes.get(key)
+        if types is not None and ot.id in types:
+            return types[ot.id]
     index: OtherNameIndex | None = None
     if field_name == ot.display_key:
-        instances = [(iid, str(name)) for type_id, iid, name in store.instance_names(kn_id)
-                     if type_id == ot.id and name]
+        instances = _type_names(store, kn_id, key).get(ot.id, [])
         recorded: list[tuple[str, str]] = []
         if alias_field is not None:
             for hit in store.query_instances(kn_id, ot.id, None, 10**7, sort_by_score=False):
@@ -239,7 +259,7 @@ def other_name_index(store: ContextStore, kn_id: str, ot: ObjectType, field_name
                     recorded += [(str(name), a) for a in alias_values(hit.properties.get(alias_field))]
         index = OtherNameIndex.build(instances, recorded)
     with _lock:
-        if len(_indexes) > 64:
+        if key not in _indexes and len(_indexes) >= _NETWORKS:
             _indexes.clear()
-        _indexes[key] = index
+        _indexes.setdefault(key, {})[ot.id] = index
     return index

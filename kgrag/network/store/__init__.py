@@ -112,6 +112,12 @@ class NetworkStore:
         """Full-text candidates ``{item id: score}``: :meth:`StoreIndex.match_scores`."""
         return self.index.match_scores(kn_id, kind, type_id, fields, query, limit)
 
+    def match_scores_by_type(
+        self, kn_id: str, kind: str, fields_by_type: dict[str, list[str]], query: str, limit: int
+    ) -> dict[str, dict[str, float]]:
+        """:meth:`match_scores` of many types in one statement: :meth:`StoreIndex.match_scores_by_type`."""
+        return self.index.match_scores_by_type(kn_id, kind, fields_by_type, query, limit)
+
     def knn_scores(
         self,
         kn_id: str,
@@ -171,6 +177,19 @@ class NetworkStore:
     ) -> list[InstanceHit]:
         """Instances of ``object_type_id`` matching ``condition``: :meth:`StoreQueries.query_instances`."""
         return self.queries.query_instances(kn_id, object_type_id, condition, limit, sort_by_score)
+
+    def query_instances_by_type(
+        self, kn_id: str, conditions: dict[str, Condition], limit: int
+    ) -> dict[str, list[InstanceHit]]:
+        """Unscored leaf conditions on many types, one statement per shared clause:
+        :meth:`StoreQueries.query_instances_by_type`."""
+        return self.queries.query_instances_by_type(kn_id, conditions, limit)
+
+    def scored_instances_by_type(
+        self, kn_id: str, scores: dict[str, dict[str, float]], limit: int
+    ) -> dict[str, list[InstanceHit]]:
+        """Each type's best scored instances with their rows: :meth:`StoreQueries.scored_instances_by_type`."""
+        return self.queries.scored_instances_by_type(kn_id, scores, limit)
 
     def get_instances(self, kn_id: str, object_type_id: str, ids: Sequence[str]) -> list[InstanceHit]:
         """Instances by id (in the order given; unknown ids are skipped)."""

@@ -75,6 +75,15 @@ _FTS_MATCH = text(
     "ORDER BY rank, rid LIMIT :n) AS m JOIN kn_text_rows AS r ON r.id = m.rid ORDER BY m.rank, m.rid"
 )
 
+#: every matching row of the named scopes with its type, best first (:meth:`StoreIndex.match_scores_by_type`)
+_FTS_MATCH_TYPED = text(
+    "SELECT r.type_id AS type_id, r.item_id AS item_id, r.field AS field, r.text AS text, m.rank AS rank FROM "
+    "(SELECT rowid AS rid, bm25(kn_text, 1.0, 0.0) AS rank FROM kn_text WHERE kn_text MATCH :q) AS m "
+    "JOIN kn_text_rows AS r ON r.id = m.rid ORDER BY m.rank, m.rid"
+)
+#: scope tokens ORed in one FTS5 query of :meth:`StoreIndex.match_scores_by_type`
+_SCOPES_PER_MATCH = 400
+
 #: FTS5's bm25() constants
 _K1, _B = 1.2, 0.75
 
@@ -82,6 +91,24 @@ _K1, _B = 1.2, 0.75
 def _float(value: float) -> Any:
     """A bound double-precision parameter (PostgreSQL would read a plain literal as ``numeric``)."""
     return literal(value, Float(precision=53))
+
+
+def _scores_of_rows(rows: Sequence[Any], tokens: list[str], limit: int) -> dict[str, float]:
+    """:meth:`StoreIndex.match_scores`' scores of its ranked rows (``item_id``, ``text``, ``rank``)."""
+    if not rows:
+        return {}
+    best = max(-r.rank for r in rows) or 1.0
+    query_set = set(tokens)
+    scores: dict[str, float] = {}
+    for r in rows:
+        padded = f" {r.text} "  # token lookups, not a split of a possibly long field text
+        coverage = sum(f" {tok} " in padded for tok in query_set) / len(query_set)
+        coverage = max(coverage, 0.5 / len(query_set))
+        rel = max(-r.rank, 0.0) / best if best > 0 else 1.0
+        score = min(1.0, coverage * (0.5 + 0.5 * rel))
+        if score > scores.get(r.item_id, 0.0):
+            scores[r.item_id] = score
+    return dict(sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit])
 
 
 def fts_terms(text_value: str) -> list[str]:
@@ -186,21 +213,31 @@ class StoreIndex:
                 rows = conn.execute(stmt).all()
         else:
             rows = self._bm25_rows(scopes, tokens, fetch)
-        if not rows:
-            return {}
-        best = max(-r.rank for r in rows) or 1.0
-        query_set = set(tokens)
-        scores: dict[str, float] = {}
-        for r in rows:
-            padded = f" {r.text} "  # token lookups, not a split of a possibly long field text
-            coverage = sum(f" {tok} " in padded for tok in query_set) / len(query_set)
-            coverage = max(coverage, 0.5 / len(query_set))
-            rel = max(-r.rank, 0.0) / best if best > 0 else 1.0
-            score = min(1.0, coverage * (0.5 + 0.5 * rel))
-            if score > scores.get(r.item_id, 0.0):
-                scores[r.item_id] = score
-        top = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
-        return dict(top)
+        return _scores_of_rows(rows, tokens, limit)
+
+    def match_scores_by_type(
+        self, kn_id: str, kind: str, fields_by_type: dict[str, list[str]], query: str, limit: int
+    ) -> dict[str, dict[str, float]]:
+        """:meth:`match_scores` of each type (its fields) for one ``query``: ``{type: {item id: score}}``. On SQLite
+        one FTS5 statement ranks the rows of every type's scopes (the scope column weighs 0 in ``bm25``, so a
+        row's rank does not depend on which scopes the query names); each type keeps its first ``4 × limit`` rows
+        in (rank, rowid) order, as its own query would. Elsewhere: one :meth:`match_scores` per type."""
+        tokens = index_tokens(query)
+        if self.core.dialect != "sqlite" or len(fields_by_type) <= 1 or not tokens:
+            return {tid: self.match_scores(kn_id, kind, tid, fields, query, limit)
+                    for tid, fields in fields_by_type.items()}
+        fetch = max(limit, 1) * 4
+        scopes = {t.scope_token(kn_id, kind, tid, f): tid for tid, fields in fields_by_type.items() for f in fields}
+        rows_by_type: dict[str, list[Any]] = {tid: [] for tid in fields_by_type}
+        names = list(scopes)
+        with self.core.engine.connect() as conn:
+            for start in range(0, len(names), _SCOPES_PER_MATCH):
+                q = f"scope : ({fts_query(names[start:start + _SCOPES_PER_MATCH])}) AND text : ({fts_query(tokens)})"
+                for r in conn.execute(_FTS_MATCH_TYPED.bindparams(q=q)):
+                    kept = rows_by_type[r.type_id]
+                    if len(kept) < fetch:
+                        kept.append(r)
+        return {tid: _scores_of_rows(rows, tokens, limit) if rows else {} for tid, rows in rows_by_type.items()}
 
     def _bm25_rows(self, scopes: list[str], tokens: list[str], fetch: int) -> list[Any]:
         """The best ``fetch`` text rows of ``scopes`` holding any of ``tokens``, ranked as FTS5's ``bm25()``

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import func, select
+from sqlalchemy.sql.elements import False_
 
 from kgrag.network import tables as t
 from kgrag.network.conditions import Plan, compile_condition, is_list_type
@@ -23,7 +24,10 @@ from kgrag.network.model import Condition, InstanceHit, ObjectType, PathHit
 from kgrag.network.store.core import StoreCore
 from kgrag.network.store.index import StoreIndex
 
-__all__ = ["StoreQueries", "list_fields"]
+__all__ = ["BATCH_TYPES", "StoreQueries", "list_fields"]
+
+#: object types one statement of :meth:`StoreQueries.query_instances_by_type` covers
+BATCH_TYPES = 400
 
 
 def list_fields(ot: ObjectType) -> list[str]:
@@ -117,7 +121,7 @@ class StoreQueries:
             return [self._hit(object_type_id, r, None) for r in rows]
         with self.core.engine.connect() as conn:
             if not plan.scores:  # every row is outside the scored candidates: the rest clause is exact
-                if plan.rest_clause is None:
+                if plan.rest_clause is None or isinstance(plan.rest_clause, False_):
                     return []
                 rows = conn.execute(base.where(plan.rest_clause).order_by(ti.c.id).limit(limit)).all()
                 return [self._hit(object_type_id, r, None) for r in rows]
@@ -138,6 +142,64 @@ class StoreQueries:
                 ).all()
                 hits.extend(self._hit(object_type_id, r, None) for r in rest)
         return hits
+
+    def query_instances_by_type(
+        self, kn_id: str, conditions: dict[str, Condition], limit: int
+    ) -> dict[str, list[InstanceHit]]:
+        """:meth:`query_instances` with ``sort_by_score=False`` — the first ``limit`` matching rows by id — for
+        many (object type, unscored leaf condition) pairs: types whose leaf compiles to the same SQL (the same
+        operation, field, value, field type and display-key role: the clause never names the type) share one
+        statement, ranked per type by a window. A ``contain`` on a list field (its clause binds the type's own
+        holders) and any other condition run on their own. Unknown types or fields raise ``ValueError``."""
+        out: dict[str, list[InstanceHit]] = {tid: [] for tid in conditions}
+        if limit <= 0 or not conditions:
+            return out
+        groups: dict[tuple, tuple[Condition, ObjectType, list[str]]] = {}
+        for type_id, cond in conditions.items():
+            _, ot = self.core.object_type(kn_id, type_id)
+            prop = next((p for p in ot.data_properties if p.name == cond.field), None)
+            if cond.operation in ("and", "or", "match", "knn") or (prop is not None and is_list_type(prop.type)):
+                out[type_id] = self.query_instances(kn_id, type_id, cond, limit, sort_by_score=False)
+                continue
+            key = (cond.operation, cond.field, repr(cond.value), prop.type if prop else None,
+                   cond.field == ot.display_key)
+            groups.setdefault(key, (cond, ot, []))[2].append(type_id)
+        ti = t.instances
+        with self.core.engine.connect() as conn:
+            for cond, ot, type_ids in groups.values():
+                plan = self.compile(kn_id, ot.id, cond, limit)
+                assert plan is not None and not plan.scored  # a leaf without match/knn
+                if isinstance(plan.clause, False_):
+                    continue
+                for start in range(0, len(type_ids), BATCH_TYPES):
+                    chunk = type_ids[start:start + BATCH_TYPES]
+                    rank = func.row_number().over(partition_by=ti.c.object_type_id, order_by=ti.c.id)
+                    inner = select(ti.c.object_type_id, ti.c.id, ti.c.properties, rank.label("rank")).where(
+                        ti.c.kn_id == kn_id, ti.c.object_type_id.in_(chunk), plan.clause).subquery()
+                    rows = conn.execute(select(inner.c.object_type_id, inner.c.id, inner.c.properties)
+                                        .where(inner.c.rank <= limit).order_by(inner.c.object_type_id, inner.c.id))
+                    for row in rows:
+                        out[row.object_type_id].append(self._hit(row.object_type_id, row, None))
+        return out
+
+    def scored_instances_by_type(
+        self, kn_id: str, scores: dict[str, dict[str, float]], limit: int
+    ) -> dict[str, list[InstanceHit]]:
+        """What :meth:`query_instances` returns for a lone ``match`` / ``knn`` leaf, given each type's scores
+        ``{type: {id: score}}``: the best ``limit`` by (score desc, id) with their rows — read in one statement
+        for all the types."""
+        top = {tid: sorted(found, key=lambda i: (-found[i], i))[:limit] for tid, found in scores.items()}
+        wanted = sorted({i for ids in top.values() for i in ids})
+        rows: dict[tuple[str, str], Any] = {}
+        ti = t.instances
+        with self.core.engine.connect() as conn:
+            for start in range(0, len(wanted), 900):
+                for r in conn.execute(select(ti.c.object_type_id, ti.c.id, ti.c.properties).where(
+                        ti.c.kn_id == kn_id, ti.c.object_type_id.in_(sorted(top)),
+                        ti.c.id.in_(wanted[start:start + 900]))):
+                    rows[(r.object_type_id, r.id)] = r
+        return {tid: [self._hit(tid, rows[(tid, i)], scores[tid][i]) for i in ids if (tid, i) in rows]
+                for tid, ids in top.items()}
 
     def get_instances(self, kn_id: str, object_type_id: str, ids: Sequence[str]) -> list[InstanceHit]:
         """Instances by id (in the order given; unknown ids are skipped)."""
