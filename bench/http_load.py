@@ -31,8 +31,7 @@ __all__ = ["http_load", "start_server", "stop_server"]
 def start_server(db_url: str, workers: int, env: dict[str, str] | None = None,
                  startup_s: float = 600.0) -> tuple[subprocess.Popen, str]:
     """``kgrag serve --workers`` in its own process group on a free loopback port, serving ``db_url``; returns
-    once ``/healthz`` says the server is up and no longer ``warming`` (several answers in a row, so that every
-    worker has most likely finished: kgrag.search.warm)."""
+    once every worker (``/healthz``'s ``pid``) has said it is up and no longer ``warming`` (kgrag.search.warm)."""
     port = free_port()
     work = Path(tempfile.mkdtemp(prefix="kgrag-bench-serve-"))
     full_env = {**os.environ, "KGRAG_DATABASE_URL": db_url, "KGRAG_WORK_DIR": str(work), **(env or {})}
@@ -43,15 +42,16 @@ def start_server(db_url: str, workers: int, env: dict[str, str] | None = None,
     )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + startup_s
-    warm_answers = 0
+    warm: set[int] = set()
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"kgrag serve exited: {(work / 'serve.log').read_text()[-2000:]}")
         try:
-            r = httpx.get(f"{base}/healthz", timeout=2)
+            r = httpx.get(f"{base}/healthz", timeout=2)  # a new connection each time: any worker may answer
             body = r.json() if r.status_code == 200 else {}
-            warm_answers = warm_answers + 1 if body and not body.get("warming", False) else 0
-            if warm_answers >= 4 * workers:
+            if body and not body.get("warming", False):
+                warm.add(body["pid"])
+            if len(warm) >= workers:
                 return proc, base
         except (httpx.TransportError, ValueError):
             pass

@@ -205,12 +205,13 @@ def serve(
     # (medical kn_search in-process, 2 cores: 147 ms/request with 2 threads, 102 ms with 1; with every worker
     # using all cores, concurrent encodes oversubscribe the machine and each takes ~10x longer)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if workers > 1:  # one process and one SO_REUSEPORT socket per worker, each building the app from the factory
+        from kgrag.api.workers import serve_workers
+
+        serve_workers(host, port, workers)
+        return
     import uvicorn
 
-    if workers > 1:  # uvicorn forks: each worker builds the app from the factory
-        uvicorn.run("kgrag.api.app:create_app", factory=True, host=host, port=port, workers=workers,
-                    log_level="warning")
-        return
     from kgrag.api.app import create_app
 
     uvicorn.run(create_app(), host=host, port=port, log_level="info")

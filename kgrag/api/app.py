@@ -8,6 +8,7 @@ mounts on the LangGraph server (``http.app``): the agent routes, the console and
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -118,11 +119,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.get("/healthz", tags=["ops"])
     def healthz(request: Request) -> dict:
         """200 once the stores are open (503 before), with the datasets served; ``warming`` is true while the
-        search path warms in the background (``KGRAG_WARM_ON_START``, on in ``kgrag serve``)."""
+        search path warms in the background (``KGRAG_WARM_ON_START``, on in ``kgrag serve``); ``pid`` names the
+        server process that answered (``kgrag serve --workers N`` runs N)."""
         if not request.app.state.ready:
             raise HTTPException(status_code=503, detail="stores are not open yet")
         return {"status": "ok", "version": __version__, "datasets": sorted(request.app.state.stores),
-                "warming": request.app.state.warming}
+                "warming": request.app.state.warming, "pid": os.getpid()}
 
     @app.get("/api/datasets", tags=["graph"])
     def datasets(request: Request) -> dict:

@@ -6,6 +6,7 @@ The helpers are pure; :func:`recall_instances` is the only one that calls the :c
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -166,12 +167,15 @@ def filter_node_properties(nodes: Sequence[KnSearchNode], config: PropertyFilter
     ]
 
 
-def _recall_type(service: OntologyService, kn_id: str, query: str, ot: ObjectType,
-                 config: SemanticInstanceRetrievalConfig) -> list[KnSearchNode]:
-    """One object type: condition → QueryObjectInstances → nodes → scoreNodes → sort/limit/min relevance."""
-    condition = build_instance_condition(
+def _condition(ot: ObjectType, query: str, config: SemanticInstanceRetrievalConfig) -> Condition | None:
+    return build_instance_condition(
         searchable_fields(ot), query, config.per_type_instance_limit, config.max_semantic_sub_conditions
     )
+
+
+def _recall_type(service: OntologyService, kn_id: str, query: str, ot: ObjectType,
+                 config: SemanticInstanceRetrievalConfig, condition: Condition | None) -> list[KnSearchNode]:
+    """One object type: condition → QueryObjectInstances → nodes → scoreNodes → sort/limit/min relevance."""
     if condition is None:
         return []  # no semantically searchable field: skip the type
     hits = service.query_instances(kn_id, ot.id, condition, config.initial_candidate_count)
@@ -192,7 +196,15 @@ def recall_instances(
     ``object_types`` order. Raises whatever the service raises; the caller turns that into the failure
     message (rule 4). (The types run one after another: threads were measured slower on 2 cores — the
     GIL hand-offs around each short SQLite call cost more than the overlap gains.)"""
-    all_nodes = [node for ot in object_types for node in _recall_type(service, kn_id, query, ot, config)]
+    conditions = [(ot, _condition(ot, query, config)) for ot in object_types]
+    # every type's match leaves in one text-index read when the store can (the same scores as one per type)
+    matches = [(ot.id, [leaf.field or ""]) for ot, cond in conditions if cond is not None
+               for leaf in cond.sub_conditions if leaf.operation == "match" and not leaf.limit]
+    prefetch = getattr(service, "prefetched_matches", None)
+    with (prefetch(kn_id, "instance", matches, query, config.initial_candidate_count) if prefetch and len(matches) > 1
+          else nullcontext()):
+        all_nodes = [node for ot, cond in conditions
+                     for node in _recall_type(service, kn_id, query, ot, config, cond)]
     all_nodes = global_score_filter(
         all_nodes, config.enable_global_final_score_ratio_filter, config.global_final_score_ratio
     )

@@ -29,6 +29,7 @@ network version (each network row carries a version uuid that every query checks
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from sqlalchemy import Engine
@@ -117,6 +118,11 @@ class NetworkStore:
     ) -> dict[str, dict[str, float]]:
         """:meth:`match_scores` of many types in one statement: :meth:`StoreIndex.match_scores_by_type`."""
         return self.index.match_scores_by_type(kn_id, kind, fields_by_type, query, limit)
+
+    def prefetched_matches(self, kn_id: str, kind: str, requests: list[tuple[str, list[str]]], query: str,
+                           limit: int) -> AbstractContextManager[None]:
+        """A block where those ``match_scores`` calls come from one read: :meth:`StoreIndex.prefetched_matches`."""
+        return self.index.prefetched_matches(kn_id, kind, requests, query, limit)
 
     def knn_scores(
         self,

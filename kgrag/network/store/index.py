@@ -24,8 +24,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -75,14 +78,24 @@ _FTS_MATCH = text(
     "ORDER BY rank, rid LIMIT :n) AS m JOIN kn_text_rows AS r ON r.id = m.rid ORDER BY m.rank, m.rid"
 )
 
-#: every matching row of the named scopes with its type, best first (:meth:`StoreIndex.match_scores_by_type`)
-_FTS_MATCH_TYPED = text(
-    "SELECT r.type_id AS type_id, r.item_id AS item_id, r.field AS field, r.text AS text, m.rank AS rank FROM "
-    "(SELECT rowid AS rid, bm25(kn_text, 1.0, 0.0) AS rank FROM kn_text WHERE kn_text MATCH :q) AS m "
-    "JOIN kn_text_rows AS r ON r.id = m.rid ORDER BY m.rank, m.rid"
-)
-#: scope tokens ORed in one FTS5 query of :meth:`StoreIndex.match_scores_by_type`
-_SCOPES_PER_MATCH = 400
+#: FTS5 queries one statement of :meth:`StoreIndex.match_scores_many` runs (SQLite allows 500 compound terms)
+_MATCHES_PER_STATEMENT = 200
+
+
+@lru_cache(maxsize=_MATCHES_PER_STATEMENT)
+def _fts_match_union(n: int) -> Any:
+    """:data:`_FTS_MATCH` for ``n`` queries ``:q0 … :q{n-1}`` in one statement (``UNION ALL``), each ranked and
+    limited on its own; each row carries its query's number as ``request``, in (request, rank, rowid) order."""
+    parts = " UNION ALL ".join(
+        f"SELECT * FROM (SELECT {i} AS request, rowid AS rid, bm25(kn_text, 1.0, 0.0) AS rank FROM kn_text "
+        f"WHERE kn_text MATCH :q{i} ORDER BY rank, rid LIMIT :n)" for i in range(n))
+    return text(
+        "SELECT m.request AS request, r.item_id AS item_id, r.field AS field, r.text AS text, m.rank AS rank "
+        f"FROM ({parts}) AS m JOIN kn_text_rows AS r ON r.id = m.rid ORDER BY m.request, m.rank, m.rid")
+
+
+#: :meth:`StoreIndex.prefetched_matches`' answers for the running thread or task
+_MATCH_MEMO: ContextVar[dict[tuple, dict[str, float]] | None] = ContextVar("kgrag_match_memo", default=None)
 
 #: FTS5's bm25() constants
 _K1, _B = 1.2, 0.75
@@ -197,6 +210,11 @@ class StoreIndex:
         the matching rows (bm25 sign flipped so larger is better): in (0, 1], 1 for the best row containing every
         query token. An item's score is the max over its fields. At most ``limit`` items, best first.
         """
+        memo = _MATCH_MEMO.get()
+        if memo is not None and fields is not None:
+            found = memo.get((kn_id, kind, type_id, tuple(fields), query, limit))
+            if found is not None:
+                return dict(found)
         tokens = index_tokens(query)
         if not tokens:
             return {}
@@ -218,26 +236,52 @@ class StoreIndex:
     def match_scores_by_type(
         self, kn_id: str, kind: str, fields_by_type: dict[str, list[str]], query: str, limit: int
     ) -> dict[str, dict[str, float]]:
-        """:meth:`match_scores` of each type (its fields) for one ``query``: ``{type: {item id: score}}``. On SQLite
-        one FTS5 statement ranks the rows of every type's scopes (the scope column weighs 0 in ``bm25``, so a
-        row's rank does not depend on which scopes the query names); each type keeps its first ``4 × limit`` rows
-        in (rank, rowid) order, as its own query would. Elsewhere: one :meth:`match_scores` per type."""
+        """:meth:`match_scores` of each type (its fields) for one ``query``: ``{type: {item id: score}}``, in one
+        statement on SQLite (:meth:`match_scores_many`)."""
+        return self.match_scores_many(kn_id, kind, {tid: (tid, fields) for tid, fields in fields_by_type.items()},
+                                      query, limit)
+
+    def match_scores_many(
+        self, kn_id: str, kind: str, requests: dict[Hashable, tuple[str, list[str]]], query: str, limit: int
+    ) -> dict[Hashable, dict[str, float]]:
+        """:meth:`match_scores` of many ``{key: (type id, fields)}`` for one ``query``. On SQLite one FTS5
+        statement ranks the rows of every requested scope (the scope column weighs 0 in ``bm25``, so a row's rank
+        does not depend on which scopes the query names); each request keeps the first ``4 × limit`` rows of its
+        own scopes in (rank, rowid) order, as its own query would — the same scores. Elsewhere, or for one
+        request: one :meth:`match_scores` each."""
         tokens = index_tokens(query)
-        if self.core.dialect != "sqlite" or len(fields_by_type) <= 1 or not tokens:
-            return {tid: self.match_scores(kn_id, kind, tid, fields, query, limit)
-                    for tid, fields in fields_by_type.items()}
+        if self.core.dialect != "sqlite" or len(requests) <= 1 or not tokens:
+            return {key: self.match_scores(kn_id, kind, tid, fields, query, limit)
+                    for key, (tid, fields) in requests.items()}
         fetch = max(limit, 1) * 4
-        scopes = {t.scope_token(kn_id, kind, tid, f): tid for tid, fields in fields_by_type.items() for f in fields}
-        rows_by_type: dict[str, list[Any]] = {tid: [] for tid in fields_by_type}
-        names = list(scopes)
+        keys = list(requests)
+        rows_of: dict[Hashable, list[Any]] = {key: [] for key in keys}
         with self.core.engine.connect() as conn:
-            for start in range(0, len(names), _SCOPES_PER_MATCH):
-                q = f"scope : ({fts_query(names[start:start + _SCOPES_PER_MATCH])}) AND text : ({fts_query(tokens)})"
-                for r in conn.execute(_FTS_MATCH_TYPED.bindparams(q=q)):
-                    kept = rows_by_type[r.type_id]
-                    if len(kept) < fetch:
-                        kept.append(r)
-        return {tid: _scores_of_rows(rows, tokens, limit) if rows else {} for tid, rows in rows_by_type.items()}
+            for start in range(0, len(keys), _MATCHES_PER_STATEMENT):
+                chunk = keys[start:start + _MATCHES_PER_STATEMENT]
+                params: dict[str, Any] = {"n": fetch}
+                for i, key in enumerate(chunk):
+                    tid, fields = requests[key]
+                    scopes = [t.scope_token(kn_id, kind, tid, f) for f in fields]
+                    params[f"q{i}"] = f"scope : ({fts_query(scopes)}) AND text : ({fts_query(tokens)})"
+                for r in conn.execute(_fts_match_union(len(chunk)), params):
+                    rows_of[chunk[r.request]].append(r)
+        return {key: _scores_of_rows(rows, tokens, limit) for key, rows in rows_of.items()}
+
+    @contextmanager
+    def prefetched_matches(self, kn_id: str, kind: str, requests: list[tuple[str, list[str]]], query: str,
+                           limit: int) -> Iterator[None]:
+        """Within the block (this thread or task), :meth:`match_scores` of any ``(type id, fields)`` in
+        ``requests`` for ``query`` and ``limit`` is answered from one :meth:`match_scores_many` read on entry
+        (kn_search's instance recall: one text statement for all its types instead of one per type); any other
+        call runs as usual."""
+        found = self.match_scores_many(kn_id, kind, {(tid, tuple(f)): (tid, f) for tid, f in requests}, query, limit)
+        memo = {(kn_id, kind, key[0], key[1], query, limit): scores for key, scores in found.items()}
+        token = _MATCH_MEMO.set(memo)
+        try:
+            yield
+        finally:
+            _MATCH_MEMO.reset(token)
 
     def _bm25_rows(self, scopes: list[str], tokens: list[str], fetch: int) -> list[Any]:
         """The best ``fetch`` text rows of ``scopes`` holding any of ``tokens``, ranked as FTS5's ``bm25()``
