@@ -29,6 +29,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from sqlalchemy import event
 
 from bench.common import percentiles, write_result
 from bench.http_load import http_load, start_server, stop_server
@@ -119,28 +120,40 @@ def routes(store: NetworkStore, kn_id: str, n: int) -> dict[str, tuple[str, list
     }
 
 
-def in_process(call: Callable[[dict], object], bodies: list[dict]) -> dict:
-    """One request at a time in this thread: p50/p95 and the requests/s of one core."""
+def in_process(call: Callable[[dict], object], bodies: list[dict], store: NetworkStore) -> dict:
+    """One request at a time in this thread: p50/p95, the requests/s of one core and the SQL statements a request
+    runs (mean)."""
     seconds = []
-    for body in bodies:
-        t = time.perf_counter()
-        call(body)
-        seconds.append(time.perf_counter() - t)
+    statements = [0]
+
+    def count(*_args: object) -> None:
+        statements[0] += 1
+
+    event.listen(store.engine, "before_cursor_execute", count)
+    try:
+        for body in bodies:
+            t = time.perf_counter()
+            call(body)
+            seconds.append(time.perf_counter() - t)
+    finally:
+        event.remove(store.engine, "before_cursor_execute", count)
     return {**percentiles(seconds), "requests": len(bodies),
-            "requests_per_s_one_core": round(len(bodies) / sum(seconds), 1)}
+            "requests_per_s_one_core": round(len(bodies) / sum(seconds), 1),
+            "statements_per_request": round(statements[0] / max(len(bodies), 1), 1)}
 
 
 def table(figures: dict) -> Table:
     out = Table(title="HTTP serving: distinct requests (no response-cache hits)")
-    for column in ("network", "route", "in-process p50 ms", "HTTP req/s", "p50 ms", "p95 ms", "errors",
-                   "dropped", "target"):
+    for column in ("network", "route", "in-process p50 ms", "SQL / request", "HTTP req/s", "p50 ms", "p95 ms",
+                   "errors", "dropped", "target"):
         out.add_column(column, justify="left" if column in ("network", "route") else "right")
     for kn_id, routes_figures in figures.items():
         for route, f in routes_figures.items():
             http = f["http"]
             ok = http["requests_per_s"] >= TARGET_RPS[kn_id] and http.get("p95_ms", 1e9) <= TARGET_P95_MS.get(
                 kn_id, float("inf")) and not http["errors"] and not http["dropped"]
-            out.add_row(kn_id, route, f"{f['in_process']['p50_ms']:.1f}", f"{http['requests_per_s']:.1f}",
+            out.add_row(kn_id, route, f"{f['in_process']['p50_ms']:.1f}",
+                        f"{f['in_process'].get('statements_per_request', 0):.1f}", f"{http['requests_per_s']:.1f}",
                         f"{http.get('p50_ms', 0):.0f}", f"{http.get('p95_ms', 0):.0f}", str(http["errors"]),
                         str(http["dropped"]), "met" if ok else "missed")
     return out
@@ -176,7 +189,7 @@ def main(argv: list[str] | None = None) -> None:
         for route, (_, bodies, call) in plan.items():
             for body in bodies[-120:-60]:  # warm-up: model, vector indexes, relation documents
                 call(body)
-            figures[kn_id][route] = {"in_process": in_process(call, bodies[-60:])}
+            figures[kn_id][route] = {"in_process": in_process(call, bodies[-60:], store)}
         progress(f"{kn_id}: starting kgrag serve --workers {args.workers} (waits until warm)")
         t = time.perf_counter()
         server, base = start_server(store.db_url, args.workers)
