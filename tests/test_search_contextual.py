@@ -317,6 +317,6 @@ def test_forms_read_for_all_types_at_once_equal_one_type_at_a_time(store: Networ
         conditions = {tid: Condition(operation=op, field=field, value=keyword) for tid, (_, field) in types.items()}
         assert store.query_instances_by_type("ctx", conditions, 2) == {
             tid: store.query_instances("ctx", tid, cond, 2, sort_by_score=False) for tid, cond in conditions.items()}
-    fields = {tid: [field] for tid, (_, field) in types.items()}
-    assert store.match_scores_by_type("ctx", "instance", fields, keyword, 3) == {
-        tid: store.match_scores("ctx", "instance", tid, f, keyword, 3) for tid, f in fields.items()}
+    requests = {tid: (tid, [field]) for tid, (_, field) in types.items()}
+    assert store.match_scores_many("ctx", "instance", requests, keyword, 3) == {
+        tid: store.match_scores("ctx", "instance", tid, f, keyword, 3) for tid, (_, f) in requests.items()}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -13,31 +12,15 @@ from pathlib import Path
 import httpx
 
 from kgrag.graph.oxigraph_server import free_port
-
-
-def _wait_ready(base: str, proc: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, log.read_text()[-3000:]
-        try:
-            if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.3)
-    raise AssertionError(f"kgrag serve --workers 2 not up in 180 s: {log.read_text()[-3000:]}")
+from kgrag.server_process import server_process
 
 
 def test_two_workers_share_connections_and_stop_on_sigterm(tmp_path: Path) -> None:
     port = free_port()
-    log = tmp_path / "serve.log"
     env = {**os.environ, "KGRAG_WORK_DIR": str(tmp_path / "work"), "KGRAG_API_KEY": ""}
-    with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "kgrag.cli", "serve", "--port", str(port), "--workers", "2",
-                                 "--no-warm"], env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
-    try:
-        _wait_ready(base, proc, log)
+    command = [sys.executable, "-m", "kgrag.cli", "serve", "--port", str(port), "--workers", "2", "--no-warm"]
+    with server_process(command, env, tmp_path / "serve.log", f"{base}/healthz", "kgrag serve --workers 2") as proc:
         pids: set[int] = set()
         deadline = time.monotonic() + 60
         while len(pids) < 2 and time.monotonic() < deadline:  # the second worker may still be starting
@@ -62,7 +45,3 @@ def test_two_workers_share_connections_and_stop_on_sigterm(tmp_path: Path) -> No
             raise AssertionError("a worker still answers after SIGTERM")
         except httpx.TransportError:
             pass
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)

@@ -20,6 +20,8 @@ import socket
 import time
 from types import FrameType
 
+from kgrag.graph.oxigraph_server import free_port
+
 __all__ = ["MAX_RESTARTS", "reuse_port_socket", "serve_workers"]
 
 #: workers started again after dying, over the server's life, before it gives up and stops
@@ -45,12 +47,6 @@ def _worker(host: str, port: int, log_level: str) -> None:
     uvicorn.Server(config).run(sockets=[sock])
 
 
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
 def serve_workers(host: str, port: int, workers: int, log_level: str = "warning") -> None:
     """Run ``workers`` server processes on ``host:port`` until SIGINT / SIGTERM (see the module docstring)."""
     if not hasattr(socket, "SO_REUSEPORT"):
@@ -58,7 +54,7 @@ def serve_workers(host: str, port: int, workers: int, log_level: str = "warning"
 
         uvicorn.run(APP, factory=True, host=host, port=port, workers=workers, log_level=log_level)
         return
-    port = port or _free_port(host)
+    port = port or free_port(host)
     reuse_port_socket(host, port).close()  # the address is usable: fail here, not in every worker
     context = multiprocessing.get_context("spawn")
     stopping = False

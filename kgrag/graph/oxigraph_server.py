@@ -17,10 +17,10 @@ from pathlib import Path
 from kgrag.errors import SparqlError
 
 
-def free_port() -> int:
-    """A currently free TCP port on 127.0.0.1."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+def free_port(host: str = "127.0.0.1") -> int:
+    """A currently free TCP port on ``host`` (IPv6 when it holds a colon)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.bind((host, 0))
         return s.getsockname()[1]
 
 

@@ -295,11 +295,10 @@ def _run(jobs: dict[tuple[str, str], Callable[[], Any]], errors: list[str], conc
     and left out."""
     if not jobs:
         return {}
+    calls = jobs
     if concurrent and len(jobs) > 1:
-        calls: dict[tuple[str, str], Callable[[], Any]] = {
-            key: future.result for key, future in ((k, _executor().submit(j)) for k, j in jobs.items())}
-    else:
-        calls = jobs
+        futures = {key: _executor().submit(job) for key, job in jobs.items()}
+        calls = {key: future.result for key, future in futures.items()}
     out: dict[tuple[str, str], Any] = {}
     for key, call in calls.items():
         try:

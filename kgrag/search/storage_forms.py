@@ -246,9 +246,9 @@ def prefetch_hits(store: ContextStore, kn_id: str, keyword: str, fields: dict[st
     A network of 1,200 types answered a keyword with ~3,700 statements one type at a time."""
     by_type = getattr(store, "query_instances_by_type", None)
     scored = getattr(store, "scored_instances_by_type", None)
-    match_by_type = getattr(store, "match_scores_by_type", None)
+    match_many = getattr(store, "match_scores_many", None)
     knn = getattr(store, "knn_scores", None)
-    if by_type is None or scored is None or match_by_type is None or knn is None:
+    if by_type is None or scored is None or match_many is None or knn is None:
         return None
     k = config.forms_per_strategy
     exact = by_type(kn_id, {tid: Condition(operation="==", field=f, value=keyword) for tid, (_, f) in fields.items()},
@@ -258,8 +258,8 @@ def prefetch_hits(store: ContextStore, kn_id: str, keyword: str, fields: dict[st
     contains = by_type(kn_id, {tid: Condition(operation="contain", field=f, value=keyword)
                                for tid, (_, f) in rest.items()}, _contains_limit(config))
     pool = max(k * 6, 30)
-    match = match_by_type(kn_id, "instance", {tid: [f] for tid, (ot, f) in rest.items()
-                                              if "match" in _fuzzy_ops(ot, f)}, keyword, pool)
+    match = match_many(kn_id, "instance", {tid: (tid, [f]) for tid, (ot, f) in rest.items()
+                                           if "match" in _fuzzy_ops(ot, f)}, keyword, pool)
     neighbours = {tid: knn(kn_id, "instance", tid, [f], keyword, pool) for tid, (ot, f) in rest.items()
                   if "knn" in _fuzzy_ops(ot, f)}
     match_hits, knn_hits = scored(kn_id, match, pool), scored(kn_id, neighbours, pool)

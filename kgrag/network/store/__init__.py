@@ -28,7 +28,7 @@ network version (each network row carries a version uuid that every query checks
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -113,11 +113,12 @@ class NetworkStore:
         """Full-text candidates ``{item id: score}``: :meth:`StoreIndex.match_scores`."""
         return self.index.match_scores(kn_id, kind, type_id, fields, query, limit)
 
-    def match_scores_by_type(
-        self, kn_id: str, kind: str, fields_by_type: dict[str, list[str]], query: str, limit: int
-    ) -> dict[str, dict[str, float]]:
-        """:meth:`match_scores` of many types in one statement: :meth:`StoreIndex.match_scores_by_type`."""
-        return self.index.match_scores_by_type(kn_id, kind, fields_by_type, query, limit)
+    def match_scores_many(
+        self, kn_id: str, kind: str, requests: dict[Hashable, tuple[str, list[str]]], query: str, limit: int
+    ) -> dict[Hashable, dict[str, float]]:
+        """:meth:`match_scores` of many ``{key: (type id, fields)}`` in one statement:
+        :meth:`StoreIndex.match_scores_many`."""
+        return self.index.match_scores_many(kn_id, kind, requests, query, limit)
 
     def prefetched_matches(self, kn_id: str, kind: str, requests: list[tuple[str, list[str]]], query: str,
                            limit: int) -> AbstractContextManager[None]:

@@ -233,14 +233,6 @@ class StoreIndex:
             rows = self._bm25_rows(scopes, tokens, fetch)
         return _scores_of_rows(rows, tokens, limit)
 
-    def match_scores_by_type(
-        self, kn_id: str, kind: str, fields_by_type: dict[str, list[str]], query: str, limit: int
-    ) -> dict[str, dict[str, float]]:
-        """:meth:`match_scores` of each type (its fields) for one ``query``: ``{type: {item id: score}}``, in one
-        statement on SQLite (:meth:`match_scores_many`)."""
-        return self.match_scores_many(kn_id, kind, {tid: (tid, fields) for tid, fields in fields_by_type.items()},
-                                      query, limit)
-
     def match_scores_many(
         self, kn_id: str, kind: str, requests: dict[Hashable, tuple[str, list[str]]], query: str, limit: int
     ) -> dict[Hashable, dict[str, float]]:

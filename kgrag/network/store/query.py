@@ -165,6 +165,7 @@ class StoreQueries:
                    cond.field == ot.display_key)
             groups.setdefault(key, (cond, ot, []))[2].append(type_id)
         ti = t.instances
+        rank = func.row_number().over(partition_by=ti.c.object_type_id, order_by=ti.c.id)
         with self.core.engine.connect() as conn:
             for cond, ot, type_ids in groups.values():
                 plan = self.compile(kn_id, ot.id, cond, limit)
@@ -173,7 +174,6 @@ class StoreQueries:
                     continue
                 for start in range(0, len(type_ids), BATCH_TYPES):
                     chunk = type_ids[start:start + BATCH_TYPES]
-                    rank = func.row_number().over(partition_by=ti.c.object_type_id, order_by=ti.c.id)
                     inner = select(ti.c.object_type_id, ti.c.id, ti.c.properties, rank.label("rank")).where(
                         ti.c.kn_id == kn_id, ti.c.object_type_id.in_(chunk), plan.clause).subquery()
                     rows = conn.execute(select(inner.c.object_type_id, inner.c.id, inner.c.properties)
