@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kgrag.errors import NetworkNotFound
-from kgrag.network.model import (
+from kgrag.network.schema.model import (
     ActionType,
     Condition,
     DataProperty,
@@ -197,7 +197,7 @@ def test_list_contain_index_and_name_column_follow_reloads(
     """``contain`` on a list field reads the store's per-version item index (and scans past MAX_MEMBER_IDS
     holders); ``in`` / ``contain`` on the display key read the ``name`` column yet never match an instance that
     lacks the property (its ``name`` is then its id)."""
-    from kgrag.network import conditions
+    from kgrag.network.schema import conditions
 
     s = NetworkStore(db_url, embedder=kn_embedder)
     network, instances, links = tiny_network()
@@ -540,7 +540,7 @@ def test_query_path_both_directions(store: NetworkStore) -> None:
 def test_match_leaf_asks_for_the_query_limit_in_an_or_and_more_under_an_and(store: NetworkStore) -> None:
     """In an OR (or alone) the best ``limit`` rows come from each scored branch's best ``limit``; under an AND
     a filter may reject the best candidates, so the pool is ``match_limit``."""
-    from kgrag.network.conditions import compile_condition
+    from kgrag.network.schema.conditions import compile_condition
 
     asked: list[tuple[str, int]] = []
 

@@ -13,7 +13,14 @@ from sqlalchemy import event
 
 from kgrag.api.app import create_app
 from kgrag.config import get_settings
-from kgrag.network.model import DataProperty, Instance, KnowledgeNetwork, Link, ObjectType, RelationType
+from kgrag.network.schema.model import (
+    DataProperty,
+    Instance,
+    KnowledgeNetwork,
+    Link,
+    ObjectType,
+    RelationType,
+)
 from kgrag.network.store import NetworkStore
 from kgrag.search.context_models import AttributeCondition, ContextConfig
 from kgrag.search.contextual import ContextSessions, contextual_recall, lexicon_for
@@ -302,7 +309,7 @@ def test_attribute_condition_model_defaults() -> None:
 def test_forms_read_for_all_types_at_once_equal_one_type_at_a_time(store: NetworkStore, keyword: str) -> None:
     """prefetch_hits (one statement per strategy across the types) gives every type the forms its own queries
     give; the batched store reads equal their per-type counterparts."""
-    from kgrag.network.model import Condition
+    from kgrag.network.schema.model import Condition
     from kgrag.search.storage_forms import keyword_forms, name_field, prefetch_hits
 
     types = {ot.id: (ot, name_field(ot)) for ot in store.get_network("ctx").object_types}

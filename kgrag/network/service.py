@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from kgrag.network.model import Condition, InstanceHit, KnowledgeNetwork, PathHit
+from kgrag.network.schema.model import Condition, InstanceHit, KnowledgeNetwork, PathHit
 
 
 class OntologyService(Protocol):

@@ -33,7 +33,7 @@ from kgrag.config import get_settings
 from kgrag.llm.client import ChatClient
 from kgrag.llm.json_output import chat_json
 from kgrag.llm.prompts import load_prompt
-from kgrag.network.model import KnowledgeNetwork, ObjectType
+from kgrag.network.schema.model import KnowledgeNetwork, ObjectType
 from kgrag.network.service import ContextStore
 from kgrag.search.context_models import (
     AttributeCondition,

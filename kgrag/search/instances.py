@@ -10,7 +10,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from kgrag.network.model import TEXT_TYPES, Condition, InstanceHit, ObjectType
+from kgrag.network.schema.model import TEXT_TYPES, Condition, InstanceHit, ObjectType
 from kgrag.network.service import OntologyService
 from kgrag.search.kn_models import KnSearchNode, PropertyFilterConfig, SemanticInstanceRetrievalConfig
 from kgrag.search.relevance import name_match_score
@@ -50,7 +50,7 @@ def _base_type(type_name: str) -> str:
 def searchable_fields(object_type: ObjectType) -> list[SearchableField]:
     """Text-typed data properties declaring ``knn``, ``match`` or ``equal`` (``==`` counts as ``equal``).
 
-    Text types are :data:`kgrag.network.model.TEXT_TYPES` (text, string, varchar, char, keyword), compared
+    Text types are :data:`kgrag.network.schema.model.TEXT_TYPES` (text, string, varchar, char, keyword), compared
     case-insensitively on the base type (``varchar(64)`` is varchar). The display-key field comes first, the
     rest in declaration order, so it is never the one cut by ``max_semantic_sub_conditions``.
     """

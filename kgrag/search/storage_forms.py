@@ -46,8 +46,8 @@ import dataclasses
 import re
 from difflib import SequenceMatcher
 
-from kgrag.network.conditions import is_list_type
-from kgrag.network.model import TEXT_TYPES, Condition, InstanceHit, ObjectType
+from kgrag.network.schema.conditions import is_list_type
+from kgrag.network.schema.model import TEXT_TYPES, Condition, InstanceHit, ObjectType
 from kgrag.network.service import ContextStore
 from kgrag.search.context_models import ContextConfig, KeywordMapping, StorageForm
 from kgrag.search.other_names import OtherNameIndex, other_name_index

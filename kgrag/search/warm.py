@@ -17,7 +17,7 @@ import logging
 import time
 from typing import Any
 
-from kgrag.network.model import KnowledgeNetwork
+from kgrag.network.schema.model import KnowledgeNetwork
 from kgrag.rank.rerank import EmbeddingReranker, Reranker
 from kgrag.search.pipeline import SearchStore
 from kgrag.search.recall import default_reranker

@@ -36,7 +36,7 @@ from sqlalchemy import Float, Text, any_, bindparam, case, cast, func, literal, 
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from kgrag.config import get_settings
-from kgrag.network import tables as t
+from kgrag.network.schema import tables as t
 from kgrag.network.store.core import StoreCore
 from kgrag.rank.embedder_factory import TextEmbedder, make_embedder
 from kgrag.rank.sentence_embedder import Embedder
@@ -71,7 +71,7 @@ class _VectorIndex:
         return cached
 
 
-#: FTS5 ranking over the index only, then the best rows joined back (see kgrag.network.tables)
+#: FTS5 ranking over the index only, then the best rows joined back (see kgrag.network.schema.tables)
 _FTS_MATCH = text(
     "SELECT r.item_id AS item_id, r.field AS field, r.text AS text, m.rank AS rank FROM "
     "(SELECT rowid AS rid, bm25(kn_text, 1.0, 0.0) AS rank FROM kn_text WHERE kn_text MATCH :q "
