@@ -28,7 +28,7 @@ network version (each network row carries a version uuid that every query checks
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -37,7 +37,7 @@ from sqlalchemy import Engine
 from kgrag.network.schema.conditions import Plan
 from kgrag.network.schema.model import Condition, Instance, InstanceHit, KnowledgeNetwork, Link, PathHit
 from kgrag.network.store.core import SCHEMA_RECHECK_SECONDS, StoreCore
-from kgrag.network.store.index import StoreIndex, fts_query, index_tokens
+from kgrag.network.store.index import Key, StoreIndex, fts_query, index_tokens
 from kgrag.network.store.load import LoadStats, StoreLoader
 from kgrag.network.store.query import StoreQueries, list_fields
 from kgrag.rank.embedder_factory import TextEmbedder
@@ -114,8 +114,8 @@ class NetworkStore:
         return self.index.match_scores(kn_id, kind, type_id, fields, query, limit)
 
     def match_scores_many(
-        self, kn_id: str, kind: str, requests: dict[Hashable, tuple[str, list[str]]], query: str, limit: int
-    ) -> dict[Hashable, dict[str, float]]:
+        self, kn_id: str, kind: str, requests: dict[Key, tuple[str, list[str]]], query: str, limit: int
+    ) -> dict[Key, dict[str, float]]:
         """:meth:`match_scores` of many ``{key: (type id, fields)}`` in one statement:
         :meth:`StoreIndex.match_scores_many`."""
         return self.index.match_scores_many(kn_id, kind, requests, query, limit)

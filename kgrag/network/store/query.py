@@ -190,6 +190,8 @@ class StoreQueries:
         for all the types."""
         top = {tid: sorted(found, key=lambda i: (-found[i], i))[:limit] for tid, found in scores.items()}
         wanted = sorted({i for ids in top.values() for i in ids})
+        if not wanted:
+            return {tid: [] for tid in top}
         rows: dict[tuple[str, str], Any] = {}
         ti = t.instances
         with self.core.engine.connect() as conn:
