@@ -4,6 +4,7 @@ cluster: tests/fixtures/postgres.py) with the same expected results."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from kgrag.network.schema.model import (
     ObjectType,
     RelationType,
 )
-from kgrag.network.service import OntologyService
+from kgrag.network.service import ContextStore, OntologyService
 from kgrag.network.store import NetworkStore, fts_query
 from kgrag.network.store.load import StoreLoader
 from kgrag.rank.sentence_embedder import Embedder
@@ -168,6 +169,46 @@ def test_implements_the_protocol(store: NetworkStore) -> None:
         service.get_network("nope")
     with pytest.raises(NetworkNotFound):
         service.query_instances("nope", "Disease", None, 5)
+
+
+def test_provides_every_call_of_the_protocols() -> None:
+    """Every call of :class:`OntologyService` and :class:`ContextStore` — the batched ones included — is a
+    NetworkStore method (or property) with the protocol's parameters and defaults."""
+    for protocol in (OntologyService, ContextStore):
+        for name, declared in vars(protocol).items():
+            if name.startswith("_"):
+                continue
+            own = getattr(NetworkStore, name)
+            if isinstance(declared, property):
+                assert isinstance(own, property), name
+                continue
+            wanted, found = inspect.signature(declared).parameters, inspect.signature(own).parameters
+            assert list(found) == list(wanted), name
+            assert [p.default for p in found.values()] == [p.default for p in wanted.values()], name
+
+
+@pytest.mark.parametrize("query", ["咳嗽", "呼吸道 感染", "糖尿病", "Aspirin", "无此词"])
+def test_batched_reads_equal_one_type_at_a_time(store: NetworkStore, query: str) -> None:
+    """On both backends each batched read returns what its per-type counterpart returns per type."""
+    types = ["Disease", "Symptom", "Drug"]
+    for op in ("==", "contain", "prefix"):
+        conditions = {tid: Condition(operation=op, field="name", value=query) for tid in types}
+        assert store.query_instances_by_type("tiny", conditions, 3) == {
+            tid: store.query_instances("tiny", tid, cond, 3, sort_by_score=False) for tid, cond in conditions.items()}
+    requests = {tid: (tid, ["name"]) for tid in types} | {"desc": ("Disease", ["desc"])}
+    matched = store.match_scores_many("tiny", "instance", requests, query, 4)
+    assert matched == {key: store.match_scores("tiny", "instance", tid, fields, query, 4)
+                       for key, (tid, fields) in requests.items()}
+    for op, scores in (("match", {tid: matched[tid] for tid in types}),
+                       ("knn", {tid: store.knn_scores("tiny", "instance", tid, ["name"], query, 4) for tid in types})):
+        assert store.scored_instances_by_type("tiny", scores, 4) == {
+            tid: store.query_instances("tiny", tid, Condition(operation=op, field="name", value=query, limit=4), 4)
+            for tid in types}
+    condition = Condition(operation="match", field="name", value=query)
+    alone = {tid: store.query_instances("tiny", tid, condition, 5) for tid in types}
+    with store.prefetched_matches("tiny", "instance", [(tid, ["name"]) for tid in types], query, 5):
+        assert {tid: store.query_instances("tiny", tid, condition, 5) for tid in types} == alone
+    assert store.warm_vector_indexes("tiny") > 0
 
 
 def test_load_twice_gives_same_counts(db_url: str, kn_embedder: Embedder) -> None:
