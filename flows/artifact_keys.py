@@ -11,12 +11,12 @@ import re
 
 __all__ = ["artifact_key"]
 
-_NOT_ALLOWED = re.compile(r"[^a-z0-9-]+")
+_NOT_ALLOWED = re.compile(r"[^a-z0-9]+")
 
 
 def artifact_key(*parts: str, max_length: int | None = None) -> str:
-    """``parts`` joined by dashes as a slug (lowercase; each run of other characters one dash; no dash at either
-    end), cut to ``max_length`` when given; ``"artifact"`` when nothing is left."""
+    """``parts`` joined by dashes as a slug (lowercase; each run of other characters, dashes included, one dash;
+    no dash at either end), cut to ``max_length`` when given; ``"artifact"`` when nothing is left."""
     key = _NOT_ALLOWED.sub("-", "-".join(parts).lower()).strip("-")
     if max_length is not None:
         key = key[:max_length].rstrip("-")
