@@ -138,7 +138,7 @@ def main() -> None:  # noqa: PLR0915 - one linear benchmark script
 
     from langgraph_sdk import get_sync_client
 
-    from kgrag.agent.serving import langgraph_dev
+    from kgrag.servers.langgraph_dev import langgraph_dev
 
     api_items = items[: args.api_questions]
     in_ms, api_ms, graph_ms = [], [], []
