@@ -82,9 +82,9 @@ def main() -> None:  # noqa: PLR0915 - one linear benchmark script
 
     get_settings.cache_clear()
     settings = get_settings()
+    from kgrag.agent.evaluation.evaluate import EvalItem, evaluate, set_scores
     from kgrag.agent.kn.intent import load_latest_intent
     from kgrag.agent.training.baseline import BaselineIntent
-    from kgrag.agent.training.evaluate import EvalItem, evaluate, set_scores
     from kgrag.agent.training.train_intent import split_questions, train_intent
     from kgrag.network.store import NetworkStore
     from kgrag.run_parts import ensure_network

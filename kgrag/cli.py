@@ -511,7 +511,7 @@ def ask(
     """Answer one question with the agent (keywords → schema recall → contextual recall → tool calls → answer)
     and print each step as a tree. Exits with 1 when it could not answer (no answer values), saying why."""
     from graphs.agent.context import AgentContext, resolve
-    from kgrag.agent.node import question_problem
+    from kgrag.agent.turn.node import question_problem
 
     settings = get_settings()
     # refused here, in one line, before anything echoes it back (an over-long question would fill the screen)
@@ -618,7 +618,7 @@ def agent_eval_cmd(
 ) -> None:
     """Answer every question of FILE with the agent and print answer Hit, set F1, exact-set rate, topic accuracy
     and latency (gold of CE-Prompt files: the Cypher executed on the raw disease data; skips counted)."""
-    from kgrag.agent.training.evaluate import evaluate, read_kg_questions, read_questions
+    from kgrag.agent.evaluation.evaluate import evaluate, read_kg_questions, read_questions
     from kgrag.graph.csr import CSRGraph
 
     if not questions.is_file():

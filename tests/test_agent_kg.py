@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from graphs.agent.context import AgentContext
 from graphs.agent.graph import build_graph, graph
-from kgrag.agent.state import AgentSettings, kind_of
+from kgrag.agent.turn.state import AgentSettings, kind_of
 from kgrag.cli import app
 from kgrag.config import get_settings
 from kgrag.data.demo import demo_kg, demo_questions
