@@ -12,7 +12,7 @@ from typing import Protocol
 from kgrag.agent.kn.intent_sources import IntentPlanner
 from kgrag.agent.turn.node import AgentRun
 from kgrag.llm.client import ChatClient
-from kgrag.network.model import KnowledgeNetwork
+from kgrag.network.schema.model import KnowledgeNetwork
 from kgrag.network.store import NetworkStore
 from kgrag.search.keywords import Lexicon
 

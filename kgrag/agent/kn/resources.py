@@ -19,7 +19,7 @@ from kgrag.agent.kn.schema_candidates import network_profile
 from kgrag.agent.kn.self_ranker import load_latest_self, self_pointer
 from kgrag.agent.kn.zero_shot import ZeroShotSchemaRanker
 from kgrag.config import Settings
-from kgrag.network.model import KnowledgeNetwork
+from kgrag.network.schema.model import KnowledgeNetwork
 from kgrag.network.store import NetworkStore
 from kgrag.search.contextual import lexicon_for
 from kgrag.search.keywords import Lexicon
