@@ -23,9 +23,6 @@ from prefect.cache_policies import NO_CACHE
 
 from kgrag.config import get_settings
 from kgrag.errors import KgragError
-from kgrag.hrag import pipeline as retrieval
-from kgrag.hrag.file_eval import evaluate_file
-from kgrag.hrag.g_agent import GAgentSplit
 from kgrag.hrag.gflownet import pipeline as policy_data
 from kgrag.hrag.gflownet.answers import summarise
 from kgrag.hrag.gflownet.evaluate import (
@@ -36,9 +33,12 @@ from kgrag.hrag.gflownet.evaluate import (
     metrics_table,
     write_answers_report,
 )
-from kgrag.hrag.reasoner import HRAGReasoner
-from kgrag.hrag.sharding import contiguous_ranges
-from kgrag.hrag.text import TextEmbeddings
+from kgrag.hrag.online.file_eval import evaluate_file
+from kgrag.hrag.online.reasoner import HRAGReasoner
+from kgrag.hrag.retrieval import pipeline as retrieval
+from kgrag.hrag.retrieval.g_agent import GAgentSplit
+from kgrag.hrag.retrieval.sharding import contiguous_ranges
+from kgrag.hrag.retrieval.text import TextEmbeddings
 from kgrag.ops.task_runner import limit_threads, on_task_runner, shards_for
 from kgrag.rank.sentence_embedder import Embedder
 

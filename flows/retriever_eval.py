@@ -24,12 +24,18 @@ from prefect.cache_policies import NO_CACHE
 from flows.retrieval_samples import run as sharded_samples
 from kgrag.config import get_settings
 from kgrag.fileio import png_data_url
-from kgrag.hrag import pipeline
-from kgrag.hrag.evaluate import Evaluation, TrainedRetriever, load_trained, png_markdown, write_report
-from kgrag.hrag.g_agent import GAgentSplit
-from kgrag.hrag.metrics import recall_report, report_table
-from kgrag.hrag.retriever import score_samples
-from kgrag.hrag.sharding import contiguous_ranges
+from kgrag.hrag.retrieval import pipeline
+from kgrag.hrag.retrieval.evaluate import (
+    Evaluation,
+    TrainedRetriever,
+    load_trained,
+    png_markdown,
+    write_report,
+)
+from kgrag.hrag.retrieval.g_agent import GAgentSplit
+from kgrag.hrag.retrieval.metrics import recall_report, report_table
+from kgrag.hrag.retrieval.retriever import score_samples
+from kgrag.hrag.retrieval.sharding import contiguous_ranges
 from kgrag.ops.task_runner import limit_threads, on_task_runner, shards_for
 
 

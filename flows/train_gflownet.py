@@ -22,9 +22,6 @@ from prefect.cache_policies import NO_CACHE
 
 from kgrag.config import get_settings
 from kgrag.fileio import png_data_url
-from kgrag.hrag import pipeline as retrieval
-from kgrag.hrag.evaluate import png_markdown
-from kgrag.hrag.g_agent import GAgentSplit
 from kgrag.hrag.gflownet import pipeline
 from kgrag.hrag.gflownet.answers import answer_metrics, choose_threshold, summarise
 from kgrag.hrag.gflownet.config import GFlowNetConfig
@@ -32,8 +29,11 @@ from kgrag.hrag.gflownet.evaluate import answer_data, load_trained_policy, metri
 from kgrag.hrag.gflownet.plots import plot_learning_curve
 from kgrag.hrag.gflownet.train import finished_run
 from kgrag.hrag.gflownet.train import train_gflownet as run_training
-from kgrag.hrag.text import TextEmbeddings
-from kgrag.hrag.train import save_checkpoint
+from kgrag.hrag.retrieval import pipeline as retrieval
+from kgrag.hrag.retrieval.evaluate import png_markdown
+from kgrag.hrag.retrieval.g_agent import GAgentSplit
+from kgrag.hrag.retrieval.text import TextEmbeddings
+from kgrag.hrag.retrieval.train import save_checkpoint
 from kgrag.rank.sentence_embedder import Embedder
 
 

@@ -22,8 +22,8 @@ from kgrag.agent.render import state_tree
 from kgrag.agent.threads import load_history, save_history
 from kgrag.config import get_settings
 from kgrag.errors import KgragError
-from kgrag.hrag.config import RetrieverConfig
 from kgrag.hrag.gflownet.config import GFlowNetConfig
+from kgrag.hrag.retrieval.config import RetrieverConfig
 from kgrag.modes.params import MODES
 from kgrag.modes.render import result_summary
 from kgrag.network.cli import kn_app
@@ -391,14 +391,14 @@ def retriever_eval_cmd(
 ) -> None:
     """Evaluate the trained retriever: answer recall@K and shortest-path triple recall@K (K = 50, 100, 200, 500) per
     hop. With --questions, on that file; else on the prepared splits, also writing <split>_g_agent.pt."""
-    from kgrag.hrag.metrics import flat_metrics, report_table
+    from kgrag.hrag.retrieval.metrics import flat_metrics, report_table
 
     if hop is not None and hop < 0:
         raise KgragError("--hop must be >= 0")
     _require_question_file(questions)
     settings = get_settings()
     if questions is not None:
-        from kgrag.hrag.evaluate import evaluate_question_file
+        from kgrag.hrag.retrieval.evaluate import evaluate_question_file
 
         evaluation, info = evaluate_question_file(settings, known_dataset(dataset), questions, hop, checkpoint)
         if not json_out:

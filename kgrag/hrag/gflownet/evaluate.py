@@ -1,7 +1,7 @@
 """Answering with a trained policy on a g_agent split, and the report helpers (tables, examples).
 
-The whole chain on a question file (PPR → retriever → g_agent → policy) is :mod:`kgrag.hrag.file_eval`, through
-the online reasoner (:mod:`kgrag.hrag.reasoner`).
+The whole chain on a question file (PPR → retriever → g_agent → policy) is :mod:`kgrag.hrag.online.file_eval`, through
+the online reasoner (:mod:`kgrag.hrag.online.reasoner`).
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ import numpy as np
 from kgrag.config import Settings
 from kgrag.fileio import atomic_write
 from kgrag.graph.csr import CSRGraph
-from kgrag.hrag import pipeline as retrieval
-from kgrag.hrag.g_agent import GAgentSplit
 from kgrag.hrag.gflownet import pipeline
 from kgrag.hrag.gflownet.answers import FoundPath, answer_metrics, answer_questions, summarise
 from kgrag.hrag.gflownet.config import GFlowNetConfig
@@ -24,7 +22,9 @@ from kgrag.hrag.gflownet.data import QuestionGraph
 from kgrag.hrag.gflownet.llm_answer import PathEvidence, verbalise_path
 from kgrag.hrag.gflownet.policy import PathPolicy
 from kgrag.hrag.gflownet.train import AgentData, load_policy
-from kgrag.hrag.text import TextEmbeddings
+from kgrag.hrag.retrieval import pipeline as retrieval
+from kgrag.hrag.retrieval.g_agent import GAgentSplit
+from kgrag.hrag.retrieval.text import TextEmbeddings
 
 __all__ = ["TrainedPolicy", "Answers", "load_trained_policy", "answer_data", "evaluate_split",
            "metrics_table", "flat_figures", "write_answers_report", "path_evidence", "example_lines"]

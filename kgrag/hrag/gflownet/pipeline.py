@@ -12,14 +12,15 @@ from pathlib import Path
 from kgrag.config import Settings
 from kgrag.errors import KgragError
 from kgrag.graph.csr import CSRGraph
-from kgrag.hrag import pipeline as retrieval
-from kgrag.hrag.g_agent import GAgentSplit
 from kgrag.hrag.gflownet.config import GFlowNetConfig
 from kgrag.hrag.gflownet.data import agent_questions
-from kgrag.hrag.gflownet.plan_labels import PlanData, cached_chains
+from kgrag.hrag.gflownet.plan_data import PlanData
 from kgrag.hrag.gflownet.train import AgentData
-from kgrag.hrag.questions import HragQuestion, prepared_questions
-from kgrag.hrag.text import TextEmbeddings
+from kgrag.hrag.retrieval import pipeline as retrieval
+from kgrag.hrag.retrieval.chain_labels import cached_chains
+from kgrag.hrag.retrieval.g_agent import GAgentSplit
+from kgrag.hrag.retrieval.questions import HragQuestion, prepared_questions
+from kgrag.hrag.retrieval.text import TextEmbeddings
 
 __all__ = ["agent_data", "plan_data", "split_gold", "run_dir", "record_latest", "latest_policy"]
 

@@ -23,12 +23,12 @@ from kgrag.hrag.gflownet.answers import answer_metrics, answer_questions
 from kgrag.hrag.gflownet.config import GFlowNetConfig
 from kgrag.hrag.gflownet.data import QuestionGraph, collate
 from kgrag.hrag.gflownet.losses import subtrajectory_balance, trajectory_balance
-from kgrag.hrag.gflownet.plan_labels import PlanData
+from kgrag.hrag.gflownet.plan_data import PlanData
 from kgrag.hrag.gflownet.planner import plan_loss
 from kgrag.hrag.gflownet.policy import PathPolicy
 from kgrag.hrag.gflownet.rollout import path_rewards, replay_actions, sample_trajectories
-from kgrag.hrag.text import QuestionTokens
-from kgrag.hrag.train import restore_model, save_checkpoint
+from kgrag.hrag.retrieval.text import QuestionTokens
+from kgrag.hrag.retrieval.train import restore_model, save_checkpoint
 
 __all__ = ["finished_run", "AgentData", "TrainResult", "train_gflownet", "load_policy", "exploration", "new_policy"]
 

@@ -24,14 +24,14 @@ import numpy as np
 from kgrag.config import Settings
 from kgrag.errors import KgragError
 from kgrag.graph.csr import CSRGraph
-from kgrag.hrag.chains import ChainPrior, train_chain_prior
-from kgrag.hrag.config import RetrieverConfig
-from kgrag.hrag.g_agent import GAgentSplit, g_agent_path, materialize
-from kgrag.hrag.gflownet.plan_labels import cached_chains
-from kgrag.hrag.local_ppr import LocalPPR
-from kgrag.hrag.questions import HragQuestion, prepared_questions
-from kgrag.hrag.samples import RetrievalSamples, build_samples
-from kgrag.hrag.text import TextEmbeddings
+from kgrag.hrag.retrieval.chain_labels import cached_chains
+from kgrag.hrag.retrieval.chains import ChainPrior, train_chain_prior
+from kgrag.hrag.retrieval.config import RetrieverConfig
+from kgrag.hrag.retrieval.g_agent import GAgentSplit, g_agent_path, materialize
+from kgrag.hrag.retrieval.local_ppr import LocalPPR
+from kgrag.hrag.retrieval.questions import HragQuestion, prepared_questions
+from kgrag.hrag.retrieval.samples import RetrievalSamples, build_samples
+from kgrag.hrag.retrieval.text import TextEmbeddings
 
 __all__ = ["SAMPLES_VERSION", "hrag_dir", "load_graph", "split_samples", "question_samples", "checkpoint_dir",
            "record_latest", "latest_checkpoint", "build_g_agent", "chain_prior", "with_chain_prior", "split_questions", "available_splits", "g_agent_file"]

@@ -17,9 +17,9 @@ import torch
 from torch import nn
 
 from kgrag.graph.csr import CSRGraph
-from kgrag.hrag.samples import MAX_DIST, RetrievalSamples
-from kgrag.hrag.signatures import BITS, bits_matrix, path_signatures
-from kgrag.hrag.text import TextEmbeddings
+from kgrag.hrag.retrieval.samples import MAX_DIST, RetrievalSamples
+from kgrag.hrag.retrieval.signatures import BITS, bits_matrix, path_signatures
+from kgrag.hrag.retrieval.text import TextEmbeddings
 
 __all__ = ["TripleBatch", "TripleScorer", "make_batch", "GroupSignatures", "score_samples"]
 
@@ -33,7 +33,7 @@ class TripleBatch:
     head: torch.Tensor  # (N,) -> entity_vec row
     tail: torch.Tensor  # (N,)
     dist_code: torch.Tensor  # (N,) d_head * (MAX_DIST + 1) + d_tail
-    path_bits: torch.Tensor  # (N, 2 * BITS) first / last relation sets of the near end (kgrag.hrag.signatures)
+    path_bits: torch.Tensor  # (N, 2 * BITS) first / last relation sets of the near end (kgrag.hrag.retrieval.signatures)
 
 
 class TripleScorer(nn.Module):

@@ -21,11 +21,11 @@ from torch import nn
 
 from kgrag.fileio import atomic_write
 from kgrag.graph.csr import CSRGraph
-from kgrag.hrag.config import RetrieverConfig
-from kgrag.hrag.metrics import recall_report
-from kgrag.hrag.retriever import GroupSignatures, TripleScorer, make_batch, score_samples
-from kgrag.hrag.samples import RetrievalSamples
-from kgrag.hrag.text import TextEmbeddings
+from kgrag.hrag.retrieval.config import RetrieverConfig
+from kgrag.hrag.retrieval.metrics import recall_report
+from kgrag.hrag.retrieval.retriever import GroupSignatures, TripleScorer, make_batch, score_samples
+from kgrag.hrag.retrieval.samples import RetrievalSamples
+from kgrag.hrag.retrieval.text import TextEmbeddings
 
 __all__ = ["TrainResult", "train_retriever", "load_scorer", "early_stop_subset", "save_checkpoint",
            "restore_model"]
