@@ -52,7 +52,7 @@ def loaded_retriever(work_dir: str, dataset: str, checkpoint: str | None, stamp:
 
 def trained_retriever(dataset: str, checkpoint: str | None, anchor_top_k: int | None) -> TrainedRetriever:
     settings = get_settings()
-    path = Path(checkpoint) if checkpoint else pipeline.latest_checkpoint(settings, dataset)
+    path = pipeline.checkpoint_input(settings, dataset, checkpoint)
     return loaded_retriever(str(settings.work_dir), dataset, str(path), path.stat().st_mtime_ns, anchor_top_k)
 
 

@@ -48,7 +48,7 @@ class Answers:
 
 
 def load_trained_policy(settings: Settings, dataset: str, checkpoint: Path | None = None) -> TrainedPolicy:
-    path = Path(checkpoint) if checkpoint else pipeline.latest_policy(settings, dataset)
+    path = retrieval.checkpoint_input(settings, dataset, checkpoint, kind="gflownet")
     policy, state = load_policy(path)
     return TrainedPolicy(policy, GFlowNetConfig(**state["config"]), float(state.get("threshold", 1.0)), path)
 
@@ -71,7 +71,7 @@ def answer_data(trained: TrainedPolicy, data: AgentData, entity_vectors: np.ndar
 def evaluate_split(settings: Settings, dataset: str, split: str, trained: TrainedPolicy,
                    text: TextEmbeddings, g_agent: Path | None = None) -> Answers:
     """Answers on ``<split>_g_agent.pt`` (or the given file) with the split's gold answer sets."""
-    agent = GAgentSplit.load(g_agent or retrieval.g_agent_file(settings, dataset, split))
+    agent = GAgentSplit.load(retrieval.g_agent_input(settings, dataset, split, g_agent))
     data = pipeline.agent_data(agent, text, pipeline.split_gold(settings, dataset, split))
     return answer_data(trained, data, text.entities)
 

@@ -90,7 +90,7 @@ def load_trained(settings: Settings, dataset: str, checkpoint: Path | None = Non
     """The retriever of ``checkpoint`` (default: the latest trained for ``dataset``) with its graph, text vectors
     and relation-chain prior (learned from the train split, cached); its config is the saved one but for the
     g_agent settings (``MATERIALISATION``: size, chain prior), which follow the current defaults."""
-    path = Path(checkpoint) if checkpoint else pipeline.latest_checkpoint(settings, dataset)
+    path = pipeline.checkpoint_input(settings, dataset, checkpoint)
     model, state = load_scorer(path)
     graph = pipeline.load_graph(settings, dataset)
     text = TextEmbeddings.for_graph(graph, pipeline.hrag_dir(settings, dataset), Embedder.from_settings(settings))
