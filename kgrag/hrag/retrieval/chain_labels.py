@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from kgrag.graph.csr import CSRGraph, in_sorted
+from kgrag.hrag.retrieval.progress import counted
 
 __all__ = ["QuestionChains", "question_chains", "best_chains", "cached_chains", "WALK_BUDGET"]
 
@@ -133,7 +134,7 @@ def best_chains(graph: CSRGraph, topics: Sequence[Sequence[int]], answers: Seque
     per_question: list[list[tuple[int, ...]]] = [[] for _ in range(q)]
     f1 = np.zeros(q, np.float32)
     hops = [h if 0 < h <= max_steps else 0 for h in hops]
-    for i in range(q):
+    for i in counted(range(q), "relation chains", "question"):
         if not len(topics[i]) or not len(answers[i]):
             continue
         found = question_chains(graph, topics[i], answers[i], hops[i], max_steps)

@@ -29,6 +29,7 @@ from kgrag.hrag.retrieval.chains import ChainPrior, train_chain_prior
 from kgrag.hrag.retrieval.config import RetrieverConfig
 from kgrag.hrag.retrieval.g_agent import GAgentSplit, g_agent_path, materialize
 from kgrag.hrag.retrieval.local_ppr import LocalPPR
+from kgrag.hrag.retrieval.progress import counted, counter
 from kgrag.hrag.retrieval.questions import HragQuestion, prepared_questions
 from kgrag.hrag.retrieval.samples import RetrievalSamples, build_samples
 from kgrag.hrag.retrieval.stage_inputs import stage_input
@@ -67,12 +68,17 @@ def _samples_file(folder: Path, name: str, questions: Sequence[HragQuestion], cf
 def question_samples(graph: CSRGraph, questions: Sequence[HragQuestion], cfg: RetrieverConfig, folder: Path,
                      name: str, ppr: LocalPPR | None = None,
                      progress: Callable[[int, int], None] | None = None) -> RetrievalSamples:
-    """Samples of ``questions``, read from ``folder/samples_<name>_<key>.npz`` when built before."""
+    """Samples of ``questions``, read from ``folder/samples_<name>_<key>.npz`` when built before; a build reports
+    to ``progress(done, total)``, else to a bar on the terminal."""
     path = _samples_file(folder, name, questions, cfg, graph)
     if path.is_file():
         return RetrievalSamples.load(path)
     ppr = ppr or ppr_for(graph, cfg)
-    samples = build_samples(graph, questions, cfg.top_n, cfg.max_triples, ppr=ppr, progress=progress)
+    if progress is None:
+        with counter(f"G_retrieval ({name}, PPR)", "topic set") as shown:
+            samples = build_samples(graph, questions, cfg.top_n, cfg.max_triples, ppr=ppr, progress=shown)
+    else:
+        samples = build_samples(graph, questions, cfg.top_n, cfg.max_triples, ppr=ppr, progress=progress)
     samples.save(path)
     return samples
 
@@ -208,7 +214,7 @@ def build_g_agent(graph: CSRGraph, samples: RetrievalSamples, ptr: np.ndarray, s
     the chain prior's ``candidates`` the scores are :func:`with_chain_prior`'s."""
     joined = with_chain_prior(graph, samples, ptr, scores, candidates, chain_weight) if candidates else None
     records = []
-    for i in range(len(samples)):
+    for i in counted(range(len(samples)), f"g_agent ({meta.get('split', 'questions')})", "question"):
         q = samples.question(i)
         if joined is None:
             triples, s, labels = q.triples, scores[ptr[i] : ptr[i + 1]], q.labels.astype(np.float32)
