@@ -36,8 +36,8 @@ from kgrag.hrag.retrieval.stage_inputs import stage_input
 from kgrag.hrag.retrieval.text import TextEmbeddings
 
 __all__ = ["SAMPLES_VERSION", "hrag_dir", "load_graph", "split_samples", "question_samples", "checkpoint_dir",
-           "record_latest", "latest_checkpoint", "build_g_agent", "chain_prior", "with_chain_prior", "split_questions", "available_splits", "g_agent_file",
-           "g_agent_input", "checkpoint_input"]
+           "record_latest", "latest_checkpoint", "checkpoint_input", "build_g_agent", "chain_prior", "with_chain_prior",
+           "split_questions", "available_splits", "g_agent_file", "g_agent_input"]
 
 SAMPLES_VERSION = "samples-v2"  # bump when the samples' content changes
 CHAIN_PRIOR_VERSION = "chain-prior-v1"  # bump when the chain prior's model or labels change
