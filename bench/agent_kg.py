@@ -42,7 +42,7 @@ def progress(message: str) -> None:
 
 
 def _files(settings: Any, dataset: str, graph: Any, per_hop: int, folder: Path) -> dict[int, Path]:
-    from kgrag.hrag.questions import prepared_questions, write_split_files
+    from kgrag.hrag.retrieval.questions import prepared_questions, write_split_files
 
     rows_of: dict[int, list] = {}
     for q in prepared_questions(settings.dataset_dir(dataset), ["validation"]):
@@ -168,7 +168,7 @@ def run(per_hop: int, llm_questions: int, api_questions: int, dataset: str = "me
     from kgrag.agent.evaluation.evaluate import evaluate, read_metaqa
     from kgrag.agent.resources import resources_for
     from kgrag.config import get_settings
-    from kgrag.hrag.file_eval import evaluate_file
+    from kgrag.hrag.online.file_eval import evaluate_file
 
     settings = get_settings()
     work_env = {"KGRAG_WORK_DIR": str(settings.work_dir)}

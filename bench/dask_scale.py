@@ -61,10 +61,10 @@ def main() -> None:
 
     from bench.common import write_result
     from kgrag.config import get_settings
-    from kgrag.hrag import pipeline
-    from kgrag.hrag.evaluate import load_trained
-    from kgrag.hrag.g_agent import GAgentSplit
-    from kgrag.hrag.text import text_file
+    from kgrag.hrag.retrieval import pipeline
+    from kgrag.hrag.retrieval.evaluate import load_trained
+    from kgrag.hrag.retrieval.g_agent import GAgentSplit
+    from kgrag.hrag.retrieval.text import text_file
     from kgrag.rank.sentence_embedder import Embedder
 
     settings = get_settings()

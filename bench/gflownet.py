@@ -9,7 +9,7 @@ threshold were chosen on), LLM-free, denominators = every validation question un
   every question; on a seeded sample (``--beam-sample``) the same and the encoder beam (width 16 and 4, with chain
   completion) and the old answering (beam 16, path ends only): the Hits@1 cost of each choice; each variant's F1
   threshold chosen on the sample;
-- **the online chain** (:class:`~kgrag.hrag.reasoner.HRAGReasoner`): ``kgrag eval``'s path on per-hop validation
+- **the online chain** (:class:`~kgrag.hrag.online.reasoner.HRAGReasoner`): ``kgrag eval``'s path on per-hop validation
   files, with [brackets] and with them stripped (topics linked from the text), questions/s and seconds per stage;
   ``answer_question`` p50/p95 warm over a seeded sample of single questions;
 - baselines on the same g_agent: (a) the retriever's top-scored triple's answer end, (b) a greedy walk along the
@@ -32,20 +32,20 @@ import torch
 
 from bench.common import write_result
 from kgrag.config import get_settings
-from kgrag.hrag import pipeline as retrieval
-from kgrag.hrag.chains import chains_held
-from kgrag.hrag.evaluate import evaluate_samples, load_trained
-from kgrag.hrag.file_eval import evaluate_file, strip_brackets
-from kgrag.hrag.g_agent import GAgentSplit
 from kgrag.hrag.gflownet import pipeline
 from kgrag.hrag.gflownet.answers import answer_metrics, choose_threshold, summarise
 from kgrag.hrag.gflownet.baselines import choose_stop_score, greedy_walk_answers, top_triple_answers
 from kgrag.hrag.gflownet.evaluate import TrainedPolicy, answer_data, load_trained_policy, metrics_table
-from kgrag.hrag.gflownet.plan_labels import cached_chains
 from kgrag.hrag.gflownet.train import AgentData, train_gflownet
-from kgrag.hrag.questions import prepared_questions
-from kgrag.hrag.reasoner import HRAGReasoner
-from kgrag.hrag.text import TextEmbeddings
+from kgrag.hrag.online.file_eval import evaluate_file, strip_brackets
+from kgrag.hrag.online.reasoner import HRAGReasoner
+from kgrag.hrag.retrieval import pipeline as retrieval
+from kgrag.hrag.retrieval.chain_labels import cached_chains
+from kgrag.hrag.retrieval.chains import chains_held
+from kgrag.hrag.retrieval.evaluate import evaluate_samples, load_trained
+from kgrag.hrag.retrieval.g_agent import GAgentSplit
+from kgrag.hrag.retrieval.questions import prepared_questions
+from kgrag.hrag.retrieval.text import TextEmbeddings
 from kgrag.rank.sentence_embedder import Embedder
 
 

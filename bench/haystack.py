@@ -156,7 +156,7 @@ def _rss() -> dict:
 
 def _validation_sample(name: str, count: int, seed: int = 0) -> list:
     from kgrag.config import get_settings
-    from kgrag.hrag.questions import prepared_questions
+    from kgrag.hrag.retrieval.questions import prepared_questions
 
     questions = prepared_questions(get_settings().dataset_dir(name), ["validation"])
     if count and count < len(questions):  # a prefix of one seeded order: smaller samples nest in larger ones
@@ -169,7 +169,7 @@ def child_answer(name: str, timed: int) -> dict:
     """In a child process: load the reasoner, answer ``timed`` validation questions one at a time (warm pass,
     then timed pass); latency, stage split, local PPR alone, RSS."""
     from kgrag.config import get_settings
-    from kgrag.hrag.reasoner import HRAGReasoner
+    from kgrag.hrag.online.reasoner import HRAGReasoner
 
     started = time.perf_counter()
     reasoner = HRAGReasoner.load(get_settings(), name)
@@ -202,7 +202,7 @@ def child_eval(name: str, count: int) -> dict:
     questions at every size), through ``HRAGReasoner.rank`` (what ``kgrag eval`` runs)."""
     from kgrag.config import get_settings
     from kgrag.hrag.gflownet.answers import answer_metrics, summarise
-    from kgrag.hrag.reasoner import HRAGReasoner
+    from kgrag.hrag.online.reasoner import HRAGReasoner
 
     reasoner = HRAGReasoner.load(get_settings(), name)
     questions = _validation_sample(name, count)
@@ -221,7 +221,7 @@ def child_eval(name: str, count: int) -> dict:
 def borrow_checkpoints(name: str, source: str, work: Path) -> None:
     """Point ``name``'s latest retriever and reasoner at ``source``'s (the chain trained on another size)."""
     from kgrag.config import get_settings
-    from kgrag.hrag.pipeline import load_graph, record_latest
+    from kgrag.hrag.retrieval.pipeline import load_graph, record_latest
 
     settings = get_settings().model_copy(update={"work_dir": work})
 
@@ -239,7 +239,7 @@ def _answer_shard(work: str, name: str, count: int, shard: int, shards: int) -> 
 
     get_settings.cache_clear()
     from kgrag.hrag.gflownet.answers import answer_metrics
-    from kgrag.hrag.reasoner import HRAGReasoner
+    from kgrag.hrag.online.reasoner import HRAGReasoner
 
     reasoner = HRAGReasoner.load(get_settings(), name)
     questions = _validation_sample(name, count)[shard::shards]

@@ -2,7 +2,7 @@
 
 The trained MetaQA chain (``make run``'s checkpoints) answers a seeded sample of validation questions (topics
 given) three ways in one run: on the local graph (baseline), and through
-:class:`~kgrag.hrag.endpoint_reasoner.EndpointReasoner` over MetaQA's ``triples.nt`` served by ``oxigraph serve``
+:class:`~kgrag.hrag.online.endpoint_reasoner.EndpointReasoner` over MetaQA's ``triples.nt`` served by ``oxigraph serve``
 and bulk-loaded into Virtuoso 7. Figures per backend: Hits@1 and F1 per hop (the answer set by name against the
 gold names), the difference to local in points (the bar: within 0.5 Hits@1), per-question latency p50 / p95 and
 the expansion's share, neighbourhood size (triples, queries) and how often a cap truncated it. The local pass is
@@ -28,10 +28,10 @@ from rich.table import Table
 from bench.common import ms_percentiles, write_result
 from kgrag.config import get_settings
 from kgrag.graph.remote_store import RemoteStore
-from kgrag.hrag.endpoint_reasoner import EndpointReasoner
-from kgrag.hrag.questions import prepared_questions
-from kgrag.hrag.reasoner import HRAGReasoner
-from kgrag.hrag.sparql_neighbourhood import ExpansionLimits
+from kgrag.hrag.online.endpoint_reasoner import EndpointReasoner
+from kgrag.hrag.online.reasoner import HRAGReasoner
+from kgrag.hrag.online.sparql_neighbourhood import ExpansionLimits
+from kgrag.hrag.retrieval.questions import prepared_questions
 from kgrag.servers.oxigraph_server import serve_read_only
 from kgrag.servers.virtuoso import bulk_load, start_virtuoso
 

@@ -1,8 +1,8 @@
 """Local (push) PPR against the global power iteration on MetaQA, through the trained H-RAG chain, in one run.
 
 The same trained retriever and reasoner answer MetaQA's validation split twice: with the global PPR (baseline:
-:class:`kgrag.hrag.ppr.PersonalizedPageRank`, tolerance 1e-3 as the online path used) and with the local PPR
-(:class:`kgrag.hrag.local_ppr.LocalPPR`, the configured epsilon). Figures:
+:class:`kgrag.hrag.retrieval.ppr.PersonalizedPageRank`, tolerance 1e-3 as the online path used) and with the local PPR
+(:class:`kgrag.hrag.retrieval.local_ppr.LocalPPR`, the configured epsilon). Figures:
 - Hits@1 / Hit / F1 per hop for both and their difference in points (the bar: within 0.1);
 - G_retrieval agreement: mean share of the global subgraph's nodes and triples the local one has, and the share of
   questions with an answer inside each;
@@ -26,10 +26,10 @@ from rich.table import Table
 from bench.common import ms_percentiles, write_result
 from kgrag.config import get_settings
 from kgrag.hrag.gflownet.answers import answer_metrics, summarise
-from kgrag.hrag.local_ppr import LocalPPR
-from kgrag.hrag.ppr import PersonalizedPageRank
-from kgrag.hrag.questions import HragQuestion, prepared_questions
-from kgrag.hrag.reasoner import HRAGReasoner
+from kgrag.hrag.online.reasoner import HRAGReasoner
+from kgrag.hrag.retrieval.local_ppr import LocalPPR
+from kgrag.hrag.retrieval.ppr import PersonalizedPageRank
+from kgrag.hrag.retrieval.questions import HragQuestion, prepared_questions
 
 console = Console()
 BASELINE_TOL = 1e-3  # the global PPR's online tolerance before the local PPR replaced it

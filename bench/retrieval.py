@@ -23,10 +23,10 @@ import torch
 from bench.common import write_result
 from bench.ppr import networkx_ppr, to_networkx
 from kgrag.config import get_settings
-from kgrag.hrag import pipeline
-from kgrag.hrag.evaluate import evaluate_samples, load_trained
-from kgrag.hrag.metrics import recall_report, report_table
-from kgrag.hrag.ppr import PersonalizedPageRank
+from kgrag.hrag.retrieval import pipeline
+from kgrag.hrag.retrieval.evaluate import evaluate_samples, load_trained
+from kgrag.hrag.retrieval.metrics import recall_report, report_table
+from kgrag.hrag.retrieval.ppr import PersonalizedPageRank
 
 
 def ppr_figures(graph, seeds: list[list[int]], tol: float, batch: int) -> dict:

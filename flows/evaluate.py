@@ -25,9 +25,6 @@ from flows.artifact_keys import artifact_key
 from kgrag.config import get_settings
 from kgrag.data.question_files import require_question_file
 from kgrag.data.registry import dataset_spec
-from kgrag.hrag import pipeline as retrieval
-from kgrag.hrag.file_eval import evaluate_file
-from kgrag.hrag.g_agent import GAgentSplit
 from kgrag.hrag.gflownet import pipeline as policy_data
 from kgrag.hrag.gflownet.answers import summarise
 from kgrag.hrag.gflownet.evaluate import (
@@ -38,9 +35,12 @@ from kgrag.hrag.gflownet.evaluate import (
     metrics_table,
     write_answers_report,
 )
-from kgrag.hrag.reasoner import HRAGReasoner
-from kgrag.hrag.sharding import contiguous_ranges
-from kgrag.hrag.text import TextEmbeddings
+from kgrag.hrag.online.file_eval import evaluate_file
+from kgrag.hrag.online.reasoner import HRAGReasoner
+from kgrag.hrag.retrieval import pipeline as retrieval
+from kgrag.hrag.retrieval.g_agent import GAgentSplit
+from kgrag.hrag.retrieval.sharding import contiguous_ranges
+from kgrag.hrag.retrieval.text import TextEmbeddings
 from kgrag.ops.task_runner import limit_threads, on_task_runner, shards_for
 from kgrag.rank.sentence_embedder import Embedder
 
@@ -56,7 +56,7 @@ def loaded_policy(work_dir: str, dataset: str, checkpoint: str, stamp: int) -> t
 
 def trained_policy(dataset: str, checkpoint: str | None) -> tuple[TrainedPolicy, TextEmbeddings]:
     settings = get_settings()
-    path = Path(checkpoint) if checkpoint else policy_data.latest_policy(settings, dataset)
+    path = retrieval.checkpoint_input(settings, dataset, checkpoint, kind="gflownet")
     return loaded_policy(str(settings.work_dir), dataset, str(path), path.stat().st_mtime_ns)
 
 
@@ -66,7 +66,7 @@ def answer_shard(dataset: str, split: str, checkpoint: str, start: int, stop: in
     settings = get_settings()
     limit_threads(settings)
     trained, text = trained_policy(dataset, checkpoint)
-    agent = GAgentSplit.load(retrieval.g_agent_file(settings, dataset, split)).subset(range(start, stop))
+    agent = GAgentSplit.load(retrieval.g_agent_input(settings, dataset, split)).subset(range(start, stop))
     data = policy_data.agent_data(agent, text, policy_data.split_gold(settings, dataset, split))
     return {"metrics": answer_data(trained, data, text.entities).metrics, "hops": data.hops}
 
@@ -75,7 +75,7 @@ def answer_split(dataset: str, split: str, checkpoint: str | None, shards: int |
     """The split's per-hop report, answered in ``shards`` tasks over contiguous question ranges."""
     settings = get_settings()
     trained, _ = trained_policy(dataset, checkpoint)
-    agent = GAgentSplit.load(retrieval.g_agent_file(settings, dataset, split))
+    agent = GAgentSplit.load(retrieval.g_agent_input(settings, dataset, split))
     ranges = contiguous_ranges(np.diff(agent.tensors["edge_ptr"].numpy()), shards or shards_for(settings))
     futures = [answer_shard.with_options(task_run_name=f"answer-{split}-{k + 1}of{len(ranges)}")
                .submit(dataset, split, str(trained.checkpoint), a, b) for k, (a, b) in enumerate(ranges)]

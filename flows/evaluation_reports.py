@@ -31,8 +31,8 @@ from kgrag.agent.evaluation.evaluate import evaluate as agent_evaluate
 from kgrag.agent.evaluation.evaluate import read_metaqa
 from kgrag.config import get_settings
 from kgrag.errors import KgragError
-from kgrag.hrag import pipeline
-from kgrag.hrag.questions import write_split_files
+from kgrag.hrag.retrieval import pipeline
+from kgrag.hrag.retrieval.questions import write_split_files
 
 COLUMNS = ("source", "path", "n", "hits@1", "hit", "f1", "p50_ms")
 

@@ -1,6 +1,6 @@
 """G_retrieval samples of one split, in shards: one task per shard (named ``g-retrieval-<split>-<i>of<n>``) on the
 flow's task runner (Dask with ``KGRAG_TASK_RUNNER=dask``, :mod:`kgrag.ops.task_runner`), merged into the same file
-a one-process build writes (:mod:`kgrag.hrag.sharding`). A split whose file exists is read, not rebuilt.
+a one-process build writes (:mod:`kgrag.hrag.retrieval.sharding`). A split whose file exists is read, not rebuilt.
 
 Run: ``python -m flows.retrieval_samples --dataset metaqa --split validation`` (also a subflow of
 ``train-retriever``).
@@ -16,10 +16,10 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from kgrag.config import get_settings
-from kgrag.hrag import pipeline
-from kgrag.hrag.config import RetrieverConfig
-from kgrag.hrag.samples import RetrievalSamples, build_samples
-from kgrag.hrag.sharding import merge_samples, shard_questions
+from kgrag.hrag.retrieval import pipeline
+from kgrag.hrag.retrieval.config import RetrieverConfig
+from kgrag.hrag.retrieval.samples import RetrievalSamples, build_samples
+from kgrag.hrag.retrieval.sharding import merge_samples, shard_questions
 from kgrag.ops.task_runner import limit_threads, on_task_runner, shards_for
 
 

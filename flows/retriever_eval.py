@@ -28,8 +28,8 @@ from kgrag.config import get_settings
 from kgrag.data.question_files import require_question_file
 from kgrag.data.registry import dataset_spec
 from kgrag.fileio import png_data_url
-from kgrag.hrag import pipeline
-from kgrag.hrag.evaluate import (
+from kgrag.hrag.retrieval import pipeline
+from kgrag.hrag.retrieval.evaluate import (
     Evaluation,
     TrainedRetriever,
     evaluate_question_file,
@@ -37,10 +37,10 @@ from kgrag.hrag.evaluate import (
     png_markdown,
     write_report,
 )
-from kgrag.hrag.g_agent import GAgentSplit
-from kgrag.hrag.metrics import recall_report, report_table
-from kgrag.hrag.retriever import score_samples
-from kgrag.hrag.sharding import contiguous_ranges
+from kgrag.hrag.retrieval.g_agent import GAgentSplit
+from kgrag.hrag.retrieval.metrics import recall_report, report_table
+from kgrag.hrag.retrieval.retriever import score_samples
+from kgrag.hrag.retrieval.sharding import contiguous_ranges
 from kgrag.ops.task_runner import limit_threads, on_task_runner, shards_for
 
 
@@ -57,7 +57,7 @@ def loaded_retriever(work_dir: str, dataset: str, checkpoint: str | None, stamp:
 
 def trained_retriever(dataset: str, checkpoint: str | None, anchor_top_k: int | None) -> TrainedRetriever:
     settings = get_settings()
-    path = Path(checkpoint) if checkpoint else pipeline.latest_checkpoint(settings, dataset)
+    path = pipeline.checkpoint_input(settings, dataset, checkpoint)
     return loaded_retriever(str(settings.work_dir), dataset, str(path), path.stat().st_mtime_ns, anchor_top_k)
 
 

@@ -1,7 +1,7 @@
 """The graph's entity / relation name vectors (the retriever's and the policy's text features). Entity vectors are
-lazy (:class:`~kgrag.hrag.entity_vectors.EntityVectors`); for a graph of at most ``EAGER_ENTITIES`` entities this
+lazy (:class:`~kgrag.hrag.retrieval.entity_vectors.EntityVectors`); for a graph of at most ``EAGER_ENTITIES`` entities this
 flow fills the map at once, the missing names encoded as tasks (``entity-vectors-<i>of<n>``) over runs of whole
-fixed-size blocks (:data:`~kgrag.hrag.text.NAME_BLOCK`): one task on the default runner, a few per worker on Dask
+fixed-size blocks (:data:`~kgrag.hrag.retrieval.text.NAME_BLOCK`): one task on the default runner, a few per worker on Dask
 (``KGRAG_TASK_RUNNER=dask``), stored into the shared map in order. A larger graph's vectors are computed when a
 question's subgraph first touches them. Rows already computed are never re-encoded.
 
@@ -19,9 +19,9 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from kgrag.config import get_settings
-from kgrag.hrag import pipeline
-from kgrag.hrag.sharding import contiguous_ranges
-from kgrag.hrag.text import NAME_BLOCK, TextEmbeddings, encode_names
+from kgrag.hrag.retrieval import pipeline
+from kgrag.hrag.retrieval.sharding import contiguous_ranges
+from kgrag.hrag.retrieval.text import NAME_BLOCK, TextEmbeddings, encode_names
 from kgrag.ops.task_runner import limit_threads, on_task_runner, shards_for
 from kgrag.rank.sentence_embedder import Embedder
 

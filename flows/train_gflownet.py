@@ -24,9 +24,6 @@ from flows.artifact_keys import artifact_key
 from kgrag.config import get_settings
 from kgrag.data.registry import dataset_spec
 from kgrag.fileio import png_data_url
-from kgrag.hrag import pipeline as retrieval
-from kgrag.hrag.evaluate import png_markdown
-from kgrag.hrag.g_agent import GAgentSplit
 from kgrag.hrag.gflownet import pipeline
 from kgrag.hrag.gflownet.answers import answer_metrics, choose_threshold, summarise
 from kgrag.hrag.gflownet.config import GFlowNetConfig
@@ -34,8 +31,11 @@ from kgrag.hrag.gflownet.evaluate import answer_data, load_trained_policy, metri
 from kgrag.hrag.gflownet.plots import plot_learning_curve
 from kgrag.hrag.gflownet.train import finished_run
 from kgrag.hrag.gflownet.train import train_gflownet as run_training
-from kgrag.hrag.text import TextEmbeddings
-from kgrag.hrag.train import save_checkpoint
+from kgrag.hrag.retrieval import pipeline as retrieval
+from kgrag.hrag.retrieval.evaluate import png_markdown
+from kgrag.hrag.retrieval.g_agent import GAgentSplit
+from kgrag.hrag.retrieval.text import TextEmbeddings
+from kgrag.hrag.retrieval.train import save_checkpoint
 from kgrag.rank.sentence_embedder import Embedder
 
 
@@ -57,12 +57,14 @@ def train(dataset: str, config_json: str, train_split: str, validation_split: st
         return {"checkpoint": str(done.checkpoint), "best_step": done.best_step, "best_hits1": done.best_hits1,
                 "history": done.history, "resumed_from": done.resumed_from, "train_seconds": done.train_seconds,
                 "validation_file": str(files[validation_split])}
+    train_file = retrieval.g_agent_input(settings, dataset, train_split, files[train_split])
+    validation_file = retrieval.g_agent_input(settings, dataset, validation_split, files[validation_split])
     graph = retrieval.load_graph(settings, dataset)
     text = TextEmbeddings.for_graph(graph, retrieval.hrag_dir(settings, dataset), Embedder.from_settings(settings))
-    train_data = pipeline.agent_data(GAgentSplit.load(files[train_split]), text,
+    train_data = pipeline.agent_data(GAgentSplit.load(train_file), text,
                                      pipeline.split_gold(settings, dataset, train_split), cfg.max_pool_edges,
                                      cfg.gt_walks, cfg.seed)
-    validation = pipeline.agent_data(GAgentSplit.load(files[validation_split]), text,
+    validation = pipeline.agent_data(GAgentSplit.load(validation_file), text,
                                      pipeline.split_gold(settings, dataset, validation_split))
     plan = pipeline.plan_data(settings, dataset, train_split, graph, text, cfg.max_steps)
     result = run_training(cfg, train_data, validation, text.entities, text.relations, run_dir,
@@ -88,7 +90,8 @@ def calibrate(dataset: str, checkpoint: str, validation_split: str, validation_f
             return {"threshold": saved["threshold"], "report": saved["report"], "file": str(report_file)}
     graph = retrieval.load_graph(settings, dataset)
     text = TextEmbeddings.for_graph(graph, retrieval.hrag_dir(settings, dataset), Embedder.from_settings(settings))
-    data = pipeline.agent_data(GAgentSplit.load(validation_file), text,
+    data = pipeline.agent_data(GAgentSplit.load(retrieval.g_agent_input(settings, dataset, validation_split,
+                                                                          validation_file)), text,
                                pipeline.split_gold(settings, dataset, validation_split))
     answers = answer_data(trained, data, text.entities)  # beam search once; the threshold only cuts the lists
     trained.threshold = choose_threshold(answers.ranked, data.gold)

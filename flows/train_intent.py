@@ -35,7 +35,7 @@ from kgrag.agent.training.train_intent import train_intent as run_training
 from kgrag.agent.training.train_self_intent import train_self_intent
 from kgrag.config import get_settings
 from kgrag.errors import KgragError, NetworkNotFound
-from kgrag.hrag.evaluate import png_markdown
+from kgrag.hrag.retrieval.evaluate import png_markdown
 from kgrag.network.store import NetworkStore
 
 

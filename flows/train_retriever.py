@@ -2,7 +2,7 @@
 
 Run: ``python -m flows.train_retriever --dataset metaqa [--epochs 8] [--max-train-questions 0]`` or
 ``kgrag train-retriever``. Needs ``kgrag prepare --dataset <dataset>`` first. Samples and text vectors are cached on
-disk by content (see :mod:`kgrag.hrag.pipeline`) and the tasks cache on their inputs; training resumes from the
+disk by content (see :mod:`kgrag.hrag.retrieval.pipeline`) and the tasks cache on their inputs; training resumes from the
 run's ``last.pt`` and returns at once when the run already finished. With ``KGRAG_TASK_RUNNER=dask`` the name
 vectors and the samples are built in shards on a Dask cluster (:mod:`flows.text_embeddings`,
 :mod:`flows.retrieval_samples`): the same files.
@@ -28,12 +28,12 @@ from flows.text_embeddings import run as run_text_embeddings
 from kgrag.config import get_settings
 from kgrag.data.registry import dataset_spec
 from kgrag.fileio import png_data_url
-from kgrag.hrag import pipeline
-from kgrag.hrag.config import RetrieverConfig
-from kgrag.hrag.evaluate import png_markdown
-from kgrag.hrag.metrics import plot_training_curve
-from kgrag.hrag.text import TextEmbeddings
-from kgrag.hrag.train import train_retriever as run_training
+from kgrag.hrag.retrieval import pipeline
+from kgrag.hrag.retrieval.config import RetrieverConfig
+from kgrag.hrag.retrieval.evaluate import png_markdown
+from kgrag.hrag.retrieval.metrics import plot_training_curve
+from kgrag.hrag.retrieval.text import TextEmbeddings
+from kgrag.hrag.retrieval.train import train_retriever as run_training
 from kgrag.rank.sentence_embedder import Embedder
 
 

@@ -22,9 +22,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from kgrag.config import get_settings
-from kgrag.hrag.file_eval import strip_brackets
 from kgrag.hrag.gflownet.evaluate import metrics_table
-from kgrag.hrag.metrics import report_table
+from kgrag.hrag.online.file_eval import strip_brackets
+from kgrag.hrag.retrieval.metrics import report_table
 from kgrag.modes.params import QueryParam
 from kgrag.modes.query import kg_query
 from kgrag.modes.render import result_summary

@@ -17,11 +17,11 @@ from kgrag.config import Settings, get_settings
 from kgrag.graph import open_store
 from kgrag.graph.csr import CSRGraph
 from kgrag.graph.queries import one_hop_names, one_hop_query
-from kgrag.hrag.file_eval import strip_brackets
-from kgrag.hrag.g_agent import GAgentSplit
-from kgrag.hrag.pipeline import g_agent_file
-from kgrag.hrag.questions import prepared_questions
-from kgrag.hrag.reasoner import loaded_reasoner
+from kgrag.hrag.online.file_eval import strip_brackets
+from kgrag.hrag.online.reasoner import loaded_reasoner
+from kgrag.hrag.retrieval.g_agent import GAgentSplit
+from kgrag.hrag.retrieval.pipeline import g_agent_file
+from kgrag.hrag.retrieval.questions import prepared_questions
 from kgrag.network.loaders.registry import load_named
 from kgrag.network.store import NetworkStore
 from kgrag.prep.steps import read_prepared_questions

@@ -106,7 +106,7 @@ def leftovers(folder: Path) -> list[str]:
 
 
 def test_disk_full_while_saving_a_checkpoint_keeps_the_previous_one(tmp_path: Path) -> None:
-    from kgrag.hrag.train import save_checkpoint
+    from kgrag.hrag.retrieval.train import save_checkpoint
 
     path = tmp_path / "checkpoints" / "best.pt"
     path.parent.mkdir()
@@ -115,7 +115,7 @@ def test_disk_full_while_saving_a_checkpoint_keeps_the_previous_one(tmp_path: Pa
     result = write_with_full_disk(f"""
         import torch
         from pathlib import Path
-        from kgrag.hrag.train import save_checkpoint
+        from kgrag.hrag.retrieval.train import save_checkpoint
         save_checkpoint({{"model": {{"w": torch.zeros(200_000)}}, "epoch": 2}}, Path({str(path)!r}))
     """)
     assert result.returncode == 3, result.stdout + result.stderr

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from kgrag.hrag.g_agent import GAgentSplit, materialize
 from kgrag.hrag.gflownet.answers import answer_metrics
 from kgrag.hrag.gflownet.baselines import choose_stop_score, greedy_walk_answers, top_triple_answers
+from kgrag.hrag.retrieval.g_agent import GAgentSplit, materialize
 
 Question = tuple[list[tuple[int, int, int]], list[float], list[int]]  # triples, scores, topics
 

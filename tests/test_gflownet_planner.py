@@ -11,10 +11,11 @@ import torch
 from kgrag.graph.csr import CSRGraph
 from kgrag.hrag.gflownet.data import QuestionGraph, collate
 from kgrag.hrag.gflownet.env import initial_state, step
-from kgrag.hrag.gflownet.plan_labels import PlanData, best_chains
+from kgrag.hrag.gflownet.plan_data import PlanData
 from kgrag.hrag.gflownet.planner import RelationPlanner, plan_loss, walk_actions
 from kgrag.hrag.gflownet.policy import PathPolicy
-from kgrag.hrag.text import QuestionTokens
+from kgrag.hrag.retrieval.chain_labels import best_chains
+from kgrag.hrag.retrieval.text import QuestionTokens
 
 TEXT = 8
 

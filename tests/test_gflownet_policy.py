@@ -14,7 +14,7 @@ from kgrag.hrag.gflownet.env import initial_state, legal_actions, step
 from kgrag.hrag.gflownet.losses import subtrajectory_balance, trajectory_balance
 from kgrag.hrag.gflownet.policy import PathPolicy
 from kgrag.hrag.gflownet.rollout import FREE, replay_actions, sample_trajectories
-from kgrag.hrag.text import QuestionTokens
+from kgrag.hrag.retrieval.text import QuestionTokens
 
 TEXT = 8
 

@@ -10,7 +10,7 @@ from kgrag.hrag.gflownet.config import GFlowNetConfig
 from kgrag.hrag.gflownet.data import QuestionGraph, gt_walks
 from kgrag.hrag.gflownet.policy import PathPolicy
 from kgrag.hrag.gflownet.train import AgentData, load_policy, train_gflownet
-from kgrag.hrag.text import QuestionTokens
+from kgrag.hrag.retrieval.text import QuestionTokens
 
 TEXT = 8
 RELATIONS = np.random.default_rng(1).normal(size=(3, TEXT)).astype(np.float32)

@@ -6,12 +6,18 @@ from __future__ import annotations
 import numpy as np
 
 from kgrag.graph.csr import CSRGraph
-from kgrag.hrag.chains import ChainPrior, ChainWalker, chain_candidates, chain_text, train_chain_prior
-from kgrag.hrag.gflownet.plan_labels import QuestionChains, best_chains
-from kgrag.hrag.pipeline import build_g_agent
-from kgrag.hrag.ppr import PersonalizedPageRank
-from kgrag.hrag.questions import HragQuestion
-from kgrag.hrag.samples import build_samples
+from kgrag.hrag.retrieval.chain_labels import QuestionChains, best_chains
+from kgrag.hrag.retrieval.chains import (
+    ChainPrior,
+    ChainWalker,
+    chain_candidates,
+    chain_text,
+    train_chain_prior,
+)
+from kgrag.hrag.retrieval.pipeline import build_g_agent
+from kgrag.hrag.retrieval.ppr import PersonalizedPageRank
+from kgrag.hrag.retrieval.questions import HragQuestion
+from kgrag.hrag.retrieval.samples import build_samples
 
 DIRECTED, STARRED = 0, 1
 # films 0 (the topic), 1, 2; director 3 directed 0 and 1; actors: 4 in film 0 (the close distractor), 5 and 6 in

@@ -12,11 +12,11 @@ from flows.retriever_eval import retriever_eval
 from flows.train_gflownet import train_gflownet
 from flows.train_retriever import train_retriever
 from kgrag.cli import app
-from kgrag.hrag.config import RetrieverConfig
-from kgrag.hrag.file_eval import strip_brackets
-from kgrag.hrag.g_agent import GAgentSplit
-from kgrag.hrag.questions import read_question_file
-from kgrag.hrag.reasoner import HRAGReasoner
+from kgrag.hrag.online.file_eval import strip_brackets
+from kgrag.hrag.online.reasoner import HRAGReasoner
+from kgrag.hrag.retrieval.config import RetrieverConfig
+from kgrag.hrag.retrieval.g_agent import GAgentSplit
+from kgrag.hrag.retrieval.questions import read_question_file
 from kgrag.prep.steps import read_prepared_questions
 
 GFLOWNET_TINY = {"dim": 16, "heads": 2, "layers": 1, "ffn": 32, "entity_dim": 4, "batch_questions": 8, "steps": 80,
@@ -104,8 +104,8 @@ def test_train_and_eval_flows_on_demo(prefect_harness, work_settings, tmp_path, 
 
     # the same trained chain over the demo served by `oxigraph serve`: each question's neighbourhood by SPARQL
     from kgrag.graph.remote_store import RemoteStore
-    from kgrag.hrag.endpoint_reasoner import EndpointReasoner
-    from kgrag.hrag.sparql_neighbourhood import ExpansionLimits
+    from kgrag.hrag.online.endpoint_reasoner import EndpointReasoner
+    from kgrag.hrag.online.sparql_neighbourhood import ExpansionLimits
     from kgrag.servers.ports import free_port
 
     remote = EndpointReasoner(reasoner, RemoteStore(oxigraph_server.url), reasoner.graph.iri_base)
@@ -128,9 +128,9 @@ def _uniform_policy_hits1(settings, checkpoint: str) -> float:
     equally likely."""
     import torch
 
-    from kgrag.hrag import pipeline
     from kgrag.hrag.gflownet.evaluate import evaluate_split, load_trained_policy
-    from kgrag.hrag.text import TextEmbeddings
+    from kgrag.hrag.retrieval import pipeline
+    from kgrag.hrag.retrieval.text import TextEmbeddings
 
     trained = load_trained_policy(settings, "demo", Path(checkpoint))
     for head in (trained.policy.select, trained.policy.stop, trained.policy.planner.out[-1]):

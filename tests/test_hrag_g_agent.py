@@ -1,4 +1,4 @@
-"""kgrag.hrag.g_agent: Top-K, triple dedup, oracle vs pruned, induced nodes, GT paths, the split file (hand-checked)."""
+"""kgrag.hrag.retrieval.g_agent: Top-K, triple dedup, oracle vs pruned, induced nodes, GT paths, the split file (hand-checked)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from kgrag.hrag.g_agent import GAgentSplit, g_agent_path, materialize
+from kgrag.hrag.retrieval.g_agent import GAgentSplit, g_agent_path, materialize
 
 Triple = tuple[int, int, int]
 

@@ -1,4 +1,4 @@
-"""Entity linking over plain text (kgrag.hrag.linker) on a small hand-built graph."""
+"""Entity linking over plain text (kgrag.hrag.online.linker) on a small hand-built graph."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from kgrag.graph.csr import CSRGraph
-from kgrag.hrag.linker import FUZZY_SIMILARITY, EntityLinker, normalise
+from kgrag.hrag.online.linker import FUZZY_SIMILARITY, EntityLinker, normalise
 
 NAMES = [
     "Ocean's Eleven",  # 0

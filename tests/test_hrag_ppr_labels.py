@@ -8,8 +8,8 @@ import pytest
 from fixtures.hrag import small_graph
 
 from kgrag.graph.csr import CSRGraph
-from kgrag.hrag.labels import shortest_path_labels
-from kgrag.hrag.ppr import PersonalizedPageRank
+from kgrag.hrag.retrieval.labels import shortest_path_labels
+from kgrag.hrag.retrieval.ppr import PersonalizedPageRank
 
 #: 0 -a-> 1 -b-> 3 ; 0 -c-> 2 -d-> 3 (two shortest 2-hop paths) ; 4 -e-> 0 (points at the topic) ; 3 -f-> 5
 #: 1 -g-> 2 (a side edge on no shortest path) ; 6 isolated

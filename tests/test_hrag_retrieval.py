@@ -8,13 +8,13 @@ import pytest
 from fixtures.hrag import small_graph
 
 from kgrag.errors import KgragError
-from kgrag.hrag.config import RetrieverConfig
-from kgrag.hrag.metrics import _BIG, question_ranks, recall_report
-from kgrag.hrag.questions import HragQuestion, masked_text, read_question_file
-from kgrag.hrag.retriever import score_samples
-from kgrag.hrag.samples import MAX_DIST, RetrievalSamples, build_samples
-from kgrag.hrag.text import TextEmbeddings
-from kgrag.hrag.train import load_scorer, train_retriever
+from kgrag.hrag.retrieval.config import RetrieverConfig
+from kgrag.hrag.retrieval.metrics import _BIG, question_ranks, recall_report
+from kgrag.hrag.retrieval.questions import HragQuestion, masked_text, read_question_file
+from kgrag.hrag.retrieval.retriever import score_samples
+from kgrag.hrag.retrieval.samples import MAX_DIST, RetrievalSamples, build_samples
+from kgrag.hrag.retrieval.text import TextEmbeddings
+from kgrag.hrag.retrieval.train import load_scorer, train_retriever
 from kgrag.rank.sentence_embedder import Embedder
 
 #: 0 -a-> 1 -b-> 2 ; 0 -c-> 3 ; 4 -a-> 1 ; 5 isolated
@@ -120,7 +120,7 @@ def test_retriever_learns_synthetic_task_better_than_random(tmp_path) -> None:
 
 
 def test_path_signatures_hand_checked() -> None:
-    from kgrag.hrag.signatures import path_signatures
+    from kgrag.hrag.retrieval.signatures import path_signatures
 
     # topic 0; 0 -a-> 1 -b-> 2 ; 3 -c-> 0 and 3 -d-> 2 (2 reached two ways) ; 2 -e-> 5 ; 6 -a-> 7 far away
     g = small_graph([(0, "a", 1), (1, "b", 2), (3, "c", 0), (3, "d", 2), (2, "e", 5), (6, "a", 7)], 8)

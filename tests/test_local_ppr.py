@@ -8,8 +8,8 @@ import pytest
 
 from kgrag.data.demo import demo_kg
 from kgrag.graph.csr import CSRGraph
-from kgrag.hrag.local_ppr import LocalPPR
-from kgrag.hrag.ppr import PersonalizedPageRank
+from kgrag.hrag.retrieval.local_ppr import LocalPPR
+from kgrag.hrag.retrieval.ppr import PersonalizedPageRank
 
 
 def _random_graph(seed: int, n: int = 80, m: int = 200) -> CSRGraph:

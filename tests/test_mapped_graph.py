@@ -14,7 +14,7 @@ import numpy as np
 from kgrag.data.demo import demo_kg
 from kgrag.graph.csr import CSRGraph
 from kgrag.graph.mapped import SortedIndex, StringColumn
-from kgrag.hrag.entity_vectors import EntityVectors
+from kgrag.hrag.retrieval.entity_vectors import EntityVectors
 
 
 def test_a_saved_graph_maps_back_equal(tmp_path: Path) -> None:

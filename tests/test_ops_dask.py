@@ -11,11 +11,11 @@ import pytest
 import torch
 
 from kgrag.config import get_settings
-from kgrag.hrag import pipeline
-from kgrag.hrag.config import RetrieverConfig
-from kgrag.hrag.g_agent import GAgentSplit
-from kgrag.hrag.samples import RetrievalSamples, build_samples
-from kgrag.hrag.sharding import contiguous_ranges, merge_samples, shard_questions, topic_groups
+from kgrag.hrag.retrieval import pipeline
+from kgrag.hrag.retrieval.config import RetrieverConfig
+from kgrag.hrag.retrieval.g_agent import GAgentSplit
+from kgrag.hrag.retrieval.samples import RetrievalSamples, build_samples
+from kgrag.hrag.retrieval.sharding import contiguous_ranges, merge_samples, shard_questions, topic_groups
 
 
 def _same(a: RetrievalSamples, b: RetrievalSamples) -> bool:

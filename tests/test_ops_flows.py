@@ -12,7 +12,7 @@ from test_hrag_flows import GFLOWNET_TINY, TINY
 from flows.hrag_pipeline import hrag_pipeline
 from flows.kn_refresh import kn_refresh
 from flows.prepare_data import prepare_data
-from kgrag.hrag.g_agent import GAgentSplit
+from kgrag.hrag.retrieval.g_agent import GAgentSplit
 
 
 def _artifact(key: str):

@@ -298,7 +298,7 @@ def test_kgrags_own_export_round_trips(tmp_path) -> None:
 def test_hrag_question_files_in_any_format(mini_kg, work_settings) -> None:
     """``kgrag eval --questions`` / ``retriever-eval --questions`` read canonical JSONL too: topics resolved, the
     stored name bracketed in the text for the reasoner, unresolved topics and bad lines counted."""
-    from kgrag.hrag.questions import read_question_file
+    from kgrag.hrag.retrieval.questions import read_question_file
 
     _, questions = mini_kg
     graph = CSRGraph.load(work_settings.dataset_dir("mini") / "graph.npz")

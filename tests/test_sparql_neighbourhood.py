@@ -1,4 +1,4 @@
-"""A question's neighbourhood from a KG on a SPARQL endpoint (:mod:`kgrag.hrag.sparql_neighbourhood`), against the
+"""A question's neighbourhood from a KG on a SPARQL endpoint (:mod:`kgrag.hrag.online.sparql_neighbourhood`), against the
 real ``oxigraph serve`` and Virtuoso fixtures holding the demo KG: without caps the expansion equals the k-hop
 triples of the demo graph built locally; the caps bound it and say so; CVT hops reach a mediator's far side;
 literals become nodes as the import makes them; a slow or absent endpoint is a one-line SparqlError.
@@ -23,7 +23,7 @@ from kgrag.errors import SparqlError
 from kgrag.graph.csr import CSRGraph
 from kgrag.graph.iri import slug_id
 from kgrag.graph.remote_store import RemoteStore
-from kgrag.hrag.sparql_neighbourhood import ExpansionLimits, Neighbourhood, expand_neighbourhood
+from kgrag.hrag.online.sparql_neighbourhood import ExpansionLimits, Neighbourhood, expand_neighbourhood
 from kgrag.servers.oxigraph_server import load_into, serve_read_only
 from kgrag.servers.ports import free_port
 

@@ -36,7 +36,7 @@ def retriever_eval_cmd(
     """Evaluate the trained retriever: answer recall@K and shortest-path triple recall@K (K = 50, 100, 200, 500) per
     hop. With --questions, on that file; else on the prepared splits, also writing <split>_g_agent.pt."""
     from kgrag.data.question_files import require_question_file
-    from kgrag.hrag.metrics import flat_metrics, report_table
+    from kgrag.hrag.retrieval.metrics import flat_metrics, report_table
 
     if hop is not None and hop < 0:
         raise KgragError("--hop must be >= 0")

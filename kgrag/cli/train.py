@@ -33,7 +33,7 @@ def train_retriever_cmd(
     """Train the H-RAG dense triple retriever (flow `train-retriever`): PPR G_retrieval, labels, BCE training with
     early stopping on validation recall@K. Checkpoints under <KGRAG_WORK_DIR>/checkpoints/retriever/."""
     from flows.train_retriever import train_retriever
-    from kgrag.hrag.config import RetrieverConfig
+    from kgrag.hrag.retrieval.config import RetrieverConfig
 
     overrides = config_overrides(config, RetrieverConfig, epochs=epochs, max_train_questions=max_train_questions)
     result = train_retriever(dataset=known_dataset(dataset), config=overrides)

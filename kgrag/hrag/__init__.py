@@ -1,1 +1,6 @@
-"""H-RAG (spec h-rag.md): PPR retrieval subgraphs, shortest-path labels, dense retriever, g_agent, GFlowNet."""
+"""H-RAG (spec h-rag.md), three layers that import one way only, retrieval ← gflownet ← online:
+
+- :mod:`kgrag.hrag.retrieval` — PPR retrieval subgraphs, shortest-path and chain labels, dense retriever, g_agent;
+- :mod:`kgrag.hrag.gflownet` — the GFlowNet that builds evidence paths over g_agent;
+- :mod:`kgrag.hrag.online` — the reasoner that answers a question with both.
+"""

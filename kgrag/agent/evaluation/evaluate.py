@@ -30,7 +30,7 @@ from kgrag.agent.training.gold import load_ce_prompt
 from kgrag.data.metaqa import parse_question_line
 from kgrag.data.question_files import question_format, read_question_file
 from kgrag.graph.csr import CSRGraph
-from kgrag.hrag.file_eval import strip_brackets
+from kgrag.hrag.online.file_eval import strip_brackets
 from kgrag.prep.resolve import EntityResolver
 
 __all__ = ["EvalItem", "evaluate", "read_kg_questions", "read_metaqa", "read_questions", "set_scores", "top_answer"]

@@ -6,7 +6,7 @@
 
 - ``extract_keywords``: starts the turn (the thread's ``history`` and KG ``session_id`` kept); refuses an empty or
   too long question and an unknown or unprepared KG; keywords: the spans that name stored entities (the
-  linker over the graph's names, :mod:`kgrag.hrag.linker`) and the question's other content words.
+  linker over the graph's names, :mod:`kgrag.hrag.online.linker`) and the question's other content words.
 - ``schema_recall``: the KG's relations ranked for the question: the chain prior's relation chains (with the
   trained H-RAG retriever), else the topic's relations ranked by BM25 (the kg-tools session).
 - ``contextual_recall``: the storage forms: the stored names (and ids) of the linked spans, not the user's

@@ -26,11 +26,11 @@ from kgrag.config import Settings
 from kgrag.data.registry import dataset_spec
 from kgrag.errors import KgragError
 from kgrag.graph import open_store
-from kgrag.hrag import pipeline
-from kgrag.hrag.chains import chain_text
-from kgrag.hrag.linker import EntityLinker
-from kgrag.hrag.questions import masked_text
-from kgrag.hrag.reasoner import loaded_reasoner
+from kgrag.hrag.online.linker import EntityLinker
+from kgrag.hrag.online.reasoner import loaded_reasoner
+from kgrag.hrag.retrieval import pipeline
+from kgrag.hrag.retrieval.chains import chain_text
+from kgrag.hrag.retrieval.questions import masked_text
 from kgrag.tools.config import KGToolsConfig
 from kgrag.tools.factory import make_client, make_relation_filter
 from kgrag.tools.relations import RelationFilters
@@ -39,7 +39,7 @@ from kgrag.tools.session_store import SessionStore
 
 if TYPE_CHECKING:  # pragma: no cover
     from kgrag.graph.csr import CSRGraph
-    from kgrag.hrag.reasoner import HRAGReasoner
+    from kgrag.hrag.online.reasoner import HRAGReasoner
 
 log = logging.getLogger(__name__)
 

@@ -59,8 +59,8 @@ from kgrag.agent.training.gold import (
 from kgrag.config import Settings
 from kgrag.errors import KgragError
 from kgrag.fileio import write_json
-from kgrag.hrag.metrics import save_figure
-from kgrag.hrag.pipeline import record_latest
+from kgrag.hrag.retrieval.metrics import save_figure
+from kgrag.hrag.retrieval.pipeline import record_latest
 
 __all__ = ["accuracy_markdown", "annotation_oracle", "annotation_style", "confusion_markdown",
            "evaluate_ranker", "intent_run_dir", "noise_bounds", "split_examples", "split_questions", "train_intent",
@@ -346,7 +346,7 @@ def plot_confusion(confusion: dict, path: Path, title: str) -> Path:
 # ---- the run ----------------------------------------------------------------------------------------------
 def _record_latest(settings: Settings, run_dir: Path) -> None:
     """``checkpoints/intent/medical-latest.json`` → ``run_dir`` (the shared helper; imported here because
-    :mod:`kgrag.hrag.pipeline` pulls in torch, which loading a ranker does not need)."""
+    :mod:`kgrag.hrag.retrieval.pipeline` pulls in torch, which loading a ranker does not need)."""
     record_latest(settings, DATASET, run_dir, kind=KIND)
 
 

@@ -29,7 +29,7 @@ from kgrag.agent.kn.zero_shot import CUES, ZeroShotSchemaRanker
 from kgrag.agent.training.synthesise import CLASS_AFFINITY, phrase_neighbours, synthesise, text_wordings
 from kgrag.config import Settings
 from kgrag.fileio import write_json
-from kgrag.hrag.pipeline import record_latest
+from kgrag.hrag.retrieval.pipeline import record_latest
 from kgrag.network.domain_vectors import instance_texts
 from kgrag.rank.tokenize import has_cjk
 

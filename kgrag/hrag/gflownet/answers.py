@@ -27,7 +27,8 @@ from kgrag.hrag.gflownet.data import PoolBatch, QuestionGraph, collate
 from kgrag.hrag.gflownet.env import CandidatePool, PathState, initial_state, legal_actions, step
 from kgrag.hrag.gflownet.found import FoundPath
 from kgrag.hrag.gflownet.policy import PathPolicy, PoolEmbedding
-from kgrag.hrag.text import QuestionTokens
+from kgrag.hrag.retrieval.progress import counted
+from kgrag.hrag.retrieval.text import QuestionTokens
 
 __all__ = ["FoundPath", "beam_search", "answer_questions", "rank_answers", "answer_metrics", "choose_threshold", "summarise",
            "THRESHOLDS"]
@@ -216,7 +217,7 @@ def answer_questions(policy: PathPolicy, questions: Sequence[QuestionGraph], tok
     ranked: list[list[tuple[int, float]]] = []
     found: list[list[FoundPath]] = []
     policy.eval()
-    for lo in range(0, len(questions), batch_size):
+    for lo in counted(range(0, len(questions), batch_size), "GFlowNet answers", "batch"):
         batch = collate(questions[lo : lo + batch_size], tokens[lo : lo + batch_size], entity_vectors)
         batch = batch.to(policy.relation_vectors.device)
         if reasoner == "planner":

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from kgrag.hrag.g_agent import GAgentSplit
 from kgrag.hrag.gflownet.answers import answer_metrics
+from kgrag.hrag.retrieval.g_agent import GAgentSplit
 
 __all__ = ["top_triple_answers", "greedy_walk_answers", "choose_stop_score"]
 

@@ -12,7 +12,7 @@ and keeps the planner:
 A beam over action prefixes, one frontier (a set of pool nodes) per prefix. At each step an action with no
 candidate edge from the frontier is a dead end: its planner mass is lost, not re-spread (as the encoder beam's
 ``renormalise=False``). A prefix that stops is a found chain: its probability is ``P_plan(actions, Stop)``, the
-entities it reaches (topics never re-entered, as :class:`~kgrag.hrag.chains.ChainWalker`) score it, summed
+entities it reaches (topics never re-entered, as :class:`~kgrag.hrag.retrieval.chains.ChainWalker`) score it, summed
 over chains. Ties (a chain's answers all score its mass) break, one hop from the topics, by the policy's select
 logit of the edge at the start state (the encoder's preference, as the beam's path probability breaks them; one
 encoder pass per question), farther by the best raw retriever score among the chain's last-hop edges into the

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from kgrag.hrag.g_agent import GAgentSplit, hop_distances
 from kgrag.hrag.gflownet.env import CandidatePool, pool_from_edges
-from kgrag.hrag.text import QuestionTokens
+from kgrag.hrag.retrieval.g_agent import GAgentSplit, hop_distances
+from kgrag.hrag.retrieval.text import QuestionTokens
 
 __all__ = ["QuestionGraph", "PoolBatch", "agent_questions", "collate", "gt_walks"]
 

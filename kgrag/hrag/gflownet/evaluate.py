@@ -1,7 +1,7 @@
 """Answering with a trained policy on a g_agent split, and the report helpers (tables, examples).
 
-The whole chain on a question file (PPR → retriever → g_agent → policy) is :mod:`kgrag.hrag.file_eval`, through
-the online reasoner (:mod:`kgrag.hrag.reasoner`).
+The whole chain on a question file (PPR → retriever → g_agent → policy) is :mod:`kgrag.hrag.online.file_eval`, through
+the online reasoner (:mod:`kgrag.hrag.online.reasoner`).
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ import numpy as np
 from kgrag.config import Settings
 from kgrag.fileio import atomic_write
 from kgrag.graph.csr import CSRGraph
-from kgrag.hrag import pipeline as retrieval
-from kgrag.hrag.g_agent import GAgentSplit
 from kgrag.hrag.gflownet import pipeline
 from kgrag.hrag.gflownet.answers import FoundPath, answer_metrics, answer_questions, summarise
 from kgrag.hrag.gflownet.config import GFlowNetConfig
@@ -24,7 +22,9 @@ from kgrag.hrag.gflownet.data import QuestionGraph
 from kgrag.hrag.gflownet.llm_answer import PathEvidence, verbalise_path
 from kgrag.hrag.gflownet.policy import PathPolicy
 from kgrag.hrag.gflownet.train import AgentData, load_policy
-from kgrag.hrag.text import TextEmbeddings
+from kgrag.hrag.retrieval import pipeline as retrieval
+from kgrag.hrag.retrieval.g_agent import GAgentSplit
+from kgrag.hrag.retrieval.text import TextEmbeddings
 
 __all__ = ["TrainedPolicy", "Answers", "load_trained_policy", "answer_data", "evaluate_split",
            "metrics_table", "flat_figures", "write_answers_report", "path_evidence", "example_lines"]
@@ -48,7 +48,7 @@ class Answers:
 
 
 def load_trained_policy(settings: Settings, dataset: str, checkpoint: Path | None = None) -> TrainedPolicy:
-    path = Path(checkpoint) if checkpoint else pipeline.latest_policy(settings, dataset)
+    path = retrieval.checkpoint_input(settings, dataset, checkpoint, kind="gflownet")
     policy, state = load_policy(path)
     return TrainedPolicy(policy, GFlowNetConfig(**state["config"]), float(state.get("threshold", 1.0)), path)
 
@@ -71,7 +71,7 @@ def answer_data(trained: TrainedPolicy, data: AgentData, entity_vectors: np.ndar
 def evaluate_split(settings: Settings, dataset: str, split: str, trained: TrainedPolicy,
                    text: TextEmbeddings, g_agent: Path | None = None) -> Answers:
     """Answers on ``<split>_g_agent.pt`` (or the given file) with the split's gold answer sets."""
-    agent = GAgentSplit.load(g_agent or retrieval.g_agent_file(settings, dataset, split))
+    agent = GAgentSplit.load(retrieval.g_agent_input(settings, dataset, split, g_agent))
     data = pipeline.agent_data(agent, text, pipeline.split_gold(settings, dataset, split))
     return answer_data(trained, data, text.entities)
 

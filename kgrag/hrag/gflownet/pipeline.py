@@ -1,7 +1,8 @@
 """System 2's steps over a prepared dataset (flows/ wires them): g_agent data, checkpoints, the latest run.
 
 Checkpoints: ``work/checkpoints/gflownet/<dataset>-<config fingerprint>/{best,last}.pt``; ``<dataset>-latest.json``
-beside them names the run that trained last (what ``kgrag eval`` loads).
+beside them names the run that trained last (what ``kgrag eval`` loads, through
+:func:`~kgrag.hrag.retrieval.pipeline.checkpoint_input`).
 """
 
 from __future__ import annotations
@@ -12,16 +13,17 @@ from pathlib import Path
 from kgrag.config import Settings
 from kgrag.errors import KgragError
 from kgrag.graph.csr import CSRGraph
-from kgrag.hrag import pipeline as retrieval
-from kgrag.hrag.g_agent import GAgentSplit
 from kgrag.hrag.gflownet.config import GFlowNetConfig
 from kgrag.hrag.gflownet.data import agent_questions
-from kgrag.hrag.gflownet.plan_labels import PlanData, cached_chains
+from kgrag.hrag.gflownet.plan_data import PlanData
 from kgrag.hrag.gflownet.train import AgentData
-from kgrag.hrag.questions import HragQuestion, prepared_questions
-from kgrag.hrag.text import TextEmbeddings
+from kgrag.hrag.retrieval import pipeline as retrieval
+from kgrag.hrag.retrieval.chain_labels import cached_chains
+from kgrag.hrag.retrieval.g_agent import GAgentSplit
+from kgrag.hrag.retrieval.questions import HragQuestion, prepared_questions
+from kgrag.hrag.retrieval.text import TextEmbeddings
 
-__all__ = ["agent_data", "plan_data", "split_gold", "run_dir", "record_latest", "latest_policy"]
+__all__ = ["agent_data", "plan_data", "split_gold", "run_dir", "record_latest"]
 
 
 def split_gold(settings: Settings, dataset: str, split: str) -> dict[str, set[int]]:
@@ -57,8 +59,3 @@ def run_dir(settings: Settings, dataset: str, cfg: GFlowNetConfig) -> Path:
 
 def record_latest(settings: Settings, dataset: str, folder: Path) -> None:
     retrieval.record_latest(settings, dataset, folder, kind="gflownet")
-
-
-def latest_policy(settings: Settings, dataset: str) -> Path:
-    """``best.pt`` of the GFlowNet run that trained last for ``dataset``; a clear error when there is none."""
-    return retrieval.latest_checkpoint(settings, dataset, kind="gflownet")

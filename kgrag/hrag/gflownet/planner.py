@@ -11,7 +11,7 @@ next hop, and a linear head scores the next action, ``2R`` relation moves plus S
 It knows nothing of the pool's entities: the policy's ``P_F`` puts its mass on the groups of candidates that walk
 that relation in that direction, and on Stop (:class:`~kgrag.hrag.gflownet.policy.PathPolicy`). It is trained by
 the marginal likelihood of each train question's relation chains read off the KG (:func:`plan_loss`,
-:mod:`~kgrag.hrag.gflownet.plan_labels`) alone, beside the TB loss that trains the rest of the policy: on MetaQA
+:mod:`~kgrag.hrag.retrieval.chain_labels`) alone, beside the TB loss that trains the rest of the policy: on MetaQA
 it learns in seconds what the reward's high-variance gradient did not teach the whole policy in hundreds of steps
 (the TB gradient, left to flow into it, drowned the planner's own).
 """

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from kgrag.hrag.metrics import save_figure
+from kgrag.hrag.retrieval.metrics import save_figure
 
 __all__ = ["plot_learning_curve"]
 

@@ -17,18 +17,18 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from kgrag.hrag.gflownet.answers import answer_metrics, answer_questions
 from kgrag.hrag.gflownet.config import GFlowNetConfig
 from kgrag.hrag.gflownet.data import QuestionGraph, collate
 from kgrag.hrag.gflownet.losses import subtrajectory_balance, trajectory_balance
-from kgrag.hrag.gflownet.plan_labels import PlanData
+from kgrag.hrag.gflownet.plan_data import PlanData
 from kgrag.hrag.gflownet.planner import plan_loss
 from kgrag.hrag.gflownet.policy import PathPolicy
 from kgrag.hrag.gflownet.rollout import path_rewards, replay_actions, sample_trajectories
-from kgrag.hrag.text import QuestionTokens
-from kgrag.hrag.train import restore_model, save_checkpoint
+from kgrag.hrag.retrieval.progress import counted
+from kgrag.hrag.retrieval.text import QuestionTokens
+from kgrag.hrag.retrieval.train import restore_model, save_checkpoint
 
 __all__ = ["finished_run", "AgentData", "TrainResult", "train_gflownet", "load_policy", "exploration", "new_policy"]
 
@@ -121,7 +121,7 @@ def warm_up_planner(policy: PathPolicy, plan: PlanData, cfg: GFlowNetConfig) -> 
     optimiser = torch.optim.AdamW(policy.planner.parameters(), lr=cfg.lr)
     rng = np.random.default_rng([cfg.seed, 7])
     loss = torch.zeros(())
-    for _ in tqdm(range(cfg.plan_warmup), desc="planner warm-up", unit="step", leave=False, disable=None):
+    for _ in counted(range(cfg.plan_warmup), "planner warm-up", "step"):
         loss = _plan_loss(policy, plan, rng, cfg.batch_questions)
         optimiser.zero_grad()
         loss.backward()
@@ -178,7 +178,7 @@ def train_gflownet(cfg: GFlowNetConfig, train: AgentData, validation: AgentData,
     end = cfg.steps if stop_after is None else min(cfg.steps, stop_after)
     window: dict[str, float] = {"loss": 0.0, "reward": 0.0, "correct": 0.0, "recall": 0.0, "length": 0.0, "n": 0}
     t0 = time.perf_counter()
-    for s in tqdm(range(start, end), desc="GFlowNet training", unit="step", leave=False, disable=None):
+    for s in counted(range(start, end), "GFlowNet training", "step"):
         policy.train()
         rows = _batch_rows(len(train), cfg.batch_questions, cfg.seed, s)
         batch = collate([train.questions[i] for i in rows], train.tokens[rows], entity_vectors).to(device)

@@ -24,17 +24,20 @@ import numpy as np
 from kgrag.config import Settings
 from kgrag.errors import KgragError
 from kgrag.graph.csr import CSRGraph
-from kgrag.hrag.chains import ChainPrior, train_chain_prior
-from kgrag.hrag.config import RetrieverConfig
-from kgrag.hrag.g_agent import GAgentSplit, g_agent_path, materialize
-from kgrag.hrag.gflownet.plan_labels import cached_chains
-from kgrag.hrag.local_ppr import LocalPPR
-from kgrag.hrag.questions import HragQuestion, prepared_questions
-from kgrag.hrag.samples import RetrievalSamples, build_samples
-from kgrag.hrag.text import TextEmbeddings
+from kgrag.hrag.retrieval.chain_labels import cached_chains
+from kgrag.hrag.retrieval.chains import ChainPrior, train_chain_prior
+from kgrag.hrag.retrieval.config import RetrieverConfig
+from kgrag.hrag.retrieval.g_agent import GAgentSplit, g_agent_path, materialize
+from kgrag.hrag.retrieval.local_ppr import LocalPPR
+from kgrag.hrag.retrieval.progress import counted, counter
+from kgrag.hrag.retrieval.questions import HragQuestion, prepared_questions
+from kgrag.hrag.retrieval.samples import RetrievalSamples, build_samples
+from kgrag.hrag.retrieval.stage_inputs import stage_input
+from kgrag.hrag.retrieval.text import TextEmbeddings
 
 __all__ = ["SAMPLES_VERSION", "hrag_dir", "load_graph", "split_samples", "question_samples", "checkpoint_dir",
-           "record_latest", "latest_checkpoint", "build_g_agent", "chain_prior", "with_chain_prior", "split_questions", "available_splits", "g_agent_file"]
+           "record_latest", "latest_checkpoint", "checkpoint_input", "build_g_agent", "chain_prior", "with_chain_prior",
+           "split_questions", "available_splits", "g_agent_file", "g_agent_input"]
 
 SAMPLES_VERSION = "samples-v2"  # bump when the samples' content changes
 CHAIN_PRIOR_VERSION = "chain-prior-v1"  # bump when the chain prior's model or labels change
@@ -46,10 +49,7 @@ def hrag_dir(settings: Settings, dataset: str) -> Path:
 
 
 def load_graph(settings: Settings, dataset: str) -> CSRGraph:
-    path = settings.dataset_dir(dataset) / "graph.npz"
-    if not path.is_file():
-        raise KgragError(f"{path} not found: run `kgrag prepare --dataset {dataset}` first")
-    return CSRGraph.load(path)
+    return CSRGraph.load(stage_input(settings.dataset_dir(dataset) / "graph.npz", f"kgrag prepare --dataset {dataset}"))
 
 
 def _questions_key(questions: Sequence[HragQuestion], cfg: RetrieverConfig, graph: CSRGraph) -> str:
@@ -68,12 +68,17 @@ def _samples_file(folder: Path, name: str, questions: Sequence[HragQuestion], cf
 def question_samples(graph: CSRGraph, questions: Sequence[HragQuestion], cfg: RetrieverConfig, folder: Path,
                      name: str, ppr: LocalPPR | None = None,
                      progress: Callable[[int, int], None] | None = None) -> RetrievalSamples:
-    """Samples of ``questions``, read from ``folder/samples_<name>_<key>.npz`` when built before."""
+    """Samples of ``questions``, read from ``folder/samples_<name>_<key>.npz`` when built before; a build reports
+    to ``progress(done, total)``, else to a bar on the terminal."""
     path = _samples_file(folder, name, questions, cfg, graph)
     if path.is_file():
         return RetrievalSamples.load(path)
     ppr = ppr or ppr_for(graph, cfg)
-    samples = build_samples(graph, questions, cfg.top_n, cfg.max_triples, ppr=ppr, progress=progress)
+    if progress is None:
+        with counter(f"G_retrieval ({name}, PPR)", "topic set") as shown:
+            samples = build_samples(graph, questions, cfg.top_n, cfg.max_triples, ppr=ppr, progress=shown)
+    else:
+        samples = build_samples(graph, questions, cfg.top_n, cfg.max_triples, ppr=ppr, progress=progress)
     samples.save(path)
     return samples
 
@@ -139,6 +144,14 @@ def latest_checkpoint(settings: Settings, dataset: str, kind: str = "retriever")
                      f"run `kgrag train-{kind} --dataset {dataset}` first")
 
 
+def checkpoint_input(settings: Settings, dataset: str, checkpoint: str | Path | None, kind: str = "retriever") -> Path:
+    """The ``kind`` checkpoint a stage loads: ``checkpoint`` when given (a one-line error when it is missing), else
+    :func:`latest_checkpoint`."""
+    if checkpoint:
+        return stage_input(checkpoint, f"kgrag train-{kind} --dataset {dataset}")
+    return latest_checkpoint(settings, dataset, kind)
+
+
 def chain_prior(settings: Settings, dataset: str, graph: CSRGraph, text: TextEmbeddings,
                 split: str = "train") -> ChainPrior:
     """The relation-chain prior learned from ``split``'s questions (all of them), kept in
@@ -201,7 +214,7 @@ def build_g_agent(graph: CSRGraph, samples: RetrievalSamples, ptr: np.ndarray, s
     the chain prior's ``candidates`` the scores are :func:`with_chain_prior`'s."""
     joined = with_chain_prior(graph, samples, ptr, scores, candidates, chain_weight) if candidates else None
     records = []
-    for i in range(len(samples)):
+    for i in counted(range(len(samples)), f"g_agent ({meta.get('split', 'questions')})", "question"):
         q = samples.question(i)
         if joined is None:
             triples, s, labels = q.triples, scores[ptr[i] : ptr[i + 1]], q.labels.astype(np.float32)
@@ -222,3 +235,9 @@ def build_g_agent(graph: CSRGraph, samples: RetrievalSamples, ptr: np.ndarray, s
 
 def g_agent_file(settings: Settings, dataset: str, split: str) -> Path:
     return g_agent_path(hrag_dir(settings, dataset) / "g_agent", split)
+
+
+def g_agent_input(settings: Settings, dataset: str, split: str, given: str | Path | None = None) -> Path:
+    """The g_agent file a later stage reads (``given``, else the split's under the work dir); a one-line error
+    naming ``kgrag retriever-eval`` (which writes it) when it is missing."""
+    return stage_input(given or g_agent_file(settings, dataset, split), f"kgrag retriever-eval --dataset {dataset}")

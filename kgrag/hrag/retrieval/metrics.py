@@ -20,7 +20,7 @@ import numpy as np
 
 from kgrag.fileio import atomic_write
 from kgrag.graph.csr import CSRGraph
-from kgrag.hrag.samples import RetrievalSamples
+from kgrag.hrag.retrieval.samples import RetrievalSamples
 
 __all__ = ["DEFAULT_KS", "question_ranks", "recall_report", "report_table", "flat_metrics", "plot_recall", "save_figure"]
 

@@ -5,7 +5,7 @@ local graph.
     remote = EndpointReasoner(HRAGReasoner.load(settings, "metaqa"), RemoteStore(url), namespace)
     answer = remote.answer("who directed [Blade Runner]", ["e.blade_runner_1a2b3c4d"])   # topics: ids or IRIs
 
-Per question: :func:`~kgrag.hrag.sparql_neighbourhood.expand_neighbourhood` (k hops, capped triples per hop and
+Per question: :func:`~kgrag.hrag.online.sparql_neighbourhood.expand_neighbourhood` (k hops, capped triples per hop and
 per node, CVT nodes one hop further, names in batches) → a small :class:`~kgrag.graph.csr.CSRGraph` whose relation
 ids are the trained graph's (relations the model never saw are appended, their vectors encoded) → its entity name
 vectors, encoded only for the rows the retriever and reasoner read (the embedder's content-keyed cache:
@@ -23,9 +23,9 @@ import numpy as np
 from kgrag.errors import SparqlError
 from kgrag.graph.csr import CSRGraph
 from kgrag.graph.store import GraphStore
-from kgrag.hrag.reasoner import Answer, HRAGReasoner
-from kgrag.hrag.sparql_neighbourhood import ExpansionLimits, Neighbourhood, expand_neighbourhood
-from kgrag.hrag.text import TextEmbeddings, relation_text
+from kgrag.hrag.online.reasoner import Answer, HRAGReasoner
+from kgrag.hrag.online.sparql_neighbourhood import ExpansionLimits, Neighbourhood, expand_neighbourhood
+from kgrag.hrag.retrieval.text import TextEmbeddings, relation_text
 
 __all__ = ["EndpointReasoner"]
 

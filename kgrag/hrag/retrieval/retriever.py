@@ -17,9 +17,10 @@ import torch
 from torch import nn
 
 from kgrag.graph.csr import CSRGraph
-from kgrag.hrag.samples import MAX_DIST, RetrievalSamples
-from kgrag.hrag.signatures import BITS, bits_matrix, path_signatures
-from kgrag.hrag.text import TextEmbeddings
+from kgrag.hrag.retrieval.progress import counter
+from kgrag.hrag.retrieval.samples import MAX_DIST, RetrievalSamples
+from kgrag.hrag.retrieval.signatures import BITS, bits_matrix, path_signatures
+from kgrag.hrag.retrieval.text import TextEmbeddings
 
 __all__ = ["TripleBatch", "TripleScorer", "make_batch", "GroupSignatures", "score_samples"]
 
@@ -33,7 +34,7 @@ class TripleBatch:
     head: torch.Tensor  # (N,) -> entity_vec row
     tail: torch.Tensor  # (N,)
     dist_code: torch.Tensor  # (N,) d_head * (MAX_DIST + 1) + d_tail
-    path_bits: torch.Tensor  # (N, 2 * BITS) first / last relation sets of the near end (kgrag.hrag.signatures)
+    path_bits: torch.Tensor  # (N, 2 * BITS) first / last relation sets of the near end (kgrag.hrag.retrieval.signatures)
 
 
 class TripleScorer(nn.Module):
@@ -125,18 +126,20 @@ def score_samples(model: TripleScorer, graph: CSRGraph, text: TextEmbeddings, sa
     ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     scores = np.zeros(int(ptr[-1]), dtype=np.float32)
     start = 0
-    while start < len(samples):
-        stop = start + 1
-        while stop < len(samples) and ptr[stop + 1] - ptr[start] <= max_rows:
-            stop += 1
-        rows = []
-        for i in range(start, stop):
-            group = int(samples.group_of[i])
-            span = samples.group_triples(group)
-            rows.append((i, samples.triples[span].astype(np.int64), samples.head_dist[span], samples.tail_dist[span],
-                         signatures.bits(group)))
-        if ptr[stop] > ptr[start]:
-            batch = make_batch(graph, text, question_vec, rows)
-            scores[ptr[start] : ptr[stop]] = model(batch, relation_vec).numpy()
-        start = stop
+    with counter("retriever scoring", "question") as progress:
+        while start < len(samples):
+            stop = start + 1
+            while stop < len(samples) and ptr[stop + 1] - ptr[start] <= max_rows:
+                stop += 1
+            rows = []
+            for i in range(start, stop):
+                group = int(samples.group_of[i])
+                span = samples.group_triples(group)
+                rows.append((i, samples.triples[span].astype(np.int64), samples.head_dist[span],
+                             samples.tail_dist[span], signatures.bits(group)))
+            if ptr[stop] > ptr[start]:
+                batch = make_batch(graph, text, question_vec, rows)
+                scores[ptr[start] : ptr[stop]] = model(batch, relation_vec).numpy()
+            start = stop
+            progress(start, len(samples))
     return ptr, scores

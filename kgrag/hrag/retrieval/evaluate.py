@@ -14,16 +14,16 @@ import numpy as np
 from kgrag.config import Settings
 from kgrag.fileio import atomic_write, png_data_url
 from kgrag.graph.csr import CSRGraph
-from kgrag.hrag import pipeline
-from kgrag.hrag.chains import ChainPrior, ChainWalker, chain_candidates
-from kgrag.hrag.config import MATERIALISATION, RetrieverConfig
-from kgrag.hrag.g_agent import GAgentSplit
-from kgrag.hrag.metrics import DEFAULT_KS, plot_recall, recall_report, report_table
-from kgrag.hrag.questions import read_question_file
-from kgrag.hrag.retriever import TripleScorer, score_samples
-from kgrag.hrag.samples import RetrievalSamples
-from kgrag.hrag.text import TextEmbeddings
-from kgrag.hrag.train import load_scorer
+from kgrag.hrag.retrieval import pipeline
+from kgrag.hrag.retrieval.chains import ChainPrior, ChainWalker, chain_candidates
+from kgrag.hrag.retrieval.config import MATERIALISATION, RetrieverConfig
+from kgrag.hrag.retrieval.g_agent import GAgentSplit
+from kgrag.hrag.retrieval.metrics import DEFAULT_KS, plot_recall, recall_report, report_table
+from kgrag.hrag.retrieval.questions import read_question_file
+from kgrag.hrag.retrieval.retriever import TripleScorer, score_samples
+from kgrag.hrag.retrieval.samples import RetrievalSamples
+from kgrag.hrag.retrieval.text import TextEmbeddings
+from kgrag.hrag.retrieval.train import load_scorer
 from kgrag.rank.sentence_embedder import Embedder
 
 __all__ = ["TrainedRetriever", "Evaluation", "load_trained", "evaluate_samples", "write_report",
@@ -90,7 +90,7 @@ def load_trained(settings: Settings, dataset: str, checkpoint: Path | None = Non
     """The retriever of ``checkpoint`` (default: the latest trained for ``dataset``) with its graph, text vectors
     and relation-chain prior (learned from the train split, cached); its config is the saved one but for the
     g_agent settings (``MATERIALISATION``: size, chain prior), which follow the current defaults."""
-    path = Path(checkpoint) if checkpoint else pipeline.latest_checkpoint(settings, dataset)
+    path = pipeline.checkpoint_input(settings, dataset, checkpoint)
     model, state = load_scorer(path)
     graph = pipeline.load_graph(settings, dataset)
     text = TextEmbeddings.for_graph(graph, pipeline.hrag_dir(settings, dataset), Embedder.from_settings(settings))

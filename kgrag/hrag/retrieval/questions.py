@@ -16,6 +16,7 @@ from kgrag.data.question_files import question_format
 from kgrag.data.question_files import read_question_file as read_questions_any
 from kgrag.errors import KgragError
 from kgrag.graph.csr import CSRGraph
+from kgrag.hrag.retrieval.stage_inputs import stage_input
 from kgrag.prep.resolve import EntityResolver
 from kgrag.prep.steps import read_prepared_questions
 
@@ -53,6 +54,7 @@ def masked_text(text: str) -> str:
 
 def prepared_questions(out_dir: Path, splits: list[str] | None = None, hop: int | None = None) -> list[HragQuestion]:
     """Questions of ``questions.jsonl`` (from ``kgrag prepare``) with a resolved topic entity."""
+    stage_input(Path(out_dir) / "questions.jsonl", f"kgrag prepare --dataset {Path(out_dir).name}")
     out = []
     for rec in read_prepared_questions(out_dir):
         if splits is not None and rec["split"] not in splits:

@@ -42,7 +42,7 @@ class RetrieverConfig(BaseModel):
     # g_agent (spec §4.4)
     anchor_top_k: int = Field(200, ge=1, description="triples kept per question in g_agent (a materialisation "
                               "setting, not part of the trained scorer: a loaded checkpoint takes the current value)")
-    # the relation-chain prior (kgrag.hrag.chains), also a materialisation setting
+    # the relation-chain prior (kgrag.hrag.retrieval.chains), also a materialisation setting
     chain_weight: float = Field(100.0, ge=0, description="score added per unit of P(chain) to the triples on a "
                                 "predicted chain's walks (0 = no prior: the scorer alone ranks)")
     chain_max: int = Field(3, ge=1, le=16, description="most probable chains walked per question")

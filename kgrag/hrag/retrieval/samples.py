@@ -22,10 +22,10 @@ from pathlib import Path
 import numpy as np
 
 from kgrag.graph.csr import CSRGraph
-from kgrag.hrag.labels import UNREACHED, shortest_path_labels, topic_distances
-from kgrag.hrag.local_ppr import LocalPPR
-from kgrag.hrag.ppr import PersonalizedPageRank
-from kgrag.hrag.questions import HragQuestion
+from kgrag.hrag.retrieval.labels import UNREACHED, shortest_path_labels, topic_distances
+from kgrag.hrag.retrieval.local_ppr import LocalPPR
+from kgrag.hrag.retrieval.ppr import PersonalizedPageRank
+from kgrag.hrag.retrieval.questions import HragQuestion
 
 __all__ = ["MAX_DIST", "QuestionSample", "RetrievalSamples", "build_samples"]
 

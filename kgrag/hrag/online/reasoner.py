@@ -4,11 +4,11 @@ GFlowNet beam → ranked answers with the paths that reached them.
     answer = HRAGReasoner.load(get_settings(), "metaqa").answer("who directed the films starring Tom Hanks")
 
 :class:`HRAGReasoner` maps the graph and loads the retriever and its chain prior, the policy and PPR once (the
-entity linker on the first question that needs it). PPR is local (:class:`~kgrag.hrag.local_ppr.LocalPPR`), so a
+entity linker on the first question that needs it). PPR is local (:class:`~kgrag.hrag.retrieval.local_ppr.LocalPPR`), so a
 question costs the same in a graph of any size; a call writes to disk only the name vectors of entities no question
-touched before (:class:`~kgrag.hrag.entity_vectors.EntityVectors`); question vectors are kept in memory per masked
+touched before (:class:`~kgrag.hrag.retrieval.entity_vectors.EntityVectors`); question vectors are kept in memory per masked
 wording (MetaQA's questions share a few hundred). Topic entities come from ``[brackets]`` when the text has them, else from the
-entity linker over the plain text (:mod:`kgrag.hrag.linker`). :meth:`HRAGReasoner.rank` answers many questions
+entity linker over the plain text (:mod:`kgrag.hrag.online.linker`). :meth:`HRAGReasoner.rank` answers many questions
 at once and is what ``kgrag eval`` runs; :meth:`HRAGReasoner.answer` is the one-question view of the same path.
 """
 
@@ -27,18 +27,18 @@ import numpy as np
 from kgrag.config import Settings, get_settings
 from kgrag.data.metaqa import TOPIC_SPAN
 from kgrag.graph.csr import CSRGraph
-from kgrag.hrag.evaluate import Evaluation, TrainedRetriever, load_trained
 from kgrag.hrag.gflownet.answers import FoundPath, answer_questions, predicted_set
 from kgrag.hrag.gflownet.data import QuestionGraph, agent_questions
 from kgrag.hrag.gflownet.evaluate import TrainedPolicy, load_trained_policy, path_evidence
 from kgrag.hrag.gflownet.llm_answer import PathEvidence, verbalise_path
-from kgrag.hrag.linker import EntityLinker
-from kgrag.hrag.local_ppr import LocalPPR
-from kgrag.hrag.pipeline import available_splits
-from kgrag.hrag.questions import HragQuestion, masked_text, prepared_questions
-from kgrag.hrag.retriever import score_samples
-from kgrag.hrag.samples import build_samples
-from kgrag.hrag.text import MAX_QUESTION_TOKENS, QuestionTokens, TextEmbeddings
+from kgrag.hrag.online.linker import EntityLinker
+from kgrag.hrag.retrieval.evaluate import Evaluation, TrainedRetriever, load_trained
+from kgrag.hrag.retrieval.local_ppr import LocalPPR
+from kgrag.hrag.retrieval.pipeline import available_splits
+from kgrag.hrag.retrieval.questions import HragQuestion, masked_text, prepared_questions
+from kgrag.hrag.retrieval.retriever import score_samples
+from kgrag.hrag.retrieval.samples import build_samples
+from kgrag.hrag.retrieval.text import MAX_QUESTION_TOKENS, QuestionTokens, TextEmbeddings
 from kgrag.rank.sentence_embedder import Embedder
 
 __all__ = ["RankedAnswer", "Answer", "Ranking", "HRAGReasoner", "answer_question", "template_of", "path_ids", "loaded_reasoner"]

@@ -5,7 +5,7 @@ the one-process build writes.
     parts = [build_samples(graph, [questions[i] for i in s]) for s in shards]
     merged = merge_samples(parts, shards)                        # == build_samples(graph, questions)
 
-Questions sharing a topic set share one PPR column, and :func:`~kgrag.hrag.samples.build_samples` runs PPR over
+Questions sharing a topic set share one PPR column, and :func:`~kgrag.hrag.retrieval.samples.build_samples` runs PPR over
 ``PPR_BATCH`` topic sets at a time (its convergence test spans the batch). A shard therefore holds whole batches of
 topic sets, in their first-appearance order; each shard's build repeats the same batches, and the merge puts
 groups and questions back in the original order.
@@ -20,8 +20,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from kgrag.hrag.questions import HragQuestion
-from kgrag.hrag.samples import PPR_BATCH, RetrievalSamples, _flat, _ptr
+from kgrag.hrag.retrieval.questions import HragQuestion
+from kgrag.hrag.retrieval.samples import PPR_BATCH, RetrievalSamples, _flat, _ptr
 
 __all__ = ["contiguous_ranges", "merge_samples", "shard_questions", "topic_groups"]
 

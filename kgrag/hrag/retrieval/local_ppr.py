@@ -4,7 +4,7 @@ bounded by its residual threshold instead of the graph's size.
     ppr = LocalPPR(graph, epsilon=1e-5)
     sub = ppr.retrieval_subgraph([seed], top_n=500, max_triples=3000)   # nodes, scores, triples, distances
 
-The same walk as :class:`kgrag.hrag.ppr.PersonalizedPageRank` — the undirected graph with edge multiplicities as
+The same walk as :class:`kgrag.hrag.retrieval.ppr.PersonalizedPageRank` — the undirected graph with edge multiplicities as
 weights, restart ``α`` to the seeds (uniform), dangling mass back to the seeds — solved by Andersen–Chung–Lang
 pushes: a node whose residual ``r(u) ≥ ε · deg(u)`` keeps ``α · r(u)`` and spreads ``(1-α) · r(u)`` over its edges.
 Every node above the threshold is pushed at once per round (vectorised gathers over the mapped CSR, one
@@ -25,8 +25,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from kgrag.graph.csr import CSRGraph
-from kgrag.hrag.labels import topic_distances
-from kgrag.hrag.ppr import RetrievalSubgraph
+from kgrag.hrag.retrieval.labels import topic_distances
+from kgrag.hrag.retrieval.ppr import RetrievalSubgraph
 
 __all__ = ["LocalPPR", "DEFAULT_EPSILON"]
 

@@ -18,8 +18,8 @@ import numpy as np
 
 from kgrag.data.metaqa import TOPIC_SPAN
 from kgrag.hrag.gflownet.answers import answer_metrics, summarise
-from kgrag.hrag.questions import HragQuestion, read_question_file
-from kgrag.hrag.reasoner import HRAGReasoner
+from kgrag.hrag.online.reasoner import HRAGReasoner
+from kgrag.hrag.retrieval.questions import HragQuestion, read_question_file
 
 __all__ = ["FileResult", "strip_brackets", "evaluate_file"]
 

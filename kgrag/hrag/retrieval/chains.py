@@ -6,7 +6,7 @@ features, so the third hop of a chain — far from the topic, its relation commo
 distractors and out of the strict top-K g_agent. The prior fixes that in two parts:
 
 * :class:`ChainPrior` — a softmax over the relation chains of the train questions (labels read off the KG by
-  :mod:`kgrag.hrag.gflownet.plan_labels`), from the masked question's sentence vector; trained by the marginal
+  :mod:`kgrag.hrag.retrieval.chain_labels`), from the masked question's sentence vector; trained by the marginal
   likelihood of each question's tied chains (:func:`train_chain_prior`, seconds on CPU).
 * :class:`ChainWalker` — walks a chain from the topic entities through the CSR adjacency: forward frontiers (topics
   never re-entered), then backward pruning, so only triples on a *complete* walk remain (a walk that dies at hop
@@ -32,9 +32,10 @@ import numpy as np
 import torch
 
 from kgrag.graph.csr import CSRGraph
-from kgrag.hrag.g_agent import GAgentSplit
-from kgrag.hrag.gflownet.plan_labels import QuestionChains
-from kgrag.hrag.questions import masked_text
+from kgrag.hrag.retrieval.chain_labels import QuestionChains
+from kgrag.hrag.retrieval.g_agent import GAgentSplit
+from kgrag.hrag.retrieval.progress import counted
+from kgrag.hrag.retrieval.questions import masked_text
 
 __all__ = ["ChainPrior", "ChainWalker", "train_chain_prior", "chain_candidates", "chain_text", "chains_held"]
 
@@ -239,7 +240,8 @@ def chain_candidates(walker: ChainWalker, prior: ChainPrior, texts: Sequence[str
     ``budget`` in all (the most probable chain first; a chain over what is left keeps a path-covering subset):
     each triple once, with the probability of the most probable chain it lies on."""
     out = []
-    for chosen, seeds in zip(prior.top(texts, vectors, max_chains, min_share), topics, strict=True):
+    chosen_chains = prior.top(texts, vectors, max_chains, min_share)
+    for chosen, seeds in counted(zip(chosen_chains, topics, strict=True), "chain walks", "question", len(topics)):
         ids, probs = [], []
         ids, probs = [np.zeros(0, np.int64)], [np.zeros(0, np.float32)]
         left = budget

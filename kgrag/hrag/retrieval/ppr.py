@@ -1,5 +1,5 @@
 """Global personalized PageRank over G_global and the retrieval subgraph it defines (spec h-rag.md §3, level 2):
-the exact baseline of :class:`kgrag.hrag.local_ppr.LocalPPR` (what every stage uses), whose cost grows with the graph.
+the exact baseline of :class:`kgrag.hrag.retrieval.local_ppr.LocalPPR` (what every stage uses), whose cost grows with the graph.
 
     ppr = PersonalizedPageRank(graph)                  # builds the transition matrix once
     scores = ppr.scores([[seed_a], [seed_b, seed_c]])  # (questions, entities), one column-block power iteration
@@ -24,7 +24,7 @@ import scipy.sparse as sp
 import torch
 
 from kgrag.graph.csr import CSRGraph
-from kgrag.hrag.labels import Distances, topic_distances
+from kgrag.hrag.retrieval.labels import Distances, topic_distances
 
 __all__ = ["PersonalizedPageRank", "RetrievalSubgraph"]
 

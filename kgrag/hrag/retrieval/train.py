@@ -21,11 +21,12 @@ from torch import nn
 
 from kgrag.fileio import atomic_write
 from kgrag.graph.csr import CSRGraph
-from kgrag.hrag.config import RetrieverConfig
-from kgrag.hrag.metrics import recall_report
-from kgrag.hrag.retriever import GroupSignatures, TripleScorer, make_batch, score_samples
-from kgrag.hrag.samples import RetrievalSamples
-from kgrag.hrag.text import TextEmbeddings
+from kgrag.hrag.retrieval.config import RetrieverConfig
+from kgrag.hrag.retrieval.metrics import recall_report
+from kgrag.hrag.retrieval.progress import counted
+from kgrag.hrag.retrieval.retriever import GroupSignatures, TripleScorer, make_batch, score_samples
+from kgrag.hrag.retrieval.samples import RetrievalSamples
+from kgrag.hrag.retrieval.text import TextEmbeddings
 
 __all__ = ["TrainResult", "train_retriever", "load_scorer", "early_stop_subset", "save_checkpoint",
            "restore_model"]
@@ -135,7 +136,7 @@ def train_retriever(graph: CSRGraph, text: TextEmbeddings, train: RetrievalSampl
         t0 = time.perf_counter()
         order = rng.permutation(train_ids)
         total_loss, rows_seen = 0.0, 0
-        for b in range(0, order.size, cfg.batch_questions):
+        for b in counted(range(0, order.size, cfg.batch_questions), f"retriever epoch {epoch + 1}", "batch"):
             parts = [_step_rows(signatures, train, int(i), cfg, rng) for i in order[b : b + cfg.batch_questions]]
             batch = make_batch(graph, text, q_train, [p[0] for p in parts])
             y = torch.from_numpy(np.concatenate([p[1] for p in parts]))

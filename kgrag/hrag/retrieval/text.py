@@ -2,7 +2,7 @@
 
 Made with the project's embedder (offline MiniLM by default). Relation vectors are computed once per vocabulary
 and kept in ``<dataset work dir>/hrag/text_<model>_<fingerprint>.npz``; entity vectors are
-:class:`~kgrag.hrag.entity_vectors.EntityVectors`, computed lazily for the entities a question touches and kept
+:class:`~kgrag.hrag.retrieval.entity_vectors.EntityVectors`, computed lazily for the entities a question touches and kept
 in a map shared by processes (:mod:`flows.text_embeddings` fills a small graph's map at once, as tasks). The
 fingerprint is the graph's names fingerprint (stored at import) with the model name, so a changed graph or model
 gets new vectors. Question vectors go through the embedder's own disk cache (many questions share one masked
@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from kgrag.graph.csr import CSRGraph
-from kgrag.hrag.entity_vectors import EntityVectors
-from kgrag.hrag.questions import masked_text
+from kgrag.hrag.retrieval.entity_vectors import EntityVectors
+from kgrag.hrag.retrieval.questions import masked_text
 from kgrag.rank.sentence_embedder import Embedder
 
 __all__ = ["NAME_BLOCK", "TextEmbeddings", "QuestionTokens", "encode_names", "relation_text", "text_file"]
@@ -107,7 +107,7 @@ class TextEmbeddings:
     @classmethod
     def for_graph(cls, graph: CSRGraph, folder: Path, embedder: Embedder | None = None) -> TextEmbeddings:
         """The graph's relation vectors from their file, else computed and saved; its entity vectors lazy (see
-        :class:`~kgrag.hrag.entity_vectors.EntityVectors`: nothing is encoded until a row is read)."""
+        :class:`~kgrag.hrag.retrieval.entity_vectors.EntityVectors`: nothing is encoded until a row is read)."""
         embedder = embedder or Embedder.from_settings()
         path = text_file(graph, folder, embedder.model_name)
         if path.is_file():

@@ -45,7 +45,7 @@ Contract:
 - A query that times out or fails raises :class:`~kgrag.errors.SparqlError` with one line naming the endpoint and
   the step (``hop 2 of 3``, ``CVT hop 1 of 1``, ``names``).
 
-Run: ``python -c "from kgrag.graph.remote_store import RemoteStore as R; from kgrag.hrag.sparql_neighbourhood import expand_neighbourhood as x; print(x(R('http://127.0.0.1:7878/query'), ['m.0yr8s'], 'http://rdf.freebase.com/ns/').stats)"``
+Run: ``python -c "from kgrag.graph.remote_store import RemoteStore as R; from kgrag.hrag.online.sparql_neighbourhood import expand_neighbourhood as x; print(x(R('http://127.0.0.1:7878/query'), ['m.0yr8s'], 'http://rdf.freebase.com/ns/').stats)"``
 """
 
 from __future__ import annotations

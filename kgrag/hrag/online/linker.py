@@ -42,7 +42,7 @@ separates tokens: ``Lock, Stock and Two Smoking Barrels``, ``2001: A Space Odyss
 ``similarity`` ignores spaces). A span's last token may drop a possessive ``'s`` (``Heat's`` finds ``Heat``).
 Names with no letter or digit (``$``) are found only by an exact bracket.
 
-    .venv/bin/python -c 'from kgrag.graph.csr import CSRGraph; from kgrag.hrag.linker import EntityLinker; print(EntityLinker.from_graph(CSRGraph.load("work/metaqa/graph.npz")).topics("what movies did Temuera Morrison act in"))'
+    .venv/bin/python -c 'from kgrag.graph.csr import CSRGraph; from kgrag.hrag.online.linker import EntityLinker; print(EntityLinker.from_graph(CSRGraph.load("work/metaqa/graph.npz")).topics("what movies did Temuera Morrison act in"))'
 """  # noqa: E501 - the runnable line
 
 from __future__ import annotations

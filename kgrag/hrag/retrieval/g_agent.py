@@ -14,7 +14,7 @@ One question, deterministically:
 3. **Nodes**: the entities the kept edges induce (sorted); edges, topics and answers get local indices into them.
 4. **GT**: BFS from the topics over the kept edges as an undirected graph; an answer whose kept-graph distance equals
    its ``answer_hops`` (its full-graph distance) has a shortest path inside G_agent, and every edge of its
-   shortest-path DAG (walked back layer by layer, either edge direction, as in :mod:`kgrag.hrag.labels`) is a GT
+   shortest-path DAG (walked back layer by layer, either edge direction, as in :mod:`kgrag.hrag.retrieval.labels`) is a GT
    edge. No such answer: ``gt_path_exists = False`` and no GT edge — never an error. An answer that is itself a
    kept topic has a path of length 0 (exists, no edge), as ``PathLabels.has_path`` counts it.
 

@@ -1,0 +1,4 @@
+"""System 1 of H-RAG (spec h-rag.md §4.1, §4.4), the training side: questions and their text vectors, PPR retrieval
+subgraphs, shortest-path and relation-chain labels, the dense triple retriever (training, evaluation) and g_agent.
+
+Imports nothing else of ``kgrag.hrag``: :mod:`kgrag.hrag.gflownet` and :mod:`kgrag.hrag.online` build on it."""
