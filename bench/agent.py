@@ -86,8 +86,8 @@ def main() -> None:  # noqa: PLR0915 - one linear benchmark script
     from kgrag.agent.kn.intent import load_latest_intent
     from kgrag.agent.training.baseline import BaselineIntent
     from kgrag.agent.training.train_intent import split_questions, train_intent
+    from kgrag.main_job.parts import ensure_network
     from kgrag.network.store import NetworkStore
-    from kgrag.run_parts import ensure_network
 
     store = NetworkStore(settings.db_url)
     started = time.perf_counter()

@@ -131,7 +131,7 @@ def child_train(name: str) -> dict:
     from flows.retriever_eval import retriever_eval
     from flows.train_gflownet import train_gflownet
     from flows.train_retriever import train_retriever
-    from kgrag.run_parts import RUN_GFLOWNET_CONFIG, RUN_RETRIEVER_CONFIG
+    from kgrag.main_job.parts import RUN_GFLOWNET_CONFIG, RUN_RETRIEVER_CONFIG
 
     started = time.perf_counter()
     train_retriever(dataset=name, config=RUN_RETRIEVER_CONFIG)

@@ -77,7 +77,7 @@ def _table(title: str, results: dict[str, dict]) -> None:
 
 def metaqa_pair(settings) -> None:
     from kgrag.data.spec import DatasetSpec
-    from kgrag.run_parts import RUN_GFLOWNET_CONFIG, RUN_RETRIEVER_CONFIG
+    from kgrag.main_job.parts import RUN_GFLOWNET_CONFIG, RUN_RETRIEVER_CONFIG
 
     metaqa = settings.data_dir / "metaqa"
     generic = DatasetSpec(name="metaqa-tsv", reader="triples", triples=(str(metaqa / "kb.txt"),),
@@ -113,7 +113,7 @@ def _zero_shot_validation(settings, name: str) -> dict:
 def fixture_pair(settings) -> None:
     from bench.freebase_fixture import build_fixture
     from kgrag.data.spec import DatasetSpec
-    from kgrag.run_parts import DEMO_GFLOWNET_CONFIG, RUN_GFLOWNET_CONFIG, RUN_RETRIEVER_CONFIG
+    from kgrag.main_job.parts import DEMO_GFLOWNET_CONFIG, RUN_GFLOWNET_CONFIG, RUN_RETRIEVER_CONFIG
 
     out = settings.work_dir / "fixture-files"
     build_fixture(settings.data_dir / "freebase", out)

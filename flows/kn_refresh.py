@@ -16,8 +16,8 @@ from prefect.cache_policies import NO_CACHE
 from flows.artifact_keys import artifact_key
 from flows.train_intent import train_intent
 from kgrag.config import get_settings
+from kgrag.main_job.parts import ensure_network
 from kgrag.network.store import NetworkStore
-from kgrag.run_parts import ensure_network
 
 
 @task(name="load-network", cache_policy=NO_CACHE)

@@ -1,5 +1,6 @@
 """The import graph of ``kgrag/``, ``flows/`` and ``graphs/``, built from the AST (top-level, ``TYPE_CHECKING`` and
-function-level imports alike): no cycle between modules, none between kgrag's subpackages, nothing below the entry
+function-level imports alike): no cycle between modules, none between kgrag's subpackages, no two folders (of
+kgrag/, flows/, graphs/) importing each other both ways, nothing below the entry
 points imports ``flows/`` or ``graphs/``, and the online agent never imports its offline training or evaluation
 code."""
 
@@ -177,3 +178,38 @@ def test_a_cycle_is_detected():
     """The checker itself: a two-module circle and a self-contained chain."""
     assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+def _folder(module: str) -> str:
+    """The folder a module's file lives in (``kgrag.network.store.core`` → ``kgrag/network/store``; a package's
+    ``__init__`` belongs to its own folder)."""
+    return MODULES[module].parent.relative_to(ROOT).as_posix()
+
+
+def _two_way_folders(graph: dict[str, set[str]]) -> list[tuple[str, str, str, str]]:
+    """Pairs of folders that import each other (counting every import), each with one import of either way."""
+    one_way: dict[tuple[str, str], str] = {}
+    for module, targets in graph.items():
+        for target in targets:
+            pair = (_folder(module), _folder(target))
+            if pair[0] != pair[1]:
+                one_way.setdefault(pair, f"{module} -> {target}")
+    return sorted((a, b, one_way[(a, b)], one_way[(b, a)]) for a, b in one_way if a < b and (b, a) in one_way)
+
+
+def test_no_two_way_dependency_between_folders():
+    """Data flows one way between folders, not only between modules: a parent's shared modules used by a child that
+    the parent's other modules import (``network/model.py`` used by ``network/store/`` while ``network/cli.py``
+    imports the store) is a circle too — shared modules live in a child folder of their own."""
+    assert _two_way_folders(GRAPH) == []
+
+
+def test_a_two_way_folder_dependency_is_detected():
+    found = _two_way_folders({"kgrag.network.service": {"kgrag.network.store.core"},
+                              "kgrag.network.store.core": {"kgrag.network.schema.model"},
+                              "kgrag.network.schema.model": set()})
+    assert found == []
+    found = _two_way_folders({"kgrag.network.service": {"kgrag.network.store.core"},
+                              "kgrag.network.store.core": {"kgrag.network.service"}})
+    assert found == [("kgrag/network", "kgrag/network/store", "kgrag.network.service -> kgrag.network.store.core",
+                      "kgrag.network.store.core -> kgrag.network.service")]

@@ -1,5 +1,5 @@
 """``kgrag run``: the main job (what ``make run`` runs). This entry point hands the flows and the agent graph to
-:func:`kgrag.run.main` as :class:`kgrag.run.Jobs` (nothing below the entry points imports ``flows/`` or ``graphs/``).
+:func:`kgrag.main_job.run.main` as :class:`kgrag.main_job.run.Jobs` (nothing below the entry points imports ``flows/`` or ``graphs/``).
 
     kgrag run
 """
@@ -22,7 +22,7 @@ def run() -> None:
     from flows.train_intent import train_intent
     from flows.train_retriever import train_retriever
     from graphs.agent.run import agent_answerer
-    from kgrag.run import Jobs, main
+    from kgrag.main_job.run import Jobs, main
 
     main(Jobs(prepare_data=prepare_data, train_retriever=train_retriever, retriever_eval=retriever_eval,
               train_gflownet=train_gflownet, train_intent=train_intent, agent_answerer=agent_answerer))

@@ -1,7 +1,7 @@
 """The main job behind ``make run``, stage by stage: prepare the data it finds, answer with SPARQL, train and evaluate
 H-RAG on a budget, then the agent over the triple graph, the knowledge network and a network without labelled
 questions, and the query modes; each stage prints what it shows and its wall time (its parts, which print nothing,
-are in :mod:`kgrag.run_parts`).
+are in :mod:`kgrag.main_job.parts`).
 
 The flows and the agent graph it runs come in a :class:`Jobs` from the entry point (``kgrag run`` in
 :mod:`kgrag.cli.run`): nothing below the entry points imports ``flows/`` or ``graphs/``.
@@ -25,11 +25,7 @@ from kgrag.config import get_settings
 from kgrag.hrag.gflownet.evaluate import metrics_table
 from kgrag.hrag.online.file_eval import strip_brackets
 from kgrag.hrag.retrieval.metrics import report_table
-from kgrag.modes.params import QueryParam
-from kgrag.modes.query import kg_query
-from kgrag.modes.render import result_summary
-from kgrag.network.store import NetworkStore
-from kgrag.run_parts import (
+from kgrag.main_job.parts import (
     RUN_RETRIEVER_CONFIG,
     NetworkLoad,
     StageClock,
@@ -44,6 +40,10 @@ from kgrag.run_parts import (
     retriever_splits,
     sparql_example,
 )
+from kgrag.modes.params import QueryParam
+from kgrag.modes.query import kg_query
+from kgrag.modes.render import result_summary
+from kgrag.network.store import NetworkStore
 from kgrag.terminal.tables import markdown_table
 from kgrag.terminal.turn_tree import state_tree
 

@@ -1,8 +1,8 @@
 """The main job's parts, none of which prints: which dataset it runs on, its training budgets, the examples it
 picks (a SPARQL question, g_agent paths, validation questions), the stage clock and the knowledge network it loads
-in the background. :mod:`kgrag.run` runs and prints the stages; the flows and bench/ reuse the budgets and loaders.
+in the background. :mod:`kgrag.main_job.run` runs and prints the stages; the flows and bench/ reuse the budgets and loaders.
 
-    from kgrag.run_parts import RUN_RETRIEVER_CONFIG, default_dataset, ensure_network
+    from kgrag.main_job.parts import RUN_RETRIEVER_CONFIG, default_dataset, ensure_network
 """
 
 from __future__ import annotations
