@@ -1,7 +1,7 @@
 """Alias recall: does contextual recall map another name of a disease (心梗) to its stored name (心肌梗死)?
 
 How the cases are built: the medical network is built from the data (``medical_from_diseases``), whose Disease
-``aliases`` come from the disease texts (``kgrag.network.aliases.alias_index``: 又称/俗称/简称 … statements). Every
+``aliases`` come from the disease texts (``kgrag.network.text.aliases.alias_index``: 又称/俗称/简称 … statements). Every
 (disease, alias) pair it records is a candidate case. Exclusions (counted in ``figures.cases.excluded``): an alias
 that is itself a stored name of any object type (the exact form would rightly win), and an alias recorded for
 more than one disease (no single right answer).
@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> None:
         progress(f"loading the network without the {len(held)} held-out pairs into {db} (trains domain "
                  "embeddings when none exist: minutes)")
         t = time.perf_counter()
-        from kgrag.network.embedding import network_embedder
+        from kgrag.network.text.embedding import network_embedder
 
         network, instances, links = medical_from_diseases(records, KN_ID, exclude_aliases=held)
         store.load(network, instances, links, embedder=network_embedder(network, instances, get_settings(),

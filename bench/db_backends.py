@@ -26,9 +26,9 @@ from typing import Any
 from bench.common import percentiles, write_result
 from bench.kn_search import QUERIES, distinct_queries
 from kgrag.config import get_settings
-from kgrag.network.embedding import network_embedder
 from kgrag.network.loaders.registry import build_named
 from kgrag.network.store import NetworkStore
+from kgrag.network.text.embedding import network_embedder
 from kgrag.ops.postgres import throwaway_postgres
 from kgrag.search.kn_models import KnSearchRequest
 from kgrag.search.pipeline import kn_search

@@ -64,7 +64,7 @@ class Settings(BaseSettings):
     onnx_dir: Path = Field(default_factory=lambda: Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
                            / "kgrag", description="Folder of the question encoder's ONNX exports.")
     #: the embedder of networks whose names are mostly Chinese: "domain" = FastText trained on the network's own
-    #: texts (kgrag.network.embedding), "" = ``embedder`` everywhere, else an embedder name (fasttext:<dir> …)
+    #: texts (kgrag.network.text.embedding), "" = ``embedder`` everywhere, else an embedder name (fasttext:<dir> …)
     zh_embedder: str = Field(default="domain", max_length=500)
     #: DomainEmbeddingConfig overrides for "domain" training, e.g. {"epochs": 2} (JSON in KGRAG_DOMAIN_EMBEDDING)
     domain_embedding: dict[str, int | float | bool] = Field(default_factory=dict)

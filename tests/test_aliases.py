@@ -1,4 +1,4 @@
-"""Aliases: extraction from text (kgrag.network.aliases), the medical loader's ``aliases`` property (with a
+"""Aliases: extraction from text (kgrag.network.text.aliases), the medical loader's ``aliases`` property (with a
 held-out exclusion set), and the ``alias`` storage form plus knn-kept fuzzy forms (kgrag.search.storage_forms) on
 a tiny network loaded with a deterministic fake embedder."""
 
@@ -8,10 +8,17 @@ import pytest
 from fixtures.fake_embedder import HashEmbedder
 
 from kgrag.data.medical import Disease
-from kgrag.network.aliases import alias_index, clean_alias, extract_aliases
 from kgrag.network.loaders.medical import medical_from_diseases
-from kgrag.network.model import DataProperty, Instance, KnowledgeNetwork, Link, ObjectType, RelationType
+from kgrag.network.schema.model import (
+    DataProperty,
+    Instance,
+    KnowledgeNetwork,
+    Link,
+    ObjectType,
+    RelationType,
+)
 from kgrag.network.store import NetworkStore
+from kgrag.network.text.aliases import alias_index, clean_alias, extract_aliases
 from kgrag.search.context_models import ContextConfig
 from kgrag.search.contextual import ContextSessions
 from kgrag.search.kn_models import KnSearchRequest

@@ -14,7 +14,14 @@ from hypothesis import HealthCheck, given, settings
 
 from kgrag.api.app import create_app
 from kgrag.graph.oxigraph_server import free_port
-from kgrag.network.model import DataProperty, Instance, KnowledgeNetwork, Link, ObjectType, RelationType
+from kgrag.network.schema.model import (
+    DataProperty,
+    Instance,
+    KnowledgeNetwork,
+    Link,
+    ObjectType,
+    RelationType,
+)
 from kgrag.network.store import NetworkStore
 from kgrag.search.kn_models import KnSearchRequest, KnSearchResponse
 

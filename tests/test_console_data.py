@@ -23,7 +23,7 @@ from kgrag.data.registry import register, registered_specs
 from kgrag.data.spec import DatasetSpec
 from kgrag.errors import KgragError, NetworkNotFound
 from kgrag.graph.iri import local_id
-from kgrag.network.model import DataProperty, Instance, KnowledgeNetwork, ObjectType
+from kgrag.network.schema.model import DataProperty, Instance, KnowledgeNetwork, ObjectType
 from kgrag.network.store import NetworkStore
 from kgrag.prep import steps
 

@@ -13,7 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from kgrag.network.domain_vectors import network_texts
-from kgrag.network.model import DataProperty, Instance, KnowledgeNetwork, ObjectType
+from kgrag.network.schema.model import DataProperty, Instance, KnowledgeNetwork, ObjectType
 from kgrag.network.store import NetworkStore
 from kgrag.rank import domain as domain_mod
 from kgrag.rank.domain import DomainEmbedder, tokenize_many

@@ -19,7 +19,14 @@ from fixtures.postgres import postgres_missing
 
 from kgrag.api.app import create_app
 from kgrag.config import Settings
-from kgrag.network.model import DataProperty, Instance, KnowledgeNetwork, Link, ObjectType, RelationType
+from kgrag.network.schema.model import (
+    DataProperty,
+    Instance,
+    KnowledgeNetwork,
+    Link,
+    ObjectType,
+    RelationType,
+)
 from kgrag.network.store import NetworkStore
 from kgrag.ops.postgres import PostgresUnavailable, free_port, throwaway_postgres
 

@@ -73,7 +73,7 @@ def test_errors_are_one_line(
     db = f"sqlite:///{tmp_path / 'kn.db'}"
     if args[0] == "query":
         from kgrag.network.loaders.demo import demo_network
-        from kgrag.network.model import KnowledgeNetwork
+        from kgrag.network.schema.model import KnowledgeNetwork
         from kgrag.network.store import NetworkStore
 
         network, instances, _ = demo_network()

@@ -14,7 +14,7 @@ from kgrag.network.loaders.declarative import load_declarative
 from kgrag.network.loaders.demo import demo_network
 from kgrag.network.loaders.registry import build_named, load_named
 from kgrag.network.loaders.synthetic import synthetic_network
-from kgrag.network.model import Condition
+from kgrag.network.schema.model import Condition
 from kgrag.network.store import NetworkStore
 from kgrag.rank.sentence_embedder import Embedder
 

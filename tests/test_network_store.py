@@ -4,13 +4,14 @@ cluster: tests/fixtures/postgres.py) with the same expected results."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from kgrag.errors import NetworkNotFound
-from kgrag.network.model import (
+from kgrag.network.schema.model import (
     ActionType,
     Condition,
     DataProperty,
@@ -20,7 +21,7 @@ from kgrag.network.model import (
     ObjectType,
     RelationType,
 )
-from kgrag.network.service import OntologyService
+from kgrag.network.service import ContextStore, OntologyService
 from kgrag.network.store import NetworkStore, fts_query
 from kgrag.network.store.load import StoreLoader
 from kgrag.rank.sentence_embedder import Embedder
@@ -170,6 +171,46 @@ def test_implements_the_protocol(store: NetworkStore) -> None:
         service.query_instances("nope", "Disease", None, 5)
 
 
+def test_provides_every_call_of_the_protocols() -> None:
+    """Every call of :class:`OntologyService` and :class:`ContextStore` — the batched ones included — is a
+    NetworkStore method (or property) with the protocol's parameters and defaults."""
+    for protocol in (OntologyService, ContextStore):
+        for name, declared in vars(protocol).items():
+            if name.startswith("_"):
+                continue
+            own = getattr(NetworkStore, name)
+            if isinstance(declared, property):
+                assert isinstance(own, property), name
+                continue
+            wanted, found = inspect.signature(declared).parameters, inspect.signature(own).parameters
+            assert list(found) == list(wanted), name
+            assert [p.default for p in found.values()] == [p.default for p in wanted.values()], name
+
+
+@pytest.mark.parametrize("query", ["咳嗽", "呼吸道 感染", "糖尿病", "Aspirin", "无此词"])
+def test_batched_reads_equal_one_type_at_a_time(store: NetworkStore, query: str) -> None:
+    """On both backends each batched read returns what its per-type counterpart returns per type."""
+    types = ["Disease", "Symptom", "Drug"]
+    for op in ("==", "contain", "prefix"):
+        conditions = {tid: Condition(operation=op, field="name", value=query) for tid in types}
+        assert store.query_instances_by_type("tiny", conditions, 3) == {
+            tid: store.query_instances("tiny", tid, cond, 3, sort_by_score=False) for tid, cond in conditions.items()}
+    requests = {tid: (tid, ["name"]) for tid in types} | {"desc": ("Disease", ["desc"])}
+    matched = store.match_scores_many("tiny", "instance", requests, query, 4)
+    assert matched == {key: store.match_scores("tiny", "instance", tid, fields, query, 4)
+                       for key, (tid, fields) in requests.items()}
+    for op, scores in (("match", {tid: matched[tid] for tid in types}),
+                       ("knn", {tid: store.knn_scores("tiny", "instance", tid, ["name"], query, 4) for tid in types})):
+        assert store.scored_instances_by_type("tiny", scores, 4) == {
+            tid: store.query_instances("tiny", tid, Condition(operation=op, field="name", value=query, limit=4), 4)
+            for tid in types}
+    condition = Condition(operation="match", field="name", value=query)
+    alone = {tid: store.query_instances("tiny", tid, condition, 5) for tid in types}
+    with store.prefetched_matches("tiny", "instance", [(tid, ["name"]) for tid in types], query, 5):
+        assert {tid: store.query_instances("tiny", tid, condition, 5) for tid in types} == alone
+    assert store.warm_vector_indexes("tiny") > 0
+
+
 def test_load_twice_gives_same_counts(db_url: str, kn_embedder: Embedder) -> None:
     s = NetworkStore(db_url, embedder=kn_embedder)
     first = s.load(*tiny_network())
@@ -197,7 +238,7 @@ def test_list_contain_index_and_name_column_follow_reloads(
     """``contain`` on a list field reads the store's per-version item index (and scans past MAX_MEMBER_IDS
     holders); ``in`` / ``contain`` on the display key read the ``name`` column yet never match an instance that
     lacks the property (its ``name`` is then its id)."""
-    from kgrag.network import conditions
+    from kgrag.network.schema import conditions
 
     s = NetworkStore(db_url, embedder=kn_embedder)
     network, instances, links = tiny_network()
@@ -540,7 +581,7 @@ def test_query_path_both_directions(store: NetworkStore) -> None:
 def test_match_leaf_asks_for_the_query_limit_in_an_or_and_more_under_an_and(store: NetworkStore) -> None:
     """In an OR (or alone) the best ``limit`` rows come from each scored branch's best ``limit``; under an AND
     a filter may reject the best candidates, so the pool is ``match_limit``."""
-    from kgrag.network.conditions import compile_condition
+    from kgrag.network.schema.conditions import compile_condition
 
     asked: list[tuple[str, int]] = []
 

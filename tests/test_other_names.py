@@ -14,7 +14,14 @@ from fixtures.fake_embedder import HashEmbedder
 from fixtures.llm_server import Error, Reply
 
 from kgrag.config import get_settings
-from kgrag.network.model import DataProperty, Instance, KnowledgeNetwork, Link, ObjectType, RelationType
+from kgrag.network.schema.model import (
+    DataProperty,
+    Instance,
+    KnowledgeNetwork,
+    Link,
+    ObjectType,
+    RelationType,
+)
 from kgrag.network.store import NetworkStore
 from kgrag.search import standard_name
 from kgrag.search.context_models import ContextConfig

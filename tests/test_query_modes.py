@@ -20,9 +20,9 @@ from kgrag.modes.index import ModeIndex
 from kgrag.modes.params import ChatMessage, QueryParam
 from kgrag.modes.query import FAIL_RESPONSE, kg_query
 from kgrag.modes.search import SIMILARITY_BAND
-from kgrag.network.chunking import chunk_text
 from kgrag.network.loaders.demo import demo_network
 from kgrag.network.store import NetworkStore
+from kgrag.network.text.chunking import chunk_text
 from kgrag.rank.token_count import TokenCounter
 
 QUESTION = "Which films did Mariana Pereira direct?"
@@ -279,7 +279,7 @@ def test_chunker_packs_sentences_with_overlap() -> None:
 
 
 def test_a_recorded_alias_finds_its_entity() -> None:
-    from kgrag.network.model import DataProperty, Instance, KnowledgeNetwork, ObjectType, TextConfig
+    from kgrag.network.schema.model import DataProperty, Instance, KnowledgeNetwork, ObjectType, TextConfig
 
     ops = ["knn", "match", "==", "contain"]
     disease = ObjectType(id="Disease", name="Disease", display_key="name", data_properties=[

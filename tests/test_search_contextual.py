@@ -13,7 +13,14 @@ from sqlalchemy import event
 
 from kgrag.api.app import create_app
 from kgrag.config import get_settings
-from kgrag.network.model import DataProperty, Instance, KnowledgeNetwork, Link, ObjectType, RelationType
+from kgrag.network.schema.model import (
+    DataProperty,
+    Instance,
+    KnowledgeNetwork,
+    Link,
+    ObjectType,
+    RelationType,
+)
 from kgrag.network.store import NetworkStore
 from kgrag.search.context_models import AttributeCondition, ContextConfig
 from kgrag.search.contextual import ContextSessions, contextual_recall, lexicon_for
@@ -300,17 +307,32 @@ def test_attribute_condition_model_defaults() -> None:
 
 @pytest.mark.parametrize("keyword", ["气道梗阻", "上、下气道梗阻", "咳嗽", "感冒", "某某", "患者", "阿莫西林", "无此词"])
 def test_forms_read_for_all_types_at_once_equal_one_type_at_a_time(store: NetworkStore, keyword: str) -> None:
-    """prefetch_hits (one statement per strategy across the types) gives every type the forms its own queries
-    give; the batched store reads equal their per-type counterparts."""
-    from kgrag.network.model import Condition
+    """prefetch_hits (one statement per strategy across the types, through the store's batched reads) gives
+    every type what the store's own per-type queries give, hence the same forms as a type read alone; the batched
+    store reads equal their per-type counterparts."""
+    from kgrag.network.schema.model import Condition
     from kgrag.search.storage_forms import keyword_forms, name_field, prefetch_hits
 
     types = {ot.id: (ot, name_field(ot)) for ot in store.get_network("ctx").object_types}
     for skip in (True, False):
         config = ContextConfig(skip_when_exact=skip)
+        k, pool = config.forms_per_strategy, max(config.forms_per_strategy * 6, 30)
         found = prefetch_hits(store, "ctx", keyword, types, config)
         assert found is not None and set(found) == set(types)
-        for tid, (ot, field) in types.items():
+        for tid, (ot, field) in types.items():  # each type's own queries, one per strategy
+            hits = found[tid]
+            assert hits.exact == store.query_instances(
+                "ctx", tid, Condition(operation="==", field=field, value=keyword), k, sort_by_score=False)
+            if hits.exact and skip:
+                assert hits.contains == [] and hits.fuzzy == {}
+            else:
+                assert hits.contains == store.query_instances(
+                    "ctx", tid, Condition(operation="contain", field=field, value=keyword), max(k * 10, 50),
+                    sort_by_score=False)
+                ops = next(p.condition_operations for p in ot.data_properties if p.name == field)
+                assert hits.fuzzy == {op: store.query_instances(
+                    "ctx", tid, Condition(operation=op, field=field, value=keyword, limit=pool), pool)
+                    for op in ("match", "knn") if op in ops}
             assert keyword_forms(store, "ctx", keyword, ot, field, config, found=found[tid]) == keyword_forms(
                 store, "ctx", keyword, ot, field, config)
     for op in ("==", "contain"):

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from kgrag.errors import NetworkNotFound
-from kgrag.network.model import (
+from kgrag.network.schema.model import (
     ActionType,
     DataProperty,
     Instance,

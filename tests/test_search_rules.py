@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from kgrag.network.model import DataProperty, InstanceHit, LogicProperty, ObjectType, RelationType
+from kgrag.network.schema.model import DataProperty, InstanceHit, LogicProperty, ObjectType, RelationType
 from kgrag.search.instances import (
     SearchableField,
     build_instance_condition,

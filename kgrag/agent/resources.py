@@ -25,7 +25,7 @@ from kgrag.data.registry import dataset_spec
 from kgrag.errors import KgragError
 from kgrag.graph import GraphStore
 from kgrag.llm.client import ChatClient
-from kgrag.network.model import KnowledgeNetwork
+from kgrag.network.schema.model import KnowledgeNetwork
 from kgrag.network.store import NetworkStore
 from kgrag.prep.steps import open_prepared_stores
 from kgrag.search.contextual import lexicon_for

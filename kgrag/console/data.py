@@ -42,8 +42,8 @@ from kgrag.data.spec import DatasetSpec
 from kgrag.errors import KgragError, NetworkNotFound
 from kgrag.graph.csr import CSRGraph
 from kgrag.graph.mapped import StringColumn
-from kgrag.network import tables as t
-from kgrag.network.model import KnowledgeNetwork
+from kgrag.network.schema import tables as t
+from kgrag.network.schema.model import KnowledgeNetwork
 from kgrag.network.store import NetworkStore
 
 __all__ = ["NodeNotFound", "kg_node", "kg_schema", "network_node", "network_schema", "sources"]

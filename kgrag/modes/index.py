@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from sqlalchemy import select
 
-from kgrag.network import tables as t
-from kgrag.network.model import DataProperty, KnowledgeNetwork, ObjectType, TextConfig
+from kgrag.network.schema import tables as t
+from kgrag.network.schema.model import DataProperty, KnowledgeNetwork, ObjectType, TextConfig
 from kgrag.rank.tokenize import has_cjk
 from kgrag.search.storage_forms import alias_field, alias_values
 

@@ -22,7 +22,7 @@ from rich.table import Table
 from kgrag.config import get_settings
 from kgrag.errors import KgragError, NetworkNotFound
 from kgrag.network.loaders import check_kn_id
-from kgrag.network.model import Condition
+from kgrag.network.schema.model import Condition
 
 __all__ = ["kn_app"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from kgrag.network import tables as t
+from kgrag.network.schema import tables as t
 from kgrag.network.store import NetworkStore
 from kgrag.rank.train_domain import distinct_texts, property_strings
 

@@ -1,15 +1,27 @@
 """What the search stages need from a knowledge-network backend, as typing protocols (the spec's Ontology Manager
 + Ontology Query roles). :class:`kgrag.network.store.NetworkStore` implements both.
 
+    service: OntologyService = NetworkStore("sqlite:///work/kgrag.db"); service.list_networks()
+
 - :class:`OntologyService`: concept and semantic instance recall (:mod:`kgrag.search.recall`).
 - :class:`ContextStore`: contextual recall (:mod:`kgrag.search.contextual` and its stage modules).
+
+The batched reads are part of the contract, not optional extras: search calls them on every store, and each
+returns exactly what its one-at-a-time counterpart returns per item (:meth:`ContextStore.query_instances_by_type`
+= :meth:`~ContextStore.query_instances` per type, :meth:`ContextStore.match_scores_many` = ``match_scores`` per
+request, :meth:`OntologyService.prefetched_matches` = the same ``match`` scores read once).
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Hashable
+from contextlib import AbstractContextManager
+from typing import Protocol, TypeVar
 
-from kgrag.network.model import Condition, InstanceHit, KnowledgeNetwork, PathHit
+from kgrag.network.schema.model import Condition, InstanceHit, KnowledgeNetwork, PathHit
+
+#: the caller's key of one request of :meth:`ContextStore.match_scores_many`
+Key = TypeVar("Key", bound=Hashable)
 
 
 class OntologyService(Protocol):
@@ -29,11 +41,27 @@ class OntologyService(Protocol):
                         sort_by_score: bool = True) -> list[InstanceHit]:
         """Instances of one object type matching ``condition`` (scored by knn/match when present)."""
 
+    def prefetched_matches(self, kn_id: str, kind: str, requests: list[tuple[str, list[str]]], query: str,
+                           limit: int) -> AbstractContextManager[None]:
+        """A block (this thread or task) in which the ``match`` scores of every ``(type id, fields)`` of
+        ``requests`` for ``query`` and ``limit`` — what a ``match`` leaf of :meth:`query_instances` on that type
+        and those fields reads — come from one read made on entry, with the same scores; every other read runs
+        as usual. Semantic instance recall reads all its types' ``match`` leaves this way."""
+
+    def warm_vector_indexes(self, kn_id: str) -> int:
+        """Load the instance vector index of every object type of ``kn_id`` (what a first ``knn`` read would
+        load); returns the number of vectors now in memory. Raises :class:`NetworkNotFound`."""
+
     def sample_instance(self, kn_id: str, object_type_id: str) -> dict | None:
         """One instance's properties (for ``include_sample_data``), or None when the type has none."""
 
 
 class ContextStore(Protocol):
+    @property
+    def concurrent_reads(self) -> bool:
+        """Whether independent reads gain from running on threads (a database server: yes; an in-process
+        database such as SQLite: no)."""
+
     def network_version(self, kn_id: str) -> str:
         """The version of ``kn_id``'s last load (caches are kept per version); raises :class:`NetworkNotFound`."""
 
@@ -46,6 +74,33 @@ class ContextStore(Protocol):
     def query_instances(self, kn_id: str, object_type_id: str, condition: Condition | None, limit: int,
                         sort_by_score: bool = True) -> list[InstanceHit]:
         """Instances of one object type matching ``condition`` (scored by knn/match when present)."""
+
+    def query_instances_by_type(self, kn_id: str, conditions: dict[str, Condition], limit: int
+                                ) -> dict[str, list[InstanceHit]]:
+        """``{type id: hits}`` for every ``{type id: condition}``: each type's hits equal
+        ``query_instances(kn_id, type id, condition, limit, sort_by_score=False)`` (the first ``limit``
+        matching instances by id, unscored); meant for leaf conditions without ``match`` / ``knn``, which many
+        types answer in one statement. Unknown types or fields raise ``ValueError``."""
+
+    def scored_instances_by_type(self, kn_id: str, scores: dict[str, dict[str, float]], limit: int
+                                 ) -> dict[str, list[InstanceHit]]:
+        """``{type id: hits}`` for scores ``{type id: {instance id: score}}`` (from :meth:`match_scores_many`
+        or :meth:`knn_scores`): each type's best ``limit`` instances by (score desc, id), carrying their score —
+        what :meth:`query_instances` returns for a lone ``match`` / ``knn`` leaf with those scores. Ids not
+        stored are skipped."""
+
+    def match_scores_many(self, kn_id: str, kind: str, requests: dict[Key, tuple[str, list[str]]], query: str,
+                          limit: int) -> dict[Key, dict[str, float]]:
+        """``{key: {item id: score}}`` for every ``{key: (type id, fields)}``: the full-text (``match``) scores of
+        ``query`` over those fields of items of ``kind`` (``"instance"``: the type's instances), in (0, 1], at
+        most ``limit`` items, best first — each equal to a ``match`` leaf's scores on that type alone."""
+
+    def knn_scores(self, kn_id: str, kind: str, type_id: str, fields: list[str] | None, query: str, limit: int,
+                   version: str | None = None) -> dict[str, float]:
+        """``{item id: cosine}``: the ``limit`` items of ``kind`` / ``type_id`` whose vectors of ``fields`` (None:
+        any field) are nearest to ``query``'s, cosine clipped to [0, 1], best first — a ``knn`` leaf's scores;
+        ``{}`` when the query cannot be embedded or the type has no vectors. ``version``: the network version
+        the caller already read (None: read it)."""
 
     def query_path(self, kn_id: str, source_type: str, source_condition: Condition | None, relation_type_id: str,
                    target_type: str, target_condition: Condition | None,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from kgrag.network.model import KnowledgeNetwork, ObjectType, RelationType
+from kgrag.network.schema.model import KnowledgeNetwork, ObjectType, RelationType
 from kgrag.network.service import OntologyService
 from kgrag.rank.rerank import Reranker
 from kgrag.search.kn_models import (

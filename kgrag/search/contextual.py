@@ -33,7 +33,7 @@ from kgrag.config import get_settings
 from kgrag.llm.client import ChatClient
 from kgrag.llm.json_output import chat_json
 from kgrag.llm.prompts import load_prompt
-from kgrag.network.model import KnowledgeNetwork, ObjectType
+from kgrag.network.schema.model import KnowledgeNetwork, ObjectType
 from kgrag.network.service import ContextStore
 from kgrag.search.context_models import (
     AttributeCondition,
@@ -233,7 +233,7 @@ def contextual_recall(
     for ot in recalled:
         if ot.id not in session.primary:
             jobs[("primary", ot.id)] = lambda o=ot: primary_fields(service, kn_id, o, config.primary_field_samples)
-    concurrent = getattr(service, "concurrent_reads", True)
+    concurrent = service.concurrent_reads
     results = _run(jobs, errors, concurrent)
     for (kind, key), value in results.items():
         if kind == "keyword":

@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from kgrag.network.model import Condition, DataProperty, ObjectType
+from kgrag.network.schema.model import Condition, DataProperty, ObjectType
 from kgrag.network.service import ContextStore
 from kgrag.search.context_models import AttributeCondition, AttributeFormat, ContextConfig, PrimaryFields
 from kgrag.search.keywords import CATEGORICAL_SYNONYMS

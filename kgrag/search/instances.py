@@ -6,11 +6,10 @@ The helpers are pure; :func:`recall_instances` is the only one that calls the :c
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from kgrag.network.model import TEXT_TYPES, Condition, InstanceHit, ObjectType
+from kgrag.network.schema.model import TEXT_TYPES, Condition, InstanceHit, ObjectType
 from kgrag.network.service import OntologyService
 from kgrag.search.kn_models import KnSearchNode, PropertyFilterConfig, SemanticInstanceRetrievalConfig
 from kgrag.search.relevance import name_match_score
@@ -50,7 +49,7 @@ def _base_type(type_name: str) -> str:
 def searchable_fields(object_type: ObjectType) -> list[SearchableField]:
     """Text-typed data properties declaring ``knn``, ``match`` or ``equal`` (``==`` counts as ``equal``).
 
-    Text types are :data:`kgrag.network.model.TEXT_TYPES` (text, string, varchar, char, keyword), compared
+    Text types are :data:`kgrag.network.schema.model.TEXT_TYPES` (text, string, varchar, char, keyword), compared
     case-insensitively on the base type (``varchar(64)`` is varchar). The display-key field comes first, the
     rest in declaration order, so it is never the one cut by ``max_semantic_sub_conditions``.
     """
@@ -197,12 +196,10 @@ def recall_instances(
     message (rule 4). (The types run one after another: threads were measured slower on 2 cores — the
     GIL hand-offs around each short SQLite call cost more than the overlap gains.)"""
     conditions = [(ot, _condition(ot, query, config)) for ot in object_types]
-    # every type's match leaves in one text-index read when the store can (the same scores as one per type)
+    # every type's match leaves in one text-index read (the same scores as one read per type)
     matches = [(ot.id, [leaf.field or ""]) for ot, cond in conditions if cond is not None
                for leaf in cond.sub_conditions if leaf.operation == "match" and not leaf.limit]
-    prefetch = getattr(service, "prefetched_matches", None)
-    with (prefetch(kn_id, "instance", matches, query, config.initial_candidate_count) if prefetch and len(matches) > 1
-          else nullcontext()):
+    with service.prefetched_matches(kn_id, "instance", matches, query, config.initial_candidate_count):
         all_nodes = [node for ot, cond in conditions
                      for node in _recall_type(service, kn_id, query, ot, config, cond)]
     all_nodes = global_score_filter(

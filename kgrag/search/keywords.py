@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kgrag.network.model import KnowledgeNetwork
+from kgrag.network.schema.model import KnowledgeNetwork
 from kgrag.rank.tokenize import has_cjk, is_word, tokenize
 from kgrag.search.context_models import AttributeCondition, EntityKeyword, Extraction, RelationWord
 

@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from kgrag.network.model import ObjectType
+from kgrag.network.schema.model import ObjectType
 from kgrag.network.service import ContextStore
 from kgrag.search.contraction import ContractionModel
 from kgrag.search.name_ngrams import NgramIndex, fold

@@ -11,7 +11,7 @@ such as drug -> producer is many-to-one and is called so), ``many_to_many`` othe
 
 from __future__ import annotations
 
-from kgrag.network.model import Condition, ObjectType, RelationType
+from kgrag.network.schema.model import Condition, ObjectType, RelationType
 from kgrag.network.service import ContextStore
 from kgrag.search.context_models import ContextConfig, RelationPattern
 from kgrag.search.storage_forms import name_field

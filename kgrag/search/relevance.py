@@ -13,7 +13,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kgrag.network.model import ObjectType, RelationType
+from kgrag.network.schema.model import ObjectType, RelationType
 from kgrag.rank.rerank import Reranker
 
 log = logging.getLogger(__name__)

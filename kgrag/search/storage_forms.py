@@ -46,8 +46,8 @@ import dataclasses
 import re
 from difflib import SequenceMatcher
 
-from kgrag.network.conditions import is_list_type
-from kgrag.network.model import TEXT_TYPES, Condition, InstanceHit, ObjectType
+from kgrag.network.schema.conditions import is_list_type
+from kgrag.network.schema.model import TEXT_TYPES, Condition, InstanceHit, ObjectType
 from kgrag.network.service import ContextStore
 from kgrag.search.context_models import ContextConfig, KeywordMapping, StorageForm
 from kgrag.search.other_names import OtherNameIndex, other_name_index
@@ -239,30 +239,26 @@ def _fuzzy_ops(ot: ObjectType, name: str) -> list[str]:
 
 
 def prefetch_hits(store: ContextStore, kn_id: str, keyword: str, fields: dict[str, tuple[ObjectType, str]],
-                  config: ContextConfig) -> dict[str, TypeHits] | None:
+                  config: ContextConfig) -> dict[str, TypeHits]:
     """:class:`TypeHits` of every type in ``fields`` (``{type id: (type, name field)}``) with one statement per
-    strategy across the types — the exact, contains, match and knn queries :func:`keyword_forms` would run per
-    type, with the same results — or None when the store has no batched queries (then each type runs its own).
-    A network of 1,200 types answered a keyword with ~3,700 statements one type at a time."""
-    by_type = getattr(store, "query_instances_by_type", None)
-    scored = getattr(store, "scored_instances_by_type", None)
-    match_many = getattr(store, "match_scores_many", None)
-    knn = getattr(store, "knn_scores", None)
-    if by_type is None or scored is None or match_many is None or knn is None:
-        return None
+    strategy across the types: the store's batched reads (:meth:`ContextStore.query_instances_by_type` for
+    ``==`` and ``contain``, :meth:`ContextStore.match_scores_many` / :meth:`ContextStore.knn_scores` then
+    :meth:`ContextStore.scored_instances_by_type` for the ``match`` / ``knn`` pools), each equal to the type's own
+    ``query_instances``. A network of 1,200 types answered a keyword with ~3,700 statements one type at a time."""
     k = config.forms_per_strategy
-    exact = by_type(kn_id, {tid: Condition(operation="==", field=f, value=keyword) for tid, (_, f) in fields.items()},
-                    k)
+    exact = store.query_instances_by_type(
+        kn_id, {tid: Condition(operation="==", field=f, value=keyword) for tid, (_, f) in fields.items()}, k)
     found = {tid: TypeHits(exact[tid]) for tid in fields}
     rest = {tid: ot_field for tid, ot_field in fields.items() if not (exact[tid] and config.skip_when_exact)}
-    contains = by_type(kn_id, {tid: Condition(operation="contain", field=f, value=keyword)
-                               for tid, (_, f) in rest.items()}, _contains_limit(config))
+    contains = store.query_instances_by_type(kn_id, {tid: Condition(operation="contain", field=f, value=keyword)
+                                                     for tid, (_, f) in rest.items()}, _contains_limit(config))
     pool = max(k * 6, 30)
-    match = match_many(kn_id, "instance", {tid: (tid, [f]) for tid, (ot, f) in rest.items()
-                                           if "match" in _fuzzy_ops(ot, f)}, keyword, pool)
-    neighbours = {tid: knn(kn_id, "instance", tid, [f], keyword, pool) for tid, (ot, f) in rest.items()
+    match = store.match_scores_many(kn_id, "instance", {tid: (tid, [f]) for tid, (ot, f) in rest.items()
+                                                        if "match" in _fuzzy_ops(ot, f)}, keyword, pool)
+    neighbours = {tid: store.knn_scores(kn_id, "instance", tid, [f], keyword, pool) for tid, (ot, f) in rest.items()
                   if "knn" in _fuzzy_ops(ot, f)}
-    match_hits, knn_hits = scored(kn_id, match, pool), scored(kn_id, neighbours, pool)
+    match_hits = store.scored_instances_by_type(kn_id, match, pool)
+    knn_hits = store.scored_instances_by_type(kn_id, neighbours, pool)
     for tid in rest:
         hits = found[tid]
         hits.contains = contains[tid]
@@ -275,11 +271,11 @@ def keyword_forms(store: ContextStore, kn_id: str, keyword: str, ot: ObjectType,
                   config: ContextConfig, use_llm: bool = False, found: TypeHits | None = None) -> list[StorageForm]:
     """Exact, alias, early other-name, contains, then fuzzy forms with the late other-name forms after the first
     :data:`LATE_AFTER_FUZZY` (see the module docstring). ``found``: the type's condition-query results when
-    :func:`prefetch_hits` read them already (else this runs its own queries)."""
+    :func:`prefetch_hits` read them already for many types (else it reads them for this one)."""
     k = config.forms_per_strategy
-    exact = found.exact if found is not None else store.query_instances(
-        kn_id, ot.id, Condition(operation="==", field=field, value=keyword), k, sort_by_score=False)
-    forms = [_form(h, field, "exact", keyword) for h in exact]
+    if found is None:
+        found = prefetch_hits(store, kn_id, keyword, {ot.id: (ot, field)}, config)[ot.id]
+    forms = [_form(h, field, "exact", keyword) for h in found.exact]
     if forms and config.skip_when_exact:
         return forms
     seen = {f.sample_instance_id for f in forms}
@@ -293,20 +289,14 @@ def keyword_forms(store: ContextStore, kn_id: str, keyword: str, ot: ObjectType,
         forms += [f for f in others if f.match_type in EARLY_OTHER_TYPES]
         late = [f for f in others if f.match_type not in EARLY_OTHER_TYPES]
         seen |= {f.sample_instance_id for f in others}
-    contains_hits = found.contains if found is not None else store.query_instances(
-        kn_id, ot.id, Condition(operation="contain", field=field, value=keyword), _contains_limit(config),
-        sort_by_score=False)
-    contains = [_form(h, field, "contains", keyword) for h in contains_hits if h.id not in seen]
+    contains = [_form(h, field, "contains", keyword) for h in found.contains if h.id not in seen]
     contains.sort(key=lambda f: (-f.similarity, len(f.form), f.form))
     forms += contains[:k]
     seen |= {f.sample_instance_id for f in contains[:k]}
-    pool = max(k * 6, 30)
     # match and knn separately, so a knn neighbour's cosine is known (an ``or`` would mix the two scores)
     candidates: dict[str, tuple[float, StorageForm]] = {}  # id -> (rank, form)
     for op in _fuzzy_ops(ot, field):
-        pool_hits = found.fuzzy.get(op, []) if found is not None else store.query_instances(
-            kn_id, ot.id, Condition(operation=op, field=field, value=keyword, limit=pool), pool)
-        for h in pool_hits:
+        for h in found.fuzzy.get(op, []):
             if h.id in seen:
                 continue
             form = _form(h, field, "fuzzy", keyword)
@@ -336,12 +326,11 @@ def map_keyword(store: ContextStore, kn_id: str, keyword: str, object_types: lis
                                                                      value=keyword), 1, sort_by_score=False)}
         candidates = [ot for ot in candidates if ot.id in known_types or ot.id in aliased]
     fields = {ot.id: (ot, name_field(ot) or "") for ot in candidates}
-    prefetched = prefetch_hits(store, kn_id, keyword, fields, config) if len(fields) > 1 else None
+    prefetched = prefetch_hits(store, kn_id, keyword, fields, config)
     mappings: list[KeywordMapping] = []
     for ot in candidates:
         field = fields[ot.id][1]
-        forms = keyword_forms(store, kn_id, keyword, ot, field, config, use_llm,
-                              prefetched[ot.id] if prefetched is not None else None)
+        forms = keyword_forms(store, kn_id, keyword, ot, field, config, use_llm, prefetched[ot.id])
         if not forms:
             continue
         best = max(f.similarity for f in forms)

@@ -17,7 +17,7 @@ import logging
 import time
 from typing import Any
 
-from kgrag.network.model import KnowledgeNetwork
+from kgrag.network.schema.model import KnowledgeNetwork
 from kgrag.rank.rerank import EmbeddingReranker, Reranker
 from kgrag.search.other_names import other_name_index
 from kgrag.search.pipeline import SearchStore
@@ -55,8 +55,7 @@ def warm_search(store: SearchStore, reranker: Reranker | None = None, kn_ids: li
             network = store.get_network(kn_id)
             store.search_object_types(kn_id, network.name or kn_id, 1)
             store.search_relation_types(kn_id, network.name or kn_id, 1)
-            warm_indexes = getattr(store, "warm_vector_indexes", None)
-            vectors = warm_indexes(kn_id) if warm_indexes is not None else 0
+            vectors = store.warm_vector_indexes(kn_id)
             docs = relation_documents(network)
             if embedder is not None and docs:
                 embedder.encode(docs)

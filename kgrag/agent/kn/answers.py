@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kgrag.agent.state import ToolCall
-from kgrag.network.model import KnowledgeNetwork
+from kgrag.network.schema.model import KnowledgeNetwork
 
 __all__ = ["answer_values", "compose_answer", "display_keys", "element_name", "evidence_from", "passages_from",
            "type_names"]

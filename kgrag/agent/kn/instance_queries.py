@@ -4,7 +4,8 @@
                           condition={"operation": "==", "field": "name", "value": "百日咳"}, limit=1))
 
 - ``query_object_instance``: instances of one object type matching a condition tree (the condition language of
-  :mod:`kgrag.network.conditions`; values are always bound SQL parameters), optionally projected to some properties.
+  :mod:`kgrag.network.schema.conditions`; values are always bound SQL parameters), optionally projected to some
+  properties.
 - ``query_instance_subgraph``: instances reached from start instances along a path of relation types, each step
   walked in the relation's direction when its source type is the current type, else backwards (or as the step
   says: ``out`` / ``in`` / ``both``), with the links walked (in each relation's own direction).
@@ -21,7 +22,7 @@ from typing import Any, Literal, Protocol
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 from kgrag.errors import NetworkNotFound
-from kgrag.network.model import Condition, InstanceHit, KnowledgeNetwork
+from kgrag.network.schema.model import Condition, InstanceHit, KnowledgeNetwork
 
 __all__ = [
     "MAX_LIMIT",

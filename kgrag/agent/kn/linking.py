@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from kgrag.network.model import ObjectType
+from kgrag.network.schema.model import ObjectType
 from kgrag.search.context_models import ContextConfig
 from kgrag.search.keywords import STOPWORDS, Lexicon
 from kgrag.search.storage_forms import map_keyword

@@ -20,7 +20,7 @@ from kgrag.agent.node import AgentRun, tool_arguments
 from kgrag.agent.state import AgentState, ToolCall
 from kgrag.llm.client import LLMError
 from kgrag.llm.prompts import load_prompt
-from kgrag.network.model import KnowledgeNetwork
+from kgrag.network.schema.model import KnowledgeNetwork
 
 __all__ = ["llm_plan", "system_prompt", "tool_messages"]
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from kgrag.agent.kn.linking import TopicCandidate, choose_topic
 from kgrag.agent.state import ToolCall
-from kgrag.network.model import KnowledgeNetwork, ObjectType, RelationType
+from kgrag.network.schema.model import KnowledgeNetwork, ObjectType, RelationType
 
 __all__ = ["Intent", "label_types", "next_call", "parse_label", "path_steps", "ranker_fits", "topic_type"]
 

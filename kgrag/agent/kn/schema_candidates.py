@@ -30,7 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kgrag.network.model import KnowledgeNetwork
+from kgrag.network.schema.model import KnowledgeNetwork
 from kgrag.rank.tokenize import has_cjk
 
 __all__ = ["CandidateProfile", "SchemaCandidate", "id_words", "network_profile", "value_kinds"]

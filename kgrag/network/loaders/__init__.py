@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from kgrag.errors import KgragError
-from kgrag.network.model import Instance, KnowledgeNetwork, Link
+from kgrag.network.schema.model import Instance, KnowledgeNetwork, Link
 
 #: what every loader returns
 NetworkData = tuple[KnowledgeNetwork, list[Instance], list[Link]]

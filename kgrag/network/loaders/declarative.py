@@ -1,6 +1,6 @@
 """Load a network from a schema file (YAML or JSON) plus instance and link files (CSV, JSON or JSONL).
 
-Schema file (YAML shown; JSON has the same shape) — the fields of :class:`kgrag.network.model.KnowledgeNetwork`
+Schema file (YAML shown; JSON has the same shape) — the fields of :class:`kgrag.network.schema.model.KnowledgeNetwork`
 plus a ``data`` section naming the data files (paths relative to the schema file)::
 
     kn_id: clinic                       # optional: the kn_id argument / file stem otherwise
@@ -45,9 +45,9 @@ import yaml
 from pydantic import ValidationError
 
 from kgrag.errors import KgragError
-from kgrag.network.conditions import is_list_type
 from kgrag.network.loaders import NetworkData
-from kgrag.network.model import Instance, KnowledgeNetwork, Link, ObjectType
+from kgrag.network.schema.conditions import is_list_type
+from kgrag.network.schema.model import Instance, KnowledgeNetwork, Link, ObjectType
 
 __all__ = ["load_declarative", "located_records", "read_records"]
 

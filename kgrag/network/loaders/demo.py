@@ -15,7 +15,7 @@ from collections import Counter, defaultdict
 
 from kgrag.data.demo import demo_kg
 from kgrag.network.loaders import NetworkData
-from kgrag.network.model import (
+from kgrag.network.schema.model import (
     DataProperty,
     Instance,
     KnowledgeNetwork,

@@ -18,7 +18,7 @@ only; the long texts ``cause``/``prevent``/``nursing``/``symptom_detail``/``diet
 the disease texts (:data:`TEXT_SECTIONS`) are chunked (``TextConfig``) and ``desc`` describes a disease.
 
 Aliases: a Disease's ``aliases`` (别名, ``string[]``, ``match``/``contain``/``exist``) are the other names the
-texts of any record give it (又称/俗称/简称 …, :func:`kgrag.network.aliases.alias_index`), so contextual recall can
+texts of any record give it (又称/俗称/简称 …, :func:`kgrag.network.text.aliases.alias_index`), so contextual recall can
 map 脑溢血 to 脑出血 (``kgrag.search.storage_forms``).
 """
 
@@ -28,9 +28,8 @@ from collections.abc import Collection, Iterable
 from pathlib import Path
 
 from kgrag.data.medical import Disease, read_diseases
-from kgrag.network.aliases import alias_index
 from kgrag.network.loaders import NetworkData
-from kgrag.network.model import (
+from kgrag.network.schema.model import (
     DataProperty,
     Instance,
     KnowledgeNetwork,
@@ -39,6 +38,7 @@ from kgrag.network.model import (
     RelationType,
     TextConfig,
 )
+from kgrag.network.text.aliases import alias_index
 
 __all__ = ["ALIASES_PROPERTY", "DISEASE_PROPERTIES", "MEDICAL_RELATION_TYPES", "RELATION_VALUES", "disease_properties", "load_medical",
            "medical_network"]
@@ -187,7 +187,7 @@ def medical_from_diseases(diseases: Iterable[Disease], kn_id: str = "medical",
                           exclude_aliases: Collection[tuple[str, str]] = ()) -> NetworkData:
     """The network, instances and links for these disease records.
 
-    ``aliases`` (a Disease's other names) come from :func:`kgrag.network.aliases.alias_index` over every record's
+    ``aliases`` (a Disease's other names) come from :func:`kgrag.network.text.aliases.alias_index` over every record's
     texts (:data:`TEXT_SECTIONS`); ``exclude_aliases`` holds ``(disease name, alias)`` pairs left out (held-out
     benchmarks). A disease with no alias has no ``aliases`` property."""
     network = medical_network(kn_id)

@@ -13,7 +13,14 @@ from pathlib import Path
 
 from kgrag.data.metaqa import read_kb
 from kgrag.network.loaders import NetworkData
-from kgrag.network.model import DataProperty, Instance, KnowledgeNetwork, Link, ObjectType, RelationType
+from kgrag.network.schema.model import (
+    DataProperty,
+    Instance,
+    KnowledgeNetwork,
+    Link,
+    ObjectType,
+    RelationType,
+)
 
 __all__ = ["METAQA_RELATIONS", "load_metaqa", "metaqa_network"]
 

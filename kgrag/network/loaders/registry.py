@@ -14,7 +14,6 @@ from pathlib import Path
 
 from kgrag.config import get_settings
 from kgrag.errors import KgragError
-from kgrag.network.embedding import network_embedder
 from kgrag.network.loaders import NetworkData, check_kn_id
 from kgrag.network.loaders.declarative import load_declarative
 from kgrag.network.loaders.demo import demo_network
@@ -22,6 +21,7 @@ from kgrag.network.loaders.medical import load_medical
 from kgrag.network.loaders.metaqa import load_metaqa
 from kgrag.network.loaders.synthetic import synthetic_network
 from kgrag.network.store import LoadStats, NetworkStore
+from kgrag.network.text.embedding import network_embedder
 from kgrag.rank.tokenize import tokenize_cache
 
 __all__ = ["NAMED_NETWORKS", "SCHEMA_SUFFIXES", "build_named", "check_kn_id", "load_named"]
@@ -57,7 +57,7 @@ def build_named(name: str, data_dir: str | Path | None = None, kn_id: str | None
 def load_named(name: str, store: NetworkStore, data_dir: str | Path | None = None,
                log: Callable[[str], None] | None = None, kn_id: str | None = None) -> LoadStats:
     """Build network ``name`` and load it into ``store`` (idempotent: replaces any earlier load), with Chinese
-    vectors for a Chinese network (:func:`kgrag.network.embedding.network_embedder`). Each text is segmented
+    vectors for a Chinese network (:func:`kgrag.network.text.embedding.network_embedder`). Each text is segmented
     once for the vectors' training, the text index and the vectors (:func:`kgrag.rank.tokenize.tokenize_cache`)."""
     network, instances, links = build_named(name, data_dir, kn_id)
     with tokenize_cache():

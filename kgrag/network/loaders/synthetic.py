@@ -14,7 +14,14 @@ import itertools
 import random
 
 from kgrag.network.loaders import NetworkData
-from kgrag.network.model import DataProperty, Instance, KnowledgeNetwork, Link, ObjectType, RelationType
+from kgrag.network.schema.model import (
+    DataProperty,
+    Instance,
+    KnowledgeNetwork,
+    Link,
+    ObjectType,
+    RelationType,
+)
 
 __all__ = ["synthetic_network"]
 

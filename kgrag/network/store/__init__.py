@@ -3,11 +3,11 @@
 
     store = NetworkStore("sqlite:///work/kn.db"); store.query_instances("medical", "Disease", None, 5)
 
-Storage (see :mod:`kgrag.network.tables`): schema rows, instances with JSON properties, links, an FTS5 text index
+Storage (see :mod:`kgrag.network.schema.tables`): schema rows, instances with JSON properties, links, an FTS5 text index
 (jieba tokens) for ``match`` and float32 embeddings for ``knn``. SQLite is the default (``Settings.db_url``);
 PostgreSQL (``postgresql+psycopg://…``) is the scale path and gives the same results: a GIN index over the stored
 tokens with FTS5's bm25 computed in SQL, exact float32 vectors in ``bytea`` (no pgvector in Debian bookworm), see
-:mod:`kgrag.network.tables` and :mod:`kgrag.network.store.index`.
+:mod:`kgrag.network.schema.tables` and :mod:`kgrag.network.store.index`.
 
 :class:`NetworkStore` is a facade over four parts, one module each, each with its own state; the core is handed
 to the others explicitly:
@@ -28,16 +28,16 @@ network version (each network row carries a version uuid that every query checks
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
 from sqlalchemy import Engine
 
-from kgrag.network.conditions import Plan
-from kgrag.network.model import Condition, Instance, InstanceHit, KnowledgeNetwork, Link, PathHit
+from kgrag.network.schema.conditions import Plan
+from kgrag.network.schema.model import Condition, Instance, InstanceHit, KnowledgeNetwork, Link, PathHit
 from kgrag.network.store.core import SCHEMA_RECHECK_SECONDS, StoreCore
-from kgrag.network.store.index import StoreIndex, fts_query, index_tokens
+from kgrag.network.store.index import Key, StoreIndex, fts_query, index_tokens
 from kgrag.network.store.load import LoadStats, StoreLoader
 from kgrag.network.store.query import StoreQueries, list_fields
 from kgrag.rank.embedder_factory import TextEmbedder
@@ -114,8 +114,8 @@ class NetworkStore:
         return self.index.match_scores(kn_id, kind, type_id, fields, query, limit)
 
     def match_scores_many(
-        self, kn_id: str, kind: str, requests: dict[Hashable, tuple[str, list[str]]], query: str, limit: int
-    ) -> dict[Hashable, dict[str, float]]:
+        self, kn_id: str, kind: str, requests: dict[Key, tuple[str, list[str]]], query: str, limit: int
+    ) -> dict[Key, dict[str, float]]:
         """:meth:`match_scores` of many ``{key: (type id, fields)}`` in one statement:
         :meth:`StoreIndex.match_scores_many`."""
         return self.index.match_scores_many(kn_id, kind, requests, query, limit)

@@ -28,8 +28,8 @@ from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.pool import StaticPool
 
 from kgrag.errors import NetworkNotFound
-from kgrag.network import tables as t
-from kgrag.network.model import ActionType, KnowledgeNetwork, ObjectType, RelationType
+from kgrag.network.schema import tables as t
+from kgrag.network.schema.model import ActionType, KnowledgeNetwork, ObjectType, RelationType
 
 __all__ = ["CONNECT_TIMEOUT", "SCHEMA_RECHECK_SECONDS", "StoreCore"]
 

@@ -29,20 +29,23 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from sqlalchemy import Float, Text, any_, bindparam, case, cast, func, literal, literal_column, select, text
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from kgrag.config import get_settings
-from kgrag.network import tables as t
+from kgrag.network.schema import tables as t
 from kgrag.network.store.core import StoreCore
 from kgrag.rank.embedder_factory import TextEmbedder, make_embedder
 from kgrag.rank.sentence_embedder import Embedder
 from kgrag.rank.tokenize import tokenize
 
-__all__ = ["MAX_UNKNOWN_FRACTION", "StoreIndex", "fts_query", "index_tokens"]
+__all__ = ["MAX_UNKNOWN_FRACTION", "Key", "StoreIndex", "fts_query", "index_tokens"]
+
+#: the caller's key of one request of :meth:`StoreIndex.match_scores_many`
+Key = TypeVar("Key", bound=Hashable)
 
 #: a text with more unknown model tokens than this fraction gets no embedding (see NetworkStore.representable)
 MAX_UNKNOWN_FRACTION = 0.34
@@ -71,7 +74,7 @@ class _VectorIndex:
         return cached
 
 
-#: FTS5 ranking over the index only, then the best rows joined back (see kgrag.network.tables)
+#: FTS5 ranking over the index only, then the best rows joined back (see kgrag.network.schema.tables)
 _FTS_MATCH = text(
     "SELECT r.item_id AS item_id, r.field AS field, r.text AS text, m.rank AS rank FROM "
     "(SELECT rowid AS rid, bm25(kn_text, 1.0, 0.0) AS rank FROM kn_text WHERE kn_text MATCH :q "
@@ -234,8 +237,8 @@ class StoreIndex:
         return _scores_of_rows(rows, tokens, limit)
 
     def match_scores_many(
-        self, kn_id: str, kind: str, requests: dict[Hashable, tuple[str, list[str]]], query: str, limit: int
-    ) -> dict[Hashable, dict[str, float]]:
+        self, kn_id: str, kind: str, requests: dict[Key, tuple[str, list[str]]], query: str, limit: int
+    ) -> dict[Key, dict[str, float]]:
         """:meth:`match_scores` of many ``{key: (type id, fields)}`` for one ``query``. On SQLite one FTS5
         statement ranks the rows of every requested scope (the scope column weighs 0 in ``bm25``, so a row's rank
         does not depend on which scopes the query names); each request keeps the first ``4 × limit`` rows of its
@@ -247,7 +250,7 @@ class StoreIndex:
                     for key, (tid, fields) in requests.items()}
         fetch = max(limit, 1) * 4
         keys = list(requests)
-        rows_of: dict[Hashable, list[Any]] = {key: [] for key in keys}
+        rows_of: dict[Key, list[Any]] = {key: [] for key in keys}
         with self.core.engine.connect() as conn:
             for start in range(0, len(keys), _MATCHES_PER_STATEMENT):
                 chunk = keys[start:start + _MATCHES_PER_STATEMENT]

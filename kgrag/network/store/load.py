@@ -26,8 +26,8 @@ import numpy as np
 from sqlalchemy import delete, func, select
 from sqlalchemy.engine import Connection
 
-from kgrag.network import tables as t
-from kgrag.network.model import Instance, KnowledgeNetwork, Link
+from kgrag.network.schema import tables as t
+from kgrag.network.schema.model import Instance, KnowledgeNetwork, Link
 from kgrag.network.store.core import StoreCore
 from kgrag.network.store.index import StoreIndex, fts_terms
 from kgrag.network.store.rows import (

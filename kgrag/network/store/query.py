@@ -2,7 +2,7 @@
 
     queries = StoreQueries(core, StoreIndex(core)); queries.query_instances("medical", "Disease", None, 5)
 
-Contract: :meth:`StoreQueries.query_instances` compiles a :class:`Condition` (:mod:`kgrag.network.conditions`,
+Contract: :meth:`StoreQueries.query_instances` compiles a :class:`Condition` (:mod:`kgrag.network.schema.conditions`,
 whose ``match``/``knn`` leaves are scored by :mod:`kgrag.network.store.index`) and returns scored hits first, by
 score desc, then the rest by id; :meth:`StoreQueries.query_path` follows one relation type either way (interface 2
 of contextual recall). :meth:`StoreQueries.instance_names` and :meth:`StoreQueries.link_cardinality` are cached per
@@ -18,9 +18,9 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.sql.elements import False_
 
-from kgrag.network import tables as t
-from kgrag.network.conditions import Plan, compile_condition, is_list_type
-from kgrag.network.model import Condition, InstanceHit, ObjectType, PathHit
+from kgrag.network.schema import tables as t
+from kgrag.network.schema.conditions import Plan, compile_condition, is_list_type
+from kgrag.network.schema.model import Condition, InstanceHit, ObjectType, PathHit
 from kgrag.network.store.core import StoreCore
 from kgrag.network.store.index import StoreIndex
 
@@ -190,6 +190,8 @@ class StoreQueries:
         for all the types."""
         top = {tid: sorted(found, key=lambda i: (-found[i], i))[:limit] for tid, found in scores.items()}
         wanted = sorted({i for ids in top.values() for i in ids})
+        if not wanted:
+            return {tid: [] for tid in top}
         rows: dict[tuple[str, str], Any] = {}
         ti = t.instances
         with self.core.engine.connect() as conn:

@@ -20,10 +20,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kgrag.network import tables as t
-from kgrag.network.chunking import chunk_instances
-from kgrag.network.model import Instance, KnowledgeNetwork, Link, ObjectType, RelationType
+from kgrag.network.schema import tables as t
+from kgrag.network.schema.model import Instance, KnowledgeNetwork, Link, ObjectType, RelationType
 from kgrag.network.store.index import index_tokens
+from kgrag.network.text.chunking import chunk_instances
 from kgrag.rank.token_count import TokenCounter
 
 __all__ = [

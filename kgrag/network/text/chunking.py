@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kgrag.network.model import Instance, TextConfig
+from kgrag.network.schema.model import Instance, TextConfig
 from kgrag.rank.token_count import TokenCounter
 
 __all__ = ["Chunk", "chunk_instances", "chunk_text", "chunk_id"]

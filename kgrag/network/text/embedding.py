@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from kgrag.config import Settings
-from kgrag.network.model import Instance, KnowledgeNetwork
+from kgrag.network.schema.model import Instance, KnowledgeNetwork
 from kgrag.rank.domain import META_FILE
 from kgrag.rank.embedder_factory import TextEmbedder, make_embedder
 from kgrag.rank.tokenize import has_cjk

@@ -1,4 +1,5 @@
-"""Compile a :class:`~kgrag.network.model.Condition` tree into SQL (bound parameters only) plus scored candidates.
+"""Compile a :class:`~kgrag.network.schema.model.Condition` tree into SQL (bound parameters only) plus scored
+candidates.
 
 A leaf ``field op value`` over an instance's JSON ``properties`` becomes a SQLAlchemy expression (``json_extract``
 on SQLite, ``->>`` on PostgreSQL, via SQLAlchemy's portable JSON accessors); values are always bound parameters,
@@ -50,8 +51,8 @@ from sqlalchemy import and_, case, cast, exists, false, func, literal, null, or_
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.sql.elements import ColumnElement
 
-from kgrag.network.model import TEXT_TYPES, Condition, DataProperty, ObjectType
-from kgrag.network.tables import instances
+from kgrag.network.schema.model import TEXT_TYPES, Condition, DataProperty, ObjectType
+from kgrag.network.schema.tables import instances
 
 __all__ = [
     "LEAF_OPERATIONS",

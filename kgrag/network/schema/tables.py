@@ -130,7 +130,7 @@ vectors = Table(
     Index("ix_kn_vectors_type", "kn_id", "kind", "type_id"),
 )
 
-#: text chunks of instances' long texts (``kgrag.network.chunking``), read by the query modes
+#: text chunks of instances' long texts (``kgrag.network.text.chunking``), read by the query modes
 chunks = Table(
     "kn_chunks",
     metadata,
