@@ -13,15 +13,16 @@ from pathlib import Path
 
 from bench.common import write_result
 from kgrag.data import load_kg
+from kgrag.data.spec import BUILTIN_SPECS
 from kgrag.rank.sentence_embedder import Embedder, load_model
 
 
 def sample_texts(n: int) -> tuple[list[str], str]:
     try:
-        kg = load_kg("metaqa")
+        kg = load_kg(BUILTIN_SPECS["metaqa"])
         split = "metaqa entity names"
     except Exception:  # noqa: BLE001 - no shared data: the demo KG is always there
-        kg = load_kg("demo")
+        kg = load_kg(BUILTIN_SPECS["demo"])
         split = "demo entity names"
     return sorted(set(kg.names.values()))[:n], split
 

@@ -24,16 +24,18 @@ def _noop() -> dict:
 
 def _parse() -> dict:
     from kgrag.data import load_kg
+    from kgrag.data.spec import BUILTIN_SPECS
 
-    kg = load_kg("metaqa")
+    kg = load_kg(BUILTIN_SPECS["metaqa"])
     return {"triples_read": len(kg.triples)}
 
 
 def _csr_build() -> dict:
     from kgrag.data import load_kg
+    from kgrag.data.spec import BUILTIN_SPECS
     from kgrag.graph.csr import CSRGraph
 
-    kg = load_kg("metaqa")
+    kg = load_kg(BUILTIN_SPECS["metaqa"])
     t = time.perf_counter()
     g = CSRGraph.from_dataset(kg)
     _ = g.out_incidence, g.in_incidence
@@ -51,11 +53,12 @@ def _csr_load() -> dict:
 
 def _oxigraph_load() -> dict:
     from kgrag.data import load_kg
+    from kgrag.data.spec import BUILTIN_SPECS
     from kgrag.graph.csr import CSRGraph
     from kgrag.graph.oxigraph_store import build_store
     from kgrag.graph.rdf import write_ntriples
 
-    kg = load_kg("metaqa")
+    kg = load_kg(BUILTIN_SPECS["metaqa"])
     g = CSRGraph.from_dataset(kg)
     t = time.perf_counter()
     write_ntriples(g, kg, WORK / "triples.nt")

@@ -124,12 +124,13 @@ def fixture_pair(settings) -> None:
     # the demo KG, exported by its own prep (N-Triples) with its questions as canonical JSONL
     from flows.prepare_data import prepare_data
     from kgrag.data import load_questions
+    from kgrag.data.spec import BUILTIN_SPECS
 
     demo_dir = Path(prepare_data(dataset="demo")["out_dir"])
     demo_q = out / "demo-questions.jsonl"
     demo_q.write_text("".join(json.dumps({"question": q.text, "topic_entities": q.topic_ids,
                                           "answers": q.answer_names}) + "\n"
-                              for q in load_questions("demo").records), encoding="utf-8")
+                              for q in load_questions(BUILTIN_SPECS["demo"]).records), encoding="utf-8")
     specs = {"fbfix": DatasetSpec(name="fbfix", reader="triples", triples=(str(out / "graph.nt.gz"),),
                                   questions=(str(unsplit),)),
              "demo-nt": DatasetSpec(name="demo-nt", reader="triples", triples=(str(demo_dir / "triples.nt"),),
@@ -154,12 +155,13 @@ def import_speed(settings) -> None:
     import resource
 
     from kgrag.data import load_kg
+    from kgrag.data.spec import BUILTIN_SPECS
     from kgrag.data.triples import read_triple_files
     from kgrag.graph.csr import CSRGraph
     from kgrag.graph.imported import imported_csr
     from kgrag.graph.rdf import write_ntriples
 
-    kg = load_kg("metaqa", settings.data_dir)
+    kg = load_kg(BUILTIN_SPECS["metaqa"], settings.data_dir)
     built = CSRGraph.from_dataset(kg)
     files = settings.work_dir / "import-files"
     files.mkdir(parents=True, exist_ok=True)
@@ -174,7 +176,7 @@ def import_speed(settings) -> None:
             times.append(time.perf_counter() - t0)
         return min(times)
 
-    baseline_s = best(lambda: CSRGraph.from_dataset(load_kg("metaqa", settings.data_dir)))
+    baseline_s = best(lambda: CSRGraph.from_dataset(load_kg(BUILTIN_SPECS["metaqa"], settings.data_dir)))
     figures = {}
     for label, path, n in (("kb.txt", settings.data_dir / "metaqa" / "kb.txt", built.num_triples),
                            ("metaqa.nt", files / "metaqa.nt", lines), ("metaqa.nt.gz", files / "metaqa.nt.gz", lines)):

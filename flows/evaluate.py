@@ -21,8 +21,10 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
+from flows.artifact_keys import artifact_key
 from kgrag.config import get_settings
-from kgrag.errors import KgragError
+from kgrag.data.question_files import require_question_file
+from kgrag.data.registry import dataset_spec
 from kgrag.hrag import pipeline as retrieval
 from kgrag.hrag.file_eval import evaluate_file
 from kgrag.hrag.g_agent import GAgentSplit
@@ -91,8 +93,8 @@ def evaluate(dataset: str = "metaqa", split: str = "validation", questions: str 
     """Hits@1 / Hit / F1 of the latest (or given) checkpoints on ``split`` or on the ``questions`` file (with
     ``no_brackets``: topics linked from the text with its brackets removed)."""
     settings = get_settings()
-    if questions and not Path(questions).is_file():  # named before the checkpoints are looked for
-        raise KgragError(f"question file not found: {questions} (MetaQA format: one question<TAB>a1|a2 per line)")
+    dataset = dataset_spec(dataset, settings).name  # an unknown name: one line naming the known ones
+    require_question_file(questions)  # named before the checkpoints are looked for
     if questions:
         reasoner = HRAGReasoner.load(settings, dataset, _path(retriever_checkpoint), _path(policy_checkpoint))
         answers = evaluate_file(reasoner, Path(questions), hop, no_brackets)
@@ -104,7 +106,7 @@ def evaluate(dataset: str = "metaqa", split: str = "validation", questions: str 
         name = split
     path = write_answers_report(retrieval.hrag_dir(settings, dataset) / "eval", name, report, info)
     title = f"Answers on {dataset} {name}"
-    create_markdown_artifact(key=f"answers-{dataset}-{name}".replace("_", "-").lower()[:60], description=title,
+    create_markdown_artifact(key=artifact_key("answers", dataset, name, max_length=60), description=title,
                              markdown=f"# {title}\n\n{metrics_table(report)}\n")
     return {"report": report, "info": info, "file": str(path), "figures": flat_figures(report)}
 

@@ -23,6 +23,7 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
+from flows.artifact_keys import artifact_key
 from flows.evaluate import evaluate
 from graphs.agent.context import AgentContext
 from graphs.agent.graph import graph
@@ -77,10 +78,10 @@ def evaluation_reports(dataset: str = "metaqa", split: str = "validation", quest
     for row in rows:
         row.update({k: round(v, 4) for k, v in row.items() if isinstance(v, float)})
     title = f"Evaluation of {dataset} ({split} split and {len(files)} question files)"
-    create_table_artifact(table=rows, key=f"evaluation-{dataset}", description=title)
+    create_table_artifact(table=rows, key=artifact_key("evaluation", dataset), description=title)
     lines = [f"# {title}", "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join("" if r[c] is None else str(r[c]) for c in COLUMNS) + " |" for r in rows]
-    create_markdown_artifact(key=f"evaluation-{dataset}-summary", description=title, markdown="\n".join(lines) + "\n")
+    create_markdown_artifact(key=artifact_key("evaluation", dataset, "summary"), description=title, markdown="\n".join(lines) + "\n")
     return {"rows": rows, "files": files}
 
 

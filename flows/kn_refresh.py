@@ -13,6 +13,7 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
+from flows.artifact_keys import artifact_key
 from flows.train_intent import train_intent
 from kgrag.config import get_settings
 from kgrag.network.store import NetworkStore
@@ -39,7 +40,7 @@ def kn_refresh(kn_id: str = "medical") -> dict:
     if kn_id == "medical":
         result = train_intent()
         intent = {"accuracy@1": result["validation"]["accuracy@1"], "n": result["validation"]["n"]}
-    create_markdown_artifact(key=f"kn-refresh-{kn_id}", description=f"Knowledge network {kn_id}",
+    create_markdown_artifact(key=artifact_key("kn-refresh", kn_id), description=f"Knowledge network {kn_id}",
                              markdown=f"# Knowledge network {kn_id}\n\n```json\n"
                                       f"{json.dumps({'network': network, 'intent': intent}, indent=1)}\n```\n")
     return {"network": network, "intent": intent}

@@ -17,6 +17,7 @@ from prefect import flow, task
 from prefect.artifacts import create_image_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
+from flows.artifact_keys import artifact_key
 from kgrag.config import get_settings
 from kgrag.data.spec import DatasetSpec
 from kgrag.errors import KgragError
@@ -69,15 +70,15 @@ def prepare_questions(spec: DatasetSpec, data_dir: str, out_dir: str, fingerprin
 @task(name="summarise", cache_policy=NO_CACHE)
 def summarise(dataset: str, out_dir: str, graph: dict, store: dict, questions: dict) -> str:
     markdown = write_summary(Path(out_dir), dataset, graph, store, questions)
-    key = f"data-prep-{dataset}"
+    key = artifact_key("data-prep", dataset)
     create_markdown_artifact(markdown=markdown, key=key, description=f"Data-prep summary for {dataset}")
     create_table_artifact(
         table=[{"item": k, "value": v} for k, v in summary_rows(dataset, graph, store, questions)],
-        key=f"{key}-table",
+        key=artifact_key(key, "table"),
         description=f"Data-prep counts for {dataset}",
     )
     chart = write_chart(Path(out_dir), dataset)
-    create_image_artifact(image_url=png_data_url(chart), key=f"{key}-chart",
+    create_image_artifact(image_url=png_data_url(chart), key=artifact_key(key, "chart"),
                           description=f"{dataset}: triples per relation, questions per split and hop")
     return markdown
 

@@ -3,6 +3,7 @@
 By default every split of the prepared questions (``run_all_splits=True``); ``run_all_splits=False`` with ``split``
 runs one. Per split: G_retrieval samples → retriever scores → recall report (JSON, markdown table, PNG; also as
 Prefect artifacts) → ``<split>_g_agent.pt`` (oracle mode for ``train``: top-K ∪ GT; pruned for the others).
+``retriever_eval_file``: the recall report on a question file instead (``kgrag retriever-eval --questions``).
 Scoring and materialisation run as tasks over contiguous question ranges (``score-and-materialise-<split>-<i>of<n>``):
 one on the default runner, a few per worker on Dask (``KGRAG_TASK_RUNNER=dask``), concatenated in order.
 Run: ``python -m flows.retriever_eval --dataset metaqa [--split validation]`` or ``kgrag retriever-eval``.
@@ -21,11 +22,21 @@ from prefect import flow, task
 from prefect.artifacts import create_image_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
+from flows.artifact_keys import artifact_key
 from flows.retrieval_samples import run as sharded_samples
 from kgrag.config import get_settings
+from kgrag.data.question_files import require_question_file
+from kgrag.data.registry import dataset_spec
 from kgrag.fileio import png_data_url
 from kgrag.hrag import pipeline
-from kgrag.hrag.evaluate import Evaluation, TrainedRetriever, load_trained, png_markdown, write_report
+from kgrag.hrag.evaluate import (
+    Evaluation,
+    TrainedRetriever,
+    evaluate_question_file,
+    load_trained,
+    png_markdown,
+    write_report,
+)
 from kgrag.hrag.g_agent import GAgentSplit
 from kgrag.hrag.metrics import recall_report, report_table
 from kgrag.hrag.retriever import score_samples
@@ -107,11 +118,11 @@ def evaluate_split(dataset: str, split: str, checkpoint: str | None, anchor_top_
     else:  # no questions: an empty split
         g_agent = trained.g_agent(samples, evaluation, oracle=split == "train", meta=meta)
     g_path = g_agent.save(g_file)
-    key = f"retriever-eval-{dataset}-{split}"
+    key = artifact_key("retriever-eval", dataset, split)
     create_table_artifact(table=[{"rows": k, **{m: round(v, 4) if isinstance(v, float) else v for m, v in row.items()}}
                                  for k, row in evaluation.report.items()], key=key, description=title)
-    create_image_artifact(image_url=png_data_url(paths["png"]), key=f"{key}-chart", description=title)
-    create_markdown_artifact(key=f"{key}-plot", description=title,
+    create_image_artifact(image_url=png_data_url(paths["png"]), key=artifact_key(key, "chart"), description=title)
+    create_markdown_artifact(key=artifact_key(key, "plot"), description=title,
                              markdown=f"# {title}\n\n{report_table(evaluation.report)}\n\n{png_markdown(paths['png'])}\n")
     return {"split": split, "report": evaluation.report, "g_agent": str(g_path), "g_agent_summary": g_agent.summary(),
             "triples_per_second": evaluation.triples_per_second, "files": {k: str(v) for k, v in paths.items()},
@@ -123,8 +134,22 @@ def retriever_eval(dataset: str = "metaqa", run_all_splits: bool = True, split: 
                    checkpoint: str | None = None, anchor_top_k: int | None = None) -> dict:
     """Evaluate the latest (or given) retriever checkpoint and write g_agent, for all splits or ``split``."""
     settings = get_settings()
+    dataset = dataset_spec(dataset, settings).name  # an unknown name: one line naming the known ones
     splits = pipeline.available_splits(settings, dataset) if run_all_splits else [split]
     return {s: evaluate_split(dataset, s, checkpoint, anchor_top_k) for s in splits}
+
+
+@flow(name="retriever-eval-file", log_prints=True)
+def retriever_eval_file(dataset: str = "metaqa", questions: str = "", hop: int | None = None,
+                        checkpoint: str | None = None) -> dict:
+    """Evaluate the latest (or given) retriever checkpoint on a question file (``kgrag retriever-eval
+    --questions``; no g_agent is written): ``{"report": recall report, "info": what was read}``."""
+    settings = get_settings()
+    dataset = dataset_spec(dataset, settings).name
+    require_question_file(questions)  # named before the checkpoint is looked for
+    evaluation, info = evaluate_question_file(settings, dataset, Path(questions), hop,
+                                              Path(checkpoint) if checkpoint else None)
+    return {"report": evaluation.report, "info": info}
 
 
 def main(argv: list[str] | None = None) -> None:

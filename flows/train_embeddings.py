@@ -25,6 +25,7 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
+from flows.artifact_keys import artifact_key
 from kgrag.config import get_settings
 from kgrag.network.domain_vectors import instance_texts
 from kgrag.network.store import NetworkStore
@@ -125,17 +126,12 @@ def train_embeddings(kn_id: str = "medical", config: dict[str, Any] | None = Non
     evaluation = evaluate(folder, data["names"], data["records"], probes)
     meta = DomainEmbedder(folder).meta
     create_markdown_artifact(
-        key=f"domain-embeddings-{_key(kn_id)}", description=f"Domain embeddings for {kn_id}",
+        key=artifact_key("domain-embeddings", kn_id), description=f"Domain embeddings for {kn_id}",
         markdown=_summary_markdown(kn_id, folder, meta, evaluation))
     create_table_artifact(
-        key=f"domain-embeddings-{_key(kn_id)}-probes", table=evaluation["table"],
+        key=artifact_key("domain-embeddings", kn_id, "probes"), table=evaluation["table"],
         description=f"Nearest instance names to probe words ({kn_id})")
     return folder
-
-
-def _key(kn_id: str) -> str:
-    """An artifact-key-safe form of ``kn_id`` (lowercase letters, digits, dashes)."""
-    return re.sub(r"[^a-z0-9-]+", "-", kn_id.lower()).strip("-") or "network"
 
 
 def main(argv: list[str] | None = None) -> None:

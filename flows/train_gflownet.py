@@ -20,7 +20,9 @@ from prefect import flow, task
 from prefect.artifacts import create_image_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
+from flows.artifact_keys import artifact_key
 from kgrag.config import get_settings
+from kgrag.data.registry import dataset_spec
 from kgrag.fileio import png_data_url
 from kgrag.hrag import pipeline as retrieval
 from kgrag.hrag.evaluate import png_markdown
@@ -116,6 +118,7 @@ def _calibration_key(checkpoint: Path, validation_file: Path, cfg: GFlowNetConfi
 def train_gflownet(dataset: str = "metaqa", config: dict | None = None, cache_paths: dict[str, str] | None = None,
                    train_split: str = "train", validation_split: str = "validation") -> dict:
     """Train the GFlowNet path policy on g_agent files; ``cache_paths`` = ``{"train": …, "validation": …}``."""
+    dataset = dataset_spec(dataset, get_settings()).name  # an unknown name: one line naming the known ones
     cfg = GFlowNetConfig(**(config or {}))
     result = train(dataset, cfg.model_dump_json(), train_split, validation_split, cache_paths or {})
     validation = calibrate(dataset, result["checkpoint"], validation_split, result["validation_file"])
@@ -123,11 +126,11 @@ def train_gflownet(dataset: str = "metaqa", config: dict | None = None, cache_pa
     curve = plot_learning_curve(result["history"], run_dir / "learning_curve.png", f"GFlowNet training ({dataset})")
     title = f"GFlowNet answers, {dataset} {validation_split} (threshold {validation['threshold']})"
     table = metrics_table(validation["report"])
-    create_table_artifact(table=result["history"], key=f"gflownet-training-{dataset}",
+    create_table_artifact(table=result["history"], key=artifact_key("gflownet-training", dataset),
                           description=f"GFlowNet training per checkpoint on {dataset}")
-    create_image_artifact(image_url=png_data_url(curve), key=f"gflownet-training-{dataset}-chart",
+    create_image_artifact(image_url=png_data_url(curve), key=artifact_key("gflownet-training", dataset, "chart"),
                           description=f"GFlowNet training on {dataset}: loss, correct paths, validation Hits@1")
-    create_markdown_artifact(key=f"gflownet-validation-{dataset}", description=title,
+    create_markdown_artifact(key=artifact_key("gflownet-validation", dataset), description=title,
                              markdown=f"# {title}\n\n{table}\n\n{png_markdown(curve)}\n")
     return {**result, "validation": validation, "learning_curve": str(curve), "config": cfg.model_dump()}
 

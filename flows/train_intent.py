@@ -28,12 +28,15 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
+from flows.artifact_keys import artifact_key
 from kgrag.agent.kn.intent import IntentConfig
 from kgrag.agent.training.train_intent import accuracy_markdown, confusion_markdown
 from kgrag.agent.training.train_intent import train_intent as run_training
 from kgrag.agent.training.train_self_intent import train_self_intent
 from kgrag.config import get_settings
+from kgrag.errors import KgragError, NetworkNotFound
 from kgrag.hrag.evaluate import png_markdown
+from kgrag.network.store import NetworkStore
 
 
 def _log(line: str) -> None:
@@ -62,6 +65,19 @@ def _self_markdown(result: dict) -> str:
             f"| label | example synthetic question |\n|---|---|\n{rows}\n")
 
 
+def require_network(kn_id: str) -> None:
+    """Self-supervised training needs the stored network: one clear line when it is not loaded (``kgrag
+    train-intent`` checks before the flow starts; a deployment's run fails with the same line)."""
+    store = NetworkStore(get_settings().db_url)
+    try:
+        store.get_network(kn_id)
+    except NetworkNotFound:
+        raise KgragError(f"no knowledge network {kn_id!r} is loaded (see `kgrag kn list`; load one with "
+                         "`kgrag kn load NAME|PATH.yaml`)") from None
+    finally:
+        store.close()
+
+
 @flow(name="train-intent", log_prints=True)
 def train_intent(config: dict | None = None, force: bool = False, source: str = "labelled", kn_id: str = "medical",
                  questions: str | None = None, per_candidate: int = 48) -> dict:
@@ -71,8 +87,9 @@ def train_intent(config: dict | None = None, force: bool = False, source: str = 
         raise ValueError(f"source must be 'labelled' or 'self', not {source!r}")
     cfg = IntentConfig(**(config or {}))
     if source == "self":
+        require_network(kn_id)
         result = train_self(kn_id, cfg.model_dump_json(), per_candidate, force)
-        create_markdown_artifact(key=f"intent-self-{kn_id}".lower().replace("_", "-"),
+        create_markdown_artifact(key=artifact_key("intent-self", kn_id),
                                  description=f"Self-supervised intent ranker ({kn_id})",
                                  markdown=_self_markdown(result))
         return result

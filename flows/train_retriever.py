@@ -22,9 +22,11 @@ from prefect.artifacts import create_image_artifact, create_markdown_artifact, c
 from prefect.cache_policies import NO_CACHE
 from tqdm.auto import tqdm
 
+from flows.artifact_keys import artifact_key
 from flows.retrieval_samples import run as sharded_samples
 from flows.text_embeddings import run as run_text_embeddings
 from kgrag.config import get_settings
+from kgrag.data.registry import dataset_spec
 from kgrag.fileio import png_data_url
 from kgrag.hrag import pipeline
 from kgrag.hrag.config import RetrieverConfig
@@ -83,6 +85,7 @@ def train_retriever(dataset: str = "metaqa", config: dict | None = None, train_s
                     validation_split: str = "validation") -> dict:
     """Train the dense triple retriever on ``dataset``'s train split, early-stopping on the validation split
     (a dataset without them, like the demo KG's single ``test`` split, names the splits to use)."""
+    dataset = dataset_spec(dataset, get_settings()).name  # an unknown name: one line naming the known ones
     cfg = RetrieverConfig(**(config or {}))
     config_json = cfg.model_dump_json()
     run_text_embeddings(dataset)
@@ -93,14 +96,14 @@ def train_retriever(dataset: str = "metaqa", config: dict | None = None, train_s
     else:
         counts = [retrieval_samples(dataset, split, config_json) for split in splits]
     result = train(dataset, config_json, train_split, validation_split)
-    create_table_artifact(table=result["history"], key=f"retriever-training-{dataset}",
+    create_table_artifact(table=result["history"], key=artifact_key("retriever-training", dataset),
                           description=f"Retriever training per epoch on {dataset}")
     curve = plot_training_curve(result["history"], Path(result["checkpoint"]).parent / "learning_curve.png",
                                 f"Retriever training ({dataset})")
-    create_image_artifact(image_url=png_data_url(curve), key=f"retriever-training-{dataset}-chart",
+    create_image_artifact(image_url=png_data_url(curve), key=artifact_key("retriever-training", dataset, "chart"),
                           description=f"Retriever training on {dataset}: loss and validation recall per epoch")
     create_markdown_artifact(
-        key=f"retriever-training-{dataset}-summary",
+        key=artifact_key("retriever-training", dataset, "summary"),
         markdown=(f"# Retriever training ({dataset})\n\ncheckpoint `{result['checkpoint']}`, best epoch "
                   f"{result['best_epoch']}\n\n{png_markdown(curve)}\n\n```json\n{json.dumps(counts, indent=1)}\n```\n"),
     )

@@ -1,11 +1,12 @@
-"""The main job behind ``make run``: prepare the data it finds, answer with SPARQL, train and evaluate H-RAG on a
-budget, then the agent over the triple graph, the knowledge network and a network without labelled questions, and
-the query modes; every stage prints what it shows and its wall time.
+"""The main job behind ``make run``, stage by stage: prepare the data it finds, answer with SPARQL, train and evaluate
+H-RAG on a budget, then the agent over the triple graph, the knowledge network and a network without labelled
+questions, and the query modes; each stage prints what it shows and its wall time (its parts, which print nothing,
+are in :mod:`kgrag.run_parts`).
 
 The flows and the agent graph it runs come in a :class:`Jobs` from the entry point (``kgrag run`` in
-:mod:`kgrag.cli`): nothing below the entry points imports ``flows/`` or ``graphs/``.
+:mod:`kgrag.cli.run`): nothing below the entry points imports ``flows/`` or ``graphs/``.
 
-    kgrag run        # what `make run` does: kgrag.cli builds the Jobs and calls main(jobs)
+    kgrag run        # what `make run` does: kgrag.cli.run builds the Jobs and calls main(jobs)
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from kgrag.agent.render import state_tree
 from kgrag.config import get_settings
 from kgrag.hrag.file_eval import strip_brackets
 from kgrag.hrag.gflownet.evaluate import metrics_table
@@ -44,6 +44,8 @@ from kgrag.run_parts import (
     retriever_splits,
     sparql_example,
 )
+from kgrag.terminal.tables import markdown_table
+from kgrag.terminal.turn_tree import state_tree
 
 console = Console()
 
@@ -71,24 +73,12 @@ def main(jobs: Jobs) -> None:
         network.close()
 
 
-def print_markdown_table(markdown: str) -> None:
-    """A markdown table (as the flows' artifacts hold them) printed as a rich table."""
-    rows = [line.strip("|").split("|") for line in markdown.splitlines() if line.startswith("| ") and "---" not in line]
-    table = Table(show_header=True, header_style="bold")
-    header, *body = rows
-    for col in header:
-        table.add_column(col.strip())
-    for row in body:
-        table.add_row(*(c.strip() for c in row))
-    console.print(table)
-
-
 def _run_stages(jobs: Jobs, settings, clock, network) -> None:
     """make run's stages in order (see :func:`main`), each closed on ``clock``."""
     dataset = default_dataset(settings)
     console.print(f"[bold]kgrag run[/]: dataset [cyan]{dataset}[/] (data dir {settings.data_dir}, work dir {settings.work_dir})")
     result = jobs.prepare_data(dataset=dataset)
-    print_markdown_table(result["markdown"])
+    console.print(markdown_table(result["markdown"]))
     example = sparql_example(dataset, settings)
     if example is None:
         console.print("no 1-hop question with a linking relation to show")

@@ -1,4 +1,9 @@
-"""The main job behind ``make run``: prepare the data it finds and show what the stores can answer."""
+"""The main job's parts, none of which prints: which dataset it runs on, its training budgets, the examples it
+picks (a SPARQL question, g_agent paths, validation questions), the stage clock and the knowledge network it loads
+in the background. :mod:`kgrag.run` runs and prints the stages; the flows and bench/ reuse the budgets and loaders.
+
+    from kgrag.run_parts import RUN_RETRIEVER_CONFIG, default_dataset, ensure_network
+"""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ from kgrag.data.demo import MID_PATTERN, REVERSE_RELATIONS, cvt_nodes, demo_kg, 
 from kgrag.data.download import MEANINGLESS_RELATIONS_DEFAULT
 from kgrag.data.freebase import FREEBASE_NS, is_meaningless_relation, read_relation_whitelist
 from kgrag.data.records import KGDataset, KGQuestion
+from kgrag.data.spec import BUILTIN_SPECS
 
 MID = re.compile(MID_PATTERN)
 
@@ -132,5 +133,5 @@ def test_spouse_question_goes_through_the_marriage_cvt(kg: KGDataset, questions:
 
 
 def test_load_api_needs_no_files(tmp_path: Path) -> None:
-    assert load_kg("demo", data_dir=tmp_path / "absent").triples == demo_kg().triples
-    assert load_questions("demo").records == demo_questions(demo_kg())
+    assert load_kg(BUILTIN_SPECS["demo"], data_dir=tmp_path / "absent").triples == demo_kg().triples
+    assert load_questions(BUILTIN_SPECS["demo"]).records == demo_questions(demo_kg())

@@ -21,6 +21,7 @@ from kgrag.data.freebase import (
     strip_ns,
     webqsp_to_kgquestions,
 )
+from kgrag.data.spec import BUILTIN_SPECS
 from kgrag.errors import DataNotFoundError
 
 MID = re.compile(r"^[mg]\.[0-9a-z_]+$")
@@ -72,8 +73,11 @@ def test_cwq_sample() -> None:
 
 def test_load_questions_api_for_freebase_sets() -> None:
     data_dir = freebase_dir().parent
-    assert len(load_questions("webqsp", data_dir).records) == 100
-    assert len(load_questions("cwq", data_dir).records) == 300
+    freebase = BUILTIN_SPECS["freebase"]
+    webqsp = freebase.model_copy(update={"questions": ("freebase/webqsp_100.json",)})
+    cwq = freebase.model_copy(update={"questions": ("freebase/cwq_300.json",)})
+    assert len(load_questions(webqsp, data_dir).records) == 100
+    assert len(load_questions(cwq, data_dir).records) == 300
 
 
 def test_whitelist_and_meaningless_relations() -> None:

@@ -21,6 +21,7 @@ from kgrag.data.medical import (
     relation_entry_counts,
 )
 from kgrag.data.records import KGDataset
+from kgrag.data.spec import BUILTIN_SPECS
 from kgrag.errors import DataNotFoundError, KgragError
 
 # README "derived counts": list entries per relation, distinct names per node type
@@ -151,9 +152,9 @@ def test_cypher_questions() -> None:
 
 def test_load_api_and_missing_data(tmp_path: Path) -> None:
     with pytest.raises(KgragError, match="read_cypher_questions"):
-        load_questions("medical")
+        load_questions(BUILTIN_SPECS["medical"])
     with pytest.raises(DataNotFoundError, match="KGRAG_DATA_DIR") as err:
-        load_kg("medical", data_dir=tmp_path)
+        load_kg(BUILTIN_SPECS["medical"], data_dir=tmp_path)
     assert str(tmp_path / "medical" / "diseases") in str(err.value)
     with pytest.raises(DataNotFoundError, match="KGRAG_DATA_DIR"):
         read_cypher_questions(tmp_path / "questions_cypher_train.json")
@@ -163,5 +164,5 @@ def test_load_api_and_missing_data(tmp_path: Path) -> None:
 
 
 def test_load_kg_medical() -> None:
-    kg = load_kg("medical", medical_dir().parent)
+    kg = load_kg(BUILTIN_SPECS["medical"], medical_dir().parent)
     assert len(kg.triples) == sum(UNIQUE_TRIPLES.values()) and kg.issues == []

@@ -11,6 +11,7 @@ from fixtures.settings import require_shared
 from kgrag.data import load_kg, load_questions
 from kgrag.data.metaqa import METAQA_NS, literal_type, read_kb, read_questions, split_train_validation
 from kgrag.data.records import KGDataset, KGQuestion
+from kgrag.data.spec import BUILTIN_SPECS, DatasetSpec
 from kgrag.errors import DataNotFoundError, KgragError
 
 README_RELATION_COUNTS = {
@@ -158,18 +159,18 @@ def test_missing_files_raise_data_not_found(tmp_path: Path) -> None:
     with pytest.raises(DataNotFoundError, match="KGRAG_DATA_DIR"):
         read_questions(tmp_path, hops=(1,))
     with pytest.raises(DataNotFoundError, match="KGRAG_DATA_DIR") as err:
-        load_kg("metaqa", data_dir=tmp_path)
+        load_kg(BUILTIN_SPECS["metaqa"], data_dir=tmp_path)
     assert str(tmp_path / "metaqa" / "kb.txt") in str(err.value)
     with pytest.raises(DataNotFoundError, match="KGRAG_DATA_DIR"):
-        load_questions("metaqa", data_dir=tmp_path / "absent")
+        load_questions(BUILTIN_SPECS["metaqa"], data_dir=tmp_path / "absent")
 
 
 def test_load_api_reads_metaqa() -> None:
     data_dir = metaqa_dir().parent
-    assert len(load_kg("metaqa", data_dir).triples) == 133_582
-    assert len(load_questions("metaqa", data_dir).records) == sum(README_QUESTION_COUNTS.values())
+    assert len(load_kg(BUILTIN_SPECS["metaqa"], data_dir).triples) == 133_582
+    assert len(load_questions(BUILTIN_SPECS["metaqa"], data_dir).records) == sum(README_QUESTION_COUNTS.values())
     with pytest.raises(KgragError, match="choose one of"):
-        load_kg("wikidata", data_dir)
+        load_kg(DatasetSpec(name="wikidata", reader="endpoint"), data_dir)
 
 
 def test_split_is_seeded_stratified_and_complete(questions: list[KGQuestion]) -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from kgrag.cli.kn import kn_app
 from kgrag.config import Settings
-from kgrag.network.cli import kn_app
 
 runner = CliRunner()
 
@@ -32,7 +32,7 @@ def test_load_list_show_query(
 ) -> None:
     from rich.console import Console
 
-    import kgrag.network.cli as cli
+    import kgrag.cli.kn as cli
 
     monkeypatch.setattr(cli, "console", Console(width=250))
     db = f"sqlite:///{tmp_path / 'kn.db'}"
@@ -108,7 +108,7 @@ def test_load_a_schema_file_and_show_prints_operations_literally(
 ) -> None:
     from rich.console import Console
 
-    import kgrag.network.cli as cli
+    import kgrag.cli.kn as cli
 
     monkeypatch.setattr(cli, "console", Console(width=250))
     db = f"sqlite:///{tmp_path / 'kn.db'}"

@@ -186,6 +186,23 @@ def test_import_registers_and_kg_list_counts(mini_kg, work_settings) -> None:
     assert next(r for r in records if r["qid"] == "q-3")["answer_hops"] == 2  # through the unnamed CVT
 
 
+def test_a_name_with_an_underscore_is_prepared_end_to_end(prefect_harness, work_settings, tmp_path) -> None:
+    """Any name the registry accepts works through the prepare flow: its Prefect artifact keys are slugs of it
+    (``data-prep-my-kg``), never the name itself (``my_kg`` would fail Prefect's key validation)."""
+    kg = _write(tmp_path, "kg.tsv", "Blade Runner\tdirected_by\tRidley Scott\nRidley Scott\tborn_in\tSouth Shields\n")
+    questions = _write(tmp_path, "q.jsonl", json.dumps({"question": "who directed Blade Runner",
+                                                         "topic_entities": ["Blade Runner"],
+                                                         "answers": ["Ridley Scott"]}) + "\n")
+    result = runner.invoke(app, ["prepare", "--dataset", "my_kg", "--triples", str(kg), "--questions",
+                                 str(questions)])
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output and "Artifact key" not in result.output
+    assert dataset_spec("my_kg", work_settings).reader == "triples"
+    rows = [json.loads(line) for line in runner.invoke(app, ["kg", "list", "--json"]).output.splitlines()]
+    mine = next(r for r in rows if r["name"] == "my_kg")
+    assert mine["status"] == "prepared" and (mine["triples"], mine["questions"]) == (2, 1)
+
+
 def test_rerun_is_a_noop_and_a_failed_import_keeps_the_previous_state(mini_kg, work_settings, tmp_path) -> None:
     kg, questions = mini_kg
     graph_file = work_settings.dataset_dir("mini") / "graph.npz"
@@ -245,26 +262,28 @@ def test_the_agent_and_the_routes_answer_on_the_imported_kg(mini_kg, work_settin
 def test_metaqa_through_the_tsv_path_equals_the_builtin_reader(tmp_path) -> None:
     from kgrag.data import load_kg, load_questions
     from kgrag.data.metaqa import split_train_validation
+    from kgrag.data.spec import BUILTIN_SPECS
 
     kb = require_shared("metaqa/kb.txt")
     generic = imported_csr(read_triple_files([kb]), "metaqa-tsv", "http://x/", "en")
-    builtin = CSRGraph.from_dataset(load_kg("metaqa"))
+    builtin = CSRGraph.from_dataset(load_kg(BUILTIN_SPECS["metaqa"]))
     assert generic.entity_keys == builtin.entity_keys and generic.entity_ids == builtin.entity_ids
     assert generic.relations == builtin.relations
     assert all(np.array_equal(getattr(generic, a), getattr(builtin, a)) for a in ("head", "rel", "tail"))
     # the same questions land in the same splits (qids differ only in their prefix)
     files = [kb.parent / f"{k}-hop" / "dev.txt" for k in (1, 2, 3)]
     ours = split_train_validation(read_question_files(files, "metaqa-tsv").records, seed=0)
-    theirs = split_train_validation(load_questions("metaqa").records, seed=0)
+    theirs = split_train_validation(load_questions(BUILTIN_SPECS["metaqa"]).records, seed=0)
     assert [q.text for q in ours["validation"]] == [q.text for q in theirs["validation"]]
 
 
 def test_kgrags_own_export_round_trips(tmp_path) -> None:
     """The demo KG written as N-Triples by the prep flow, imported back: the same edges, names and CVTs."""
     from kgrag.data import load_kg
+    from kgrag.data.spec import BUILTIN_SPECS
     from kgrag.graph.rdf import write_ntriples
 
-    kg = load_kg("demo")
+    kg = load_kg(BUILTIN_SPECS["demo"])
     original = CSRGraph.from_dataset(kg)
     write_ntriples(original, kg, tmp_path / "demo.nt")
     again = _graph(tmp_path / "demo.nt")

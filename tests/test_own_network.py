@@ -13,8 +13,8 @@ import pytest
 from fixtures.library_kn import load_library
 from typer.testing import CliRunner
 
+from kgrag.cli.kn import TEMPLATE_QUESTIONS, kn_app, template_files
 from kgrag.config import Settings, get_settings
-from kgrag.network.cli import TEMPLATE_QUESTIONS, kn_app, template_files
 
 runner = CliRunner()
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "library"
@@ -105,7 +105,7 @@ def test_init_writes_a_loadable_network(work_settings: Settings, tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     from rich.console import Console
 
-    import kgrag.network.cli as cli
+    import kgrag.cli.kn as cli
 
     monkeypatch.setattr(cli, "console", Console(width=250))
     target = tmp_path / "team" / "shelf"

@@ -30,7 +30,7 @@ from kgrag.data.metaqa import parse_question_line
 from kgrag.data.records import KGQuestion, LineIssue, ReadResult
 from kgrag.errors import KgragError
 
-__all__ = ["SPLITS", "question_format", "read_question_file", "read_question_files"]
+__all__ = ["SPLITS", "question_format", "read_question_file", "read_question_files", "require_question_file"]
 
 SPLITS = ("train", "validation", "test")
 _HOP_DIR = re.compile(r"^(\d+)-hop$")
@@ -130,6 +130,13 @@ def _read_metaqa_lines(path: Path, dataset: str) -> ReadResult[KGQuestion]:
             records.append(KGQuestion(qid=f"{prefix}-{line}", text=text, topic_names=topics, answer_names=answers,
                                       dataset=dataset, split="", hop=hop))
     return ReadResult(records=records, issues=issues)
+
+
+def require_question_file(path: str | Path | None) -> None:
+    """A missing question file (when one is given) as one clear error, before any checkpoint is looked for: the
+    commands and the flows a deployment runs (evaluate, retriever-eval) say the same."""
+    if path is not None and not Path(path).is_file():
+        raise KgragError(f"question file not found: {path} (MetaQA lines, JSONL, WebQSP or CWQ JSON)")
 
 
 def read_question_file(path: str | Path, dataset: str) -> ReadResult[KGQuestion]:

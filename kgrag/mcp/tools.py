@@ -40,7 +40,6 @@ from kgrag.agent.kn.instance_queries import (
     query_object_instance,
 )
 from kgrag.agent.resources import resources_for
-from kgrag.agent.threads import load_history, save_history
 from kgrag.api.kg_tools import KGQueryResponse, SessionId
 from kgrag.config import Settings
 from kgrag.modes.params import QueryRequest
@@ -48,6 +47,7 @@ from kgrag.modes.query import kg_query
 from kgrag.search.cache import KnSearchCache
 from kgrag.search.kn_models import KnSearchRequest
 from kgrag.search.pipeline import context_search, kn_search
+from kgrag.threads import load_history, save_history
 from kgrag.tools.factory import open_session
 from kgrag.tools.parse import GetRelations, GetTriples
 from kgrag.tools.session_store import SessionStore

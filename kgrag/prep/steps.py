@@ -18,7 +18,6 @@ from kgrag.config import Settings, get_settings
 from kgrag.data import load_kg, load_questions
 from kgrag.data.download import missing_data_error
 from kgrag.data.metaqa import split_train_validation
-from kgrag.data.question_files import read_question_files
 from kgrag.data.records import KGDataset, KGQuestion, ReadResult
 from kgrag.data.registry import dataset_spec, registered_specs
 from kgrag.data.spec import BUILTIN_SPECS, DatasetSpec, imported_namespace
@@ -110,7 +109,7 @@ def build_graph(dataset: str | DatasetSpec, data_dir: Path, out_dir: Path, finge
         result.update(name_triples=arrays.name_triples, unnamed_nodes=graph.num_entities - result["named_entities"],
                       files=arrays.files, graph_seconds=round(graph_seconds, 2))
     else:
-        kg: KGDataset = load_kg(spec.name, data_dir)
+        kg: KGDataset = load_kg(spec, data_dir)
         graph = CSRGraph.from_dataset(kg)
         graph.save(out_dir / "graph.npz")
         rdf_triples = write_ntriples(graph, kg, out_dir / "triples.nt")
@@ -140,9 +139,7 @@ def load_store(out_dir: Path, fingerprint: str, enabled: bool = True) -> dict:
 def _read_questions(spec: DatasetSpec, data_dir: Path) -> ReadResult[KGQuestion]:
     if not spec.has_questions:
         return ReadResult(records=[])
-    if spec.reader == "triples":
-        return read_question_files(spec.questions, spec.name) if spec.questions else ReadResult(records=[])
-    return load_questions(spec.name, data_dir)
+    return load_questions(spec, data_dir)
 
 
 def _split(spec: DatasetSpec, questions: list[KGQuestion], seed: int) -> list[KGQuestion]:

@@ -1,5 +1,5 @@
-"""``kgrag kn …``: start, load, list, inspect and query knowledge networks (attach with
-``app.add_typer(kn_app, name="kn")``). The database is ``Settings.db_url`` unless ``--db`` is given.
+"""``kgrag kn …``: start, load, list, inspect and query knowledge networks (attached to ``kgrag`` by
+:mod:`kgrag.cli`; a test may run ``kn_app`` alone). The database is ``Settings.db_url`` unless ``--db`` is given.
 
     kgrag kn load demo && kgrag kn query demo Person --condition '{"operation":"match","field":"name","value":"kamau"}'
     kgrag kn init my-net && kgrag kn load my-net/my-net.yaml && kgrag ask "Who wrote 1984?" --kn my-net
@@ -7,24 +7,23 @@
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from kgrag.cli.output import console, network_errors
 from kgrag.config import get_settings
-from kgrag.errors import KgragError, NetworkNotFound
+from kgrag.errors import KgragError
 from kgrag.network.loaders import check_kn_id
 from kgrag.network.schema.model import Condition
+from kgrag.terminal.tables import figures_table
 
-__all__ = ["kn_app"]
+__all__ = ["TEMPLATE_QUESTIONS", "kn_app", "template_files"]
 
 kn_app = typer.Typer(
     help="Knowledge networks: start your own (init), load built-in networks or your schema files into the SQL "
@@ -33,38 +32,11 @@ kn_app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console()
-err_console = Console(stderr=True)
-F = TypeVar("F", bound=Callable)
 
 DbOption = Annotated[
     str | None,
     typer.Option("--db", help="SQLAlchemy URL; default: KGRAG_DATABASE_URL or <KGRAG_WORK_DIR>/kgrag.db."),
 ]
-
-
-def _errors(fn: F) -> F:
-    """Turn KgragError / ValueError / NetworkNotFound into one red line and exit code 1."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except NetworkNotFound as exc:
-            err_console.print(
-                f"[bold red]error:[/] no knowledge network {escape(repr(exc.args[0]))} is loaded "
-                "(see `kgrag kn list`, load one with `kgrag kn load`)",
-                highlight=False,
-                soft_wrap=True,
-            )
-            raise typer.Exit(1) from None
-        except (KgragError, ValueError) as exc:
-            # one line, printed as it is (a message may hold [brackets]); the terminal wraps it
-            err_console.print(f"[bold red]error:[/] {escape(' '.join(str(exc).split()))}", highlight=False,
-                              soft_wrap=True)
-            raise typer.Exit(1) from None
-
-    return wrapper  # type: ignore[return-value]
 
 
 def _store(db: str | None):  # noqa: ANN202
@@ -75,7 +47,7 @@ def _store(db: str | None):  # noqa: ANN202
 
 
 @kn_app.command("load")
-@_errors
+@network_errors
 def load_cmd(
     name: Annotated[str, typer.Argument(
         help="A built-in network (medical, metaqa, demo or synthetic; kn_id = the name) or the path of your "
@@ -100,24 +72,12 @@ def load_cmd(
     if kn_id is not None:
         check_kn_id(kn_id, "--kn-id")
     stats = load_named(name, _store(db), data_dir, log=lambda line: console.print(escape(line)), kn_id=kn_id)
-    table = Table(title=f"loaded {stats.kn_id}", show_header=True, header_style="bold")
-    for col in ("object types", "relation types", "instances", "links", "text rows", "vectors", "seconds"):
-        table.add_column(col, justify="right")
-    table.add_row(
-        *map(
-            str,
-            (
-                stats.object_types,
-                stats.relation_types,
-                stats.instances,
-                stats.links,
-                stats.text_rows,
-                stats.vectors,
-                f"{stats.seconds:.1f}",
-            ),
-        )
-    )
-    console.print(table)
+    console.print(figures_table(
+        f"loaded {stats.kn_id}",
+        ("object types", "relation types", "instances", "links", "text rows", "vectors", "seconds"),
+        (stats.object_types, stats.relation_types, stats.instances, stats.links, stats.text_rows, stats.vectors,
+         f"{stats.seconds:.1f}"),
+    ))
 
 
 #: the starting-point network ``kn init`` writes (package data; the same files as examples/library/)
@@ -136,7 +96,7 @@ def template_files() -> dict[str, bytes]:
 
 
 @kn_app.command("init")
-@_errors
+@network_errors
 def init_cmd(
     directory: Annotated[Path, typer.Argument(help="Where to write the network's files (created if missing).",
                                               show_default=False, metavar="DIR")],
@@ -181,7 +141,7 @@ def init_cmd(
 
 
 @kn_app.command("list")
-@_errors
+@network_errors
 def list_cmd(db: DbOption = None) -> None:
     """List the loaded networks with their instance and link counts."""
     store = _store(db)
@@ -199,7 +159,7 @@ def list_cmd(db: DbOption = None) -> None:
 
 
 @kn_app.command("show")
-@_errors
+@network_errors
 def show_cmd(
     kn_id: Annotated[str, typer.Argument(help="The network to describe.")],
     db: DbOption = None,
@@ -236,7 +196,7 @@ def show_cmd(
 
 
 @kn_app.command("query")
-@_errors
+@network_errors
 def query_cmd(
     kn_id: Annotated[str, typer.Argument(help="The network.")],
     object_type: Annotated[str, typer.Argument(help="The object type id whose instances to query.")],

@@ -1,6 +1,7 @@
-"""An agent turn as a readable tree (rich): keywords, recalled schema, storage forms, tool calls, evidence, answer.
+"""An agent turn as a readable tree (rich): keywords, recalled schema, storage forms, tool calls, evidence, answer
+(``kgrag ask`` and the main job print it).
 
-    console.print(state_tree(state))
+    from kgrag.terminal.turn_tree import state_tree; console.print(state_tree(state))
 """
 
 from __future__ import annotations

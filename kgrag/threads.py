@@ -1,6 +1,8 @@
 """Conversation threads for in-process runs (``kgrag ask --thread ID``): a thread's ``history`` kept as JSON under
-``<work_dir>/agent/threads/<id>.json``. (Under the LangGraph server the server's checkpointer keeps threads.)
+``<work_dir>/agent/threads/<id>.json``, read and written by ``kgrag ask`` and the MCP ``ask`` tool alike. (Under the
+LangGraph server the server's checkpointer keeps threads.)
 
+    from kgrag.threads import load_history, save_history
     history = load_history(settings, "t1"); …; save_history(settings, "t1", state["history"])
 """
 

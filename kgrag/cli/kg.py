@@ -1,0 +1,114 @@
+"""The triple graphs (KGs): ``kgrag kg list`` (the ones kgrag knows, built-in and registered, and what is prepared of
+each), ``kgrag sparql`` (a SELECT on a KG's store) and ``kgrag tools`` (the agent's KG tool calls, one session).
+
+    kgrag kg list [--json]; kgrag sparql 'SELECT * WHERE { ?s ?p ?o } LIMIT 3' --dataset demo
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from kgrag.cli.inputs import known_dataset
+from kgrag.cli.output import console, friendly_errors
+from kgrag.config import Settings, get_settings
+
+__all__ = ["kg_app", "kg_rows", "sparql", "tools"]
+
+kg_app = typer.Typer(help="Triple graphs (KGs): the built-in ones and your own imports.", no_args_is_help=True)
+
+
+def kg_rows(settings: Settings) -> list[dict[str, Any]]:
+    """One row per KG: its source and, once prepared, its triple, entity, relation and question counts."""
+    from kgrag.data.registry import registered_specs  # on use: the dataset readers cost `kgrag --help` ~25 ms
+    from kgrag.prep.summary import read_summary
+
+    rows = []
+    for name, spec in registered_specs(settings).items():
+        summary = read_summary(settings.dataset_dir(name))
+        graph, questions = summary.get("graph", {}), summary.get("questions", {})
+        if spec.reader == "endpoint":
+            status = "endpoint" if spec.endpoint or settings.sparql_endpoint else "no endpoint set"
+        else:
+            status = "prepared" if graph else "not prepared"
+        rows.append({"name": name, "source": spec.describe(), "status": status, "kind": spec.reader,
+                     "triples": graph.get("triples"), "entities": graph.get("entities"),
+                     "relations": graph.get("relations"), "questions": questions.get("questions")})
+    return rows
+
+
+def _count(value: int | None) -> str:
+    return "—" if value is None else f"{value:,}"
+
+
+@kg_app.command("list")
+def kg_list(as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per KG.")] = False) -> None:
+    """Every KG kgrag knows: built-in and imported (kgrag prepare --dataset NAME --triples …), with its counts."""
+    rows = kg_rows(get_settings())
+    if as_json:
+        for row in rows:
+            print(json.dumps(row, ensure_ascii=False))
+        return
+    table = Table(header_style="bold")
+    for column in ("name", "status", "triples", "entities", "relations", "questions"):  # never cut: scripts read them
+        table.add_column(column, no_wrap=True, justify="left" if column in ("name", "status") else "right")
+    table.add_column("source", overflow="fold", min_width=16)
+    for row in rows:
+        table.add_row(row["name"], row["status"], _count(row["triples"]), _count(row["entities"]),
+                      _count(row["relations"]), _count(row["questions"]), row["source"])
+    # piped (a script reads it): wide enough that no row wraps
+    (console if console.is_terminal else Console(width=max(console.width, 200))).print(table)
+
+
+@friendly_errors
+def sparql(
+    query: Annotated[str, typer.Argument(help="A SPARQL 1.1 SELECT query ('-' reads it from stdin).")],
+    dataset: Annotated[str, typer.Option(help="Prepared dataset whose store to query. (kgrag kg list)")] = "metaqa",
+    limit: Annotated[int, typer.Option(help="Rows to print at most.")] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="Print rows as JSON lines.")] = False,
+) -> None:
+    """Run a SELECT query on the dataset's store (KGRAG_SPARQL_ENDPOINT when set, else the embedded store)."""
+    from kgrag.graph import open_store
+
+    text = sys.stdin.read() if query == "-" else query
+    with open_store(known_dataset(dataset)) as store:
+        rows = store.select(text)
+    for row in rows[:limit]:
+        if as_json:
+            console.print_json(json.dumps({k: v.value for k, v in row.items()}, ensure_ascii=False))
+        else:
+            console.print("\t".join(f"{k}={v.value}" for k, v in row.items()), highlight=False, markup=False)
+    console.print(f"{len(rows)} row(s)", style="dim")
+
+
+@friendly_errors
+def tools(
+    kg: Annotated[str, typer.Option(help="Prepared KG to query (demo, metaqa, medical). (kgrag kg list)")] = "metaqa",
+    question: Annotated[str, typer.Option(help="The question (used to rank relations).")] = "",
+    topic: Annotated[list[str] | None, typer.Option(help="Topic entity name or id; repeatable.")] = None,
+    trace: Annotated[Path | None, typer.Option(help="Write the session trace here as JSON.")] = None,
+) -> None:
+    """Run KG tool queries from stdin in ONE session, printing each result as the model sees it.
+
+    One query per line: get_relations("…") or get_triples("…", ["rel", …]), bare or inside <kg-query>…</kg-query>.
+    Results are separated by a line `---`. Uses KGRAG_SPARQL_ENDPOINT when set, else the embedded store.
+    """
+    from kgrag.tools.factory import open_session
+
+    session = open_session(known_dataset(kg), question=question, topics=topic or [])
+    first = True
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        if not first:
+            typer.echo("---")
+        typer.echo(session.run(line.rstrip("\n")))
+        first = False
+    if trace is not None:
+        trace.write_text(json.dumps(session.trace, ensure_ascii=False, indent=2), encoding="utf-8")

@@ -1,0 +1,123 @@
+"""The training stages: ``kgrag train-retriever`` and ``kgrag train-gflownet`` (H-RAG on a prepared dataset) and
+``kgrag train-intent`` (the agent's question → schema-element ranker); each runs its Prefect flow and prints
+what it returns.
+
+    kgrag train-retriever --dataset demo --epochs 1 && kgrag retriever-eval --dataset demo && kgrag train-gflownet
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from kgrag.cli.inputs import config_overrides, known_dataset
+from kgrag.cli.output import console, friendly_errors
+from kgrag.errors import KgragError
+from kgrag.terminal.tables import figures_table
+
+__all__ = ["IntentSource", "train_gflownet_cmd", "train_intent_cmd", "train_retriever_cmd"]
+
+
+@friendly_errors
+def train_retriever_cmd(
+    dataset: Annotated[str, typer.Option(help="Prepared dataset to train on. (kgrag kg list)")] = "metaqa",
+    epochs: Annotated[int | None, typer.Option(help="Most epochs (early stopping may end sooner).")] = None,
+    max_train_questions: Annotated[int | None, typer.Option(help="Train on this many train questions (0 = all).")] = None,
+    config: Annotated[str | None, typer.Option(help="JSON object of RetrieverConfig fields.")] = None,
+) -> None:
+    """Train the H-RAG dense triple retriever (flow `train-retriever`): PPR G_retrieval, labels, BCE training with
+    early stopping on validation recall@K. Checkpoints under <KGRAG_WORK_DIR>/checkpoints/retriever/."""
+    from flows.train_retriever import train_retriever
+    from kgrag.hrag.config import RetrieverConfig
+
+    overrides = config_overrides(config, RetrieverConfig, epochs=epochs, max_train_questions=max_train_questions)
+    result = train_retriever(dataset=known_dataset(dataset), config=overrides)
+    for row in result["history"]:
+        console.print(f"epoch {row['epoch']}: loss {row['loss']:.4f}, {row['train_seconds']:.1f}s, "
+                      + ", ".join(f"{k} {v:.4f}" for k, v in row.items() if k.startswith("val_") and isinstance(v, float)))
+    console.print(f"best epoch {result['best_epoch']}, checkpoint {result['checkpoint']}")
+
+
+class IntentSource(StrEnum):
+    self_supervised = "self"
+    labelled = "labelled"
+
+
+@friendly_errors
+def train_intent_cmd(
+    kn: Annotated[str, typer.Option(help="The stored knowledge network (kgrag kn list).")] = "medical",
+    source: Annotated[IntentSource, typer.Option(help="self: questions synthesised from the network (no labels); "
+                                                 "labelled: CE-Prompt questions with Cypher (the medical network).")
+                      ] = IntentSource.self_supervised,
+    questions: Annotated[Path | None, typer.Option(help="With --source labelled: the CE-Prompt JSON file (default: "
+                                                   "<data_dir>/medical/questions_cypher_train.json).")] = None,
+    per_candidate: Annotated[int, typer.Option(min=1, max=500, help="With --source self: questions per schema "
+                                               "element.")] = 48,
+    config: Annotated[str | None, typer.Option(help="JSON object of IntentConfig fields.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Retrain even when the same inputs finished.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the run's figures as JSON on the last line.")] = False,
+) -> None:
+    """Train the agent's question → schema-element ranker (flow `train-intent`): from the network itself
+    (`--source self`, any network, no labelled question) or from labelled questions (`--source labelled`). The
+    agent picks it up with KGRAG_AGENT_INTENT=auto|self|labelled."""
+    from flows.train_intent import require_network, train_intent
+    from kgrag.agent.kn.intent import IntentConfig
+
+    if questions is not None and source != IntentSource.labelled:
+        raise KgragError("--questions needs --source labelled (self-supervised training reads no question file)")
+    if questions is not None and not questions.is_file():
+        raise KgragError(f"question file not found: {questions}")
+    overrides = config_overrides(config, IntentConfig)
+    if source == IntentSource.self_supervised:
+        require_network(kn)  # the flow checks it too; here before Prefect starts
+    result = train_intent(config=overrides, force=force, source=source.value, kn_id=kn,
+                          questions=str(questions) if questions else None, per_candidate=per_candidate)
+    if source == IntentSource.self_supervised:
+        console.print(figures_table(
+            f"self-supervised intent ranker: {kn}", ("candidates", "questions", "labels", "n-grams", "train s", "total s"),
+            (result["candidates"], result["questions"], result["labels"], result["n_features"],
+             f"{result['train_seconds']:.2f}", f"{result['seconds']:.1f}")))
+        for example in result["examples"][:5]:
+            console.print(f"  {escape(example['question'])}  →  {escape(example['label'])}", highlight=False)
+        figures = {k: result[k] for k in ("kn_id", "source", "candidates", "questions", "labels", "seconds")}
+    else:
+        v = result["validation"]
+        console.print(f"labelled intent ranker: validation accuracy@1 {v['accuracy@1']:.4f} (n={v['n']}), "
+                      f"run {result['run_dir']}")
+        figures = {"kn_id": kn, "source": "labelled", "accuracy@1": v["accuracy@1"], "n": v["n"]}
+    console.print(f"run dir {result['run_dir']}" + (" (cached)" if result.get("cached") else ""))
+    if json_out:
+        print(json.dumps(figures))
+
+
+@friendly_errors
+def train_gflownet_cmd(
+    dataset: Annotated[str, typer.Option(help="Prepared dataset with g_agent files (run retriever-eval). (kgrag kg list)")] = "metaqa",
+    steps: Annotated[int | None, typer.Option(help="Optimiser steps (one batch of trajectories each).")] = None,
+    objective: Annotated[str | None, typer.Option(help="tb (trajectory balance) or subtb.")] = None,
+    device: Annotated[str | None, typer.Option(help="torch device: auto (the default: the GPU when present), cpu, "
+                                               "cuda, mps.")] = None,
+    config: Annotated[str | None, typer.Option(help="JSON object of GFlowNetConfig fields.")] = None,
+    train_g_agent: Annotated[Path | None, typer.Option(help="data.cache_paths.train (default: the work dir's).")] = None,
+    validation_g_agent: Annotated[Path | None, typer.Option(help="data.cache_paths.validation.")] = None,
+) -> None:
+    """Train the H-RAG GFlowNet path reasoner on <split>_g_agent.pt (flow `train-gflownet`); checkpoints under
+    <KGRAG_WORK_DIR>/checkpoints/gflownet/, resumed after a kill; prints the validation answers table."""
+    from flows.train_gflownet import train_gflownet
+    from kgrag.hrag.gflownet.config import GFlowNetConfig
+    from kgrag.hrag.gflownet.evaluate import metrics_table
+
+    overrides = config_overrides(config, GFlowNetConfig, steps=steps, objective=objective, device=device)
+    paths = {k: str(v) for k, v in (("train", train_g_agent), ("validation", validation_g_agent)) if v}
+    result = train_gflownet(dataset=known_dataset(dataset), config=overrides, cache_paths=paths)
+    for row in result["history"]:
+        console.print(f"step {row['step']}: loss {row['loss']:.3f}, correct {row['correct']:.3f}, "
+                      f"val hits@1 {row['val_hits@1']:.4f}, {row['train_seconds']:.0f}s")
+    console.print(f"best step {result['best_step']}, checkpoint {result['checkpoint']}, "
+                  f"threshold {result['validation']['threshold']}")
+    print(metrics_table(result["validation"]["report"]))
