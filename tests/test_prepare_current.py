@@ -4,7 +4,10 @@ its inputs, a missing output or a summary left from an earlier run makes it not 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 
 from kgrag.data.spec import DatasetSpec
 from kgrag.prep.current import current_summary
@@ -45,3 +48,17 @@ def test_a_changed_input_file_is_not_current(tmp_path, demo_untrained_settings):
     assert current_summary(spec, settings.data_dir, settings) == "# Data prep: tiny\n"
     triples.write_text("a\tknows\tb\nb\tknows\tc\n", encoding="utf-8")
     assert current_summary(spec, settings.data_dir, settings) is None
+
+
+def test_prepare_again_starts_no_flow(demo_untrained_settings, tmp_path):
+    """`kgrag prepare --dataset demo` on a prepared, unchanged demo prints its summary without importing Prefect."""
+    work = tmp_path / "work"
+    shutil.copytree(demo_untrained_settings.dataset_dir("demo"), work / "demo")
+    script = ("import sys\nfrom typer.testing import CliRunner\nfrom kgrag.cli import app\n"
+              "result = CliRunner().invoke(app, ['prepare', '--dataset', 'demo'])\n"
+              "print(result.exit_code, 'prefect' in sys.modules, 'torch' in sys.modules)\nprint(result.output)\n")
+    env = {**os.environ, "KGRAG_WORK_DIR": str(work), "COLUMNS": "200"}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env,
+                         check=True).stdout
+    assert out.splitlines()[0] == "0 False False", out
+    assert "inputs are unchanged: nothing to redo" in out and "questions of the prepared demo data" in out
