@@ -82,9 +82,9 @@ def main() -> None:  # noqa: PLR0915 - one linear benchmark script
 
     get_settings.cache_clear()
     settings = get_settings()
+    from kgrag.agent.evaluation.evaluate import EvalItem, evaluate, set_scores
     from kgrag.agent.kn.intent import load_latest_intent
     from kgrag.agent.training.baseline import BaselineIntent
-    from kgrag.agent.training.evaluate import EvalItem, evaluate, set_scores
     from kgrag.agent.training.train_intent import split_questions, train_intent
     from kgrag.network.store import NetworkStore
     from kgrag.run_parts import ensure_network
@@ -138,7 +138,7 @@ def main() -> None:  # noqa: PLR0915 - one linear benchmark script
 
     from langgraph_sdk import get_sync_client
 
-    from kgrag.agent.serving import langgraph_dev
+    from kgrag.servers.langgraph_dev import langgraph_dev
 
     api_items = items[: args.api_questions]
     in_ms, api_ms, graph_ms = [], [], []

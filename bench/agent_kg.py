@@ -20,7 +20,7 @@ measure what the protocol puts in front of a model.
 
 API: ``langgraph dev`` on a free port, per question ``runs.wait`` (the runs API; the server-side graph time, the
 trace's node ms, split from the rest: queue + transport) and ``POST /agent/ask`` (the inline route mounted on the
-same server, :mod:`kgrag.agent.inline_app`), after one warm-up run; both must give the same answers.
+same server, :mod:`kgrag.api.agent_routes`), after one warm-up run; both must give the same answers.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def llm_path(files: dict[int, Path], per_hop: int, settings_env: dict[str, str])
 
     from graphs.agent.context import AgentContext
     from graphs.agent.graph import graph
-    from kgrag.agent.training.evaluate import read_metaqa, set_scores, top_answer
+    from kgrag.agent.evaluation.evaluate import read_metaqa, set_scores, top_answer
     from kgrag.config import get_settings
     from tests.fixtures.llm_server import ScriptedLLMServer
 
@@ -133,7 +133,7 @@ def api_latency(questions: list[str], work_env: dict[str, str]) -> dict[str, Any
     import httpx
     from langgraph_sdk import get_sync_client
 
-    from kgrag.agent.serving import langgraph_dev
+    from kgrag.servers.langgraph_dev import langgraph_dev
 
     api_ms, graph_ms, inline_ms = [], [], []
     with langgraph_dev(env={**work_env, "KGRAG_LLM_BASE_URL": ""}) as url, httpx.Client(base_url=url,
@@ -165,8 +165,8 @@ def run(per_hop: int, llm_questions: int, api_questions: int, dataset: str = "me
     import os
 
     from graphs.agent.graph import graph
+    from kgrag.agent.evaluation.evaluate import evaluate, read_metaqa
     from kgrag.agent.resources import resources_for
-    from kgrag.agent.training.evaluate import evaluate, read_metaqa
     from kgrag.config import get_settings
     from kgrag.hrag.file_eval import evaluate_file
 

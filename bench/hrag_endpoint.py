@@ -27,13 +27,13 @@ from rich.table import Table
 
 from bench.common import ms_percentiles, write_result
 from kgrag.config import get_settings
-from kgrag.graph.oxigraph_server import serve_read_only
 from kgrag.graph.remote_store import RemoteStore
-from kgrag.graph.virtuoso import bulk_load, start_virtuoso
 from kgrag.hrag.endpoint_reasoner import EndpointReasoner
 from kgrag.hrag.questions import prepared_questions
 from kgrag.hrag.reasoner import HRAGReasoner
 from kgrag.hrag.sparql_neighbourhood import ExpansionLimits
+from kgrag.servers.oxigraph_server import serve_read_only
+from kgrag.servers.virtuoso import bulk_load, start_virtuoso
 
 console = Console()
 GRAPH = "http://kgrag.bench/graph/metaqa"

@@ -39,11 +39,11 @@ from bench.common import percentiles, write_result
 from bench.neighbourhood import ensure_prepared
 from kgrag.config import get_settings
 from kgrag.data.metaqa import METAQA_NS
-from kgrag.graph.oxigraph_server import serve_read_only
 from kgrag.graph.oxigraph_store import OxigraphStore
 from kgrag.graph.remote_store import RemoteStore
 from kgrag.graph.store import GraphStore, Row
 from kgrag.prep import steps
+from kgrag.servers.oxigraph_server import serve_read_only
 from kgrag.tools.client import KGClient
 from kgrag.tools.config import KGToolsConfig
 from kgrag.tools.factory import make_client

@@ -57,7 +57,7 @@ def _env(db: str, work: Path, intent: str) -> None:
 
 def _evaluate(kn: str, path: Path, limit: int | None = None) -> dict:
     from graphs.agent.run import agent_answerer
-    from kgrag.agent.training.evaluate import evaluate, read_questions
+    from kgrag.agent.evaluation.evaluate import evaluate, read_questions
 
     items, skipped = read_questions(path)
     items = items[:limit] if limit else items

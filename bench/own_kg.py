@@ -95,7 +95,7 @@ def metaqa_pair(settings) -> None:
 def _zero_shot_validation(settings, name: str) -> dict:
     """The untrained agent path (zero-shot chains, topics linked from the text) on the validation questions."""
     from graphs.agent.run import agent_answerer
-    from kgrag.agent.training.evaluate import EvalItem, evaluate
+    from kgrag.agent.evaluation.evaluate import EvalItem, evaluate
     from kgrag.graph.csr import CSRGraph
     from kgrag.prep.steps import read_prepared_questions
 

@@ -2,7 +2,7 @@
 vs the embedded pyoxigraph store (the baseline of the ratios).
 
 Load: MetaQA's ``triples.nt`` (``kgrag prepare``'s graph step, 176,920 RDF triples: 133,582 edges + names +
-typed years) bulk-loaded by :func:`kgrag.graph.virtuoso.bulk_load` into a fresh Virtuoso (a new database per
+typed years) bulk-loaded by :func:`kgrag.servers.virtuoso.bulk_load` into a fresh Virtuoso (a new database per
 configuration, ``ld_dir`` + ``rdf_loader_run`` + ``checkpoint``, timed to the end of the checkpoint):
 
 - ``one_file``: the single file, one loader;
@@ -38,11 +38,11 @@ from bench.common import percentiles, write_result
 from bench.kgtools import load_topics, relations_of, triples_call
 from bench.neighbourhood import ensure_prepared
 from kgrag.config import get_settings
-from kgrag.graph.oxigraph_server import serve_read_only
 from kgrag.graph.oxigraph_store import OxigraphStore, build_store
 from kgrag.graph.remote_store import RemoteStore
 from kgrag.graph.store import GraphStore
-from kgrag.graph.virtuoso import LoadReport, bulk_load, start_virtuoso
+from kgrag.servers.oxigraph_server import serve_read_only
+from kgrag.servers.virtuoso import LoadReport, bulk_load, start_virtuoso
 from kgrag.tools.config import KGToolsConfig
 from kgrag.tools.factory import make_client
 from kgrag.tools.filter import OfflineRelationFilter

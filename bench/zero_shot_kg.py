@@ -7,7 +7,7 @@ Graph and questions: :mod:`bench.freebase_fixture` (built from the shared WebQSP
 docstring), loaded into an embedded Oxigraph store. Topic entities are given to both methods (the official
 setting). Per question set (WebQSP, CWQ, and CWQ per compositionality type): **Hit** (any predicted answer is
 gold), set **F1**, **Hits@1** (the first predicted answer is gold) — the definitions of
-:mod:`kgrag.agent.training.evaluate` (``set_scores``), compared on entity ids (literal values for value
+:mod:`kgrag.agent.evaluation.evaluate` (``set_scores``), compared on entity ids (literal values for value
 answers) — and p50 latency per question (the model warm, the embedding cache cold at start).
 
 Baseline: the topics' one-hop and CVT two-hop chains (the same enumeration), MiniLM cosine between the question
@@ -43,7 +43,7 @@ def baseline(ranker: Any, question: str, topics: list[str]) -> list[str]:
 
 
 def _scores(predicted: list[str], gold: list[str]) -> tuple[float, float, float]:
-    from kgrag.agent.training.evaluate import set_scores
+    from kgrag.agent.evaluation.evaluate import set_scores
 
     hit, f1, _ = set_scores(predicted, gold)
     return hit, f1, float(bool(predicted) and predicted[0] in set(gold))
@@ -66,7 +66,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    from kgrag.agent.kg.zero_shot import ZeroShotRanker
+    from kgrag.agent.kg.zero_shot import ZeroShotChainRanker
     from kgrag.config import get_settings
     from kgrag.graph.oxigraph_store import OxigraphStore, build_store
     from kgrag.rank.sentence_embedder import Embedder
@@ -83,7 +83,7 @@ def main() -> None:
         build_store(plain, folder / "store")
         store = OxigraphStore(folder / "store")
         filters = RelationFilters.from_data_dir(settings.data_dir)
-        ranker = ZeroShotRanker(KGClient(store), Embedder(cache_dir=None), skip=filters.is_meaningless)
+        ranker = ZeroShotChainRanker(KGClient(store), Embedder(cache_dir=None), skip=filters.is_meaningless)
         questions = [json.loads(line) for line in (folder / "fixture" / "questions.jsonl").open(encoding="utf-8")]
         ranker.embedder.encode_query("warm up")
         per: dict[str, list[dict[str, Any]]] = {}

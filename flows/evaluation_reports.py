@@ -27,8 +27,8 @@ from flows.artifact_keys import artifact_key
 from flows.evaluate import evaluate
 from graphs.agent.context import AgentContext
 from graphs.agent.graph import graph
-from kgrag.agent.training.evaluate import evaluate as agent_evaluate
-from kgrag.agent.training.evaluate import read_metaqa
+from kgrag.agent.evaluation.evaluate import evaluate as agent_evaluate
+from kgrag.agent.evaluation.evaluate import read_metaqa
 from kgrag.config import get_settings
 from kgrag.errors import KgragError
 from kgrag.hrag import pipeline

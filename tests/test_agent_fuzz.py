@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from graphs.agent.context import AgentContext
 from graphs.agent.graph import graph
-from kgrag.agent.messages import plain_state
+from kgrag.agent.turn.messages import plain_state
 from kgrag.config import Settings
 
 INJECTIONS = [

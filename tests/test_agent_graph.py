@@ -10,7 +10,7 @@ from fixtures.llm_server import Delay, Error, Reply, use_llm_server
 
 from graphs.agent.context import AgentContext
 from graphs.agent.graph import after_keywords, after_plan, graph
-from kgrag.agent.messages import plain_state
+from kgrag.agent.turn.messages import plain_state
 from kgrag.config import get_settings
 
 SYMPTOMS = "上气道梗阻有哪些症状"

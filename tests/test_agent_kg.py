@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from graphs.agent.context import AgentContext
 from graphs.agent.graph import build_graph, graph
-from kgrag.agent.state import AgentSettings, kind_of
+from kgrag.agent.turn.state import AgentSettings, kind_of
 from kgrag.cli import app
 from kgrag.config import get_settings
 from kgrag.data.demo import demo_kg, demo_questions
@@ -247,8 +247,8 @@ def test_without_a_reasoner_the_zero_shot_chain_ranker_answers(demo_untrained_se
 @pytest.fixture(scope="module")
 def kg_langgraph_url(demo_trained_work, oxigraph_server, tmp_path_factory):
     """``langgraph dev`` serving the agent over the trained demo, its triples read from ``oxigraph serve``."""
-    from kgrag.agent.serving import langgraph_dev
     from kgrag.errors import KgragError
+    from kgrag.servers.langgraph_dev import langgraph_dev
 
     logs = tmp_path_factory.mktemp("langgraph-kg")
     env = {"KGRAG_WORK_DIR": str(demo_trained_work), "KGRAG_SPARQL_ENDPOINT": oxigraph_server.url,

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from graphs.agent.context import AgentContext
 from graphs.agent.graph import build_graph, graph
-from kgrag.agent.messages import plain_state, question_from
+from kgrag.agent.turn.messages import plain_state, question_from
 from kgrag.cli import app
 from kgrag.config import get_settings
 from kgrag.network.loaders.demo import demo_network

@@ -15,7 +15,7 @@ from graphs.agent.graph import graph
 from kgrag.agent.kn.planner import topic_type
 from kgrag.agent.kn.schema_candidates import network_profile, value_kinds
 from kgrag.agent.kn.self_ranker import SelfRanker
-from kgrag.agent.kn.zero_shot import ZeroShotRanker, answer_classes
+from kgrag.agent.kn.zero_shot import ZeroShotSchemaRanker, answer_classes
 from kgrag.agent.training.synthesise import synthesise
 from kgrag.config import get_settings
 from kgrag.network.loaders.declarative import load_declarative
@@ -99,7 +99,7 @@ def test_value_kinds_read_years_dates_and_numbers() -> None:
 
 def test_the_answer_type_decides_between_relations_of_the_same_words(demo_store) -> None:
     store = demo_store[1]
-    ranker = ZeroShotRanker(network_profile(store, "demo"), store.embedder_for("demo"))
+    ranker = ZeroShotSchemaRanker(network_profile(store, "demo"), store.embedder_for("demo"))
     best = {q: ranker.rank(q, "Ines Kamau", ["Person"], top=1)[0][0]
             for q in ("Where was Ines Kamau born?", "When was Ines Kamau born?")}
     assert best == {"Where was Ines Kamau born?": "rel:people.person.place_of_birth",
@@ -171,7 +171,7 @@ def test_how_many_asks_for_a_number_on_a_network_of_its_own(tmp_path: Path) -> N
     store = NetworkStore(f"sqlite:///{tmp_path / 'lib.db'}")
     try:
         store.load(*load_declarative(Path(__file__).parents[1] / "examples" / "library" / "library.yaml"))
-        ranker = ZeroShotRanker(network_profile(store, "library"), store.embedder_for("library"))
+        ranker = ZeroShotSchemaRanker(network_profile(store, "library"), store.embedder_for("library"))
         best = {q: ranker.rank(q, "The Hobbit", ["Book"], top=1)[0][0]
                 for q in ("How many pages does The Hobbit have?", "When was The Hobbit published?",
                           "Who wrote The Hobbit?", "What kind of book is The Hobbit?")}

@@ -1,5 +1,5 @@
-"""The agent's run as events (``POST /agent/stream``, :mod:`kgrag.agent.stream`) and its evidence as a drawable
-graph (:mod:`kgrag.agent.evidence_graph`): node order, step details, the end event, NDJSON over HTTP, bad input."""
+"""The agent's run as events (``POST /agent/stream``, :mod:`kgrag.console.agent_events`) and its evidence as a drawable
+graph (:mod:`kgrag.console.evidence_graph`): node order, step details, the end event, NDJSON over HTTP, bad input."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from fastapi.testclient import TestClient
 
 from graphs.agent.context import AgentContext
 from graphs.agent.graph import graph
-from kgrag.agent.evidence_graph import evidence_graph
-from kgrag.agent.inline_app import make_app
-from kgrag.agent.stream import agent_events, call_view
+from kgrag.api.agent_routes import make_app
+from kgrag.console.agent_events import agent_events, call_view
+from kgrag.console.evidence_graph import evidence_graph
 
 NODES = ["extract_keywords", "schema_recall", "contextual_recall", "plan", "tools", "plan", "answer"]
 

@@ -11,8 +11,8 @@ import httpx
 from fastapi.testclient import TestClient
 
 from kgrag.api.app import create_app
-from kgrag.graph.oxigraph_server import free_port
 from kgrag.prep import steps
+from kgrag.servers.ports import free_port
 
 
 def _prepare_demo(settings) -> None:

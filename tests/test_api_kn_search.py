@@ -13,7 +13,6 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 
 from kgrag.api.app import create_app
-from kgrag.graph.oxigraph_server import free_port
 from kgrag.network.schema.model import (
     DataProperty,
     Instance,
@@ -24,6 +23,7 @@ from kgrag.network.schema.model import (
 )
 from kgrag.network.store import NetworkStore
 from kgrag.search.kn_models import KnSearchRequest, KnSearchResponse
+from kgrag.servers.ports import free_port
 
 URL = "/api/agent-retrieval/in/v1/kn/kn_search"
 NAME_OPS = ["knn", "match", "==", "prefix", "contain"]

@@ -30,8 +30,8 @@ from schemathesis.specs.openapi.checks import response_schema_conformance
 
 from kgrag.api.app import create_app
 from kgrag.config import Settings
-from kgrag.graph.oxigraph_server import free_port
 from kgrag.prep import steps
+from kgrag.servers.ports import free_port
 
 KEY = "schemathesis-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from kgrag.api.app import create_app
 from kgrag.config import Settings
-from kgrag.graph.oxigraph_server import free_port
+from kgrag.servers.ports import free_port
 
 KEY = "s3cret-key"
 QUERY = "/api/query"

@@ -1,6 +1,7 @@
 """The import graph of ``kgrag/``, ``flows/`` and ``graphs/``, built from the AST (top-level, ``TYPE_CHECKING`` and
 function-level imports alike): no cycle between modules, none between kgrag's subpackages, nothing below the entry
-points imports ``flows/`` or ``graphs/``, and the online agent never imports its offline training code."""
+points imports ``flows/`` or ``graphs/``, and the online agent never imports its offline training or evaluation
+code."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("kgrag", "flows", "graphs")
 #: the entry layer: the only modules of kgrag that may import flows/ or graphs/ (each a package: its modules count)
 ENTRY_POINTS = ("kgrag.cli", "kgrag.api", "kgrag.mcp")
-#: what the agent graph and the servers load: none of it may import the agent's offline training
+#: what the agent graph and the servers load: none of it may import the agent's offline training or evaluation
 ONLINE_ROOTS = ("graphs.agent.graph", "kgrag.api.langgraph_http", "kgrag.api.app", "kgrag.mcp.server")
+#: the agent's offline folders: training and evaluation
+OFFLINE = ("kgrag.agent.training", "kgrag.agent.evaluation")
 
 
 def _modules() -> dict[str, Path]:
@@ -118,7 +121,7 @@ def _reachable(roots: tuple[str, ...]) -> set[str]:
 
 def test_the_graph_is_read_from_the_sources():
     assert len(MODULES) > 150
-    assert "kgrag.agent.node" in GRAPH["kgrag.agent.kn.steps"]  # a top-level import
+    assert "kgrag.agent.turn.node" in GRAPH["kgrag.agent.kn.steps"]  # a top-level import
     assert "flows.prepare_data" in GRAPH["kgrag.cli.data"]  # a function-level import counts too
 
 
@@ -159,7 +162,7 @@ def test_nothing_imports_the_command_line():
 def test_the_online_path_never_imports_training():
     online = _reachable(ONLINE_ROOTS)
     assert "kgrag.agent.kn.steps" in online and "kgrag.agent.kg.steps" in online
-    assert sorted(m for m in online if m.startswith("kgrag.agent.training")) == []
+    assert sorted(m for m in online if m.startswith(OFFLINE)) == []
 
 
 @pytest.mark.parametrize("kind", ["kn", "kg"])

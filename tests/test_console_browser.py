@@ -158,7 +158,7 @@ def test_the_page_loads_from_the_server_alone(console_url, path) -> None:
 def test_a_long_answer_and_a_200_node_evidence_stay_readable(console_url, browser) -> None:
     """The page fed a run (through the stream route's own event format) with a 20,000-character answer and 200
     evidence nodes: the answer scrolls in its box, the graph is drawn in its box without labels on every node."""
-    from kgrag.agent.evidence_graph import evidence_graph
+    from kgrag.console.evidence_graph import evidence_graph
 
     links = [{"source": "t", "relation_type": "r", "target": f"n{i}", "step": 0, "forward": True} for i in range(199)]
     rows = [{"value": f"n{i}", "value_instance": f"n{i}", "instance": "t", "instance_name": "T", "via": "r"}

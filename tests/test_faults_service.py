@@ -26,7 +26,7 @@ from fixtures.llm_server import Delay, Drop, Error, Reply, ScriptedLLMServer, us
 
 from graphs.agent.context import AgentContext
 from graphs.agent.graph import graph
-from kgrag.agent.inline_app import make_app
+from kgrag.api.agent_routes import make_app
 from kgrag.api.app import create_app
 from kgrag.config import Settings, get_settings
 from kgrag.prep import steps

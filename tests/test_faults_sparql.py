@@ -32,10 +32,11 @@ from fixtures.virtuoso_server import DEMO_GRAPH, require_virtuoso
 
 from kgrag.api.app import create_app
 from kgrag.config import Settings
-from kgrag.graph.oxigraph_server import free_port, load_into, serve_read_only
 from kgrag.graph.remote_store import RemoteStore
-from kgrag.graph.virtuoso import bulk_load, start_virtuoso
 from kgrag.prep import steps
+from kgrag.servers.oxigraph_server import load_into, serve_read_only
+from kgrag.servers.ports import free_port
+from kgrag.servers.virtuoso import bulk_load, start_virtuoso
 from kgrag.tools import KGClient, KGSession, KGToolsConfig
 
 FRANCE = "m.0v2j_"

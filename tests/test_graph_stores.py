@@ -10,11 +10,11 @@ import pytest
 
 from kgrag.errors import SparqlError
 from kgrag.graph.iri import NAME_PREDICATE
-from kgrag.graph.oxigraph_server import free_port
 from kgrag.graph.oxigraph_store import OxigraphStore, build_store
 from kgrag.graph.queries import neighbourhood_query, one_hop_names
 from kgrag.graph.remote_store import RemoteStore
 from kgrag.graph.sparql import relation_term
+from kgrag.servers.ports import free_port
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """A real Virtuoso 7 as kgrag's remote SPARQL store: the bulk loader, named graphs, result terms and limits.
 
 The session's Virtuoso (``fixtures/virtuoso_server``) holds the demo KG and MetaQA in two named graphs, loaded
-with :func:`kgrag.graph.virtuoso.bulk_load`; :class:`RemoteStore` queries one of them through
+with :func:`kgrag.servers.virtuoso.bulk_load`; :class:`RemoteStore` queries one of them through
 ``default-graph-uri``. Expectations are the embedded store's: same counts, same rows, same terms. The KG tools
 and the get_triples injection suite run on it in tests/test_tools_metaqa.py and tests/test_tools_injection.py.
 
@@ -21,7 +21,7 @@ from kgrag.graph.iri import NAME_PREDICATE, VALUE_PREDICATE
 from kgrag.graph.oxigraph_store import OxigraphStore, build_store
 from kgrag.graph.queries import neighbourhood_query
 from kgrag.graph.sparql import relation_term
-from kgrag.graph.virtuoso import bulk_load, start_virtuoso, virtuoso_ini
+from kgrag.servers.virtuoso import bulk_load, start_virtuoso, virtuoso_ini
 
 
 @pytest.fixture(scope="module")

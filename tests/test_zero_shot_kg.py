@@ -11,14 +11,14 @@ import pytest
 from fixtures.settings import require_shared
 
 from bench.freebase_fixture import build_fixture, parse_patterns
-from kgrag.agent.kg.zero_shot import ZeroShotRanker, asked_type, chain_words, end_words
+from kgrag.agent.kg.zero_shot import ZeroShotChainRanker, asked_type, chain_words, end_words
 from kgrag.rank.sentence_embedder import Embedder
 from kgrag.tools.client import KGClient
 
 
 @pytest.fixture(scope="module")
-def ranker(freebase_store) -> ZeroShotRanker:
-    return ZeroShotRanker(KGClient(freebase_store), Embedder(cache_dir=None))
+def ranker(freebase_store) -> ZeroShotChainRanker:
+    return ZeroShotChainRanker(KGClient(freebase_store), Embedder(cache_dir=None))
 
 
 def test_words_and_asked_types() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kgrag.agent.state import AgentSettings
+from kgrag.agent.turn.state import AgentSettings
 from kgrag.config import Settings, get_settings
 
 __all__ = ["AgentContext", "resolve"]

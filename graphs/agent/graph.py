@@ -10,7 +10,7 @@ Thin wiring: every node pairs a step of :mod:`kgrag.agent.kn.steps` (a knowledge
 run's settings (the context, over :class:`kgrag.config.Settings`) and the shared resources. Routers are typed. Compiled without a checkpointer: the
 LangGraph server brings its own (threads); ``kgrag ask`` passes a thread's history in the input.
 
-It speaks LangGraph's messages convention (:mod:`kgrag.agent.messages`), so chat clients and UIs work with it: the
+It speaks LangGraph's messages convention (:mod:`kgrag.agent.turn.messages`), so chat clients and UIs work with it: the
 question is ``question``, else the last human message of ``messages``; the answer ends the turn as an AI message
 in ``messages``, next to the structured fields (``answer``, ``answers``, ``evidence``, ``trace``, ``history``).
 """
@@ -27,9 +27,9 @@ from graphs.agent.context import AgentContext, resolve
 from graphs.agent.state import AgentInput, AgentState
 from kgrag.agent.kg import steps as kg
 from kgrag.agent.kn import steps as kn
-from kgrag.agent.node import AgentRun
 from kgrag.agent.resources import resources_for
-from kgrag.agent.state import kind_of
+from kgrag.agent.turn.node import AgentRun
+from kgrag.agent.turn.state import kind_of
 from kgrag.config import get_settings
 
 __all__ = ["NODES", "build_graph", "graph"]

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from graphs.agent.context import AgentContext
 from graphs.agent.graph import graph
-from kgrag.agent.messages import plain_state
+from kgrag.agent.turn.messages import plain_state
 
 __all__ = ["agent_answerer"]
 

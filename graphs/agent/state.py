@@ -1,4 +1,4 @@
-"""The graph's state schemas: the whole state (:class:`kgrag.agent.state.AgentState`) and what a run's input may
+"""The graph's state schemas: the whole state (:class:`kgrag.agent.turn.state.AgentState`) and what a run's input may
 carry (``question`` or LangGraph's ``messages``, optionally ``kn_id`` or ``kg``; a thread's follow-up carries only
 the new question or the new human message)."""
 
@@ -9,7 +9,7 @@ from typing import Annotated, Any, TypedDict
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
-from kgrag.agent.state import AgentState
+from kgrag.agent.turn.state import AgentState
 
 __all__ = ["AgentInput", "AgentState"]
 

@@ -21,8 +21,8 @@ from fastapi.responses import JSONResponse
 from graphs.agent.context import AgentContext
 from graphs.agent.graph import graph as agent_graph
 from kgrag import __version__
-from kgrag.agent.inline_app import agent_router
 from kgrag.api import kg_tools, kn_query, kn_search, query_modes
+from kgrag.api.agent_routes import agent_router
 from kgrag.api.security import harden
 from kgrag.api.warmup import kg_questions, kn_questions, warm_agent
 from kgrag.config import Settings, get_settings

@@ -20,7 +20,7 @@ import socket
 import time
 from types import FrameType
 
-from kgrag.graph.oxigraph_server import free_port
+from kgrag.servers.ports import free_port
 
 __all__ = ["MAX_RESTARTS", "reuse_port_socket", "serve_workers"]
 

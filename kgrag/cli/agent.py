@@ -45,7 +45,7 @@ def ask(
     """Answer one question with the agent (keywords → schema recall → contextual recall → tool calls → answer)
     and print each step as a tree. Exits with 1 when it could not answer (no answer values), saying why."""
     from graphs.agent.context import AgentContext, resolve
-    from kgrag.agent.node import question_problem
+    from kgrag.agent.turn.node import question_problem
     from kgrag.terminal.turn_tree import state_tree
     from kgrag.threads import load_history, save_history
 

@@ -120,7 +120,7 @@ def agent_eval_cmd(
 ) -> None:
     """Answer every question of FILE with the agent and print answer Hit, set F1, exact-set rate, topic accuracy
     and latency (gold of CE-Prompt files: the Cypher executed on the raw disease data; skips counted)."""
-    from kgrag.agent.training.evaluate import evaluate, read_kg_questions, read_questions
+    from kgrag.agent.evaluation.evaluate import evaluate, read_kg_questions, read_questions
     from kgrag.graph.csr import CSRGraph
 
     if not questions.is_file():

@@ -26,7 +26,7 @@ from prefect.client.schemas.sorting import FlowRunSort
 from prefect.settings import PREFECT_API_URL, temporary_settings
 
 from kgrag.errors import KgragError
-from kgrag.ops.prefect_server import prefect_server
+from kgrag.servers.prefect_server import prefect_server
 
 __all__ = ["browser", "screenshot"]
 

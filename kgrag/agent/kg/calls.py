@@ -19,7 +19,7 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
-from kgrag.agent.state import ToolCall
+from kgrag.agent.turn.state import ToolCall
 from kgrag.errors import KgragError
 from kgrag.hrag.gflownet.llm_answer import verbalise_path
 from kgrag.tools.parse import GetRelations, GetTriples, ParseError, extract_query, parse_query

@@ -20,8 +20,9 @@ import re
 from typing import Any
 
 from kgrag.agent.kg.calls import kg_openai_tools
-from kgrag.agent.node import AgentRun, tool_arguments
-from kgrag.agent.state import AgentState, ToolCall
+from kgrag.agent.kg.needs import TripleRun
+from kgrag.agent.turn.node import tool_arguments
+from kgrag.agent.turn.state import AgentState, ToolCall
 from kgrag.llm.client import LLMError
 from kgrag.llm.prompts import load_prompt
 
@@ -53,7 +54,7 @@ def _usage(state: AgentState, result: Any) -> dict[str, int]:
     return usage
 
 
-def llm_plan(state: AgentState, run: AgentRun) -> tuple[dict[str, Any], str, str | None]:
+def llm_plan(state: AgentState, run: TripleRun) -> tuple[dict[str, Any], str, str | None]:
     """One model turn: ``(update, summary, None)``, or ``({}, "", why)`` when the LLM failed."""
     client = run.resources.llm()
     if client is None:

@@ -27,11 +27,11 @@ from typing import Any
 
 from kgrag.agent.kg.calls import run_kg_call
 from kgrag.agent.kg.llm import llm_plan, result_messages
+from kgrag.agent.kg.needs import TripleRun
 from kgrag.agent.kg.triple_kg import TopicLink, TripleKG, new_session_id
-from kgrag.agent.messages import answer_message, question_from, question_update
-from kgrag.agent.node import (
+from kgrag.agent.turn.messages import answer_message, question_from, question_update
+from kgrag.agent.turn.node import (
     HISTORY_TURNS,
-    AgentRun,
     Update,
     failure_answer,
     planned,
@@ -39,7 +39,7 @@ from kgrag.agent.node import (
     stop,
     traced,
 )
-from kgrag.agent.state import AgentState, ToolCall, fresh_turn
+from kgrag.agent.turn.state import AgentState, ToolCall, fresh_turn
 from kgrag.errors import KgragError
 from kgrag.search.keywords import STOPWORDS
 
@@ -48,7 +48,7 @@ __all__ = ["answer", "contextual_recall", "extract_keywords", "plan", "schema_re
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 
 
-def _kg(state: AgentState, run: AgentRun) -> TripleKG:
+def _kg(state: AgentState, run: TripleRun) -> TripleKG:
     return run.resources.triple_kg(state["kg"])
 
 
@@ -63,7 +63,7 @@ def _topics(state: AgentState) -> list[TopicLink]:
 
 
 @traced("extract_keywords")
-def extract_keywords(state: AgentState, run: AgentRun) -> tuple[Update, str]:
+def extract_keywords(state: AgentState, run: TripleRun) -> tuple[Update, str]:
     """Start the turn: validate the input, link the spans that name stored entities, keep the content words."""
     update: Update = fresh_turn()
     question = question_from(state)  # ``question``, else the conversation's last human message
@@ -98,7 +98,7 @@ def _history_topic(state: AgentState) -> dict[str, Any] | None:
 
 
 @traced("schema_recall")
-def schema_recall(state: AgentState, run: AgentRun) -> tuple[Update, str]:
+def schema_recall(state: AgentState, run: TripleRun) -> tuple[Update, str]:
     """The KG's relations ranked for the question: the chain prior's chains, else BM25 around the topic."""
     kg = _kg(state, run)
     linked = state.get("context", {}).get("linked") or state["question"]
@@ -124,7 +124,7 @@ def schema_recall(state: AgentState, run: AgentRun) -> tuple[Update, str]:
 
 
 @traced("contextual_recall")
-def contextual_recall(state: AgentState, run: AgentRun) -> tuple[Update, str]:
+def contextual_recall(state: AgentState, run: TripleRun) -> tuple[Update, str]:
     """Storage forms: the stored names of the linked spans; the topic (or the thread's previous one)."""
     forms = [{k: v for k, v in kw.items() if k not in ("text", "type")}
              for kw in state.get("keywords", []) if kw["type"] == "entity"]
@@ -144,7 +144,7 @@ def _done(calls: list[ToolCall], name: str) -> list[ToolCall]:
     return [c for c in calls if c.get("name") == name and not c.get("error")]
 
 
-def _rules_plan(state: AgentState, run: AgentRun) -> tuple[Update, str]:
+def _rules_plan(state: AgentState, run: TripleRun) -> tuple[Update, str]:
     kg = _kg(state, run)
     calls = state.get("tool_calls", [])
     topic = state.get("topic")
@@ -173,7 +173,7 @@ def _rules_plan(state: AgentState, run: AgentRun) -> tuple[Update, str]:
 
 
 @traced("plan")
-def plan(state: AgentState, run: AgentRun) -> tuple[Update, str]:
+def plan(state: AgentState, run: TripleRun) -> tuple[Update, str]:
     """The next call, or none (then ``answer``)."""
     if len(state.get("tool_calls", [])) >= run.settings.max_tool_calls:
         note = f"tool-call budget ({run.settings.max_tool_calls}) spent"
@@ -183,7 +183,7 @@ def plan(state: AgentState, run: AgentRun) -> tuple[Update, str]:
 
 
 @traced("tools")
-def tools(state: AgentState, run: AgentRun) -> tuple[Update, str]:
+def tools(state: AgentState, run: TripleRun) -> tuple[Update, str]:
     """Run the pending calls in the thread's KG session (at most what the budget leaves)."""
     kg = _kg(state, run)
     calls = list(state.get("tool_calls", []))
@@ -245,7 +245,7 @@ def parse_answer(text: str) -> list[str]:
 
 
 @traced("answer")
-def answer(state: AgentState, run: AgentRun) -> tuple[Update, str]:
+def answer(state: AgentState, run: TripleRun) -> tuple[Update, str]:
     """Ranked answers with their paths, the answer set and a sentence; the turn joins the thread's history."""
     ranked, predicted, verified = _reasoned(state)
     zero_shot = _zero_shot(state)

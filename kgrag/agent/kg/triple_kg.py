@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kgrag.agent.kg.sparql_linker import SparqlLinker
-from kgrag.agent.kg.zero_shot import ZeroShotRanker
+from kgrag.agent.kg.zero_shot import ZeroShotChainRanker
 from kgrag.config import Settings
 from kgrag.data.registry import dataset_spec
 from kgrag.errors import KgragError
@@ -84,7 +84,7 @@ class TripleKG:
         self.sessions = SessionStore()
         self._turns: dict[str, str] = {}  # session id -> the turn its per-question state belongs to
         self.reasoner: HRAGReasoner | None = None
-        self._zero_shot: ZeroShotRanker | None = None
+        self._zero_shot: ZeroShotChainRanker | None = None
         self.reasoner_note = ""
         self.graph: CSRGraph | None = None
         self.sparql_linker: SparqlLinker | None = None
@@ -104,12 +104,12 @@ class TripleKG:
             self.linker = EntityLinker.from_graph(self.graph)
 
     @property
-    def zero_shot(self) -> ZeroShotRanker:
+    def zero_shot(self) -> ZeroShotChainRanker:
         """The zero-shot chain ranker over this KG's client (the LLM-free plan without a trained reasoner)."""
         if self._zero_shot is None:
             from kgrag.rank.sentence_embedder import Embedder
 
-            self._zero_shot = ZeroShotRanker(self.client, Embedder.from_settings(self.settings),
+            self._zero_shot = ZeroShotChainRanker(self.client, Embedder.from_settings(self.settings),
                                              skip=self.filters.is_meaningless)
         return self._zero_shot
 

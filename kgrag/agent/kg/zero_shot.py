@@ -1,7 +1,7 @@
 """Zero-shot (LLM-free, untrained) answers over a triple KG: rank the topics' relation chains against the question
 and answer the best chain's named ends.
 
-    ZeroShotRanker(client, Embedder()).answer("who is Heidi Klum married to?", {"m.kg_heidi_klum": "Heidi Klum"})
+    ZeroShotChainRanker(client, Embedder()).answer("who is Heidi Klum married to?", {"m.kg_heidi_klum": "Heidi Klum"})
 
 Contract:
 - Chains of a topic ``T`` (any dataset, through :class:`~kgrag.tools.client.KGClient`'s ``store`` and ``base``):
@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kgrag.rank.sentence_embedder import Embedder
     from kgrag.tools.client import KGClient
 
-__all__ = ["Chain", "End", "ZeroShotAnswer", "ZeroShotRanker", "asked_type", "chain_words", "end_words"]
+__all__ = ["Chain", "End", "ZeroShotAnswer", "ZeroShotChainRanker", "asked_type", "chain_words", "end_words"]
 
 _WH = (
     ("date", re.compile(r"\b(when|what (year|date|time|day|month|decade|century)|which year|since when|"
@@ -197,7 +197,7 @@ class _Fetched:
     paths: dict[str, list[tuple[Term, str, Term]]]  # end id -> the triples of one path to it
 
 
-class ZeroShotRanker:
+class ZeroShotChainRanker:
     """Rank and answer chains (see the module docstring). ``skip(relation)`` drops metadata relations."""
 
     def __init__(self, client: KGClient, embedder: Embedder, skip: Callable[[str], bool] | None = None,

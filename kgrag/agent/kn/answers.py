@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kgrag.agent.state import ToolCall
+from kgrag.agent.turn.state import ToolCall
 from kgrag.network.schema.model import KnowledgeNetwork
 
 __all__ = ["answer_values", "compose_answer", "display_keys", "element_name", "evidence_from", "passages_from",

@@ -29,7 +29,7 @@ Intent = tuple[str, float]
 class IntentPlanner:
     source: str  # "labelled" | "self" | "zero-shot"
     labelled: Any | None = None  # an IntentRanker
-    ranker: Any | None = None  # a ZeroShotRanker (with the self-supervised ranker inside for "self")
+    ranker: Any | None = None  # a ZeroShotSchemaRanker (with the self-supervised ranker inside for "self")
     note: str = ""
     topic_prior: dict[str, int] = field(default_factory=dict)
 

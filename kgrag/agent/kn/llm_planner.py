@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from kgrag.agent.kn.needs import NetworkRun
 from kgrag.agent.kn.tools import llm_result_text, openai_tools
-from kgrag.agent.node import AgentRun, tool_arguments
-from kgrag.agent.state import AgentState, ToolCall
+from kgrag.agent.turn.node import tool_arguments
+from kgrag.agent.turn.state import AgentState, ToolCall
 from kgrag.llm.client import LLMError
 from kgrag.llm.prompts import load_prompt
 from kgrag.network.schema.model import KnowledgeNetwork
@@ -58,7 +59,7 @@ def system_prompt(state: AgentState, network: KnowledgeNetwork) -> str:
                                              history=history, **_example(network))
 
 
-def llm_plan(state: AgentState, run: AgentRun) -> tuple[dict[str, Any], str, str | None]:
+def llm_plan(state: AgentState, run: NetworkRun) -> tuple[dict[str, Any], str, str | None]:
     """One model turn: ``(update, summary, None)``, or ``({}, "", why)`` when the LLM failed."""
     client = run.resources.llm()
     if client is None:

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kgrag.agent.kn.linking import TopicCandidate, choose_topic
-from kgrag.agent.state import ToolCall
+from kgrag.agent.turn.state import ToolCall
 from kgrag.network.schema.model import KnowledgeNetwork, ObjectType, RelationType
 
 __all__ = ["Intent", "label_types", "next_call", "parse_label", "path_steps", "ranker_fits", "topic_type"]

@@ -1,5 +1,5 @@
 """The agent's steps, one function per graph node (``graphs/agent/graph.py`` only wires them): each takes the
-state and an :class:`AgentRun` and returns the state update, including its entry of ``trace``.
+state and an :class:`~kgrag.agent.turn.node.AgentRun` (:data:`~kgrag.agent.kn.needs.NetworkRun`) and returns the state update, including its entry of ``trace``.
 
     run = AgentRun(AgentSettings(kn_id="medical"), resources_for(get_settings()))
     state = {"question": "百日咳有哪些症状"}
@@ -31,12 +31,12 @@ from kgrag.agent.kn.linking import (
     topic_candidates,
 )
 from kgrag.agent.kn.llm_planner import llm_plan, tool_messages
+from kgrag.agent.kn.needs import NetworkRun
 from kgrag.agent.kn.planner import label_types, next_call, parse_label, path_steps, topic_type
 from kgrag.agent.kn.tools import run_tool
-from kgrag.agent.messages import answer_message, question_from, question_update
-from kgrag.agent.node import (
+from kgrag.agent.turn.messages import answer_message, question_from, question_update
+from kgrag.agent.turn.node import (
     HISTORY_TURNS,
-    AgentRun,
     Update,
     failure_answer,
     planned,
@@ -44,7 +44,7 @@ from kgrag.agent.node import (
     stop,
     traced,
 )
-from kgrag.agent.state import AgentState, ToolCall, fresh_turn
+from kgrag.agent.turn.state import AgentState, ToolCall, fresh_turn
 from kgrag.errors import NetworkNotFound
 from kgrag.search.contextual import extract
 from kgrag.search.kn_models import KnSearchRequest
@@ -57,7 +57,7 @@ STORED_NAME = "stored_name"
 
 
 @traced("extract_keywords")
-def extract_keywords(state: AgentState, run: AgentRun) -> tuple[Update, str]:
+def extract_keywords(state: AgentState, run: NetworkRun) -> tuple[Update, str]:
     """Start the turn: validate the input, then the question's keywords."""
     update: Update = fresh_turn()
     question = question_from(state)  # ``question``, else the conversation's last human message
@@ -96,7 +96,7 @@ def _exact_forms(state: AgentState) -> list[TopicCandidate]:
 
 
 @traced("schema_recall")
-def schema_recall(state: AgentState, run: AgentRun) -> tuple[Update, str]:
+def schema_recall(state: AgentState, run: NetworkRun) -> tuple[Update, str]:
     """The ranked schema intents (topic words masked) over the candidates that start at the topic's types, and the
     schema they recall; with the LLM planner also kn_search's concept recall (the LLM-free plan needs none: on
     a 6,000-relation network it costs ~0.5 s)."""
@@ -139,7 +139,7 @@ def _history_topic(state: AgentState) -> TopicCandidate | None:
 
 
 @traced("contextual_recall")
-def contextual_recall(state: AgentState, run: AgentRun) -> tuple[Update, str]:
+def contextual_recall(state: AgentState, run: NetworkRun) -> tuple[Update, str]:
     """The topic candidates' storage forms: the stored names the question says (exact), else contains/fuzzy
     forms for the object type the best intent needs."""
     kn_id, question = state["kn_id"], state["question"]
@@ -158,7 +158,7 @@ def contextual_recall(state: AgentState, run: AgentRun) -> tuple[Update, str]:
     return {"context": context}, f"{len(candidates)} storage forms: {forms}"
 
 
-def _rules_plan(state: AgentState, run: AgentRun) -> tuple[Update, str]:
+def _rules_plan(state: AgentState, run: NetworkRun) -> tuple[Update, str]:
     kn_id = state["kn_id"]
     if any(c.get("result") and ans.evidence_from(c) for c in state.get("tool_calls", [])):
         return {"pending": [], "done": True}, "answered: no further call"
@@ -183,7 +183,7 @@ def _rules_plan(state: AgentState, run: AgentRun) -> tuple[Update, str]:
 
 
 @traced("plan")
-def plan(state: AgentState, run: AgentRun) -> tuple[Update, str]:
+def plan(state: AgentState, run: NetworkRun) -> tuple[Update, str]:
     """The next tool call(s), or none (then ``answer``)."""
     if len(state.get("tool_calls", [])) >= run.settings.max_tool_calls:
         return {"pending": [], "done": True}, f"tool-call budget ({run.settings.max_tool_calls}) spent"
@@ -191,7 +191,7 @@ def plan(state: AgentState, run: AgentRun) -> tuple[Update, str]:
 
 
 @traced("tools")
-def tools(state: AgentState, run: AgentRun) -> tuple[Update, str]:
+def tools(state: AgentState, run: NetworkRun) -> tuple[Update, str]:
     """Run the pending calls (at most what the budget leaves)."""
     calls = list(state.get("tool_calls", []))
     pending = state.get("pending", [])
@@ -209,7 +209,7 @@ def tools(state: AgentState, run: AgentRun) -> tuple[Update, str]:
 
 
 @traced("answer")
-def answer(state: AgentState, run: AgentRun) -> tuple[Update, str]:
+def answer(state: AgentState, run: NetworkRun) -> tuple[Update, str]:
     """Values, evidence and the answer sentence; the turn joins the thread's history."""
     evidence: list[dict[str, Any]] = []
     via = ""
@@ -247,7 +247,7 @@ def answer(state: AgentState, run: AgentRun) -> tuple[Update, str]:
             f"{len(values)} values from {len({r['instance'] for r in evidence})} instances")
 
 
-def _network_of(state: AgentState, run: AgentRun) -> Any:
+def _network_of(state: AgentState, run: NetworkRun) -> Any:
     """The turn's network, or None when the turn was refused before it (an unknown network, bad input)."""
     if not state.get("schema") or not state.get("kn_id"):
         return None
@@ -257,7 +257,7 @@ def _network_of(state: AgentState, run: AgentRun) -> Any:
         return None
 
 
-def _what_to_name(state: AgentState, run: AgentRun, network: Any) -> str:
+def _what_to_name(state: AgentState, run: NetworkRun, network: Any) -> str:
     """``; name the author, book or genre as it is stored``: the network's own object types, those schema
     recall ranked first, then those with the most instances ("" when the network has none)."""
     if network is None:

@@ -27,7 +27,7 @@ from kgrag.agent.kn.instance_queries import (
     query_instance_subgraph,
     query_object_instance,
 )
-from kgrag.agent.state import ToolCall
+from kgrag.agent.turn.state import ToolCall
 from kgrag.errors import NetworkNotFound
 from kgrag.modes.params import QueryParam
 from kgrag.modes.query import kg_query

@@ -1,6 +1,6 @@
 """The zero-shot schema ranker: which property or relation a question asks for, with no labelled question.
 
-    ranker = ZeroShotRanker(profile, store.embedder_for("demo"))
+    ranker = ZeroShotSchemaRanker(profile, store.embedder_for("demo"))
     ranker.rank("where was Jonas Okafor born?", mask="Jonas Okafor", topic_types=["Person"])
     # [("rel:people.person.place_of_birth", 0.71), ("rel:people.person.nationality", 0.12), …]
 
@@ -40,7 +40,7 @@ import numpy as np
 from kgrag.agent.kn.schema_candidates import CandidateProfile
 from kgrag.rank.tokenize import tokenize
 
-__all__ = ["CUES", "ZeroShotRanker", "answer_classes", "stem_tokens"]
+__all__ = ["CUES", "ZeroShotSchemaRanker", "answer_classes", "stem_tokens"]
 
 WORDS = 0.35
 ANSWER_TYPE = 0.45
@@ -112,7 +112,7 @@ def _words(text: str) -> list[str]:
                        if not t.replace(".", "").isdigit() and not (len(t) == 1 and t.isascii()))
 
 
-class ZeroShotRanker:
+class ZeroShotSchemaRanker:
     """Ranks a network's candidates for a question (see the module docstring); thread-safe, vectors made once."""
 
     def __init__(self, profile: CandidateProfile, embedder: object, learned: object | None = None) -> None:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from kgrag.agent.kn.intent import KIND, IntentConfig
 from kgrag.agent.kn.schema_candidates import network_profile
 from kgrag.agent.kn.self_ranker import SelfRanker
-from kgrag.agent.kn.zero_shot import CUES, ZeroShotRanker
+from kgrag.agent.kn.zero_shot import CUES, ZeroShotSchemaRanker
 from kgrag.agent.training.synthesise import CLASS_AFFINITY, phrase_neighbours, synthesise, text_wordings
 from kgrag.config import Settings
 from kgrag.fileio import write_json
@@ -60,7 +60,7 @@ def train_self_intent(settings: Settings, kn_id: str, config: IntentConfig | dic
             record_latest(settings, f"{kn_id}-self", run_dir, kind=KIND)
             return {**json.loads(metrics_file.read_text(encoding="utf-8")), "cached": True}
         profile = network_profile(store, kn_id)
-        zero_shot = ZeroShotRanker(profile, store.embedder_for(kn_id))
+        zero_shot = ZeroShotSchemaRanker(profile, store.embedder_for(kn_id))
         affinity = zero_shot.affinities()
         classes = {c.label: [k for k, a in zip(CUES, affinity[i], strict=True) if a >= CLASS_AFFINITY]
                    for i, c in enumerate(profile.candidates)}

@@ -1,11 +1,11 @@
 """A run of the agent graph as events a person can watch: one ``step`` event as each node finishes (what it found, in
 a form a page shows without reading the state), then one ``end`` event with the answer, its evidence drawn as a
-graph (:func:`kgrag.agent.evidence_graph.evidence_graph`) and what a follow-up needs; ``error`` when the run fails.
+graph (:func:`kgrag.console.evidence_graph.evidence_graph`) and what a follow-up needs; ``error`` when the run fails.
 
     for event in agent_events(graph, {"question": "who directed Carnival Lights?", "kg": "demo"}, context):
         print(event["event"], event.get("node"), event.get("ms"))
 
-Events are plain JSON-able dicts (``POST /agent/stream`` sends them as NDJSON lines, :mod:`kgrag.agent.inline_app`):
+Events are plain JSON-able dicts (``POST /agent/stream`` sends them as NDJSON lines, :mod:`kgrag.api.agent_routes`):
 
 - ``{"event": "start", "kind": "kn"|"kg", "source", "question"}`` before the first node;
 - ``{"event": "step", "node", "ms", "summary", "detail"}`` per finished node (``plan`` and ``tools`` may repeat);
@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from kgrag.agent.evidence_graph import evidence_graph
+from kgrag.console.evidence_graph import evidence_graph
 
 __all__ = ["agent_events", "call_view", "step_detail"]
 

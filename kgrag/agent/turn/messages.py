@@ -48,7 +48,7 @@ def _answered(state: Mapping[str, Any], question: str) -> bool:
 
 def question_from(state: Mapping[str, Any]) -> Any:
     """The question of this turn: ``question`` when it is new (it wins over messages), else the pending human
-    message's text, else ``question`` as given (None, empty, not text: :func:`~kgrag.agent.node.question_problem`
+    message's text, else ``question`` as given (None, empty, not text: :func:`~kgrag.agent.turn.node.question_problem`
     says why)."""
     question = state.get("question")
     asked = pending_question(state.get("messages"))

@@ -1,7 +1,7 @@
 """The online agent's state and run settings: plain JSON-able data, so a LangGraph checkpointer, the LangGraph API
 and ``kgrag ask --json`` all carry it as it is — except ``messages``, the conversation in LangGraph's messages
 convention (LangChain messages under the ``add_messages`` reducer: the server serialises them, in-process callers
-get them as dicts from :func:`kgrag.agent.messages.plain_state`). Stores, rankers and clients are held outside (by
+get them as dicts from :func:`kgrag.agent.turn.messages.plain_state`). Stores, rankers and clients are held outside (by
 id, see :mod:`kgrag.agent.resources`), never in the state.
 
     AgentSettings(kn_id="medical", max_tool_calls=4).fingerprint()
@@ -12,7 +12,7 @@ A run works on a knowledge network (``kn_id``) or, when ``kg`` is given, on a tr
 name, milliseconds and a short summary); ``errors`` says what went wrong, in words. A thread keeps ``history``
 (question, topic, answer per turn): a follow-up without a topic of its own resolves to the previous one.
 
-A run's question is ``question``, or else the last human message of ``messages`` (:mod:`kgrag.agent.messages`);
+A run's question is ``question``, or else the last human message of ``messages`` (:mod:`kgrag.agent.turn.messages`);
 the turn ends with its answer appended to ``messages`` as an AI message. ``llm_messages`` is something else: the
 LLM planner's own conversation of one turn (system prompt, tool results), reset every turn.
 """

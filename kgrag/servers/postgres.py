@@ -13,7 +13,7 @@ port and data (fault tests). :meth:`PostgresCluster.create_database` makes a fre
 The binaries are found through ``KGRAG_PG_BINDIR``, ``pg_config --bindir``, or ``/usr/lib/postgresql/*/bin``
 (Debian's ``postgresql``); without them :class:`PostgresUnavailable` is raised.
 
-    python -c "from kgrag.ops.postgres import throwaway_postgres as t; c = t().__enter__(); print(c.url)"
+    python -c "from kgrag.servers.postgres import throwaway_postgres as t; c = t().__enter__(); print(c.url)"
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import os
 import pwd
 import re
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -35,7 +34,9 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-__all__ = ["PostgresCluster", "PostgresUnavailable", "find_bindir", "free_port", "throwaway_postgres"]
+from kgrag.servers.ports import free_port
+
+__all__ = ["PostgresCluster", "PostgresUnavailable", "find_bindir", "throwaway_postgres"]
 
 _DB_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
@@ -65,13 +66,6 @@ def find_bindir() -> Path:
         "PostgreSQL server binaries not found (install Debian's `postgresql`: scripts/system_packages.sh, "
         "or set KGRAG_PG_BINDIR)"
     )
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _as_server_user() -> tuple[list[str], str | None]:
@@ -139,7 +133,7 @@ class PostgresCluster:
             "logging_collector": "off",
         }
         with (self.datadir / "postgresql.conf").open("a") as conf:
-            conf.write("\n# kgrag.ops.postgres: a throwaway cluster\n")
+            conf.write("\n# kgrag.servers.postgres: a throwaway cluster\n")
             conf.writelines(f"{k} = {v}\n" for k, v in settings.items())
 
     def start(self, timeout: float = 60) -> None:

@@ -1,7 +1,7 @@
 """The inline agent routes, on the LangGraph API server (mounted by ``kgrag/api/langgraph_http.py`` through
 langgraph.json ``http.app``) and on ``kgrag serve``: the compiled agent graph, run inline, for callers who want one
 answer (``POST /agent/ask``) or its steps as they finish (``POST /agent/stream``, NDJSON events of
-:mod:`kgrag.agent.stream`: what the console page shows) without the run queue.
+:mod:`kgrag.console.agent_events`: what the console page shows) without the run queue.
 
     curl -X POST http://127.0.0.1:2024/agent/ask -d '{"question": "who directed [Carnival Lights]?", "kg": "demo"}'
     curl -N -X POST http://127.0.0.1:8000/agent/stream -d '{"question": "百日咳有哪些症状", "kn_id": "medical"}'
@@ -27,8 +27,8 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from kgrag.agent.messages import plain_state
-from kgrag.agent.stream import agent_events
+from kgrag.agent.turn.messages import plain_state
+from kgrag.console.agent_events import agent_events
 
 __all__ = ["ASK_TIMEOUT_S", "AskRequest", "agent_router", "make_app"]
 

@@ -18,7 +18,7 @@ Contract:
 
 Query it with :class:`~kgrag.graph.remote_store.RemoteStore` (``url``, ``graph=<graph IRI>``).
 
-Run: ``python -c "exec('from kgrag.graph.virtuoso import virtuoso_server\\nwith virtuoso_server() as s: print(s.url)')"``
+Run: ``python -c "exec('from kgrag.servers.virtuoso import virtuoso_server\\nwith virtuoso_server() as s: print(s.url)')"``
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kgrag.errors import SparqlError
-from kgrag.graph.oxigraph_server import free_port
 from kgrag.graph.sparql import iri
+from kgrag.servers.ports import free_port
 
 #: default named graph kgrag loads into (``KGRAG_SPARQL_GRAPH`` names it for queries)
 DEFAULT_GRAPH = "http://kgrag.local/graph/default"

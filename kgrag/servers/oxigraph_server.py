@@ -1,12 +1,13 @@
 """Launch a real ``oxigraph serve-read-only`` (PyPI ``oxigraph`` binary) over a store, on a loopback port.
 
 Used by tests (a fixture), benchmarks (SPARQL over HTTP) and users who want a remote endpoint locally.
+
+    python -c "from kgrag.servers.oxigraph_server import oxigraph_binary; print(oxigraph_binary())"
 """
 
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -15,13 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kgrag.errors import SparqlError
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A currently free TCP port on ``host`` (IPv6 when it holds a colon)."""
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+from kgrag.servers.ports import free_port
 
 
 def oxigraph_binary() -> str:

@@ -1,5 +1,5 @@
 """Start ``kgrag serve`` as a child process on a free loopback port and always stop it: what the console's browser
-tests and its benchmark use (:func:`kgrag.server_process.server_process`).
+tests and its benchmark use (:func:`kgrag.servers.process.server_process`).
 
     with kgrag_serve({"KGRAG_DATABASE_URL": url}, Path("/tmp/logs")) as base_url:
         httpx.get(base_url + "/healthz")
@@ -13,8 +13,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from kgrag.graph.oxigraph_server import free_port
-from kgrag.server_process import server_process
+from kgrag.servers.ports import free_port
+from kgrag.servers.process import server_process
 
 __all__ = ["kgrag_serve"]
 

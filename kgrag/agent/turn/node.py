@@ -6,7 +6,7 @@ back from the LLM planner, and why a question is refused.
     update = kn.steps.extract_keywords({"question": "百日咳有哪些症状"}, run)   # a @traced step: update + trace
 
 A step is ``fn(state, run) -> (update, summary)``; :func:`traced` turns it into ``step(state, run) -> update``
-whose ``trace`` holds its one new entry (the state's ``trace`` reducer appends it, :mod:`kgrag.agent.state`).
+whose ``trace`` holds its one new entry (the state's ``trace`` reducer appends it, :mod:`kgrag.agent.turn.state`).
 Updates carry only the *new* ``errors`` of the step, for the same reason.
 """
 
@@ -16,33 +16,41 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from kgrag.agent.resources import Resources
-from kgrag.agent.state import AgentSettings, AgentState
+from kgrag.agent.turn.state import AgentSettings, AgentState
 
-__all__ = ["HISTORY_TURNS", "AgentRun", "Update", "failure_answer", "planned", "question_problem", "stop",
-           "tool_arguments", "traced"]
+__all__ = ["HISTORY_TURNS", "AgentRun", "StepBody", "TracedStep", "Update", "failure_answer", "planned",
+           "question_problem", "stop", "tool_arguments", "traced"]
 
 #: turns a thread keeps in ``history``
 HISTORY_TURNS = 20
 Update = dict[str, Any]
+#: what a run's steps need of the shared resources: a Protocol of each kind (the knowledge network's
+#: ``kgrag.agent.kn.needs.NetworkNeeds``, the triple graph's ``kgrag.agent.kg.needs.TripleNeeds``)
+ResourcesT = TypeVar("ResourcesT", covariant=True)
 
 
 @dataclass
-class AgentRun:
-    """One run's settings and the shared resources it works with."""
+class AgentRun(Generic[ResourcesT]):
+    """One run's settings and the shared resources it works with (``kgrag.agent.resources.Resources`` serves
+    both kinds)."""
 
     settings: AgentSettings
-    resources: Resources
+    resources: ResourcesT
 
 
-def traced(node: str) -> Callable[[Callable[[AgentState, AgentRun], tuple[Update, str]]],
-                                   Callable[[AgentState, AgentRun], Update]]:
+#: a step as written: ``fn(state, run) -> (update, summary)``
+StepBody = Callable[[AgentState, AgentRun[Any]], tuple[Update, str]]
+#: a step as the graph runs it: ``step(state, run) -> update`` (its trace entry included)
+TracedStep = Callable[[AgentState, AgentRun[Any]], Update]
+
+
+def traced(node: str) -> Callable[[StepBody], TracedStep]:
     """Time a step and add its ``{"node", "ms", "summary"}`` entry to the update's ``trace``."""
 
-    def wrap(fn: Callable[[AgentState, AgentRun], tuple[Update, str]]) -> Callable[[AgentState, AgentRun], Update]:
-        def step(state: AgentState, run: AgentRun) -> Update:
+    def wrap(fn: StepBody) -> TracedStep:
+        def step(state: AgentState, run: AgentRun[Any]) -> Update:
             started = time.perf_counter()
             update, summary = fn(state, run)
             entry = {"node": node, "ms": round((time.perf_counter() - started) * 1000, 2), "summary": summary}
@@ -69,8 +77,8 @@ def question_problem(question: object, settings: AgentSettings) -> str | None:
     return None
 
 
-def planned(state: AgentState, run: AgentRun, llm_plan: Callable[..., tuple[Update, str, str | None]],
-            rules_plan: Callable[[AgentState, AgentRun], tuple[Update, str]]) -> tuple[Update, str]:
+def planned(state: AgentState, run: AgentRun[Any], llm_plan: Callable[..., tuple[Update, str, str | None]],
+            rules_plan: StepBody) -> tuple[Update, str]:
     """The LLM's plan when the turn uses one and it answers; else (or when it fails, said in ``errors`` and the
     summary) the LLM-free plan."""
     if state.get("planner") != "llm":

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from kgrag.graph.oxigraph_server import free_port
-from kgrag.server_process import server_process
+from kgrag.servers.ports import free_port
+from kgrag.servers.process import server_process
 
 __all__ = ["prefect_server"]
 

@@ -14,8 +14,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from kgrag.graph.oxigraph_server import free_port
-from kgrag.server_process import server_process
+from kgrag.servers.ports import free_port
+from kgrag.servers.process import server_process
 
 __all__ = ["REPO_ROOT", "langgraph_dev"]
 

@@ -1,5 +1,6 @@
 """A server started as a child process: wait until its health URL answers 200, always stop it (its whole process
-group: terminate, then kill). What ``langgraph dev`` and ``prefect server start`` launchers share.
+group: terminate, then kill). What the ``langgraph dev``, ``prefect server start`` and ``kgrag serve`` launchers
+share.
 
     with server_process(["prefect", "server", "start", "--port", "4200"], env, log, "http://127.0.0.1:4200/api/health",
                         "prefect server"):
