@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -42,3 +46,36 @@ def test_embedder_encode_query_uses_onnx_and_falls_back(tmp_path, monkeypatch):
     broken = Embedder(DEFAULT_MODEL, query_encoder="onnx", models_dir=tmp_path / "none")
     np.testing.assert_allclose(broken.encode_query(TEXTS[0]), torch_vec, atol=1e-5)
     assert broken._onnx is False
+
+
+def test_an_existing_export_opens_without_the_model(tmp_path):
+    """Once exported, the encoder is read with the folder's tokenizer.json alone: the same token ids and vectors
+    as the model's own tokenizer and the torch model."""
+    from kgrag.rank.sentence_embedder import resolve_model
+
+    texts = [*TEXTS, "百日咳有哪些症状", "Café Müller’s naïve résumé", "word " * 400, ""]
+    assert onnx_encoder.load_exported_encoder(Path(resolve_model(DEFAULT_MODEL)), DEFAULT_MODEL, tmp_path) is None
+    model = load_model(DEFAULT_MODEL)
+    assert onnx_encoder.load_onnx_encoder(model, DEFAULT_MODEL, tmp_path) is not None  # the export
+    enc = onnx_encoder.load_exported_encoder(Path(resolve_model(DEFAULT_MODEL)), DEFAULT_MODEL, tmp_path)
+    assert enc is not None
+    ours = enc.tokenize(texts)
+    theirs = model.tokenizer(texts, padding=True, truncation=True, max_length=int(model.max_seq_length),
+                             return_tensors="np")
+    for name in ("input_ids", "attention_mask", "token_type_ids"):
+        np.testing.assert_array_equal(ours[name], theirs[name])
+    ref = model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+    assert np.all((ref * enc.encode(texts)).sum(1) > 0.999)
+
+
+def test_a_question_is_encoded_without_importing_torch(tmp_path):
+    """A fresh process whose export exists encodes a question with neither torch nor sentence-transformers loaded
+    (what keeps `kgrag ask` a one-shot command of seconds)."""
+    onnx_encoder.load_onnx_encoder(load_model(DEFAULT_MODEL), DEFAULT_MODEL, tmp_path)
+    script = ("import sys\nfrom kgrag.rank.sentence_embedder import Embedder\n"
+              f"e = Embedder(query_encoder='onnx', models_dir={str(tmp_path)!r})\n"
+              "v = e.encode_query('who directed Carnival Lights?')\n"
+              "assert e._onnx and v.shape == (384,), v.shape\n"
+              "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr

@@ -24,25 +24,39 @@ from kgrag import __version__
 from kgrag.api import kg_tools, kn_query, kn_search, query_modes
 from kgrag.api.agent_routes import agent_router
 from kgrag.api.security import harden
+from kgrag.api.warmup import kg_questions, kn_questions, warm_agent
 from kgrag.config import Settings, get_settings
 from kgrag.console.routes import mount_console
 from kgrag.errors import KgragError
 from kgrag.prep.steps import open_prepared_stores
 from kgrag.search.cache import KnSearchCache
-from kgrag.search.warm import warm_search
+from kgrag.search.warm import warm_other_names, warm_search
 from kgrag.tools.session_store import SessionStore
 
 log = logging.getLogger(__name__)
 
 
 def _warm(app: FastAPI) -> None:
-    """Warm the knowledge-network search path (:func:`kgrag.search.warm.warm_search`); never raises."""
+    """Warm the knowledge-network search path (:func:`kgrag.search.warm.warm_search`, every type's other-name
+    index), then the agent on each prepared KG and loaded network (:func:`kgrag.api.warmup.warm_agent`); never
+    raises. ``/healthz`` says ``"warming": false`` only after all of it."""
+    report: dict = {}
+    kn_asks: dict[str, str] = {}
     try:
-        report = warm_search(kn_search.app_network_store(app))
-        log.info("warm: %s", report)
+        store = kn_search.app_network_store(app)
+        report["search"] = warm_search(store)
+        report["other_names"] = warm_other_names(store)
+        kn_asks = kn_questions(store, [kn_id for kn_id, _ in store.list_networks()])
     except Exception:  # noqa: BLE001 - a cold start still serves (the database may be down: routes say 503)
         log.warning("warming the search path failed; requests warm it as they come", exc_info=True)
+    try:
+        kg_asks = kg_questions(app.state.settings, sorted(app.state.stores))
+        report["agent"] = warm_agent(agent_graph, AgentContext, kg_asks, kn_asks)
+    except Exception:  # noqa: BLE001 - as above: the first questions then pay for what was not warmed
+        log.warning("warming the agent failed; its first questions warm it", exc_info=True)
     finally:
+        log.info("warm: %s", report)
+        app.state.warm_report = report
         app.state.warming = False
 
 

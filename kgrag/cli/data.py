@@ -47,7 +47,7 @@ def prepare(
 
     Outputs go to <KGRAG_WORK_DIR>/<dataset>/ and the summary is printed as a table.
     """
-    from flows.prepare_data import prepare_data  # on use, as every flow: importing Prefect costs the CLI ~2 s
+    from kgrag.prep.current import current_summary
     from kgrag.prep.register import import_spec, register_endpoint
     from kgrag.prep.steps import check_inputs
     from kgrag.terminal.tables import markdown_table
@@ -60,6 +60,15 @@ def prepare(
         return
     spec = import_spec(settings, dataset, triples or [], questions or [], lang, max_bad_lines, store)
     check_inputs(spec, data_dir or settings.data_dir)  # the flow checks them too; here before Prefect starts
+    markdown = current_summary(spec, data_dir or settings.data_dir, settings)
+    if markdown is not None:  # nothing changed since the last prepare: no flow to start, nothing to import
+        console.print(f"{spec.name} is prepared and its inputs are unchanged: nothing to redo (the last summary; "
+                      f"{settings.dataset_dir(spec.name)})", highlight=False)
+        console.print(markdown_table(markdown))
+        _print_try_next(spec.name)
+        return
+    from flows.prepare_data import prepare_data  # on use, as every flow: importing Prefect costs the CLI ~2 s
+
     result = prepare_data(dataset=spec.name, data_dir=str(data_dir) if data_dir else None,
                           spec=None if spec.builtin else spec.model_dump(mode="json"))
     console.print(markdown_table(result["markdown"]))

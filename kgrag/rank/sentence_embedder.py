@@ -72,8 +72,19 @@ def load_model(name: str = DEFAULT_MODEL, device: str = "cpu") -> SentenceTransf
             model = SentenceTransformer(resolve_model(name), device=device)
             model.eval()
             _models[key] = model
-            _model_locks[key] = threading.Lock()
     return model
+
+
+def _model_lock(key: tuple[str, str]) -> threading.Lock:
+    """The lock one model's calls take (one call at a time per model), made on first use."""
+    with _models_lock:
+        return _model_locks.setdefault(key, threading.Lock())
+
+
+def _model_folder(name: str) -> Path | None:
+    """The local sentence-transformers folder of ``name`` (the bundled default, or a local path), else None."""
+    path = Path(resolve_model(name))
+    return path if path.is_dir() else None
 
 
 def _slug(name: str) -> str:
@@ -214,6 +225,7 @@ class Embedder:
         self.query_encoder = query_encoder
         self.models_dir = Path(models_dir) if models_dir is not None else None
         self._onnx: Any = None  # the ONNX query encoder once loaded (False: unavailable, use torch)
+        self._onnx_lock = threading.Lock()
         self.device = device
         self.max_shards = max_shards
         self.stats = EmbedderStats()
@@ -264,7 +276,7 @@ class Embedder:
 
     def _run_model(self, texts: list[str], batch_size: int) -> np.ndarray:
         model = self.model
-        with _model_locks[(self.model_name, self.device)]:
+        with _model_lock((self.model_name, self.device)):
             return self._run_model_locked(model, texts, batch_size)
 
     def _run_model_locked(self, model: SentenceTransformer, texts: list[str], batch_size: int) -> np.ndarray:
@@ -292,8 +304,9 @@ class Embedder:
         slot = _PendingQuery(text)
         with self._pending_lock:
             self._pending.append(slot)
-        model = self.model
-        with _model_locks[(self.model_name, self.device)]:
+        onnx = self._query_onnx()
+        model = self.model if onnx is None else None  # the ONNX export runs without the torch model
+        with _model_lock((self.model_name, self.device)):
             if slot.done:
                 return slot.result()
             with self._pending_lock:  # not done, so still queued: a batch's slots are all set before its
@@ -302,7 +315,6 @@ class Embedder:
                 del self._pending[: self.QUERY_BATCH - 1]
             try:
                 texts = list(dict.fromkeys(s.text for s in batch))
-                onnx = self._query_onnx()
                 if onnx is not None:
                     vectors = onnx.encode(texts)
                     self.stats.model_calls += 1
@@ -322,12 +334,18 @@ class Embedder:
         """The ONNX question encoder when ``query_encoder`` asks for one and it loads, else ``None`` (torch)."""
         if self.query_encoder == "torch" or self._onnx is False:
             return None
+        with self._onnx_lock:
+            return self._load_query_onnx()
+
+    def _load_query_onnx(self) -> Any:
         if self._onnx is None:
-            from kgrag.rank.onnx_encoder import load_onnx_encoder
+            from kgrag.rank.onnx_encoder import load_exported_encoder, load_onnx_encoder
 
             folder = self.models_dir if self.models_dir is not None else get_settings().onnx_dir
-            enc = load_onnx_encoder(load_model(self.model_name), self.model_name, folder,
-                                    int8=self.query_encoder == "onnx-int8")
+            int8 = self.query_encoder == "onnx-int8"
+            enc = load_exported_encoder(_model_folder(self.model_name), self.model_name, folder, int8=int8)
+            if enc is None:  # first use on this machine: load the model and export it
+                enc = load_onnx_encoder(load_model(self.model_name), self.model_name, folder, int8=int8)
             self._onnx = enc if enc is not None else False
         return self._onnx or None
 

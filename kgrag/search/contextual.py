@@ -100,7 +100,7 @@ class ContextSessions:
 DEFAULT_SESSIONS = ContextSessions()
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
-_lexicons: dict[tuple[int, str, str], Lexicon] = {}
+_lexicons: dict[tuple[str, str], Lexicon] = {}  # (network, version: one load's uuid) -> its lexicon
 
 
 def _executor() -> ThreadPoolExecutor:
@@ -112,9 +112,8 @@ def _executor() -> ThreadPoolExecutor:
 
 
 def lexicon_for(store: ContextStore, kn_id: str) -> Lexicon:
-    """The network's :class:`Lexicon`, built once per store and network version."""
-    version = store.network_version(kn_id)
-    key = (id(store), kn_id, version)
+    """The network's :class:`Lexicon`, built once per network version (shared by every store object on it)."""
+    key = (kn_id, store.network_version(kn_id))
     lexicon = _lexicons.get(key)
     if lexicon is None:
         if len(_lexicons) > 16:

@@ -31,7 +31,7 @@ Contract:
 
   A name found by several strategies keeps its highest similarity; at most ``limit`` results, by similarity.
 * :func:`other_name_index` builds the index of one type of a network from a
-  :class:`kgrag.network.service.ContextStore` and keeps it per (store, network, version, type); a type whose name
+  :class:`kgrag.network.service.ContextStore` and keeps it per (network, version, type); a type whose name
   field is not its display key has no index (None).
 """
 
@@ -214,15 +214,16 @@ class OtherNameIndex:
         return out[:limit]
 
 
-#: (store, network, version) -> {object type id: its index}: every type of a network kept (a network of 1,200
-#: types must not evict its own indexes), at most :data:`_NETWORKS` networks
-_indexes: dict[tuple[int, str, str], dict[str, OtherNameIndex | None]] = {}
-_names_by_type: dict[tuple[int, str, str], dict[str, list[tuple[str, str]]]] = {}
+#: (network, version) -> {object type id: its index}: every type of a network kept (a network of 1,200 types must
+#: not evict its own indexes), at most :data:`_NETWORKS` networks. A version is the uuid of one load, so two store
+#: objects on the same database (a server's routes and its agent) share one index, and no two loads ever do.
+_indexes: dict[tuple[str, str], dict[str, OtherNameIndex | None]] = {}
+_names_by_type: dict[tuple[str, str], dict[str, list[tuple[str, str]]]] = {}
 _NETWORKS = 8
 _lock = threading.Lock()
 
 
-def _type_names(store: ContextStore, kn_id: str, key: tuple[int, str, str]) -> dict[str, list[tuple[str, str]]]:
+def _type_names(store: ContextStore, kn_id: str, key: tuple[str, str]) -> dict[str, list[tuple[str, str]]]:
     """``{object type id: [(instance id, name)]}`` of the network, grouped once per version."""
     with _lock:
         grouped = _names_by_type.get(key)
@@ -240,10 +241,10 @@ def _type_names(store: ContextStore, kn_id: str, key: tuple[int, str, str]) -> d
 
 def other_name_index(store: ContextStore, kn_id: str, ot: ObjectType, field_name: str,
                      alias_field: str | None, alias_values: Callable[[object], list[str]]) -> OtherNameIndex | None:
-    """The index of ``ot``'s names in ``field_name`` (built once per store, network version and type; None when
+    """The index of ``ot``'s names in ``field_name`` (built once per network version and type; None when
     ``field_name`` is not the type's display key). ``alias_field``: its other-names property (None: no recorded
     pairs); ``alias_values``: the function reading that property's value into a list of names."""
-    key = (id(store), kn_id, store.network_version(kn_id))
+    key = (kn_id, store.network_version(kn_id))
     with _lock:
         types = _indexes.get(key)
         if types is not None and ot.id in types:

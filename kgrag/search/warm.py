@@ -19,13 +19,15 @@ from typing import Any
 
 from kgrag.network.schema.model import KnowledgeNetwork
 from kgrag.rank.rerank import EmbeddingReranker, Reranker
+from kgrag.search.other_names import other_name_index
 from kgrag.search.pipeline import SearchStore
 from kgrag.search.recall import default_reranker
 from kgrag.search.relevance import relation_document
+from kgrag.search.storage_forms import alias_field, alias_values
 
 log = logging.getLogger(__name__)
 
-__all__ = ["relation_documents", "warm_search"]
+__all__ = ["relation_documents", "warm_other_names", "warm_search"]
 
 
 def relation_documents(network: KnowledgeNetwork) -> list[str]:
@@ -64,3 +66,17 @@ def warm_search(store: SearchStore, reranker: Reranker | None = None, kn_ids: li
             log.warning("warming %s failed: %s: %s", kn_id, type(exc).__name__, exc)
             report[kn_id] = {"error": f"{type(exc).__name__}: {exc}"}
     return report
+
+
+def warm_other_names(store: SearchStore, kn_ids: list[str] | None = None) -> dict[str, int]:
+    """Build the other-name index (:func:`kgrag.search.other_names.other_name_index`) of every object type of
+    ``kn_ids`` (default: every network), as contextual recall would on first meeting each type: seconds of CPU
+    per network (≈8 s on the medical network) that the first questions otherwise paid. Returns the number of types
+    indexed per network."""
+    done: dict[str, int] = {}
+    for kn_id in kn_ids if kn_ids is not None else [kn_id for kn_id, _ in store.list_networks()]:
+        network = store.get_network(kn_id)
+        built = [other_name_index(store, kn_id, ot, ot.display_key, alias_field(ot), alias_values)
+                 for ot in network.object_types]
+        done[kn_id] = sum(index is not None for index in built)
+    return done
