@@ -45,6 +45,7 @@ from kgrag.hrag.retrieval.chains import chains_held
 from kgrag.hrag.retrieval.evaluate import evaluate_samples, load_trained
 from kgrag.hrag.retrieval.g_agent import GAgentSplit
 from kgrag.hrag.retrieval.questions import prepared_questions
+from kgrag.hrag.retrieval.stage_inputs import load_graph
 from kgrag.hrag.retrieval.text import TextEmbeddings
 from kgrag.rank.sentence_embedder import Embedder
 
@@ -154,7 +155,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(2)
     settings = get_settings()
-    graph = retrieval.load_graph(settings, args.dataset)
+    graph = load_graph(settings, args.dataset)
     text = TextEmbeddings.for_graph(graph, retrieval.hrag_dir(settings, args.dataset), Embedder.from_settings(settings))
     trained = load_trained_policy(settings, args.dataset, Path(args.checkpoint) if args.checkpoint else None)
     g_agent = GAgentSplit.load(retrieval.g_agent_file(settings, args.dataset, "validation"))

@@ -221,7 +221,8 @@ def child_eval(name: str, count: int) -> dict:
 def borrow_checkpoints(name: str, source: str, work: Path) -> None:
     """Point ``name``'s latest retriever and reasoner at ``source``'s (the chain trained on another size)."""
     from kgrag.config import get_settings
-    from kgrag.hrag.retrieval.pipeline import load_graph, record_latest
+    from kgrag.hrag.retrieval.pipeline import record_latest
+    from kgrag.hrag.retrieval.stage_inputs import load_graph
 
     settings = get_settings().model_copy(update={"work_dir": work})
 

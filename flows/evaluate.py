@@ -40,6 +40,7 @@ from kgrag.hrag.online.reasoner import HRAGReasoner
 from kgrag.hrag.retrieval import pipeline as retrieval
 from kgrag.hrag.retrieval.g_agent import GAgentSplit
 from kgrag.hrag.retrieval.sharding import contiguous_ranges
+from kgrag.hrag.retrieval.stage_inputs import load_graph
 from kgrag.hrag.retrieval.text import TextEmbeddings
 from kgrag.ops.task_runner import limit_threads, on_task_runner, shards_for
 from kgrag.rank.sentence_embedder import Embedder
@@ -49,7 +50,7 @@ from kgrag.rank.sentence_embedder import Embedder
 def loaded_policy(work_dir: str, dataset: str, checkpoint: str, stamp: int) -> tuple[TrainedPolicy, TextEmbeddings]:
     """The policy and the graph's text vectors, loaded once per process (``stamp``: the checkpoint's mtime)."""
     settings = get_settings()
-    graph = retrieval.load_graph(settings, dataset)
+    graph = load_graph(settings, dataset)
     text = TextEmbeddings.for_graph(graph, retrieval.hrag_dir(settings, dataset), Embedder.from_settings(settings))
     return load_trained_policy(settings, dataset, Path(checkpoint)), text
 

@@ -33,6 +33,7 @@ from kgrag.config import get_settings
 from kgrag.errors import KgragError
 from kgrag.hrag.retrieval import pipeline
 from kgrag.hrag.retrieval.questions import write_split_files
+from kgrag.hrag.retrieval.stage_inputs import load_graph
 
 COLUMNS = ("source", "path", "n", "hits@1", "hit", "f1", "p50_ms")
 
@@ -62,7 +63,7 @@ def evaluation_reports(dataset: str = "metaqa", split: str = "validation", quest
     rows = []
     on_split = evaluate(dataset=dataset, split=split)
     rows += [_row(f"{split} g_agent, {name}", "kgrag eval", figures) for name, figures in on_split["report"].items()]
-    graph = pipeline.load_graph(settings, dataset)
+    graph = load_graph(settings, dataset)
     held_out = write_split_files(settings.dataset_dir(dataset), split, graph,
                                  pipeline.hrag_dir(settings, dataset) / "eval" / "files")
     files = [str(p) for p in held_out.values()] + list(question_files or [])

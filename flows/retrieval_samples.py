@@ -20,6 +20,7 @@ from kgrag.hrag.retrieval import pipeline
 from kgrag.hrag.retrieval.config import RetrieverConfig
 from kgrag.hrag.retrieval.samples import RetrievalSamples, build_samples
 from kgrag.hrag.retrieval.sharding import merge_samples, shard_questions
+from kgrag.hrag.retrieval.stage_inputs import load_graph
 from kgrag.ops.task_runner import limit_threads, on_task_runner, shards_for
 
 
@@ -29,7 +30,7 @@ def samples_shard(dataset: str, split: str, config_json: str, indices: list[int]
     settings = get_settings()
     limit_threads(settings)
     cfg = RetrieverConfig.model_validate_json(config_json)
-    graph = pipeline.load_graph(settings, dataset)
+    graph = load_graph(settings, dataset)
     questions = pipeline.split_questions(settings, dataset, split, cfg)
     return build_samples(graph, [questions[i] for i in indices], cfg.top_n, cfg.max_triples,
                          ppr=pipeline.ppr_for(graph, cfg))
@@ -40,7 +41,7 @@ def retrieval_samples(dataset: str, split: str, config_json: str, shards: int | 
     """The split's samples file (built in ``shards`` tasks when missing); returns counts and timing."""
     settings = get_settings()
     cfg = RetrieverConfig.model_validate_json(config_json)
-    graph = pipeline.load_graph(settings, dataset)
+    graph = load_graph(settings, dataset)
     questions = pipeline.split_questions(settings, dataset, split, cfg)
     path = pipeline.samples_path(settings, dataset, split, cfg, questions, graph)
     started = time.perf_counter()

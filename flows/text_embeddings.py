@@ -21,6 +21,7 @@ from prefect.cache_policies import NO_CACHE
 from kgrag.config import get_settings
 from kgrag.hrag.retrieval import pipeline
 from kgrag.hrag.retrieval.sharding import contiguous_ranges
+from kgrag.hrag.retrieval.stage_inputs import load_graph
 from kgrag.hrag.retrieval.text import NAME_BLOCK, TextEmbeddings, encode_names
 from kgrag.ops.task_runner import limit_threads, on_task_runner, shards_for
 from kgrag.rank.sentence_embedder import Embedder
@@ -42,7 +43,7 @@ def text_embeddings(dataset: str = "metaqa", shards: int | None = None, block: i
     """The dataset graph's name vectors (relations now; entities now for a small graph, else lazily); returns
     the map, its size, the rows encoded and the seconds."""
     settings = get_settings()
-    graph = pipeline.load_graph(settings, dataset)
+    graph = load_graph(settings, dataset)
     embedder = Embedder.from_settings(settings)
     started, tasks = time.perf_counter(), 0
     text = TextEmbeddings.for_graph(graph, pipeline.hrag_dir(settings, dataset), embedder)

@@ -34,6 +34,7 @@ from kgrag.hrag.gflownet.train import train_gflownet as run_training
 from kgrag.hrag.retrieval import pipeline as retrieval
 from kgrag.hrag.retrieval.evaluate import png_markdown
 from kgrag.hrag.retrieval.g_agent import GAgentSplit
+from kgrag.hrag.retrieval.stage_inputs import load_graph
 from kgrag.hrag.retrieval.text import TextEmbeddings
 from kgrag.hrag.retrieval.train import save_checkpoint
 from kgrag.rank.sentence_embedder import Embedder
@@ -59,7 +60,7 @@ def train(dataset: str, config_json: str, train_split: str, validation_split: st
                 "validation_file": str(files[validation_split])}
     train_file = retrieval.g_agent_input(settings, dataset, train_split, files[train_split])
     validation_file = retrieval.g_agent_input(settings, dataset, validation_split, files[validation_split])
-    graph = retrieval.load_graph(settings, dataset)
+    graph = load_graph(settings, dataset)
     text = TextEmbeddings.for_graph(graph, retrieval.hrag_dir(settings, dataset), Embedder.from_settings(settings))
     train_data = pipeline.agent_data(GAgentSplit.load(train_file), text,
                                      pipeline.split_gold(settings, dataset, train_split), cfg.max_pool_edges,
@@ -88,7 +89,7 @@ def calibrate(dataset: str, checkpoint: str, validation_split: str, validation_f
         saved = json.loads(report_file.read_text())
         if saved.get("key") == key and saved.get("checkpoint") == checkpoint:
             return {"threshold": saved["threshold"], "report": saved["report"], "file": str(report_file)}
-    graph = retrieval.load_graph(settings, dataset)
+    graph = load_graph(settings, dataset)
     text = TextEmbeddings.for_graph(graph, retrieval.hrag_dir(settings, dataset), Embedder.from_settings(settings))
     data = pipeline.agent_data(GAgentSplit.load(retrieval.g_agent_input(settings, dataset, validation_split,
                                                                           validation_file)), text,

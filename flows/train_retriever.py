@@ -32,6 +32,7 @@ from kgrag.hrag.retrieval import pipeline
 from kgrag.hrag.retrieval.config import RetrieverConfig
 from kgrag.hrag.retrieval.evaluate import png_markdown
 from kgrag.hrag.retrieval.metrics import plot_training_curve
+from kgrag.hrag.retrieval.stage_inputs import load_graph
 from kgrag.hrag.retrieval.text import TextEmbeddings
 from kgrag.hrag.retrieval.train import train_retriever as run_training
 from kgrag.rank.sentence_embedder import Embedder
@@ -55,7 +56,7 @@ def retrieval_samples(dataset: str, split: str, config_json: str) -> dict:
             bar.total = total
             bar.update(done - bar.n)
 
-        samples = pipeline.split_samples(settings, dataset, pipeline.load_graph(settings, dataset), split, cfg,
+        samples = pipeline.split_samples(settings, dataset, load_graph(settings, dataset), split, cfg,
                                          progress=progress)
     counts = samples.question_triple_counts()
     return {"split": split, "questions": len(samples), "mean_triples": float(counts.mean()),
@@ -66,7 +67,7 @@ def retrieval_samples(dataset: str, split: str, config_json: str) -> dict:
 def train(dataset: str, config_json: str, train_split: str, validation_split: str) -> dict:
     settings = get_settings()
     cfg = RetrieverConfig.model_validate_json(config_json)
-    graph = pipeline.load_graph(settings, dataset)
+    graph = load_graph(settings, dataset)
     text = TextEmbeddings.for_graph(graph, pipeline.hrag_dir(settings, dataset), Embedder.from_settings(settings))
     train_set = pipeline.split_samples(settings, dataset, graph, train_split, cfg)
     validation = pipeline.split_samples(settings, dataset, graph, validation_split, cfg)

@@ -17,6 +17,7 @@ from kgrag.hrag.online.reasoner import HRAGReasoner
 from kgrag.hrag.retrieval.config import RetrieverConfig
 from kgrag.hrag.retrieval.g_agent import GAgentSplit
 from kgrag.hrag.retrieval.questions import read_question_file
+from kgrag.hrag.retrieval.stage_inputs import load_graph
 from kgrag.prep.steps import read_prepared_questions
 
 GFLOWNET_TINY = {"dim": 16, "heads": 2, "layers": 1, "ffn": 32, "entity_dim": 4, "batch_questions": 8, "steps": 80,
@@ -138,6 +139,6 @@ def _uniform_policy_hits1(settings, checkpoint: str) -> float:
         torch.nn.init.zeros_(head.bias)
     torch.nn.init.zeros_(trained.policy.score_prior)
     trained.threshold = 1.0
-    graph = pipeline.load_graph(settings, "demo")
+    graph = load_graph(settings, "demo")
     text = TextEmbeddings.for_graph(graph, pipeline.hrag_dir(settings, "demo"))
     return evaluate_split(settings, "demo", "test", trained, text).report["all"]["hits@1"]

@@ -16,6 +16,7 @@ from kgrag.hrag.retrieval.config import RetrieverConfig
 from kgrag.hrag.retrieval.g_agent import GAgentSplit
 from kgrag.hrag.retrieval.samples import RetrievalSamples, build_samples
 from kgrag.hrag.retrieval.sharding import contiguous_ranges, merge_samples, shard_questions, topic_groups
+from kgrag.hrag.retrieval.stage_inputs import load_graph
 
 
 def _same(a: RetrievalSamples, b: RetrievalSamples) -> bool:
@@ -28,7 +29,7 @@ def test_shards_hold_whole_batches_and_merge_to_the_one_process_build(prefect_ha
 
     prepare_data(dataset="demo")
     cfg = RetrieverConfig(top_n=100, max_triples=600)
-    graph = pipeline.load_graph(work_settings, "demo")
+    graph = load_graph(work_settings, "demo")
     questions = pipeline.split_questions(work_settings, "demo", "test", cfg)
     shards = shard_questions(questions, 3, batch=4)
     assert len(shards) == 3 and sorted(i for s in shards for i in s) == list(range(len(questions)))

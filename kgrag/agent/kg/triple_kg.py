@@ -27,10 +27,9 @@ from kgrag.data.registry import dataset_spec
 from kgrag.errors import KgragError
 from kgrag.graph import open_store
 from kgrag.hrag.online.linker import EntityLinker
-from kgrag.hrag.online.reasoner import loaded_reasoner
-from kgrag.hrag.retrieval import pipeline
 from kgrag.hrag.retrieval.chains import chain_text
 from kgrag.hrag.retrieval.questions import masked_text
+from kgrag.hrag.retrieval.stage_inputs import latest_checkpoint, load_graph
 from kgrag.tools.config import KGToolsConfig
 from kgrag.tools.factory import make_client, make_relation_filter
 from kgrag.tools.relations import RelationFilters
@@ -93,6 +92,10 @@ class TripleKG:
             self.sparql_linker = SparqlLinker(self.client)
             return
         try:
+            latest_checkpoint(settings, dataset, "retriever")  # asked without torch: a one-shot question on a KG
+            latest_checkpoint(settings, dataset, "gflownet")  # with no trained reasoner never imports it
+            from kgrag.hrag.online.reasoner import loaded_reasoner
+
             self.reasoner = loaded_reasoner(dataset, settings)  # shared with answer_question in this process
         except KgragError as exc:  # no trained retriever / policy: the KG tools alone
             self.reasoner_note = str(exc)
@@ -100,7 +103,7 @@ class TripleKG:
             self.graph = self.reasoner.graph
             self.linker = self.reasoner.linker
         else:
-            self.graph = pipeline.load_graph(settings, dataset)
+            self.graph = load_graph(settings, dataset)
             self.linker = EntityLinker.from_graph(self.graph)
 
     @property

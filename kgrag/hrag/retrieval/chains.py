@@ -27,15 +27,17 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from kgrag.graph.csr import CSRGraph
 from kgrag.hrag.retrieval.chain_labels import QuestionChains
-from kgrag.hrag.retrieval.g_agent import GAgentSplit
 from kgrag.hrag.retrieval.progress import counted
 from kgrag.hrag.retrieval.questions import masked_text
+
+if TYPE_CHECKING:  # torch tensors: ranking chains online never imports torch
+    from kgrag.hrag.retrieval.g_agent import GAgentSplit
 
 __all__ = ["ChainPrior", "ChainWalker", "train_chain_prior", "chain_candidates", "chain_text", "chains_held"]
 
@@ -210,6 +212,8 @@ def train_chain_prior(texts: Sequence[str], vectors: np.ndarray, labels: Questio
             question.append(i)
             row.append(row_of[masked[i]])
             target.append(chain_index[tuple(int(a) for a in c)])
+    import torch  # training only: the agent ranks chains without torch
+
     vocabulary = sorted({g for t in unique for g in _grams(t)})
     prior = ChainPrior(np.zeros((0, 0), np.int64), vocabulary, np.zeros((0, 0), np.float32), np.zeros(0, np.float32))
     x = torch.from_numpy(prior.features(unique, np.asarray(vectors, np.float32)[[first[t] for t in unique]]))

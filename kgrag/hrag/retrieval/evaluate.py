@@ -22,6 +22,7 @@ from kgrag.hrag.retrieval.metrics import DEFAULT_KS, plot_recall, recall_report,
 from kgrag.hrag.retrieval.questions import read_question_file
 from kgrag.hrag.retrieval.retriever import TripleScorer, score_samples
 from kgrag.hrag.retrieval.samples import RetrievalSamples
+from kgrag.hrag.retrieval.stage_inputs import load_graph
 from kgrag.hrag.retrieval.text import TextEmbeddings
 from kgrag.hrag.retrieval.train import load_scorer
 from kgrag.rank.sentence_embedder import Embedder
@@ -92,7 +93,7 @@ def load_trained(settings: Settings, dataset: str, checkpoint: Path | None = Non
     g_agent settings (``MATERIALISATION``: size, chain prior), which follow the current defaults."""
     path = pipeline.checkpoint_input(settings, dataset, checkpoint)
     model, state = load_scorer(path)
-    graph = pipeline.load_graph(settings, dataset)
+    graph = load_graph(settings, dataset)
     text = TextEmbeddings.for_graph(graph, pipeline.hrag_dir(settings, dataset), Embedder.from_settings(settings))
     # a field a later version dropped (e.g. the global PPR's ppr_tol) is not read back
     saved = {k: v for k, v in state["config"].items() if k not in MATERIALISATION and k in RetrieverConfig.model_fields}

@@ -32,11 +32,11 @@ from kgrag.hrag.retrieval.local_ppr import LocalPPR
 from kgrag.hrag.retrieval.progress import counted, counter
 from kgrag.hrag.retrieval.questions import HragQuestion, prepared_questions
 from kgrag.hrag.retrieval.samples import RetrievalSamples, build_samples
-from kgrag.hrag.retrieval.stage_inputs import stage_input
+from kgrag.hrag.retrieval.stage_inputs import latest_checkpoint, stage_input
 from kgrag.hrag.retrieval.text import TextEmbeddings
 
-__all__ = ["SAMPLES_VERSION", "hrag_dir", "load_graph", "split_samples", "question_samples", "checkpoint_dir",
-           "record_latest", "latest_checkpoint", "checkpoint_input", "build_g_agent", "chain_prior", "with_chain_prior",
+__all__ = ["SAMPLES_VERSION", "hrag_dir", "split_samples", "question_samples", "checkpoint_dir",
+           "record_latest", "checkpoint_input", "build_g_agent", "chain_prior", "with_chain_prior",
            "split_questions", "available_splits", "g_agent_file", "g_agent_input"]
 
 SAMPLES_VERSION = "samples-v2"  # bump when the samples' content changes
@@ -46,10 +46,6 @@ MAX_CHAIN_STEPS = 3  # longest relation chain the prior learns (MetaQA: 3 hops)
 
 def hrag_dir(settings: Settings, dataset: str) -> Path:
     return settings.dataset_dir(dataset) / "hrag"
-
-
-def load_graph(settings: Settings, dataset: str) -> CSRGraph:
-    return CSRGraph.load(stage_input(settings.dataset_dir(dataset) / "graph.npz", f"kgrag prepare --dataset {dataset}"))
 
 
 def _questions_key(questions: Sequence[HragQuestion], cfg: RetrieverConfig, graph: CSRGraph) -> str:
@@ -130,18 +126,6 @@ def record_latest(settings: Settings, dataset: str, run_dir: Path, kind: str = "
     tmp = pointer.with_name(pointer.name + f".tmp{os.getpid()}")
     tmp.write_text(json.dumps({"run_dir": str(run_dir)}))
     os.replace(tmp, pointer)
-
-
-def latest_checkpoint(settings: Settings, dataset: str, kind: str = "retriever") -> Path:
-    """``best.pt`` of the ``kind`` run that trained last for ``dataset``; a clear error when there is none."""
-    pointer = settings.checkpoint_dir / kind / f"{dataset}-latest.json"
-    if pointer.is_file():
-        best = Path(json.loads(pointer.read_text())["run_dir"]) / "best.pt"
-        if best.is_file():
-            return best
-    what = "retriever" if kind == "retriever" else f"{kind} policy"
-    raise KgragError(f"no trained {what} for {dataset} under {settings.checkpoint_dir / kind}: "
-                     f"run `kgrag train-{kind} --dataset {dataset}` first")
 
 
 def checkpoint_input(settings: Settings, dataset: str, checkpoint: str | Path | None, kind: str = "retriever") -> Path:
