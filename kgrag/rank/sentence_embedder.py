@@ -372,7 +372,7 @@ class Embedder:
                     missing = self._lookup(missing, keys, found)
                 self.stats.cache_hits += len(unique) - len(missing)
             if missing:
-                vectors = self._run_model(missing, batch_size)
+                vectors = self._encode_missing(missing, batch_size)
                 found.update(zip(missing, vectors, strict=True))
                 if self._cache is not None:
                     self._cache.append([keys[text] for text in missing], vectors)
@@ -381,6 +381,27 @@ class Embedder:
             out = np.stack([found[text] for text in texts]).astype(np.float32, copy=False)
             self._dim = out.shape[1]
             return out
+
+    #: at most this many new texts are encoded by the ONNX export rather than by loading the torch model (a
+    #: question's candidate relations in a one-shot process); a larger batch (a network's load) uses torch's threads
+    SMALL_BATCH = 256
+
+    def _encode_missing(self, texts: list[str], batch_size: int) -> np.ndarray:
+        """Vectors of texts the cache lacks: a few, in a process that has not loaded the torch model, from the ONNX
+        export (``query_encoder="onnx"``: the same weights, cosine to torch > 0.999; never the int8 one, whose vectors
+        would enter the shared cache) — a one-shot command then never imports torch; else the
+        model."""
+        key = (self.model_name, self.device)
+        if self.query_encoder == "onnx" and len(texts) <= self.SMALL_BATCH and key not in _models:
+            onnx = self._query_onnx()
+            if onnx is not None:
+                with _model_lock(key):
+                    vectors = np.concatenate([onnx.encode(texts[i:i + self.QUERY_BATCH])
+                                              for i in range(0, len(texts), self.QUERY_BATCH)])
+                self.stats.model_calls += 1
+                self.stats.texts_encoded += len(texts)
+                return vectors
+        return self._run_model(texts, batch_size)
 
     def _lookup(self, texts: list[str], keys: dict[str, str], found: dict[str, np.ndarray]) -> list[str]:
         assert self._cache is not None
