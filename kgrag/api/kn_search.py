@@ -101,10 +101,9 @@ def kn_search_route(
 
     def run() -> Any:
         service = network_service(request)  # inside the error contract: opening it needs the database
-        version = getattr(service, "network_version", None)
-        if cache is None or version is None:
+        if cache is None:
             return kn_search(search, service)
-        return cache.get_or_compute(search, version(search.kn_id), lambda: kn_search(search, service))
+        return cache.get_or_compute(search, service.network_version(search.kn_id), lambda: kn_search(search, service))
 
     return answer_or_error("kn_search", search.kn_id, run)
 
