@@ -11,7 +11,8 @@ database and the ONNX export are shared, prepared once before timing):
   on the library network, against the median of the next five (the target: first ≤ 2× warm);
 - ``--medical-db URL`` adds ``context_fresh``: ``kgrag serve --workers 2`` on the medical network, timed from the
   moment every worker says warm, 8 clients posting held-out patient questions (the last 20 % of
-  ``medical/questions_cypher_train.json``, seeded shuffle) to ``context_search`` for 15 s.
+  ``medical/questions_cypher_train.json``, seeded shuffle) to ``context_search`` for 15 s, then other questions
+  for the next 15 s (a server with nothing left to warm gives the same in both windows).
 Figures: min and median wall seconds per case and tree, the ratio baseline / this tree.
 Run: ``python -m bench.first_answer [--runs 5] [--baseline-rev d64100d] [--medical-db sqlite:///…]``.
 """
@@ -99,13 +100,17 @@ def _context_fresh(tree: Path, work: Path, db: str, data_dir: Path) -> dict:
     proc, base = start_server(db, 2, env=env)
     until_warm = time.perf_counter() - started
     try:
-        bodies = [{"query": q, "kn_id": "medical"} for q in _held_out_patient_questions(data_dir)]
-        load = http_load(base, "/api/agent-retrieval/in/v1/kn/context_search", bodies, clients=8, seconds=15,
-                         cycle=True)
+        questions = _held_out_patient_questions(data_dir)
+        path = "/api/agent-retrieval/in/v1/kn/context_search"
+        first = http_load(base, path, [{"query": q, "kn_id": "medical"} for q in questions[:200]], clients=8,
+                          seconds=15, cycle=True)
+        later = http_load(base, path, [{"query": q, "kn_id": "medical"} for q in questions[200:]], clients=8,
+                          seconds=15, cycle=True)  # the next 15 s, new questions: what a warm server gives
     finally:
         stop_server(proc)
-    return {"until_warm_s": round(until_warm, 1), **{k: load[k] for k in ("requests_per_s", "p50_ms", "p95_ms",
-                                                                             "errors", "dropped")}}
+    keys = ("requests_per_s", "p50_ms", "p95_ms", "errors", "dropped")
+    return {"until_warm_s": round(until_warm, 1), **{k: first[k] for k in keys},
+            "next_15s": {k: later[k] for k in keys}}
 
 
 def _baseline_tree(rev: str) -> Path:
@@ -172,8 +177,10 @@ def main(argv: list[str] | None = None) -> None:
                       f"{base[f'{key}_first_ms']} / {base[f'{key}_warm_ms']} ms", "")
     if "context_fresh" in figures:
         this, base = figures["context_fresh"], base_figures["context_fresh"]
-        table.add_row("context_search from warm", f"{this['requests_per_s']} req/s, p95 {this['p95_ms']:.0f} ms",
-                      f"{base['requests_per_s']} req/s, p95 {base['p95_ms']:.0f} ms", "")
+        for label, a, b in (("context_search, first 15 s from warm", this, base),
+                            ("context_search, next 15 s", this["next_15s"], base["next_15s"])):
+            table.add_row(label, f"{a['requests_per_s']} req/s, p95 {a['p95_ms']:.0f} ms",
+                          f"{b['requests_per_s']} req/s, p95 {b['p95_ms']:.0f} ms", "")
     Console().print(table)
     write_result("first_answer", figures, base_figures, ratio,
                  split=f"{args.runs} runs per case and tree; baseline {args.baseline_rev}", n=args.runs)

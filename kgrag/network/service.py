@@ -52,6 +52,10 @@ class OntologyService(Protocol):
         """Load the instance vector index of every object type of ``kn_id`` (what a first ``knn`` read would
         load); returns the number of vectors now in memory. Raises :class:`NetworkNotFound`."""
 
+    def warm_list_members(self, kn_id: str) -> int:
+        """Build the item index of every list property of ``kn_id`` (what the first ``contain`` on each field
+        builds); returns the number of fields indexed. Raises :class:`NetworkNotFound`."""
+
     def sample_instance(self, kn_id: str, object_type_id: str) -> dict | None:
         """One instance's properties (for ``include_sample_data``), or None when the type has none."""
 

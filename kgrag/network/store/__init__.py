@@ -146,6 +146,10 @@ class NetworkStore:
         """Load every instance vector index of ``kn_id``: :meth:`StoreIndex.warm_vector_indexes`."""
         return self.index.warm_vector_indexes(kn_id)
 
+    def warm_list_members(self, kn_id: str) -> int:
+        """Build every list property's item index of ``kn_id``: :meth:`StoreQueries.warm_list_members`."""
+        return self.queries.warm_list_members(kn_id)
+
     def search_object_types(self, kn_id: str, query: str, limit: int) -> list[tuple[str, float]]:
         """Object types by ``knn OR match``: :meth:`StoreIndex.search_object_types`."""
         return self.index.search_object_types(kn_id, query, limit)

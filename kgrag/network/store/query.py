@@ -90,6 +90,14 @@ class StoreQueries:
             self._members[key] = (version, index)
         return index
 
+    def warm_list_members(self, kn_id: str) -> int:
+        """Build :meth:`list_members` of every list property of every object type of ``kn_id`` (what the first
+        ``contain`` on each would build: 0.1–0.2 s a field on the medical network); returns the fields indexed."""
+        fields = [(ot.id, name) for ot in self.core.get_network(kn_id).object_types for name in list_fields(ot)]
+        for type_id, field_name in fields:
+            self.list_members(kn_id, type_id, field_name)
+        return len(fields)
+
     @staticmethod
     def _hit(object_type_id: str, row: Any, score: float | None) -> InstanceHit:
         return InstanceHit(object_type_id=object_type_id, id=row.id, properties=row.properties, score=score)
