@@ -6,7 +6,8 @@ says warm — the first user question then costs what any later one does.
     warm_agent(graph, AgentContext, prepared_kgs(settings), kn_questions(store))  # {"kg:demo": {"seconds": …}, …}
 
 The questions are the data's own: a KG's first held-out question (:func:`kgrag.prep.next_steps.sample_questions`),
-a network's most common type's first instance named with one of its relations. Their answers are not kept.
+a network's most common type's first instance named with one of its relations. They run LLM-free (no hosted LLM
+is called at a server's start) and their answers are not kept.
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ def warm_agent(graph: Any, context_type: Any, kg_asks: dict[str, str], kn_asks: 
         start = time.perf_counter()
         key = f"{'kg' if field == 'kg' else 'kn'}:{target}"
         try:
-            graph.invoke({"question": question, field: target}, context=context_type())
+            # LLM-free: warming loads what lives in this process; a hosted LLM is not called at every start
+            graph.invoke({"question": question, field: target}, context=context_type(use_llm=False))
             report[key] = {"question": question, "seconds": round(time.perf_counter() - start, 2)}
         except Exception as exc:  # noqa: BLE001 - warming is best effort: a cold target still answers, slower
             log.warning("warming the agent on %s failed: %s: %s", key, type(exc).__name__, exc)
