@@ -42,7 +42,7 @@ run: $(STAMP) assets
 # Two pytest-xdist workers (CI has 2 cores); tests/conftest.py groups the test files so that a file, the medical
 # network and each server that must not run twice stay on one worker, and gives each worker one torch/BLAS thread
 # (without that cap two workers' pipelines oversubscribed the cores and the suite was slower than one process).
-# From a clean work dir on 2 cores: 7.0 min with two workers. TEST_WORKERS=0 runs in one process.
+# From a clean work dir on 2 cores: 9.6–10.8 min with two workers (issue 43). TEST_WORKERS=0 runs in one process.
 TEST_WORKERS ?= 2
 TEST_XDIST := $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup)
 test: $(STAMP) assets
