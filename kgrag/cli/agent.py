@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 from pydantic import ValidationError
 
+from kgrag.cli.above import above
 from kgrag.cli.inputs import LLMStyle
 from kgrag.cli.output import console, friendly_errors
 from kgrag.config import get_settings
@@ -26,9 +27,7 @@ __all__ = ["QueryModeName", "agent_answerer", "ask", "query_cmd"]
 def agent_answerer(kn: str, llm: bool | None, kg: str | None = None,
                    style: str | None = None) -> Callable[..., dict[str, Any]]:
     """:func:`graphs.agent.run.agent_answerer` (imported on use: the agent graph is heavy to import)."""
-    from graphs.agent.run import agent_answerer as answerer
-
-    return answerer(kn, llm, kg, style)
+    return above("graphs.agent.run").agent_answerer(kn, llm, kg, style)
 
 
 @friendly_errors
@@ -44,7 +43,6 @@ def ask(
 ) -> None:
     """Answer one question with the agent (keywords → schema recall → contextual recall → tool calls → answer)
     and print each step as a tree. Exits with 1 when it could not answer (no answer values), saying why."""
-    from graphs.agent.context import AgentContext, resolve
     from kgrag.agent.turn.node import question_problem
     from kgrag.terminal.turn_tree import state_tree
     from kgrag.threads import load_history, save_history
@@ -52,7 +50,8 @@ def ask(
     settings = get_settings()
     # refused here, in one line, before anything echoes it back (an over-long question would fill the screen)
     try:
-        agent_settings = resolve(AgentContext(kn_id=kn, kg=kg), settings)
+        context = above("graphs.agent.context")
+        agent_settings = context.resolve(context.AgentContext(kn_id=kn, kg=kg), settings)
     except ValidationError as exc:  # an empty or over-long --kn / --kg
         error = exc.errors()[0]
         raise KgragError(f"invalid --{'kn' if error['loc'][0] == 'kn_id' else error['loc'][0]}: {error['msg']}") from None

@@ -13,6 +13,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from kgrag.cli.above import above
 from kgrag.cli.output import console, friendly_errors
 from kgrag.config import get_settings
 
@@ -67,9 +68,7 @@ def prepare(
         console.print(markdown_table(markdown))
         _print_try_next(spec.name)
         return
-    from flows.prepare_data import prepare_data  # on use, as every flow: importing Prefect costs the CLI ~2 s
-
-    result = prepare_data(dataset=spec.name, data_dir=str(data_dir) if data_dir else None,
+    result = above("flows.prepare_data").prepare_data(dataset=spec.name, data_dir=str(data_dir) if data_dir else None,
                           spec=None if spec.builtin else spec.model_dump(mode="json"))
     console.print(markdown_table(result["markdown"]))
     _print_try_next(spec.name)

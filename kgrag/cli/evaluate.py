@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 from rich.progress import Progress
 
+from kgrag.cli.above import above
 from kgrag.cli.agent import agent_answerer
 from kgrag.cli.inputs import LLMStyle, known_dataset
 from kgrag.cli.output import console, err_console, friendly_errors
@@ -42,11 +43,11 @@ def retriever_eval_cmd(
         raise KgragError("--hop must be >= 0")
     require_question_file(questions)  # the flow checks it too; here before Prefect starts
     dataset = known_dataset(dataset)
-    from flows.retriever_eval import retriever_eval, retriever_eval_file
+    flow = above("flows.retriever_eval")
     from kgrag.ops.task_runner import on_task_runner
 
     if questions is not None:
-        result = on_task_runner(retriever_eval_file)(dataset=dataset, questions=str(questions), hop=hop,
+        result = on_task_runner(flow.retriever_eval_file)(dataset=dataset, questions=str(questions), hop=hop,
                                                      checkpoint=str(checkpoint) if checkpoint else None)
         info = result["info"]
         if not json_out:
@@ -56,7 +57,7 @@ def retriever_eval_cmd(
         if json_out:
             print(json.dumps(flat_metrics(result["report"])))
         return
-    result = on_task_runner(retriever_eval)(dataset=dataset, run_all_splits=split is None, split=split or "test",
+    result = on_task_runner(flow.retriever_eval)(dataset=dataset, run_all_splits=split is None, split=split or "test",
                                             checkpoint=str(checkpoint) if checkpoint else None)
     for name, part in result.items():
         console.print(f"[bold]{name}[/] (g_agent: {part['g_agent']})")
@@ -77,7 +78,7 @@ def eval_cmd(
 ) -> None:
     """Answer questions with the latest retriever + GFlowNet policy and print Hits@1 / Hit / F1 per hop. With
     --questions the whole chain runs on the file (PPR → retriever + chain prior → g_agent → policy → answers)."""
-    from flows.evaluate import evaluate
+    evaluate = above("flows.evaluate").evaluate
     from kgrag.data.question_files import require_question_file
     from kgrag.hrag.gflownet.evaluate import metrics_table
     from kgrag.ops.task_runner import on_task_runner

@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from kgrag.cli.above import above
 from kgrag.cli.inputs import config_overrides, known_dataset
 from kgrag.cli.output import console, friendly_errors
 from kgrag.errors import KgragError
@@ -32,7 +33,7 @@ def train_retriever_cmd(
 ) -> None:
     """Train the H-RAG dense triple retriever (flow `train-retriever`): PPR G_retrieval, labels, BCE training with
     early stopping on validation recall@K. Checkpoints under <KGRAG_WORK_DIR>/checkpoints/retriever/."""
-    from flows.train_retriever import train_retriever
+    train_retriever = above("flows.train_retriever").train_retriever
     from kgrag.hrag.retrieval.config import RetrieverConfig
 
     overrides = config_overrides(config, RetrieverConfig, epochs=epochs, max_train_questions=max_train_questions)
@@ -65,7 +66,7 @@ def train_intent_cmd(
     """Train the agent's question → schema-element ranker (flow `train-intent`): from the network itself
     (`--source self`, any network, no labelled question) or from labelled questions (`--source labelled`). The
     agent picks it up with KGRAG_AGENT_INTENT=auto|self|labelled."""
-    from flows.train_intent import require_network, train_intent
+    flow = above("flows.train_intent")
     from kgrag.agent.kn.intent import IntentConfig
 
     if questions is not None and source != IntentSource.labelled:
@@ -74,8 +75,8 @@ def train_intent_cmd(
         raise KgragError(f"question file not found: {questions}")
     overrides = config_overrides(config, IntentConfig)
     if source == IntentSource.self_supervised:
-        require_network(kn)  # the flow checks it too; here before Prefect starts
-    result = train_intent(config=overrides, force=force, source=source.value, kn_id=kn,
+        flow.require_network(kn)  # the flow checks it too; here before Prefect starts
+    result = flow.train_intent(config=overrides, force=force, source=source.value, kn_id=kn,
                           questions=str(questions) if questions else None, per_candidate=per_candidate)
     if source == IntentSource.self_supervised:
         console.print(figures_table(
@@ -108,7 +109,7 @@ def train_gflownet_cmd(
 ) -> None:
     """Train the H-RAG GFlowNet path reasoner on <split>_g_agent.pt (flow `train-gflownet`); checkpoints under
     <KGRAG_WORK_DIR>/checkpoints/gflownet/, resumed after a kill; prints the validation answers table."""
-    from flows.train_gflownet import train_gflownet
+    train_gflownet = above("flows.train_gflownet").train_gflownet
     from kgrag.hrag.gflownet.config import GFlowNetConfig
     from kgrag.hrag.gflownet.evaluate import metrics_table
 
