@@ -50,6 +50,11 @@ def _env(tree: Path, work: Path, db: str) -> dict[str, str]:
             "PREFECT_LOGGING_LEVEL": "WARNING", "KGRAG_LLM_BASE_URL": ""}
 
 
+def _serve_env(tree: Path, work: Path) -> dict[str, str]:
+    """The environment of a ``kgrag serve`` on ``tree`` (:func:`bench.http_load.start_server` sets the database)."""
+    return {k: v for k, v in _env(tree, work, "").items() if k != "KGRAG_DATABASE_URL"}
+
+
 def _cli(tree: Path, work: Path, db: str, *args: str, timeout: float = 600) -> float:
     """Wall seconds of one ``python -m kgrag.cli ARGS`` process (it must succeed)."""
     start = time.perf_counter()
@@ -63,8 +68,7 @@ def _cli(tree: Path, work: Path, db: str, *args: str, timeout: float = 600) -> f
 
 def _serve_first(tree: Path, work: Path, db: str) -> dict[str, float]:
     """A fresh ``kgrag serve``: seconds until warm, then the first and the warm median question per target."""
-    env = {k: v for k, v in _env(tree, work, db).items() if k not in ("KGRAG_DATABASE_URL",)}
-    env["KGRAG_WORK_DIR"] = str(work)
+    env = _serve_env(tree, work)
     started = time.perf_counter()
     proc, base = start_server(db, 1, env=env)
     out: dict[str, float] = {"until_warm_s": round(time.perf_counter() - started, 2)}
@@ -95,7 +99,7 @@ def _held_out_patient_questions(data_dir: Path, n: int = 400, seed: int = 0) -> 
 
 
 def _context_fresh(tree: Path, work: Path, db: str, data_dir: Path) -> dict:
-    env = {k: v for k, v in _env(tree, work, db).items() if k != "KGRAG_DATABASE_URL"}
+    env = _serve_env(tree, work)
     started = time.perf_counter()
     proc, base = start_server(db, 2, env=env)
     until_warm = time.perf_counter() - started
