@@ -552,7 +552,8 @@ async function start() {
     if (again) again();
   });
   const q = params.get("q");
-  document.body.dataset.ready = "true";
+  if (wanted) PAGE.source = wanted;  // the source the address names, before the list arrives: a question asked
+  document.body.dataset.ready = "true";  // meanwhile goes to it (loadSources selects the same one)
   await loadSources(wanted, async () => {
     if (params.get("tab")) showTab(params.get("tab"));
     if (q !== null) await ask(q);
