@@ -82,6 +82,11 @@ class Settings(BaseSettings):
     agent_intent: Literal["auto", "labelled", "self", "none"] = "auto"
     #: tool calls one agent turn may make
     agent_max_tool_calls: int = Field(default=4, ge=1, le=16)
+    #: the agent abstains (says it is not sure, gives no answer values) when its answer's confidence is below this;
+    #: 0 answers every question (the answer still carries its confidence and what of the question it did not use)
+    agent_min_confidence: float = Field(default=0.0, ge=0.0, le=1.0)
+    #: plan query graphs (counts, filters, superlatives, several hops, answer types); false: one-relation planners
+    agent_query_graphs: bool = True
     #: where flows run their per-shard tasks: in the flow's process (default) or on a Dask cluster
     task_runner: Literal["default", "dask"] = "default"
     #: the Dask scheduler (``tcp://host:8786``); empty: a local cluster of ``dask_workers`` processes per flow run

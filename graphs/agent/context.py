@@ -22,12 +22,15 @@ class AgentContext:
     max_tool_calls: int | None = None
     use_llm: bool | None = None
     max_question_chars: int | None = None
+    query_graphs: bool | None = None
+    min_confidence: float | None = None
 
 
 def resolve(context: AgentContext | None, settings: Settings | None = None) -> AgentSettings:
     """The run's :class:`AgentSettings` (validated and bounded): the context's values over the defaults."""
     settings = settings or get_settings()
     defaults = {"kn_id": settings.agent_kn_id, "max_tool_calls": settings.agent_max_tool_calls,
-                "use_llm": settings.llm_enabled}
+                "use_llm": settings.llm_enabled, "query_graphs": settings.agent_query_graphs,
+                "min_confidence": settings.agent_min_confidence}
     given = {k: v for k, v in (vars(context) if context is not None else {}).items() if v is not None}
     return AgentSettings(**{**defaults, **given})

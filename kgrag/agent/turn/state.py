@@ -79,6 +79,14 @@ class AgentState(TypedDict, total=False):
     evidence: list[dict[str, Any]]
     answers: list[str]
     ranked: list[dict[str, Any]]  # the triple kind: ranked answers with scores (best first)
+    #: the query graph the turn executed (kgrag.query_graph.plan.QueryGraph as JSON), None when none was planned
+    query_graph: dict[str, Any] | None
+    #: the next-best query graphs the planner scored (kept for the trace), best first
+    query_graph_candidates: list[dict[str, Any]]
+    #: how sure the answer is, in [0, 1]; below AgentSettings.min_confidence the agent abstains
+    confidence: float
+    #: the parts of the question the answer did not use, in the question's words ("before 1900")
+    unused: list[str]
     answer: str
     planner: Literal["rules", "llm"]
     llm_messages: list[dict[str, Any]]  # the LLM planner's conversation of this turn (the LLM path only)
@@ -93,7 +101,8 @@ class AgentState(TypedDict, total=False):
 #: the fields one turn (re)sets; ``history`` and the inputs survive between turns of a thread
 TURN_FIELDS: dict[str, Any] = {
     "keywords": [], "schema": {}, "context": {}, "topic": None, "pending": [], "tool_calls": [], "evidence": [],
-    "answers": [], "ranked": [], "answer": "", "planner": "rules", "llm_messages": [], "usage": {}, "done": False,
+    "answers": [], "ranked": [], "query_graph": None, "query_graph_candidates": [], "confidence": 0.0, "unused": [],
+    "answer": "", "planner": "rules", "llm_messages": [], "usage": {}, "done": False,
     "errors": [NEW_TURN], "trace": [NEW_TURN],
 }
 
@@ -124,6 +133,11 @@ class AgentSettings(BaseModel):
     max_question_chars: int = Field(default=2000, ge=16, le=100_000)
     #: the most answer values listed in ``answer`` (``answers`` keeps them all)
     max_listed: int = Field(default=30, ge=1, le=1000)
+    #: plan a query graph for each question (counts, filters, superlatives, several hops, answer types); False:
+    #: the one-relation planners alone (the topic's best relation or chain)
+    query_graphs: bool = True
+    #: answers below this confidence are withheld ("I am not sure …"); 0 answers everything (KGRAG_AGENT_MIN_CONFIDENCE)
+    min_confidence: float = Field(default=0.0, ge=0.0, le=1.0)
 
     def fingerprint(self) -> str:
         return hashlib.sha1(self.model_dump_json().encode()).hexdigest()[:12]
