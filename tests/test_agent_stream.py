@@ -107,3 +107,39 @@ def test_the_stream_route_sends_ndjson_and_refuses_bad_input(demo_untrained_sett
         assert any("nope" in e for e in unknown[-1]["errors"])
         assert client.post("/agent/stream", json={"question": 3, "kg": "demo"}).status_code == 422
         assert client.post("/agent/stream", json={"question": "q", "cypher": "MATCH (n)"}).status_code == 422
+
+
+def test_only_answer_values_are_coloured_as_answers_and_named_middles_keep_their_names() -> None:
+    state = {"kg": "demo", "topic": {"name": "Ann", "entity_id": "m.ann"}, "answers": ["Film A"],
+             "evidence": [{"answer": "Film A", "entity_id": "m.fa", "triples": [["Ann", "starred", "(cvt)"],
+                                                                                   ["(cvt)", "film", "Film A"]],
+                           "id_triples": [["m.ann", "starred", "m.cvt1"], ["m.cvt1", "film", "m.fa"]]},
+                          {"answer": "Bob", "entity_id": "m.bob", "triples": [["Film A", "starring", "Bob"]],
+                           "id_triples": [["m.fa", "starring", "m.bob"]]},
+                          {"answer": "Film A", "entity_id": "m.fa", "triples": [["Ann", "knows", "(cvt)"]],
+                           "id_triples": [["m.ann", "knows", "m.cvt1"]]}]}
+    drawn = evidence_graph(state)
+    nodes = {n["id"]: n for n in drawn["nodes"]}
+    assert nodes["m.fa"]["role"] == "answer" and nodes["m.bob"]["role"] == "node"  # a co-star is not an answer
+    assert nodes["m.ann"]["role"] == "topic"
+    assert all(n["label"] != "(cvt)" for n in drawn["nodes"])
+
+
+def test_a_query_graph_is_a_step_of_its_own_with_its_line() -> None:
+    from kgrag.console.agent_events import query_graph_step
+    from kgrag.terminal.turn_tree import state_tree
+
+    plan = {"topics": [{"name": "Ann", "id": "m.ann"}], "path": [{"relation": "wrote", "direction": "out"}],
+            "aggregation": {"op": "count"}, "score": 1.2}
+    event = query_graph_step({"query_graph": plan, "query_graph_candidates": [plan], "confidence": 0.7,
+                              "unused": ["before 1900"]})
+    assert event["node"] == "query_graph" and event["summary"] == "Ann -[wrote]-> ?answer · count"
+    assert event["detail"]["candidates"][0]["score"] == 1.2 and event["detail"]["unused"] == ["before 1900"]
+    assert query_graph_step({"query_graph": {"bad": 1}})["summary"] == ""
+    from rich.console import Console
+
+    console = Console(record=True, width=200)
+    console.print(state_tree({"question": "q", "kg": "demo", "query_graph": plan, "confidence": 0.7,
+                              "unused": ["before 1900"], "trace": []}))
+    text = console.export_text()
+    assert "query graph" in text and "Ann -[wrote]-> ?answer · count" in text and "not used: before 1900" in text

@@ -9,8 +9,10 @@ Events are plain JSON-able dicts (``POST /agent/stream`` sends them as NDJSON li
 
 - ``{"event": "start", "kind": "kn"|"kg", "source", "question"}`` before the first node;
 - ``{"event": "step", "node", "ms", "summary", "detail"}`` per finished node (``plan`` and ``tools`` may repeat);
-- ``{"event": "end", "answer", "answers", "evidence", "evidence_graph", "errors", "planner", "intents",
-  "history", "session_id", "ms"}``;
+  when a node first sets the turn's query graph, a ``{"event": "step", "node": "query_graph", …}`` follows it
+  with the plan (``detail``: ``query_graph``, ``line``, ``candidates``, ``confidence``, ``unused``);
+- ``{"event": "end", "answer", "answers", "withheld", "confidence", "unused", "query_graph", "evidence",
+  "evidence_graph", "errors", "planner", "intents", "history", "session_id", "ms"}``;
 - ``{"event": "error", "message"}`` when the graph raised (the run's input was valid, something broke).
 """
 
@@ -23,7 +25,7 @@ from typing import Any
 
 from kgrag.console.evidence_graph import evidence_graph
 
-__all__ = ["agent_events", "call_view", "step_detail"]
+__all__ = ["agent_events", "call_view", "plan_line", "query_graph_step", "step_detail"]
 
 #: rows of a list a step's detail keeps (the final state has them all)
 MAX_ROWS = 12
@@ -94,8 +96,31 @@ def step_detail(node: str, update: Mapping[str, Any], seen_calls: int = 0) -> di
     return {}
 
 
+def plan_line(plan: Mapping[str, Any]) -> str:
+    """A query graph's one line (``describe()``), or "" for a value that is not a valid plan."""
+    from kgrag.query_graph.plan import QueryGraph
+
+    try:
+        return QueryGraph.model_validate(plan).describe()
+    except ValueError:
+        return ""
+
+
+def query_graph_step(update: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``query_graph`` step event of a node update that set the turn's plan."""
+    plan = update.get("query_graph") or {}
+    candidates = [{"line": plan_line(c), "score": c.get("score")}
+                  for c in (update.get("query_graph_candidates") or [])[:MAX_ROWS]]
+    line = plan_line(plan)
+    detail = {"query_graph": plan, "line": line, "candidates": candidates,
+              "confidence": update.get("confidence"), "unused": list(update.get("unused") or [])}
+    return {"event": "step", "node": "query_graph", "ms": 0.0, "summary": line, "detail": detail}
+
+
 def _end(state: Mapping[str, Any], ms: float) -> dict[str, Any]:
     return {"event": "end", "answer": state.get("answer", ""), "answers": state.get("answers", []),
+            "withheld": state.get("withheld", []), "confidence": state.get("confidence"),
+            "unused": state.get("unused", []), "query_graph": state.get("query_graph"),
             "evidence": state.get("evidence", []), "evidence_graph": evidence_graph(state),
             "errors": state.get("errors", []), "planner": state.get("planner", "rules"),
             "intents": (state.get("schema") or {}).get("ranker"), "history": state.get("history", []),
@@ -110,6 +135,7 @@ def agent_events(graph: Any, state: Mapping[str, Any], context: Any) -> Iterator
     yield {"event": "start", "kind": kind, "source": source, "question": state.get("question", "")}
     final: Mapping[str, Any] = {}
     seen_calls = 0
+    planned = False
     try:
         for mode, chunk in graph.stream(dict(state), context=context, stream_mode=["updates", "values"]):
             if mode == "values":
@@ -122,6 +148,9 @@ def agent_events(graph: Any, state: Mapping[str, Any], context: Any) -> Iterator
                        "detail": step_detail(node, update, seen_calls)}
                 if "tool_calls" in update:
                     seen_calls = len(update["tool_calls"] or [])
+                if update.get("query_graph") and not planned:
+                    planned = True
+                    yield query_graph_step(update)
     except Exception as exc:  # noqa: BLE001 - the page shows why the run broke instead of a dead stream
         yield {"event": "error", "message": f"the agent failed: {type(exc).__name__}: {exc}"}
         return

@@ -3,7 +3,10 @@ or triples between them, and the answers marked — from the final state alone (
 
     evidence_graph(state)  # {"nodes": [{"id", "label", "type", "role", "properties"?}], "edges": [...], "truncated"}
 
-``role`` is ``topic``, ``answer`` or ``node``; an edge is ``{"id", "source", "target", "label"}``. On a knowledge
+``role`` is ``topic``, ``answer`` or ``node``: only a node that is one of the turn's answer values (``answers``, or
+the ``withheld`` best guess) is an ``answer`` — nodes an evidence path passes through (co-stars reached by the same
+hop, a ranked candidate left out of the answer set) stay ``node``; a node with no name is labelled by its id, never
+"(cvt)"; an edge is ``{"id", "source", "target", "label"}``. On a knowledge
 network the graph comes from the successful ``query_instance_subgraph`` calls (every step of the path, through
 unnamed CVT nodes) and ``query_object_instance`` calls (an instance and the property values asked for, as value
 nodes). On a triple graph it comes from the evidence paths' triples (ids and their stored names). At most
@@ -32,6 +35,8 @@ class _Builder:
              ) -> None:
         node = self.nodes.setdefault(node_id, {"id": node_id, "label": label or node_id, "type": node_type,
                                                "role": "node"})
+        if label and node["label"] == node_id:  # first seen without its name (an unnamed hop), named now
+            node["label"] = label
         if properties and "properties" not in node:
             node["properties"] = {k: _cut(v) for k, v in properties.items()}
 
@@ -114,8 +119,8 @@ def _triple_graph(state: Mapping[str, Any], builder: _Builder) -> None:
         named = row.get("triples") or []
         ids = row.get("id_triples") or [[known.get(s, s), p, known.get(o, o)] for s, p, o in named]
         for (s_id, p, o_id), (s_name, _, o_name) in zip(ids, named, strict=False):
-            builder.node(s_id, s_name, "entity")
-            builder.node(o_id, o_name, "entity")
+            builder.node(s_id, "" if s_name == "(cvt)" else s_name, "entity")
+            builder.node(o_id, "" if o_name == "(cvt)" else o_name, "entity")
             builder.edge(s_id, o_id, p)
         builder.mark(row.get("entity_id"), "answer")
     for topic in topics:
@@ -123,8 +128,20 @@ def _triple_graph(state: Mapping[str, Any], builder: _Builder) -> None:
             builder.nodes[topic["entity_id"]]["role"] = "topic"
 
 
+def _answers_only(state: Mapping[str, Any], builder: _Builder) -> None:
+    """Unmark the nodes marked as answers that are not among the turn's answer values."""
+    values = {str(v).strip() for v in [*(state.get("answers") or []), *(state.get("withheld") or [])]}
+    if not values:  # no answer set to compare with: the evidence rows' ends stay marked
+        return
+    for node in builder.nodes.values():
+        if node["role"] == "answer" and str(node["label"]).strip() not in values \
+                and str(node["id"]).strip() not in values:
+            node["role"] = "node"
+
+
 def evidence_graph(state: Mapping[str, Any], max_nodes: int = MAX_NODES) -> dict[str, Any]:
     """The evidence of a final agent state as ``{"nodes", "edges", "truncated"}`` (see the module docstring)."""
     builder = _Builder()
     (_triple_graph if state.get("kg") else _network_graph)(state, builder)
+    _answers_only(state, builder)
     return builder.graph(max_nodes)

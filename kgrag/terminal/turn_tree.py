@@ -20,6 +20,16 @@ def _short(value: Any, limit: int = 160) -> str:
     return escape(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
+def _plan_line(plan: dict[str, Any]) -> str:
+    """A query graph's one line (its JSON cut short when it is not a valid plan)."""
+    from kgrag.query_graph.plan import QueryGraph
+
+    try:
+        return QueryGraph.model_validate(plan).describe()
+    except ValueError:
+        return _short(plan)
+
+
 def state_tree(state: dict[str, Any], evidence_rows: int = 8) -> Tree:
     """The turn's steps (with their milliseconds) under the question; the answer last."""
     where = f"kg {state['kg']}" if state.get("kg") else f"kn {state.get('kn_id')}"
@@ -38,6 +48,15 @@ def state_tree(state: dict[str, Any], evidence_rows: int = 8) -> Tree:
                 where = form.get("object_type") or form.get("entity_id", "")
                 node.add(f"{escape(form['keyword'])} → {escape(where)} "
                          f"[green]{escape(form['name'])}[/] ({form['match_type']})")
+    plan = state.get("query_graph")
+    if plan:
+        line = _plan_line(plan)
+        node = root.add(f"[cyan]query graph[/] [dim]confidence {float(state.get('confidence') or 0):.2f}[/]  "
+                        f"{escape(line)}")
+        for other in (state.get("query_graph_candidates") or [])[:3]:
+            node.add(f"[dim]next: {escape(_plan_line(other))}  score {float(other.get('score') or 0):.2f}[/]")
+        for part in state.get("unused") or []:
+            node.add(f"[yellow]not used:[/] {escape(str(part))}")
     calls = root.add("[cyan]tool calls[/]")
     for call in state.get("tool_calls", []):
         status = f"[red]error: {_short(call['error'])}[/]" if call.get("error") else f"{call.get('ms', 0):.1f} ms"

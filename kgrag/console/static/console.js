@@ -1,7 +1,8 @@
 /* kgrag console: ask the agent and watch its steps stream (POST agent/stream, NDJSON), see the answer's evidence
  * drawn as a graph (cytoscape, vendored), look at a source's schema and try the retrieval services.
  * Stable hooks for tests and scripts: [data-step=<node>] per finished step, [data-role=answer],
- * [data-role=evidence] (data-nodes, data-edges), [data-role=error]. Every string from the server is set as text. */
+ * [data-step=query_graph] (the plan, [data-role=query-graph] its line), [data-role=evidence] (data-nodes,
+ * data-edges), [data-role=error]. Every string from the server is set as text. */
 "use strict";
 
 const PAGE = {
@@ -161,8 +162,43 @@ function newConversation() {
 
 const STEP_TITLES = {
   extract_keywords: "extract keywords", schema_recall: "schema recall", contextual_recall: "contextual recall",
-  plan: "plan", tools: "tools", answer: "answer",
+  plan: "plan", query_graph: "query graph", tools: "tools", answer: "answer",
 };
+
+function hopsText(path) {
+  return (path || []).map((h) => h.direction === "in" ? `<-[${h.label || h.relation}]-` : `-[${h.label || h.relation}]->`)
+    .join(" ?m ");
+}
+
+function queryGraphView(d) {
+  const q = d.query_graph || {};
+  const rows = [];
+  const topics = (q.topics || []).map((t) => t.name).join(", ");
+  rows.push(["topic", topics]);
+  rows.push(["path", `${(q.topics || [{}])[0].name || "?"} ${hopsText(q.path)} ?answer`]);
+  if (q.answer_type) rows.push(["answer type", q.answer_type_label || q.answer_type]);
+  if (q.entity_constraint) {
+    rows.push(["and", `${q.entity_constraint.topic.name} ${hopsText(q.entity_constraint.path)} ?answer`]);
+  }
+  if (q.literal_constraint) {
+    const c = q.literal_constraint;
+    const bound = c.op === "between" ? `${c.value} .. ${c.value2}` : `${c.op} ${c.value}`;
+    rows.push(["filter", `${c.label || c.relation} ${bound}` + (c.text ? ` ("${c.text}")` : "")]);
+  }
+  if (q.aggregation) {
+    const a = q.aggregation;
+    rows.push(["aggregate", a.op === "count" ? "count" : `${a.op} ${a.label || a.relation}`]);
+  }
+  rows.push(["confidence", Number(d.confidence ?? q.confidence ?? 0).toFixed(2)]);
+  for (const part of d.unused || []) rows.push(["not used", part]);
+  const parts = [el("div", {class: "plan-line", "data-role": "query-graph"}, d.line || ""),
+    table(rows, [["part", (r) => r[0]], ["", (r) => r[1]]], {class: "forms"})];
+  if ((d.candidates || []).length) {
+    parts.push(table(d.candidates, [["next plans", (c) => c.line], ["score", (c) => Number(c.score ?? 0).toFixed(2)]],
+      {class: "scores"}));
+  }
+  return el("div", {}, parts);
+}
 
 function table(rows, columns, attrs = {}) {
   const head = el("tr", {}, columns.map(([title]) => el("th", {}, title)));
@@ -218,6 +254,7 @@ function stepDetail(node, detail) {
       ["where", (f) => f.object_type || f.entity_id || ""], ["match", (f) => f.match_type],
       ["similarity", (f) => (f.similarity ?? "") === "" ? "" : Number(f.similarity).toFixed(2)]], {class: "forms"});
   }
+  if (node === "query_graph") return queryGraphView(d);
   if (node === "plan" || node === "tools") {
     const calls = d.calls || [];
     if (!calls.length) return null;
@@ -331,6 +368,7 @@ function showEnd(turn, end) {
     for (const note of end.errors || []) turn.result.append(el("div", {class: "note", "data-role": "note"}, note));
   }
   const meta = [`planner ${end.planner || "rules"}`, end.intents ? `intents ${end.intents}` : null,
+    end.query_graph ? `confidence ${Number(end.confidence ?? 0).toFixed(2)}` : null,
     `${fmtMs(end.ms)} in all`].filter(Boolean).join(" · ");
   turn.result.append(el("div", {class: "why"}, meta));
   drawEvidence(turn.result, end.evidence_graph || {nodes: [], edges: []}, end);
