@@ -118,9 +118,13 @@ def agent_eval_cmd(
                                            "on the last line.")] = False,
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions.")] = None,
     llm: Annotated[bool | None, typer.Option("--llm/--no-llm", help="Plan with the LLM (default: when configured).")] = None,
+    threshold: Annotated[float, typer.Option(min=0.0, max=1.0, help="Report coverage and accuracy of the answers "
+                                             "given with at least this confidence, beside full coverage.")] = 0.5,
 ) -> None:
     """Answer every question of FILE with the agent and print answer Hit, set F1, exact-set rate, topic accuracy
-    and latency (gold of CE-Prompt files: the Cypher executed on the raw disease data; skips counted)."""
+    and latency at full coverage (withheld answers scored as given), then the coverage and accuracy of the answers
+    given with confidence ≥ --threshold (gold of CE-Prompt files: the Cypher executed on the raw disease data;
+    skips counted)."""
     from kgrag.agent.evaluation.evaluate import evaluate, read_kg_questions, read_questions
     from kgrag.graph.csr import CSRGraph
 
@@ -140,7 +144,7 @@ def agent_eval_cmd(
     answer = agent_answerer(kn, llm, kg, style.value)
     with Progress(console=err_console, transient=True) as progress:
         task = progress.add_task("answering", total=len(items))
-        report = evaluate(items, answer, lambda i: progress.update(task, completed=i))
+        report = evaluate(items, answer, lambda i: progress.update(task, completed=i), threshold=threshold)
     figures = report["figures"]
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -149,9 +153,15 @@ def agent_eval_cmd(
     columns = ("n", "hits@1", "hit", "f1", "exact", "topic_acc", "p50_ms", "p95_ms", "intent_planner")
     console.print(figures_table(f"agent on {questions.name} ({f'kg {kg}' if kg else f'kn {kn}'})", columns,
                                 (figures[c] for c in columns)))
+    console.print(figures_table(
+        "by confidence (coverage: share answered at ≥ threshold; accuracy over those)",
+        ("threshold", "answered", "coverage", "hit_answered", "f1_answered"),
+        *[[row[c] if row[c] is not None else "–" for c in ("threshold", "answered", "coverage", "hit_answered",
+                                                          "f1_answered")] for row in figures["selective"]]))
     if skipped:
         console.print("skipped: " + ", ".join(f"{reason} {count}" for reason, count in skipped.most_common()))
     if json_out:
         keys = ("n", "hits@1", "hit", "f1", "p50_ms") if kg else ("n", "hit", "f1", "exact", "topic_acc", "p50_ms",
                                                                  "intent_planner")
+        keys += ("threshold", "coverage", "hit_answered", "f1_answered")
         print(json.dumps({k: figures[k] for k in keys}))

@@ -26,10 +26,11 @@ def markdown_table(markdown: str) -> Table:
     return table
 
 
-def figures_table(title: str, columns: Iterable[str], values: Iterable[Any]) -> Table:
-    """One row of figures (right-aligned) under bold column names and ``title``."""
+def figures_table(title: str, columns: Iterable[str], values: Iterable[Any], *more: Iterable[Any]) -> Table:
+    """Rows of figures (right-aligned; ``values`` then ``more``) under bold column names and ``title``."""
     table = Table(title=title, show_header=True, header_style="bold")
     for col in columns:
         table.add_column(col, justify="right")
-    table.add_row(*map(str, values))
+    for row in (values, *more):
+        table.add_row(*map(str, row))
     return table

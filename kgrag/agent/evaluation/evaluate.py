@@ -12,6 +12,12 @@ raw disease data, :mod:`kgrag.agent.training.gold`, skipped questions counted by
 over the questions whose gold topic is known (the agent's linked topic name equals it); **both_right** where the
 gold schema label is known too (topic and the planned intent both right); latency p50/p95 of the
 whole agent turn. Values compare after stripping whitespace.
+
+**Coverage.** The figures above are at full coverage: every question counts, an answer the agent withheld for
+low confidence (``withheld``, :mod:`kgrag.agent.turn.confidence`) is scored as given. Beside them, at a
+``threshold`` (default 0.5): **coverage** (the share of questions answered with ``confidence`` ≥ threshold) and
+**hit_answered** / **f1_answered** over those; ``selective`` has the same at a few thresholds (a risk–coverage
+curve).
 """
 
 from __future__ import annotations
@@ -136,8 +142,23 @@ def top_answer(state: dict[str, Any]) -> str | None:
     return str(values[0]) if values else None
 
 
+#: the thresholds of the risk–coverage figures (``selective``)
+SELECTIVE_THRESHOLDS = (0.0, 0.25, 0.5, 0.75, 0.9)
+DEFAULT_THRESHOLD = 0.5
+
+
+def selective(confidences: Sequence[float], hits: Sequence[float], f1s: Sequence[float], threshold: float
+              ) -> dict[str, Any]:
+    """Coverage (questions with confidence ≥ ``threshold``) and Hit / F1 over the answered ones."""
+    keep = [i for i, c in enumerate(confidences) if c >= threshold]
+    n = len(confidences)
+    return {"threshold": threshold, "answered": len(keep), "coverage": round(len(keep) / n, 4) if n else 0.0,
+            "hit_answered": round(float(np.mean([hits[i] for i in keep])), 4) if keep else None,
+            "f1_answered": round(float(np.mean([f1s[i] for i in keep])), 4) if keep else None}
+
+
 def evaluate(items: Sequence[EvalItem], answer_fn: Callable[[str], dict[str, Any]],
-             progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+             progress: Callable[[int], None] | None = None, threshold: float = DEFAULT_THRESHOLD) -> dict[str, Any]:
     """Answer every item; ``{"figures": {...}, "predictions": [...]}`` (one prediction per item, in order)."""
     predictions: list[dict[str, Any]] = []
     scores: list[tuple[float, float, float]] = []
@@ -146,15 +167,18 @@ def evaluate(items: Sequence[EvalItem], answer_fn: Callable[[str], dict[str, Any
     both_ok: list[float] = []
     latencies: list[float] = []
     intents: Counter = Counter()
+    confidences: list[float] = []
     for i, item in enumerate(items):
         started = time.perf_counter()
         state = answer_fn(item.question)
         ms = (time.perf_counter() - started) * 1000
         latencies.append(ms)
-        values = list(state.get("answers") or [])
+        values = list(state.get("answers") or state.get("withheld") or [])
+        confidence = float(state.get("confidence") or 0.0)
+        confidences.append(confidence)
         hit, f1, exact = set_scores(values, item.answers)
         scores.append((hit, f1, exact))
-        top = top_answer(state)
+        top = top_answer(state) or (values[0] if values else None)
         firsts.append(float(top is not None and top.strip() in _norm(item.answers)))
         topic = (state.get("topic") or {}).get("name")
         label = next((c["label"] for c in state.get("tool_calls") or [] if c.get("label")), None)
@@ -169,7 +193,9 @@ def evaluate(items: Sequence[EvalItem], answer_fn: Callable[[str], dict[str, Any
                             "topic": topic, "gold_topic": item.topic, "label": label, "gold_label": item.label,
                             "hits@1": firsts[-1], "hit": hit, "f1": round(f1, 4),
                             "exact": exact, "ms": round(ms, 2), "answer": state.get("answer", ""),
-                            "intent_planner": intent,
+                            "intent_planner": intent, "confidence": round(confidence, 4),
+                            "withheld": bool(state.get("withheld")), "unused": state.get("unused") or [],
+                            "query_graph": state.get("query_graph"),
                             "errors": state.get("errors", [])})
         if progress is not None:
             progress(i + 1)
@@ -190,4 +216,9 @@ def evaluate(items: Sequence[EvalItem], answer_fn: Callable[[str], dict[str, Any
         "intent_planner": intents.most_common(1)[0][0] if intents else None,
         "intent_planners": dict(intents),
     }
+    hits, f1s = arr[:, 0].tolist(), arr[:, 1].tolist()
+    figures.update({k: v for k, v in selective(confidences, hits, f1s, threshold).items() if k != "answered"})
+    figures["answered"] = sum(c >= threshold for c in confidences)
+    figures["selective"] = [selective(confidences, hits, f1s, t)
+                            for t in sorted({*SELECTIVE_THRESHOLDS, threshold})]
     return {"figures": figures, "predictions": predictions}

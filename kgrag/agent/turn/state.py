@@ -87,6 +87,8 @@ class AgentState(TypedDict, total=False):
     confidence: float
     #: the parts of the question the answer did not use, in the question's words ("before 1900")
     unused: list[str]
+    #: the answer values held back because ``confidence`` was below AgentSettings.min_confidence (the best guess)
+    withheld: list[str]
     answer: str
     planner: Literal["rules", "llm"]
     llm_messages: list[dict[str, Any]]  # the LLM planner's conversation of this turn (the LLM path only)
@@ -102,6 +104,7 @@ class AgentState(TypedDict, total=False):
 TURN_FIELDS: dict[str, Any] = {
     "keywords": [], "schema": {}, "context": {}, "topic": None, "pending": [], "tool_calls": [], "evidence": [],
     "answers": [], "ranked": [], "query_graph": None, "query_graph_candidates": [], "confidence": 0.0, "unused": [],
+    "withheld": [],
     "answer": "", "planner": "rules", "llm_messages": [], "usage": {}, "done": False,
     "errors": [NEW_TURN], "trace": [NEW_TURN],
 }
