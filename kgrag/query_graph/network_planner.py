@@ -22,7 +22,8 @@ Stages (staged query-graph generation, Yih et al. 2015):
    ascending, "the youngest author": ``birth_year`` descending).
 
 A question that names an asked answer type and a superlative, comparison or count but no topic gets plans over
-the whole answer type (no topic, no path). Each candidate is scored:
+the whole answer type (no topic, no path). A comparison or superlative no number / date property of the answer
+type can take is left in the plan's ``unused`` (the answer says it could not apply it), never silently dropped. Each candidate is scored:
 
 ``score = meaning + WORDS·words + TYPE·type fit − TYPE_MISS·(asked, not reached) + COVERAGE·coverage − HOP·(hops−1)``
 
@@ -369,9 +370,8 @@ def plan_network(question: str, network: KnowledgeNetwork, topics: Sequence[Link
     if parts.asked and (cues.superlative is not None or cues.comparison is not None or cues.is_count):
         for end, fit in parts.asked.items():
             ot = types[end]
+            # a cue no property of the type can take stays in the plan's ``unused`` (said, never dropped)
             update, used = _apply_cues(parts, ot)
-            if not update:
-                continue
             used.add(parts.type_word)
             plan = QueryGraph(topics=[], path=[], answer_type=end, answer_type_label=ot.name or end, **update)
             candidates.append(_finish(plan, parts, own, used, 0.0, 0.0, fit))
