@@ -188,3 +188,64 @@ def test_query_graphs_off_keeps_todays_planner(library_settings: Settings) -> No
     # a number property asked with "how many" stays a property look-up
     state = ask("How many pages does The Hobbit have?")
     assert state["answers"] == ["310"] and state["query_graph"] is None
+
+
+# ---------------------------------------------------------------------------------------------- labelled ranker
+
+
+def _medical_shaped() -> Any:
+    from kgrag.network.loaders.medical import MEDICAL_RELATION_TYPES
+    from kgrag.network.schema.model import DataProperty, KnowledgeNetwork, ObjectType, RelationType
+
+    name = DataProperty(name="name", condition_operations=["==", "match"])
+    disease = ObjectType(id="Disease", name="疾病", comment="疾病：名称、治疗方式",
+                         data_properties=[name, DataProperty(name="cure_way", display_name="治疗方式",
+                                                             type="string[]", comment="疾病的治疗方法，怎么治")])
+    department = ObjectType(id="Department", name="科室", comment="医院的科室", data_properties=[name])
+    relations = [RelationType(id=rid, name=MEDICAL_RELATION_TYPES[rid][2], comment=MEDICAL_RELATION_TYPES[rid][3],
+                              source_object_type_id=MEDICAL_RELATION_TYPES[rid][0],
+                              target_object_type_id=MEDICAL_RELATION_TYPES[rid][1])
+                 for rid in ("acompany_with", "belongs_to", "department_belongs_to")]
+    return KnowledgeNetwork(kn_id="medlike", name="medical-shaped", object_types=[disease, department],
+                            relation_types=relations)
+
+
+def test_linked_topic_type_restricts_the_labelled_ranker(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """儿科 is a Department: a labelled ranker never taught a Department label would answer a Disease relation
+    (complications of some contains-matched disease); restricted to the topic's type, the zero-shot ranking of
+    the candidates that start at a Department answers — the relation ending at the department, backwards."""
+    from kgrag.agent.kn.intent import IntentRanker
+    from kgrag.agent.kn.intent_sources import IntentPlanner
+    from kgrag.agent.kn.linking import TopicCandidate
+    from kgrag.agent.kn.planner import next_call
+    from kgrag.agent.kn.schema_candidates import build_profile
+    from kgrag.agent.kn.zero_shot import ZeroShotSchemaRanker
+    from kgrag.rank.sentence_embedder import Embedder
+
+    taught = {"rel:acompany_with": ["糖尿病有什么并发症", "百日咳会引起什么病", "感冒的并发症有哪些", "高血压会并发哪些疾病",
+                                    "肺炎有哪些并发疾病"],
+              "rel:belongs_to": ["糖尿病挂什么科", "百日咳属于哪个科室", "感冒去哪个科", "肺炎属于什么科"],
+              "prop:cure_way": ["糖尿病怎么治疗", "百日咳如何治", "感冒的治疗方法", "肺炎怎么治疗"]}
+    questions = [q for qs in taught.values() for q in qs]
+    labels = [label for label, qs in taught.items() for _ in qs]
+    topics = [next(t for t in ("糖尿病", "百日咳", "感冒", "高血压", "肺炎") if t in q) for q in questions]
+    ranker = IntentRanker.train(questions, labels, topics=topics)
+    network = _medical_shaped()
+    names = [("Department", "Department:儿科", "儿科"), ("Department", "Department:内科", "内科"),
+             ("Disease", "Disease:男科病", "男科病"), ("Disease", "Disease:百日咳", "百日咳")]
+    embedder = Embedder(cache_dir=tmp_path_factory.mktemp("medlike-embeddings"))
+    planner = IntentPlanner("labelled", labelled=ranker,
+                            fallback=lambda: ZeroShotSchemaRanker(build_profile(network, names), embedder))
+    question = "儿科有哪些疾病"
+    assert ranker.rank(question, "儿科")[0][0] != "rel_in:belongs_to"  # unrestricted: a label it was taught
+    intents = planner.rank(question, "儿科", ["Department"])
+    assert intents and intents[0][0] == "rel_in:belongs_to", intents
+    assert all(label.startswith(("rel:department_belongs_to", "rel_in:")) for label, _ in intents)
+    # a Disease topic keeps the labelled ranking (renormalised over the Disease labels)
+    disease = planner.rank("百日咳有什么并发症", "百日咳", ["Disease"])
+    assert disease[0][0] == "rel:acompany_with" and abs(sum(p for _, p in disease) - 1.0) < 1e-6
+    candidates = [TopicCandidate("儿科", "Department", "Department:儿科", "exact", "儿科", 0),
+                  TopicCandidate("男科病", "Disease", "Disease:男科病", "contains", "科病", -1, 0.67)]
+    call, label, topic = next_call(intents, candidates, network, "medlike", tried=set())
+    assert (label, topic.name) == ("rel_in:belongs_to", "儿科")
+    assert call["args"]["relation_type_path"] == [{"relation_type": "belongs_to", "direction": "in"}]

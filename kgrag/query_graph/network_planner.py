@@ -8,8 +8,10 @@ candidates over the network's own schema (run by :mod:`kgrag.query_graph.network
 
 Stages (staged query-graph generation, Yih et al. 2015):
 
-1. **topics**: the linked instances (the agent's exact storage forms, in question order; one whose words are a cue's
-   — "1984" in "before 1984" — is dropped);
+1. **topics**: the linked instances (the agent's exact storage forms, in question order). A stored name said
+   verbatim wins over a cue inside it ("The Last Cartographer" is a title, not a superlative) and over an equality
+   on its value ("films from 2006" where 2006 is a stored instance: a topic, not ``year = 2006``); a topic inside
+   an order comparison is the comparison's value ("before 1984": no topic);
 2. **core path**: 1 or 2 relation types walked either way, **starting at the topic's object type** (a relation that
    neither starts nor ends there is never a candidate); a 2-hop path only ends at an asked answer type;
 3. **answer type**: the object type whose name / id / comment words the question's type words name ("which
@@ -45,13 +47,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kgrag.network.schema.model import DataProperty, KnowledgeNetwork, ObjectType
 from kgrag.query_graph.cues import Cues, read_cues
 from kgrag.query_graph.plan import Aggregation, EntityConstraint, Hop, LiteralConstraint, QueryGraph, Topic
 
-__all__ = ["LinkedTopic", "asked_types", "has_structure", "plan_network", "value_properties"]
+__all__ = ["LinkedTopic", "asked_types", "has_structure", "plan_network", "question_cues", "value_properties"]
 
 WORDS = 0.35
 TYPE = 0.6
@@ -201,19 +203,48 @@ def _parts(question: str, cues: Cues, network: KnowledgeNetwork, topics: Sequenc
     for t in topics:
         if t.mention:
             masked = masked.replace(t.mention, " ")
-    asked = asked_types(cues, network)
+    own_types = {t.object_type for t in topics}
+    asked = {t: fit for t, fit in asked_types(cues, network).items() if t not in own_types}
     type_word = next((w for w in [*cues.answer_words, cues.count_noun or ""] if w and _stem(w) not in _STOP), "")
     words = [w for w in _tokens(masked) if not (type_word and _similar(w, _stem(type_word)))]
     return _Parts(cues, asked, words, type_word if asked else "")
 
 
+def _inside(span: tuple[int, int], topic: LinkedTopic) -> bool:
+    return topic.start >= 0 and topic.start <= span[0] and span[1] <= topic.start + len(topic.mention)
+
+
+def _covers(span: tuple[int, int], topic: LinkedTopic) -> bool:
+    return topic.start >= 0 and span[0] <= topic.start and topic.start + len(topic.mention) <= span[1]
+
+
+def question_cues(question: str, topics: Sequence[LinkedTopic]) -> Cues:
+    """:func:`read_cues`, less the cues a linked topic's name holds (a title's "Last") and the equalities whose
+    value is a linked instance ("in 2006" where 2006 is stored): the topic reading wins there."""
+    cues = read_cues(question)
+    dropped: list[tuple[int, int]] = []
+    sup, comparison = cues.superlative, cues.comparison
+    if sup is not None and any(_inside(sup.span, t) for t in topics):
+        dropped.append(sup.span)
+        sup = None
+    if comparison is not None and (any(_inside(comparison.span, t) for t in topics)
+                                   or (comparison.op == "=" and any(_covers(comparison.span, t) for t in topics))):
+        dropped.append(comparison.span)
+        comparison = None
+    if not dropped:
+        return cues
+    return replace(cues, superlative=sup, comparison=comparison, spans=[s for s in cues.spans if s not in dropped])
+
+
 def has_structure(question: str, network: KnowledgeNetwork, topics: Sequence[LinkedTopic],
                   best_intent: str | None) -> bool:
     """Whether the question asks more than one relation from one topic: a count of things, a comparison, a
-    superlative, two topics, or an answer type the best one-relation intent does not reach."""
-    cues = read_cues(question)
+    superlative, two topics, or an answer type (named by its type's own name, not the topic's type) the best
+    one-relation intent does not reach."""
+    cues = question_cues(question, topics)
     topics = _own_topics(cues, topics)
-    asked = asked_types(cues, network)
+    own_types = {t.object_type for t in topics}
+    asked = {t: fit for t, fit in asked_types(cues, network).items() if fit >= 1.0 and t not in own_types}
     if cues.is_count and not _counts_a_property(cues, network, topics, asked):
         return True
     if cues.comparison is not None or cues.superlative is not None:
@@ -339,7 +370,7 @@ def plan_network(question: str, network: KnowledgeNetwork, topics: Sequence[Link
     """The scored query-graph candidates of ``question`` on ``network``, best first (see the module docstring);
     ``intents``: the schema-intent ranker's ``(label, probability)`` for the topics' types. Empty when nothing
     can be planned (no topic and no asked answer type)."""
-    cues = read_cues(question)
+    cues = question_cues(question, topics)
     own = _own_topics(cues, topics)
     parts = _parts(question, cues, network, own)
     types = {ot.id: ot for ot in network.object_types}
