@@ -564,6 +564,33 @@ def test_sample_instance_and_unscored_queries(store: NetworkStore) -> None:
     }
 
 
+def test_ordered_instances_sort_numbers_as_numbers_and_count(store: NetworkStore) -> None:
+    """ORDER BY a property's typed value (20000 after 8000, not before 300 as text), either way, with a condition
+    (a scored one too); instances without the value last; ``count_matching`` counts in SQL."""
+    def order(field: str, descending: bool, cond: dict | None = None, limit: int = 10) -> list[str]:
+        condition = Condition.model_validate(cond) if cond is not None else None
+        hits = store.ordered_instances("tiny", "Disease", condition, field, descending, limit)
+        return [h.id.split(":", 1)[1] for h in hits]
+
+    assert order("cost", False) == ["100%_special", "流行性感冒", "百日咳", "上、下气道梗阻", "糖尿病", "骨折"]
+    assert order("cost", True, limit=2) == ["骨折", "糖尿病"]
+    assert order("cost", True, {"operation": "<", "field": "cost", "value": 5000}) == [
+        "百日咳", "流行性感冒", "100%_special"]
+    assert order("cost", False, {"operation": "match", "field": "desc", "value": "呼吸道"}, 1) == ["流行性感冒"]
+    # get_way is missing on one instance: it sorts last whichever way
+    assert order("get_way", False)[-1] == "100%_special" and order("get_way", True)[-1] == "100%_special"
+    assert store.count_matching("tiny", "Disease", None) == 6
+    assert store.count_matching("tiny", "Disease", Condition(operation=">", field="cost", value=1000)) == 4
+    assert store.count_matching("tiny", "Disease", Condition(operation="contain", field="cure_way",
+                                                             value="药物治疗")) == 3
+    for field, says in (("nope", "unknown property 'nope'"), ("cure_way", "has no order"),
+                        ("insured", "has no order")):
+        with pytest.raises(ValueError, match=says):
+            store.ordered_instances("tiny", "Disease", None, field, False, 3)
+    with pytest.raises(ValueError, match="unknown field"):
+        store.count_matching("tiny", "Disease", Condition(operation="==", field="nope", value=1))
+
+
 def test_query_path_both_directions(store: NetworkStore) -> None:
     cough = Condition(operation="==", field="name", value="咳嗽")
     paths = store.query_path("tiny", "Symptom", cough, "has_symptom", "Disease", None)

@@ -41,6 +41,14 @@ class OntologyService(Protocol):
                         sort_by_score: bool = True) -> list[InstanceHit]:
         """Instances of one object type matching ``condition`` (scored by knn/match when present)."""
 
+    def ordered_instances(self, kn_id: str, object_type_id: str, condition: Condition | None, order_by: str,
+                          descending: bool, limit: int) -> list[InstanceHit]:
+        """The first ``limit`` instances matching ``condition`` by ``order_by``'s typed value (a number as a number,
+        a date by its ISO text; no value last; ties by id); ``ValueError`` for an unknown or unordered property."""
+
+    def count_matching(self, kn_id: str, object_type_id: str, condition: Condition | None) -> int:
+        """How many instances of one object type match ``condition`` (None: all of them)."""
+
     def prefetched_matches(self, kn_id: str, kind: str, requests: list[tuple[str, list[str]]], query: str,
                            limit: int) -> AbstractContextManager[None]:
         """A block (this thread or task) in which the ``match`` scores of every ``(type id, fields)`` of

@@ -7,7 +7,9 @@ KG as SPARQL (:mod:`kgrag.query_graph.sparql`), a knowledge network through its 
 
 Parts (staged query-graph generation, Yih et al. 2015; Lan & Jiang 2020):
 
-- ``topics``: the named thing(s) the question starts from (the first one starts the core path);
+- ``topics``: the named thing(s) the question starts from (the first one starts the core path); none when the
+  question ranges over its answer type as a whole ("which is the oldest book": no topic, no path, the answer type
+  and an aggregation or a literal constraint);
 - ``path``: the core path, 1–3 :class:`Hop` s from the first topic to the answer, each ``out`` (topic -r-> x) or
   ``in`` (x -r-> topic); a middle node may be named or unnamed (a CVT);
 - ``answer_type``: the type the question asks for (a class / object type id and its label, or a value kind
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["Aggregation", "EntityConstraint", "Hop", "LiteralConstraint", "QueryGraph", "Topic"]
 
@@ -100,8 +102,8 @@ class Aggregation(_Part):
 class QueryGraph(_Part):
     """A question's plan (see the module docstring)."""
 
-    topics: list[Topic] = Field(min_length=1, max_length=3)
-    path: list[Hop] = Field(min_length=1, max_length=3)
+    topics: list[Topic] = Field(max_length=3)
+    path: list[Hop] = Field(max_length=3)
     answer_type: str = Field(default="", max_length=300)
     answer_type_label: str = Field(default="", max_length=300)
     entity_constraint: EntityConstraint | None = None
@@ -114,10 +116,20 @@ class QueryGraph(_Part):
     #: who proposed it: the LLM-free planner ("rules") or the LLM ("llm")
     source: Literal["rules", "llm"] = "rules"
 
+    @model_validator(mode="after")
+    def _starts_somewhere(self) -> QueryGraph:
+        if self.topics and not self.path:
+            raise ValueError("a plan with a topic needs a path (1–3 hops)")
+        if not self.topics and (self.path or not self.answer_type or self.entity_constraint is not None):
+            raise ValueError("a plan without a topic ranges over its answer type: it needs answer_type, no path "
+                             "and no entity constraint")
+        return self
+
     def describe(self) -> str:
         """One line: ``Marie Curie -[won]-> ?answer (type: prize) · born before 1900 · count``."""
-        parts = [self.topics[0].name + " " + " ".join(h.arrow() + (" ?m" if i < len(self.path) - 1 else "")
-                                                     for i, h in enumerate(self.path)) + " ?answer"]
+        start = (self.topics[0].name + " " + " ".join(h.arrow() + (" ?m" if i < len(self.path) - 1 else "")
+                                                      for i, h in enumerate(self.path)) + " ") if self.topics else ""
+        parts = [start + "?answer"]
         if self.answer_type:
             parts[0] += f" (type: {self.answer_type_label or self.answer_type})"
         if self.entity_constraint is not None:

@@ -67,7 +67,9 @@ def state_tree(state: dict[str, Any], evidence_rows: int = 8) -> Tree:
             check = {True: " [green]✓ on the store[/]", False: " [red]✗ not on the store[/]"}.get(row["verified"], "")
             evidence.add(f"[green]{escape(row['answer'])}[/] {row['score']:.2f}: {escape(row['path'])}{check}")
             continue
-        link = escape(f"{row['instance']} -[{row['via']}]-> ")  # brackets are not rich markup
+        # a link walked against its relation reads backwards: Emma <-[wrote]- Jane Austen
+        arrow = f"<-[{row['via']}]-" if row.get("direction") == "in" else f"-[{row['via']}]->"
+        link = escape(f"{row['instance']} {arrow} ")  # brackets are not rich markup
         evidence.add(f"{link}[green]{escape(row['value'])}[/]")
     for error in state.get("errors", []):
         root.add(f"[yellow]note:[/] {escape(error)}")

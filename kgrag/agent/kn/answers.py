@@ -1,17 +1,21 @@
 """Answers from tool results: the values, the instances they came from (evidence) and a sentence saying so.
 
-    rows = evidence_from(call, display_keys(network))  # [{"value", "value_instance", "instance", "instance_name", "via"}]
-    text = compose_answer(topic_name, via_name, values, kn_id)
+    rows = evidence_from(call, display_keys(network))  # [{"value", "value_instance", "instance", "instance_name", "via",
+                                                       #   "direction"}]
+    text = compose_answer(topic_name, relation_reading(network, via, rows[0]["direction"]), values, max_listed)
 
 A ``query_object_instance`` call that asked for some properties gives one row per value of those properties
 (list properties one row per item); a ``query_instance_subgraph`` call gives one row per link of its last step:
-the instance it reached, and the one it was reached from. Values keep their stored spelling and first-seen order, without repeats.
+the instance it reached, and the one it was reached from, and ``direction``: ``out`` when the link was walked from its
+source, ``in`` when against it (a property row is ``out``). :func:`relation_reading` says a relation in the direction
+it was walked: "wrote" forwards, "written by" backwards. Values keep their stored spelling and first-seen order, without repeats.
 An instance is named by its object type's display property (``display_key``: ``name``, a book's ``title`` …), else
 by its id; that property is the instance's name, not one of the values asked for.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,7 +23,7 @@ from kgrag.agent.turn.state import ToolCall
 from kgrag.network.schema.model import KnowledgeNetwork
 
 __all__ = ["answer_values", "compose_answer", "display_keys", "element_name", "evidence_from", "passages_from",
-           "type_names"]
+           "relation_reading", "type_names"]
 
 
 def _values(value: Any) -> list[str]:
@@ -61,7 +65,7 @@ def evidence_from(call: ToolCall, keys: Mapping[str, str] | None = None) -> list
             for prop in wanted:
                 for v in _values(props.get(prop)):
                     rows.append({"value": v, "value_instance": None, "instance": inst["id"],
-                                 "instance_name": _name(inst, keys), "via": prop})
+                                 "instance_name": _name(inst, keys), "via": prop, "direction": "out"})
     elif call.get("name") == "query_instance_subgraph":
         nodes = result.get("nodes") or {}
         last = len(result.get("steps") or []) - 1
@@ -75,7 +79,7 @@ def evidence_from(call: ToolCall, keys: Mapping[str, str] | None = None) -> list
                 continue
             rows.append({"value": _name(nodes.get(end, {"id": end}), keys), "value_instance": end,
                          "instance": near, "instance_name": _name(nodes.get(near, {"id": near}), keys),
-                         "via": link["relation_type"]})
+                         "via": link["relation_type"], "direction": "out" if link["forward"] else "in"})
     return rows
 
 
@@ -94,6 +98,31 @@ def element_name(network: KnowledgeNetwork, element: str) -> str:
             if p.name == element:
                 return p.display_name or element
     return element
+
+
+#: a short comment fragment that reads a relation backwards ("written by", "part of")
+_PASSIVE = re.compile(r"^[a-z]+(?:ed|en|wn|ne|t)\s+(?:by|of|in|from|to)$|^[a-z]+\s+of$")
+
+
+def relation_reading(network: KnowledgeNetwork, element: str, direction: str = "out") -> str:
+    """How an answer names a relation walked ``direction``: forwards its display name (``wrote``); backwards
+    (``in``) the passive phrase its comment gives ("the author wrote the book; written by" → ``written by``), else
+    its name + "by" for a one-word verb in -ed ("directed" → ``directed by``), else ``<source type> <name>``
+    ("born in" backwards → ``author born in``: the instances of that type that relation reaches the topic from).
+    A property (or a relation walked forwards) reads as :func:`element_name`."""
+    name = element_name(network, element)
+    rt = next((r for r in network.relation_types if r.id == element), None)
+    if direction != "in" or rt is None:
+        return name
+    for piece in re.split(r"[;,，、；。:：()（）|/]+", rt.comment or ""):
+        phrase = " ".join(piece.split()).lower()
+        if _PASSIVE.match(phrase) and phrase.split()[0] != name.lower():
+            return phrase
+    if re.fullmatch(r"[A-Za-z]+ed", name):
+        return f"{name} by"
+    source = next((ot.name or ot.id for ot in network.object_types if ot.id == rt.source_object_type_id),
+                  rt.source_object_type_id)
+    return f"{source} {name}" if name.isascii() else f"{source}（{name}）"
 
 
 def type_names(network: KnowledgeNetwork, preferred: Sequence[str] = (), counts: Mapping[str, int] | None = None,

@@ -5,7 +5,9 @@
 
 - ``query_object_instance``: instances of one object type matching a condition tree (the condition language of
   :mod:`kgrag.network.schema.conditions`; values are always bound SQL parameters), optionally projected to some
-  properties.
+  properties; ``order_by`` a property (``order`` asc / desc: a number orders as a number, a date as a date) with
+  ``limit`` (the oldest book: ``order_by="year", limit=1``), or ``count_only`` (the number of matching instances,
+  no instance listed).
 - ``query_instance_subgraph``: instances reached from start instances along a path of relation types, each step
   walked in the relation's direction when its source type is the current type, else backwards (or as the step
   says: ``out`` / ``in`` / ``both``), with the links walked (in each relation's own direction).
@@ -59,6 +61,11 @@ class QueryStore(Protocol):
 
     def get_instances(self, kn_id: str, object_type_id: str, ids: list[str]) -> list[InstanceHit]: ...
 
+    def ordered_instances(self, kn_id: str, object_type_id: str, condition: Condition | None, order_by: str,
+                          descending: bool, limit: int) -> list[InstanceHit]: ...
+
+    def count_matching(self, kn_id: str, object_type_id: str, condition: Condition | None) -> int: ...
+
     def linked_ids(self, kn_id: str, relation_type_id: str, ids: list[str], forward: bool
                    ) -> list[tuple[str, str]]: ...
 
@@ -85,6 +92,10 @@ class ObjectInstanceQuery(_Request):
     properties: list[str] | None = Field(default=None, max_length=50,
                                          description="return only these properties (None = all)")
     limit: int = Field(default=10, ge=1, description=f"at most this many instances (capped at {MAX_LIMIT})")
+    order_by: str | None = Field(default=None, min_length=1, max_length=200,
+                                 description="sort by this data property's value (a number or date as such)")
+    order: Literal["asc", "desc"] = Field(default="asc", description="asc: smallest / earliest first; desc: largest")
+    count_only: bool = Field(default=False, description="return only the number of matching instances")
 
 
 class StartInstances(BaseModel):
@@ -146,7 +157,9 @@ def _project(hit: InstanceHit, properties: list[str] | None) -> dict[str, Any]:
 
 
 def query_object_instance(store: QueryStore, query: ObjectInstanceQuery) -> dict[str, Any]:
-    """``{"kn_id", "object_type", "limit", "count", "instances": [{"object_type", "id", "properties"[, "score"]}]}``."""
+    """``{"kn_id", "object_type", "limit", "count", "instances": [{"object_type", "id", "properties"[, "score"]}]}``
+    (plus ``"order_by"``, ``"order"`` when ordered); with ``count_only``: ``{"kn_id", "object_type", "count_only":
+    true, "count": <matching instances>, "instances": []}``."""
     network = _network(store, query.kn_id)
     _check_type(network, query.object_type)
     if query.properties is not None:
@@ -155,6 +168,22 @@ def query_object_instance(store: QueryStore, query: ObjectInstanceQuery) -> dict
         if unknown:
             raise ToolInputError(f"unknown properties {unknown} of object type {query.object_type!r} "
                                  f"(data properties: {', '.join(sorted(declared))})")
+    if query.count_only:
+        try:
+            total = store.count_matching(query.kn_id, query.object_type, query.condition)
+        except ValueError as exc:
+            raise ToolInputError(f"condition on {query.object_type!r}: {exc}") from exc
+        return {"kn_id": query.kn_id, "object_type": query.object_type, "count_only": True, "count": total,
+                "instances": []}
+    if query.order_by is not None:
+        try:
+            hits = store.ordered_instances(query.kn_id, query.object_type, query.condition, query.order_by,
+                                           query.order == "desc", query.limit)
+        except ValueError as exc:
+            raise ToolInputError(f"order_by / condition on {query.object_type!r}: {exc}") from exc
+        return {"kn_id": query.kn_id, "object_type": query.object_type, "limit": query.limit, "count": len(hits),
+                "order_by": query.order_by, "order": query.order,
+                "instances": [_project(h, query.properties) for h in hits]}
     hits = _instances(store, query.kn_id, query.object_type, query.condition, query.limit)
     return {"kn_id": query.kn_id, "object_type": query.object_type, "limit": query.limit, "count": len(hits),
             "instances": [_project(h, query.properties) for h in hits]}

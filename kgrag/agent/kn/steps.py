@@ -14,9 +14,20 @@ state and an :class:`~kgrag.agent.turn.node.AgentRun` (:data:`~kgrag.agent.kn.ne
   kn_search's concept recall.
 - ``contextual_recall``: the storage forms of the topic candidates (:mod:`kgrag.agent.kn.linking`).
 - ``plan``: the next tool call — by the LLM (:mod:`kgrag.agent.kn.llm_planner`) when the run uses one, else (or when
-  the LLM fails, said in ``errors`` and the trace) by the LLM-free planner.
+  the LLM fails, said in ``errors`` and the trace) by the LLM-free planner: with ``AgentSettings.query_graphs`` and a
+  question with structure (a count, a comparison, a superlative, two topics, an answer type the best relation does
+  not reach: :func:`kgrag.query_graph.network_planner.has_structure`) a query graph
+  (:mod:`kgrag.query_graph.network_planner`) whose stages :mod:`kgrag.query_graph.network_executor` turns into
+  calls, one stage per plan/tools round (its ``describe()`` line in the trace); else the best untried intent.
+  ``query_graph`` holds the executed plan, ``query_graph_candidates`` the next ones, ``unused`` what of the question
+  it left out; ``confidence`` is the plan's (coverage × how clearly it beat the others), or — for a one-relation
+  answer — the probability schema recall gave the intent that answered (1.0 for an intent planned because it is the
+  only one starting at the linked topic's type).
 - ``tools``: runs the pending calls (:mod:`kgrag.agent.kn.tools`); ``plan`` comes next.
-- ``answer``: values + evidence (the instances they came from) + a sentence; the turn joins ``history``.
+- ``answer``: values + evidence (the instances they came from, each link in the direction it was walked) + a
+  sentence ("Emma — written by: Jane Austen"; a count says the number, the counted items follow); what the plan did
+  not use is said, and below ``AgentSettings.min_confidence`` the answer is withheld
+  (:func:`kgrag.agent.turn.confidence.settle`); the turn joins ``history``.
 """
 
 from __future__ import annotations
@@ -34,6 +45,7 @@ from kgrag.agent.kn.llm_planner import llm_plan, tool_messages
 from kgrag.agent.kn.needs import NetworkRun
 from kgrag.agent.kn.planner import label_types, next_call, parse_label, path_steps, topic_type
 from kgrag.agent.kn.tools import run_tool
+from kgrag.agent.turn.confidence import settle
 from kgrag.agent.turn.messages import answer_message, question_from, question_update
 from kgrag.agent.turn.node import (
     HISTORY_TURNS,
@@ -46,6 +58,10 @@ from kgrag.agent.turn.node import (
 )
 from kgrag.agent.turn.state import AgentState, ToolCall, fresh_turn
 from kgrag.errors import NetworkNotFound
+from kgrag.query_graph.network_executor import next_calls as graph_calls
+from kgrag.query_graph.network_executor import read_execution
+from kgrag.query_graph.network_planner import LinkedTopic, has_structure, plan_network
+from kgrag.query_graph.plan import QueryGraph
 from kgrag.search.contextual import extract
 from kgrag.search.kn_models import KnSearchRequest
 from kgrag.search.pipeline import kn_search
@@ -158,8 +174,55 @@ def contextual_recall(state: AgentState, run: NetworkRun) -> tuple[Update, str]:
     return {"context": context}, f"{len(candidates)} storage forms: {forms}"
 
 
+def _graph_calls(state: AgentState, calls: list[dict[str, Any]]) -> list[ToolCall]:
+    start = len(state.get("tool_calls", []))
+    return [ToolCall(id=f"call_{start + n + 1}", **c) for n, c in enumerate(calls)]
+
+
+def _query_graph_plan(state: AgentState, run: NetworkRun) -> tuple[Update, str] | None:
+    """The query graph's next stage of calls, or None when the turn does not plan one (then today's planner)."""
+    kn_id = state["kn_id"]
+    network = run.resources.network(kn_id)
+    done = [c for c in state.get("tool_calls", []) if str(c.get("label", "")).startswith("qg:")]
+    if state.get("query_graph"):
+        plan = QueryGraph.model_validate(state["query_graph"])
+        calls = graph_calls(plan, network, kn_id, done)
+        if not calls:
+            return {"pending": [], "done": True}, f"query graph executed: {plan.describe()}"
+        return {"pending": _graph_calls(state, calls)}, f"query graph, next: {', '.join(c['label'] for c in calls)}"
+    if state.get("tool_calls"):
+        return None  # today's planner is already at work this turn
+    forms = [TopicCandidate(**c) for c in state.get("context", {}).get("storage_forms", [])]
+    linked = [LinkedTopic(c.name, c.object_type, c.instance_id, c.keyword, c.start) for c in forms
+              if c.match_type in ("exact", "alias")]
+    intents = [(label, p) for label, p in state.get("schema", {}).get("intents", [])]
+    question = state["question"]
+    if not has_structure(question, network, linked, intents[0][0] if intents else None):
+        return None
+    plans = plan_network(question, network, linked, intents)
+    if not plans:
+        return None
+    best = plans[0]
+    calls = graph_calls(best, network, kn_id, [])
+    update: Update = {"query_graph": best.model_dump(mode="json"),
+                      "query_graph_candidates": [p.model_dump(mode="json") for p in plans[1:]],
+                      "confidence": best.confidence, "unused": list(best.unused),
+                      "pending": _graph_calls(state, calls)}
+    if best.topics:
+        first = best.topics[0]
+        update["topic"] = next((c.as_dict() for c in forms if f"{c.object_type}:{c.instance_id}" == first.id),
+                               None)
+    if not calls:
+        update["done"] = True
+    return update, f"query graph: {best.describe()} (confidence {best.confidence:.2f}, {len(plans)} candidates)"
+
+
 def _rules_plan(state: AgentState, run: NetworkRun) -> tuple[Update, str]:
     kn_id = state["kn_id"]
+    if run.settings.query_graphs:
+        graph = _query_graph_plan(state, run)
+        if graph is not None:
+            return graph
     if any(c.get("result") and ans.evidence_from(c) for c in state.get("tool_calls", [])):
         return {"pending": [], "done": True}, "answered: no further call"
     network = run.resources.network(kn_id)
@@ -179,7 +242,9 @@ def _rules_plan(state: AgentState, run: NetworkRun) -> tuple[Update, str]:
     call, label, topic = found
     call["id"] = f"call_{len(state.get('tool_calls', [])) + 1}"
     call["label"] = label
-    return {"pending": [call], "topic": topic.as_dict()}, f"{call['name']} for {call['why']}"
+    confidence = dict(intents).get(label, 0.0) if len(intents) > 1 else 1.0
+    return ({"pending": [call], "topic": topic.as_dict(), "confidence": round(float(confidence), 4)},
+            f"{call['name']} for {call['why']}")
 
 
 @traced("plan")
@@ -223,7 +288,12 @@ def answer(state: AgentState, run: NetworkRun) -> tuple[Update, str]:
                 break  # the rules planner stops at its first call with values
     values = ans.answer_values(evidence)
     topic = state.get("topic")
-    if state.get("errors") and not state.get("schema"):  # refused at the input, before schema recall
+    graph = QueryGraph.model_validate(state["query_graph"]) if state.get("query_graph") else None
+    if graph is not None and network is not None:
+        execution = read_execution(graph, network, state.get("tool_calls", []))
+        evidence, values = execution.evidence, execution.answers
+        text = _graph_answer(graph, network, execution, run.settings.max_listed)
+    elif state.get("errors") and not state.get("schema"):  # refused at the input, before schema recall
         text = failure_answer(state["errors"])
     elif state.get("planner") == "llm" and state.get("answer"):
         cited = sorted({r["instance"] for r in evidence} | {r["value_instance"] for r in evidence
@@ -238,13 +308,54 @@ def answer(state: AgentState, run: NetworkRun) -> tuple[Update, str]:
     else:
         network = network or run.resources.network(state["kn_id"])
         name = topic["name"] if topic else (evidence[0]["instance_name"] if evidence else "")
-        via_name = ans.element_name(network, via) if via else _intent_name(state, network)
+        via_name = (ans.relation_reading(network, via, evidence[0].get("direction", "out")) if via
+                    else _intent_name(state, network))
         text = ans.compose_answer(name, via_name, values, run.settings.max_listed)
     turn = {"question": state.get("question", ""), "topic": topic, "answer": text}
     history = [*(state.get("history") or []), turn][-HISTORY_TURNS:]
-    return ({"answer": text, "answers": values, "evidence": evidence, "history": history, "done": True,
-             "messages": [answer_message(text)]},
-            f"{len(values)} values from {len({r['instance'] for r in evidence})} instances")
+    update: Update = {"answer": text, "answers": values, "evidence": evidence, "history": history, "done": True,
+                      "messages": [answer_message(text)], "unused": list(state.get("unused") or []),
+                      "confidence": float(state.get("confidence") or 0.0)}
+    if state.get("planner") != "llm":
+        update = settle(update, run.settings)
+    return update, f"{len(update['answers'])} values from {len({r['instance'] for r in evidence})} instances"
+
+
+def _graph_answer(plan: QueryGraph, network: Any, execution: Any, max_listed: int) -> str:
+    """``George Orwell — wrote → book, how many: 2 (1984；Animal Farm)``; ``book — lowest publication year: Pride
+    and Prejudice (1813)``: the plan's subject, its path read in its directions, its constraints, the values."""
+    subject = plan.topics[0].name if plan.topics else (plan.answer_type_label or plan.answer_type)
+    reading = [" → ".join(ans.relation_reading(network, h.relation, h.direction) for h in plan.path)] \
+        if plan.path else []
+    ec = plan.entity_constraint
+    if ec is not None:
+        reading.append(f"also {' → '.join(ans.relation_reading(network, h.relation, h.direction) for h in ec.path)}"
+                       f" {ec.topic.name}")
+    lc = plan.literal_constraint
+    if lc is not None:
+        bound = f"{lc.value:g}..{(lc.value2 or lc.value):g}" if lc.op == "between" else f"{lc.op} {lc.value:g}"
+        reading.append(f"{lc.label or lc.relation} {bound}")
+    agg = plan.aggregation
+    if agg is not None and agg.op != "count":
+        reading.append(f"{'highest' if agg.op == 'argmax' else 'lowest'} {agg.label or agg.relation}")
+    head = f"{subject} — {', '.join(r for r in reading if r) or plan.answer_type_label}"
+    problems = " ".join(f"({p})" for p in execution.problems)
+    if agg is not None and agg.op == "count":
+        items = list(dict.fromkeys(r["value"] for r in execution.evidence))
+        shown = "；".join(items[:max_listed]) + (f" … ({len(items)} in all)" if len(items) > max_listed else "")
+        kind = plan.answer_type_label or "instance"
+        return f"{head}, how many {kind}: {execution.count or 0}" + (f" ({shown})" if shown else "") + \
+            (f" {problems}" if problems else "")
+    if not execution.answers:
+        return f"{head}: nothing stored in the knowledge network matches." + (f" {problems}" if problems else "")
+    shown_values = []
+    for value in execution.answers[:max_listed]:
+        said = next((r.get("property_value") for r in execution.evidence
+                     if r["value"] == value and r.get("property_value") is not None), None)
+        shown_values.append(f"{value} ({said})" if said is not None and (lc is not None or agg is not None)
+                            else value)
+    more = f" … ({len(execution.answers)} in all)" if len(execution.answers) > max_listed else ""
+    return f"{head}: {'；'.join(shown_values)}{more}" + (f" {problems}" if problems else "")
 
 
 def _network_of(state: AgentState, run: NetworkRun) -> Any:

@@ -60,6 +60,7 @@ __all__ = [
     "Plan",
     "compile_condition",
     "is_list_type",
+    "order_expression",
     "scored_leaves",
     "validate_condition",
 ]
@@ -312,6 +313,28 @@ def _leaf_sql(cond: Condition, object_type: ObjectType, dialect: str, members: M
         return and_(true(), *parts)
     v = _coerce(value, prop_type, field_name)
     return {">": col > v, ">=": col >= v, "<": col < v, "<=": col <= v}[op]
+
+
+#: property types whose values order as dates (ISO text: ``1813``, ``1813-01-28``, ``1813-01-28T00:00:00``)
+_DATE_TYPES = frozenset({"date", "datetime", "timestamp", "time", "year", "gyear", "date-time"})
+
+
+def order_expression(object_type: ObjectType, field_name: str, dialect: str = "sqlite") -> ColumnElement[Any]:
+    """The SQL expression an ``ORDER BY`` on ``field_name`` sorts by: a numeric property as a number (``1178``
+    after ``310``), a date property by its ISO text (which sorts as the dates do), a string as text, ``id`` as the
+    instance id. ``ValueError`` names an unknown field or one that has no order (a list, a boolean)."""
+    props = _properties(object_type)
+    prop = props.get(field_name)
+    if prop is None:
+        if field_name == "id":
+            return instances.c.id
+        raise ValueError(f"unknown property {field_name!r} of object type {object_type.id!r} "
+                         f"(data properties: {', '.join(sorted(props)) or 'none'})")
+    t = prop.type.lower()
+    if is_list_type(t) or t in _BOOL_TYPES or not (t in _NUMERIC_TYPES or t in _DATE_TYPES or t in TEXT_TYPES):
+        raise ValueError(f"property {field_name!r} of object type {object_type.id!r} has no order "
+                         f"(type {prop.type!r}: order by a number, date or string property)")
+    return _accessor(field_name, prop, dialect)
 
 
 def scored_leaves(cond: Condition) -> list[Condition]:

@@ -189,6 +189,15 @@ class NetworkStore:
         """Instances of ``object_type_id`` matching ``condition``: :meth:`StoreQueries.query_instances`."""
         return self.queries.query_instances(kn_id, object_type_id, condition, limit, sort_by_score)
 
+    def ordered_instances(self, kn_id: str, object_type_id: str, condition: Condition | None, order_by: str,
+                          descending: bool, limit: int) -> list[InstanceHit]:
+        """Matching instances by a property's typed value: :meth:`StoreQueries.ordered_instances`."""
+        return self.queries.ordered_instances(kn_id, object_type_id, condition, order_by, descending, limit)
+
+    def count_matching(self, kn_id: str, object_type_id: str, condition: Condition | None) -> int:
+        """How many instances match ``condition``: :meth:`StoreQueries.count_matching`."""
+        return self.queries.count_matching(kn_id, object_type_id, condition)
+
     def query_instances_by_type(
         self, kn_id: str, conditions: dict[str, Condition], limit: int
     ) -> dict[str, list[InstanceHit]]:

@@ -1,4 +1,5 @@
-"""Queries over a loaded network: instances by condition or id, counts, names, link statistics, relation paths.
+"""Queries over a loaded network: instances by condition or id (ordered by a property), counts, names, link
+statistics, relation paths.
 
     queries = StoreQueries(core, StoreIndex(core)); queries.query_instances("medical", "Disease", None, 5)
 
@@ -19,7 +20,7 @@ from sqlalchemy import func, select
 from sqlalchemy.sql.elements import False_
 
 from kgrag.network.schema import tables as t
-from kgrag.network.schema.conditions import Plan, compile_condition, is_list_type
+from kgrag.network.schema.conditions import Plan, compile_condition, is_list_type, order_expression
 from kgrag.network.schema.model import Condition, InstanceHit, ObjectType, PathHit
 from kgrag.network.store.core import StoreCore
 from kgrag.network.store.index import StoreIndex
@@ -28,6 +29,9 @@ __all__ = ["BATCH_TYPES", "StoreQueries", "list_fields"]
 
 #: object types one statement of :meth:`StoreQueries.query_instances_by_type` covers
 BATCH_TYPES = 400
+#: the ``match`` / ``knn`` candidates a scored leaf contributes to an ordered or counted query (not the limit:
+#: ordering and counting read every matching instance)
+WHOLE_MATCH = 10_000
 
 
 def list_fields(ot: ObjectType) -> list[str]:
@@ -150,6 +154,37 @@ class StoreQueries:
                 ).all()
                 hits.extend(self._hit(object_type_id, r, None) for r in rest)
         return hits
+
+    def ordered_instances(self, kn_id: str, object_type_id: str, condition: Condition | None, order_by: str,
+                          descending: bool, limit: int) -> list[InstanceHit]:
+        """The first ``limit`` instances of ``object_type_id`` matching ``condition``, by ``order_by``'s typed value
+        (ascending, or ``descending``); instances without a value come last, ties by id — the same on SQLite and
+        PostgreSQL. ``ValueError`` for an unknown field or one without an order (a list, a boolean)."""
+        _, ot = self.core.object_type(kn_id, object_type_id)
+        key = order_expression(ot, order_by, self.core.dialect)
+        plan = self.compile(kn_id, object_type_id, condition, WHOLE_MATCH)
+        if limit <= 0:
+            return []
+        ti = t.instances
+        stmt = select(ti.c.id, ti.c.properties).where(ti.c.kn_id == kn_id, ti.c.object_type_id == object_type_id)
+        if plan is not None:
+            stmt = stmt.where(plan.clause)
+        stmt = stmt.order_by(key.is_(None), key.desc() if descending else key.asc(), ti.c.id).limit(limit)
+        with self.core.engine.connect() as conn:
+            rows = conn.execute(stmt).all()
+        scores = plan.scores if plan is not None else {}
+        return [self._hit(object_type_id, r, scores.get(r.id)) for r in rows]
+
+    def count_matching(self, kn_id: str, object_type_id: str, condition: Condition | None) -> int:
+        """How many instances of ``object_type_id`` match ``condition`` (all of them for None), counted in SQL;
+        ``ValueError`` for an unknown type, field or operation."""
+        plan = self.compile(kn_id, object_type_id, condition, WHOLE_MATCH)
+        ti = t.instances
+        stmt = select(func.count()).select_from(ti).where(ti.c.kn_id == kn_id, ti.c.object_type_id == object_type_id)
+        if plan is not None:
+            stmt = stmt.where(plan.clause)
+        with self.core.engine.connect() as conn:
+            return int(conn.execute(stmt).scalar() or 0)
 
     def query_instances_by_type(
         self, kn_id: str, conditions: dict[str, Condition], limit: int

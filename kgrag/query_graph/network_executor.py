@@ -1,0 +1,235 @@
+"""Run a network :class:`~kgrag.query_graph.plan.QueryGraph` through the network's own query tools: which calls to
+make next given the results so far, and the answers, evidence and count the finished calls give. No store is
+touched here — the agent's tools node runs the calls (``query_instance_subgraph``, ``query_object_instance``), so
+each one is traced and checked like any other.
+
+    calls = next_calls(plan, network, "library", done=[])       # [{"name": "query_instance_subgraph", …}]
+    … run them, append them (with "result") to done, ask again until [] …
+    out = read_execution(plan, network, done)                   # out.answers == ["2"] for a count
+
+Stages, each a batch of calls (labels ``qg:path`` / ``qg:constraint``, then ``qg:final`` / ``qg:count``):
+
+1. the core path from the first topic, and the entity constraint's path from the second (one
+   ``query_instance_subgraph`` each, by instance id, each hop in its plan's direction); answers = the path's ends,
+   intersected with the constraint's;
+2. when the plan filters, orders or has no topic: one ``query_object_instance`` on the answer type with
+   ``id in [answers]`` AND the literal constraint as a store condition (a year on a number property compares the
+   number; on a date property the ISO text: "before 1900" → ``< "1900"``, "after 1900" → ``>= "1901"``), ordered by
+   the aggregation's property (``argmin`` ascending, ``argmax`` descending; the best value and its ties kept),
+   plus a ``count_only`` call for a count with a constraint.
+
+Evidence rows are the agent's (:mod:`kgrag.agent.kn.answers`): ``{"value", "value_instance", "instance",
+"instance_name", "via", "direction"}`` with ``direction`` ``in`` when the link was walked against its relation
+(the answer text reads it "written by", not "wrote"), and ``property`` / ``property_value`` where a constraint or
+an aggregation read one. A count's answer is the number (``["3"]``), its evidence the counted instances.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kgrag.network.schema.model import KnowledgeNetwork
+from kgrag.query_graph.plan import LiteralConstraint, QueryGraph
+
+__all__ = ["Execution", "literal_condition", "next_calls", "read_execution"]
+
+#: instances one call returns at most (the tools' MAX_LIMIT)
+LIMIT = 200
+#: an argmax / argmin reads this many ordered instances, to keep the ties of the best value
+TIES = 20
+_DATES = frozenset({"date", "datetime", "timestamp", "year", "gyear", "date-time"})
+
+
+@dataclass
+class Execution:
+    answers: list[str] = field(default_factory=list)
+    evidence: list[dict[str, Any]] = field(default_factory=list)
+    count: int | None = None
+    #: what went wrong or could not be checked, in words (a tool error, a path cut at the limit)
+    problems: list[str] = field(default_factory=list)
+
+
+def _by_label(done: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    return {c.get("label", ""): c for c in done if str(c.get("label", "")).startswith("qg:")}
+
+
+def _instance_id(topic_id: str, object_type: str) -> str:
+    prefix = f"{object_type}:"
+    return topic_id[len(prefix):] if topic_id.startswith(prefix) else topic_id
+
+
+def _subgraph(kn_id: str, object_type: str, instance_id: str, path: Sequence[Any]) -> dict[str, Any]:
+    return {"kn_id": kn_id, "start": {"object_type": object_type, "ids": [instance_id]},
+            "relation_type_path": [{"relation_type": h.relation, "direction": h.direction} for h in path],
+            "limit": LIMIT}
+
+
+def literal_condition(lc: LiteralConstraint, prop_type: str) -> dict[str, Any]:
+    """The store condition of a literal constraint on a property of type ``prop_type`` (see the module docstring)."""
+    name = lc.relation
+    if prop_type.lower() in _DATES and lc.kind == "year":
+        low, high = int(lc.value), int(lc.value2 if lc.value2 is not None else lc.value)
+        bounds = {"<": (None, str(low)), "<=": (None, str(low + 1)), ">": (str(low + 1), None),
+                  ">=": (str(low), None), "=": (str(low), str(low + 1)), "between": (str(low), str(high + 1))}
+        start, end = bounds[lc.op]
+        parts = ([{"operation": ">=", "field": name, "value": start}] if start else []) + (
+            [{"operation": "<", "field": name, "value": end}] if end else [])
+        return parts[0] if len(parts) == 1 else {"operation": "and", "sub_conditions": parts}
+
+    def number(v: float) -> float | int:
+        return int(v) if float(v).is_integer() else v
+
+    if lc.op == "between":
+        return {"operation": "range", "field": name, "value": [number(lc.value), number(lc.value2 or lc.value)]}
+    op = "==" if lc.op == "=" else lc.op
+    value: Any = number(lc.value) if prop_type.lower() not in _DATES else str(number(lc.value))
+    return {"operation": op, "field": name, "value": value}
+
+
+def _prop_type(network: KnowledgeNetwork, type_id: str, prop: str) -> str:
+    ot = next((o for o in network.object_types if o.id == type_id), None)
+    found = next((p for p in ot.data_properties if p.name == prop), None) if ot else None
+    return found.type if found is not None else "string"
+
+
+def _ends(call: Mapping[str, Any] | None) -> list[str]:
+    result = (call or {}).get("result") or {}
+    return list(result.get("ends") or [])
+
+
+def _answer_ids(plan: QueryGraph, calls: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    ids = _ends(calls.get("qg:path"))
+    if plan.entity_constraint is not None:
+        other = set(_ends(calls.get("qg:constraint")))
+        ids = [i for i in ids if i in other]
+    return ids
+
+
+def _needs_final(plan: QueryGraph) -> bool:
+    agg = plan.aggregation
+    return (not plan.topics or plan.literal_constraint is not None
+            or (agg is not None and agg.op in ("argmax", "argmin")))
+
+
+def next_calls(plan: QueryGraph, network: KnowledgeNetwork, kn_id: str,
+               done: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The calls of the plan's next stage (``[]``: nothing left to run). Each is ``{"name", "args", "label",
+    "why"}``; a stage whose call failed ends the plan (the error is in ``done``)."""
+    calls = _by_label(done)
+    if any(c.get("error") for c in calls.values()):
+        return []
+    out: list[dict[str, Any]] = []
+    if plan.topics and "qg:path" not in calls:
+        topic = plan.topics[0]
+        out.append({"name": "query_instance_subgraph", "label": "qg:path", "why": f"query graph: {plan.describe()}",
+                    "args": _subgraph(kn_id, topic.type, _instance_id(topic.id, topic.type), plan.path)})
+        ec = plan.entity_constraint
+        if ec is not None:
+            out.append({"name": "query_instance_subgraph", "label": "qg:constraint",
+                        "why": f"query graph constraint: {ec.topic.name}",
+                        "args": _subgraph(kn_id, ec.topic.type, _instance_id(ec.topic.id, ec.topic.type), ec.path)})
+        return out
+    if not _needs_final(plan) or "qg:final" in calls:
+        return []
+    parts: list[dict[str, Any]] = []
+    if plan.topics:
+        ids = _answer_ids(plan, calls)
+        if not ids:
+            return []
+        parts.append({"operation": "in", "field": "id", "value": ids})
+    lc = plan.literal_constraint
+    if lc is not None:
+        parts.append(literal_condition(lc, _prop_type(network, plan.answer_type, lc.relation)))
+    condition = (None if not parts else parts[0] if len(parts) == 1
+                 else {"operation": "and", "sub_conditions": parts})
+    args: dict[str, Any] = {"kn_id": kn_id, "object_type": plan.answer_type, "limit": LIMIT}
+    if condition is not None:
+        args["condition"] = condition
+    agg = plan.aggregation
+    if agg is not None and agg.op in ("argmax", "argmin"):
+        args.update(order_by=agg.relation, order="desc" if agg.op == "argmax" else "asc",
+                    limit=min(LIMIT, max(TIES, agg.limit)))
+    out.append({"name": "query_object_instance", "label": "qg:final", "why": f"query graph: {plan.describe()}",
+                "args": args})
+    if agg is not None and agg.op == "count":
+        out.append({"name": "query_object_instance", "label": "qg:count", "why": "query graph: count",
+                    "args": {**{k: v for k, v in args.items() if k != "limit"}, "count_only": True}})
+    return out
+
+
+def _display(network: KnowledgeNetwork) -> dict[str, str]:
+    return {ot.id: ot.display_key for ot in network.object_types}
+
+
+def _name(instance: Mapping[str, Any], keys: Mapping[str, str]) -> str:
+    value = (instance.get("properties") or {}).get(keys.get(instance.get("object_type", ""), "name"))
+    return str(value) if value not in (None, "") else str(instance.get("id", ""))
+
+
+def _path_rows(call: Mapping[str, Any], keys: Mapping[str, str]) -> list[dict[str, Any]]:
+    """One row per link of the subgraph's last step: the end reached and the instance it was reached from."""
+    result = call.get("result") or {}
+    nodes = result.get("nodes") or {}
+    last = len(result.get("steps") or []) - 1
+    rows = []
+    for link in result.get("links") or []:
+        if link["step"] != last:
+            continue
+        near, end = (link["source"], link["target"]) if link["forward"] else (link["target"], link["source"])
+        rows.append({"value": _name(nodes.get(end, {"id": end}), keys), "value_instance": end, "instance": near,
+                     "instance_name": _name(nodes.get(near, {"id": near}), keys), "via": link["relation_type"],
+                     "direction": "out" if link["forward"] else "in"})
+    return rows
+
+
+def read_execution(plan: QueryGraph, network: KnowledgeNetwork, done: Sequence[Mapping[str, Any]]) -> Execution:
+    """The answers and evidence of the plan's finished calls (see the module docstring)."""
+    keys = _display(network)
+    calls = _by_label(done)
+    out = Execution()
+    for label, call in calls.items():
+        if call.get("error"):
+            out.problems.append(f"{call.get('name')} ({label[3:]}) failed: {call['error']}")
+        elif (call.get("result") or {}).get("truncated"):
+            out.problems.append(f"the path was cut at {LIMIT} instances a step: the answer may be incomplete")
+    if out.problems and any(c.get("error") for c in calls.values()):
+        return out
+    rows = _path_rows(calls["qg:path"], keys) if "qg:path" in calls else []
+    ids = _answer_ids(plan, calls) if plan.topics else []
+    final = calls.get("qg:final")
+    prop = (plan.aggregation.relation if plan.aggregation is not None and plan.aggregation.op != "count"
+            else plan.literal_constraint.relation if plan.literal_constraint is not None else "")
+    if final is not None:
+        instances = list(((final.get("result") or {}).get("instances")) or [])
+        agg = plan.aggregation
+        if agg is not None and agg.op in ("argmax", "argmin") and instances:
+            best = [i for i in instances if (i.get("properties") or {}).get(agg.relation) is not None]
+            top = [(i.get("properties") or {}).get(agg.relation) for i in best[: agg.limit]]
+            instances = [i for i in best if (i.get("properties") or {}).get(agg.relation) in top]
+        values = {i["id"]: (i.get("properties") or {}).get(prop) for i in instances}
+        order = [i["id"] for i in instances]
+        if plan.topics:
+            by_end: dict[str, list[dict[str, Any]]] = {}
+            for r in rows:
+                by_end.setdefault(r["value_instance"], []).append(r)
+            rows = [{**r, "property": prop, "property_value": values[i]} for i in order for r in by_end.get(i, [])]
+        else:
+            rows = [{"value": _name(i, keys), "value_instance": i["id"], "instance": i["id"],
+                     "instance_name": _name(i, keys), "via": prop, "direction": "out", "property": prop,
+                     "property_value": values[i["id"]]} for i in instances]
+        ids = order
+    else:
+        allowed = set(ids)
+        rows = [r for r in rows if r["value_instance"] in allowed]
+    out.evidence = rows
+    names = list(dict.fromkeys(r["value"] for r in rows))
+    if plan.aggregation is not None and plan.aggregation.op == "count":
+        counted = calls.get("qg:count")
+        total = (counted.get("result") or {}).get("count") if counted is not None else None
+        out.count = int(total) if isinstance(total, int) else len(dict.fromkeys(ids))
+        out.answers = [str(out.count)]
+    else:
+        out.answers = names
+    return out

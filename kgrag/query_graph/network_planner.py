@@ -1,0 +1,448 @@
+"""Query graphs on a knowledge network, planned without an LLM: the question's structure words
+(:mod:`kgrag.query_graph.cues`) and its linked topics, turned into scored :class:`~kgrag.query_graph.plan.QueryGraph`
+candidates over the network's own schema (run by :mod:`kgrag.query_graph.network_executor`).
+
+    plans = plan_network("how many books did George Orwell write", network,
+                         [LinkedTopic("George Orwell", "Author", "a:orwell", "George Orwell", 17)], [("rel:wrote", .9)])
+    plans[0].describe()   # 'George Orwell -[wrote]-> ?answer (type: book) · count'
+
+Stages (staged query-graph generation, Yih et al. 2015):
+
+1. **topics**: the linked instances (the agent's exact storage forms, in question order). A stored name said
+   verbatim wins over a cue inside it ("The Last Cartographer" is a title, not a superlative) and over an equality
+   on its value ("films from 2006" where 2006 is a stored instance: a topic, not ``year = 2006``); a topic inside
+   an order comparison is the comparison's value ("before 1984": no topic);
+2. **core path**: 1 or 2 relation types walked either way, **starting at the topic's object type** (a relation that
+   neither starts nor ends there is never a candidate); a 2-hop path only ends at an asked answer type;
+3. **answer type**: the object type whose name / id / comment words the question's type words name ("which
+   genres", "how many books", "the youngest author"); a path ending elsewhere loses;
+4. **entity constraint**: a second topic reaching the answer type in one hop (intersection: "fantasy books by X");
+5. **literal constraint**: a comparison cue ("before 1900", "more than 300 pages") on a number or date data
+   property of the answer type, the one whose words the cue and the question share best;
+6. **aggregation**: ``count`` ("how many books"; "how many pages" names a number property instead: no count),
+   ``argmax`` / ``argmin`` over a number or date property for a superlative ("the oldest book": ``year``
+   ascending, "the youngest author": ``birth_year`` descending).
+
+A question that names an asked answer type and a superlative, comparison or count but no topic gets plans over
+the whole answer type (no topic, no path). A comparison or superlative no number / date property of the answer
+type can take is left in the plan's ``unused`` (the answer says it could not apply it), never silently dropped. Each candidate is scored:
+
+``score = meaning + WORDS·words + TYPE·type fit − TYPE_MISS·(asked, not reached) + COVERAGE·coverage − HOP·(hops−1)``
+
+- meaning: the schema-intent ranker's probability of the path's first hop (the agent's ``schema_recall``), or of
+  the whole two-step ``path:`` label when it ranked one;
+- words: the share of the question's content words (cues and topic words removed) that the path's relation names
+  and comments and its answer type's words hold;
+- coverage: the share of the question's structure parts (count, comparison, superlative, type word, each topic)
+  the plan applies; those it does not are its ``unused`` (said in the answer).
+
+``confidence`` = coverage · (0.5 + 0.5 · the best candidate's softmax share of all candidates' scores at
+temperature :data:`TEMPERATURE`): a plan that leaves part of the question out, or barely beats another reading,
+is less sure. :func:`has_structure` tells whether a question needs a query graph at all (today's one-relation
+planners answer the rest).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from kgrag.network.schema.model import DataProperty, KnowledgeNetwork, ObjectType
+from kgrag.query_graph.cues import Cues, read_cues
+from kgrag.query_graph.plan import Aggregation, EntityConstraint, Hop, LiteralConstraint, QueryGraph, Topic
+
+__all__ = ["LinkedTopic", "asked_types", "has_structure", "plan_network", "question_cues", "value_properties"]
+
+WORDS = 0.35
+TYPE = 0.6
+TYPE_MISS = 0.6
+COVERAGE = 0.5
+HOP = 0.1
+TEMPERATURE = 0.25
+#: most candidates returned (best first)
+MAX_CANDIDATES = 8
+
+_NUMERIC = frozenset({"integer", "int", "long", "short", "float", "double", "decimal", "number", "numeric"})
+_DATES = frozenset({"date", "datetime", "timestamp", "year", "gyear", "date-time"})
+#: words that name a time-valued property (English; what a year comparison's property is called)
+_TIME_WORDS = ("year", "date", "born", "birth", "published", "publication", "founded", "released", "established",
+               "start", "time", "day")
+_STOP = frozenset(re.findall(r"\S+", """the a an of in on by to for with and or at as from into about is are was were be
+been being did does do has have had how many much what which who whom whose when where there that this these those it its
+their his her he she they them i you we me my your our any all some one ones number count"""))
+
+
+@dataclass(frozen=True)
+class LinkedTopic:
+    """A linked instance: its stored name, object type and id, the words that named it and where."""
+
+    name: str
+    object_type: str
+    instance_id: str
+    mention: str = ""
+    start: int = -1
+
+
+def _stem(word: str) -> str:
+    w = word.lower()
+    if len(w) > 4 and w.endswith("ies"):
+        return w[:-3] + "y"
+    if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
+        return w[:-1]
+    return w
+
+
+def _tokens(text: str) -> list[str]:
+    """Stemmed word tokens (Latin letters as words, a CJK run as one token), stop words dropped."""
+    return [_stem(t) for t in re.findall(r"[^\W\d_]+", text.lower().replace("_", " ")) if t not in _STOP]
+
+
+def _id_words(identifier: str) -> str:
+    tail = identifier.split("@")[0].rsplit(".", 1)[-1]
+    return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", tail).replace("_", " ")
+
+
+def _similar(a: str, b: str) -> bool:
+    """The same word, or two long words sharing their first five letters (publication / published)."""
+    return a == b or (len(a) >= 5 and len(b) >= 5 and a[:5] == b[:5])
+
+
+def _overlap(words: Iterable[str], text_words: Iterable[str]) -> int:
+    pool = list(text_words)
+    return sum(any(_similar(w, t) for t in pool) for w in dict.fromkeys(words))
+
+
+def _type_words(ot: ObjectType) -> tuple[list[str], list[str]]:
+    """(the type's own words: name and id, its comment's words)."""
+    return _tokens(f"{ot.name} {_id_words(ot.id)}"), _tokens(ot.comment)
+
+
+def asked_types(cues: Cues, network: KnowledgeNetwork) -> dict[str, float]:
+    """``{object type: fit}`` of the types the question's type words name: 1.0 when a word is the type's name or
+    id, 0.6 when only its comment says it."""
+    words = [_stem(w) for w in [*cues.answer_words, *([cues.count_noun] if cues.count_noun else [])]
+             if w and w.lower() not in _STOP]
+    out: dict[str, float] = {}
+    for ot in network.object_types:
+        own, comment = _type_words(ot)
+        if any(_similar(w, t) for w in words for t in own):
+            out[ot.id] = 1.0
+        elif any(w == t for w in words for t in comment):
+            out[ot.id] = 0.6
+    return out
+
+
+def value_properties(ot: ObjectType) -> list[DataProperty]:
+    """The data properties of ``ot`` holding numbers or dates (what a comparison or a superlative orders)."""
+    return [p for p in ot.data_properties
+            if p.name != ot.display_key and (p.type.lower() in _NUMERIC or p.type.lower() in _DATES)]
+
+
+def _prop_words(p: DataProperty) -> list[str]:
+    return _tokens(f"{p.display_name} {_id_words(p.name)} {p.comment}")
+
+
+def _pick_property(ot: ObjectType, hints: Sequence[str], question_words: Sequence[str], kind: str
+                   ) -> tuple[DataProperty, float] | None:
+    """The number / date property of ``ot`` a comparison or superlative is about: the one sharing most words with
+    the cue's hints and the question; ``kind`` year/date prefers a date or time-named property, number a number.
+    The only candidate is taken (with a low fit) when nothing is said; None when ``ot`` has none."""
+    props = value_properties(ot)
+    if kind == "number":
+        props = [p for p in props if p.type.lower() in _NUMERIC]
+    if not props:
+        return None
+    best: tuple[DataProperty, float] | None = None
+    for p in props:
+        words = _prop_words(p)
+        fit = _overlap([_stem(h) for h in hints], words) + 0.5 * _overlap(question_words, words)
+        if kind in ("year", "date"):
+            fit += 0.5 * (p.type.lower() in _DATES) + 0.5 * (_overlap(_TIME_WORDS, words) > 0)
+        if best is None or fit > best[1]:
+            best = (p, fit)
+    if best is not None and best[1] <= 0 and len(props) > 1:
+        return None
+    return best
+
+
+def _label(network: KnowledgeNetwork, rid: str) -> str:
+    rt = next((r for r in network.relation_types if r.id == rid), None)
+    return (rt.name or rid) if rt is not None else rid
+
+
+def _steps(network: KnowledgeNetwork, type_id: str) -> list[tuple[Hop, str, str]]:
+    """``(hop, the type it reaches, the relation's words)`` of every relation starting or ending at ``type_id``."""
+    out: list[tuple[Hop, str, str]] = []
+    for rt in network.relation_types:
+        words = f"{rt.name} {_id_words(rt.id)} {rt.comment}"
+        if rt.source_object_type_id == type_id:
+            out.append((Hop(relation=rt.id, direction="out", label=rt.name or rt.id), rt.target_object_type_id, words))
+        if rt.target_object_type_id == type_id:
+            out.append((Hop(relation=rt.id, direction="in", label=rt.name or rt.id), rt.source_object_type_id, words))
+    return out
+
+
+def _intent(hop: Hop) -> str:
+    return f"{'rel' if hop.direction == 'out' else 'rel_in'}:{hop.relation}"
+
+
+@dataclass
+class _Parts:
+    """The question's structure parts (what coverage counts) and its content words."""
+
+    cues: Cues
+    asked: dict[str, float]
+    words: list[str]
+    type_word: str
+
+
+def _parts(question: str, cues: Cues, network: KnowledgeNetwork, topics: Sequence[LinkedTopic]) -> _Parts:
+    masked = cues.masked()
+    for t in topics:
+        if t.mention:
+            masked = masked.replace(t.mention, " ")
+    own_types = {t.object_type for t in topics}
+    asked = {t: fit for t, fit in asked_types(cues, network).items() if t not in own_types}
+    type_word = next((w for w in [*cues.answer_words, cues.count_noun or ""] if w and _stem(w) not in _STOP), "")
+    words = [w for w in _tokens(masked) if not (type_word and _similar(w, _stem(type_word)))]
+    return _Parts(cues, asked, words, type_word if asked else "")
+
+
+def _inside(span: tuple[int, int], topic: LinkedTopic) -> bool:
+    return topic.start >= 0 and topic.start <= span[0] and span[1] <= topic.start + len(topic.mention)
+
+
+def _covers(span: tuple[int, int], topic: LinkedTopic) -> bool:
+    return topic.start >= 0 and span[0] <= topic.start and topic.start + len(topic.mention) <= span[1]
+
+
+def question_cues(question: str, topics: Sequence[LinkedTopic]) -> Cues:
+    """:func:`read_cues`, less the cues a linked topic's name holds (a title's "Last") and the equalities whose
+    value is a linked instance ("in 2006" where 2006 is stored): the topic reading wins there."""
+    cues = read_cues(question)
+    dropped: list[tuple[int, int]] = []
+    sup, comparison = cues.superlative, cues.comparison
+    if sup is not None and any(_inside(sup.span, t) for t in topics):
+        dropped.append(sup.span)
+        sup = None
+    if comparison is not None and (any(_inside(comparison.span, t) for t in topics)
+                                   or (comparison.op == "=" and any(_covers(comparison.span, t) for t in topics))):
+        dropped.append(comparison.span)
+        comparison = None
+    if not dropped:
+        return cues
+    return replace(cues, superlative=sup, comparison=comparison, spans=[s for s in cues.spans if s not in dropped])
+
+
+def has_structure(question: str, network: KnowledgeNetwork, topics: Sequence[LinkedTopic],
+                  best_intent: str | None) -> bool:
+    """Whether the question asks more than one relation from one topic: a count of things, a comparison, a
+    superlative, two topics, or an answer type (named by its type's own name, not the topic's type) the best
+    one-relation intent does not reach."""
+    cues = question_cues(question, topics)
+    topics = _own_topics(cues, topics)
+    own_types = {t.object_type for t in topics}
+    asked = {t: fit for t, fit in asked_types(cues, network).items() if fit >= 1.0 and t not in own_types}
+    if cues.is_count and not _counts_a_property(cues, network, topics, asked):
+        return True
+    if cues.comparison is not None or cues.superlative is not None:
+        return True
+    if len({t.instance_id for t in topics}) >= 2:
+        return True
+    if asked and best_intent:
+        kind, _, rid = best_intent.partition(":")
+        rt = next((r for r in network.relation_types if r.id == rid), None) if kind in ("rel", "rel_in") else None
+        if rt is not None:
+            reached = rt.target_object_type_id if kind == "rel" else rt.source_object_type_id
+            return reached not in asked
+    return False
+
+
+def _counts_a_property(cues: Cues, network: KnowledgeNetwork, topics: Sequence[LinkedTopic],
+                       asked: Mapping[str, float]) -> bool:
+    """"how many pages does X have": the count noun names a number property of a topic's type, not a type."""
+    if not cues.count_noun or asked:
+        return False
+    noun = _stem(cues.count_noun)
+    types = {t.object_type for t in topics}
+    return any(_similar(noun, w) for ot in network.object_types if ot.id in types
+               for p in value_properties(ot) for w in _prop_words(p))
+
+
+def _own_topics(cues: Cues, topics: Sequence[LinkedTopic]) -> list[LinkedTopic]:
+    """Distinct topics (first mention first) whose words are not a cue's ("1984" in "before 1984")."""
+    out: list[LinkedTopic] = []
+    for t in sorted(topics, key=lambda t: t.start if t.start >= 0 else 1 << 30):
+        end = t.start + len(t.mention)
+        if t.start >= 0 and any(a < end and t.start < b for a, b in cues.spans):
+            continue
+        if all(o.instance_id != t.instance_id for o in out):
+            out.append(t)
+    return out[:3]
+
+
+def _topic(t: LinkedTopic) -> Topic:
+    return Topic(name=t.name[:500], id=f"{t.object_type}:{t.instance_id}"[:500], mention=t.mention[:500],
+                 type=t.object_type[:300])
+
+
+def _literal(parts: _Parts, ot: ObjectType) -> tuple[LiteralConstraint | None, float]:
+    comparison = parts.cues.comparison
+    if comparison is None:
+        return None, 0.0
+    hints = list(comparison.words) + (list(_TIME_WORDS) if comparison.kind == "year" else [])
+    picked = _pick_property(ot, hints, parts.words, comparison.kind)
+    if picked is None:
+        return None, 0.0
+    prop, fit = picked
+    kind = "year" if comparison.kind == "year" else ("date" if prop.type.lower() in _DATES else "number")
+    lc = LiteralConstraint(relation=prop.name, label=prop.display_name or prop.name, op=comparison.op,
+                           value=comparison.value, value2=comparison.value2, kind=kind, text=comparison.text[:200])
+    return lc, fit
+
+
+def _aggregation(parts: _Parts, ot: ObjectType) -> tuple[Aggregation | None, float]:
+    cues = parts.cues
+    sup = cues.superlative
+    if sup is not None and not sup.counts:
+        picked = _pick_property(ot, sup.words, parts.words, sup.kind)
+        if picked is None:
+            return None, 0.0
+        prop, fit = picked
+        kind = "date" if prop.type.lower() in _DATES else ("year" if sup.kind == "date" else "number")
+        # a date superlative on a year-valued number orders the numbers ("oldest": the smallest year)
+        op = "argmax" if sup.direction == "max" else "argmin"
+        return Aggregation(op=op, relation=prop.name, label=prop.display_name or prop.name, kind=kind,
+                           text=sup.text[:200]), fit
+    if cues.is_count:
+        return Aggregation(op="count", text="how many"), 1.0
+    return None, 0.0
+
+
+def _structure(parts: _Parts, topics: Sequence[LinkedTopic]) -> list[str]:
+    """The question's parts a plan should use, in the question's words."""
+    cues = parts.cues
+    out = []
+    if cues.is_count:
+        out.append("how many")
+    if cues.comparison is not None:
+        out.append(cues.comparison.text)
+    if cues.superlative is not None:
+        out.append(cues.superlative.text)
+    if parts.type_word:
+        out.append(parts.type_word)
+    out += [t.mention or t.name for t in topics]
+    return out
+
+
+def _finish(plan: QueryGraph, parts: _Parts, topics: Sequence[LinkedTopic], used: set[str], meaning: float,
+            words: float, type_fit: float) -> QueryGraph:
+    wanted = _structure(parts, topics)
+    unused = [w for w in wanted if w not in used]
+    coverage = 1.0 - len(unused) / len(wanted) if wanted else 1.0
+    miss = bool(parts.asked) and type_fit == 0.0
+    score = (meaning + WORDS * words + TYPE * type_fit - TYPE_MISS * miss + COVERAGE * coverage
+             - HOP * max(len(plan.path) - 1, 0))
+    return plan.model_copy(update={"unused": unused[:20], "score": round(score, 4),
+                                   "confidence": round(coverage, 4)})
+
+
+def _apply_cues(parts: _Parts, ot: ObjectType) -> tuple[dict, set[str]]:
+    """The literal constraint and aggregation a plan ending at ``ot`` takes, and the parts they use."""
+    update: dict = {}
+    used: set[str] = set()
+    lc, _ = _literal(parts, ot)
+    if lc is not None:
+        update["literal_constraint"] = lc
+        used.add(lc.text)
+    agg, _ = _aggregation(parts, ot)
+    if agg is not None:
+        update["aggregation"] = agg
+        used.add(agg.text)
+    return update, used
+
+
+def plan_network(question: str, network: KnowledgeNetwork, topics: Sequence[LinkedTopic],
+                 intents: Sequence[tuple[str, float]] = (), max_candidates: int = MAX_CANDIDATES
+                 ) -> list[QueryGraph]:
+    """The scored query-graph candidates of ``question`` on ``network``, best first (see the module docstring);
+    ``intents``: the schema-intent ranker's ``(label, probability)`` for the topics' types. Empty when nothing
+    can be planned (no topic and no asked answer type)."""
+    cues = question_cues(question, topics)
+    own = _own_topics(cues, topics)
+    parts = _parts(question, cues, network, own)
+    types = {ot.id: ot for ot in network.object_types}
+    p = dict(intents)
+    candidates: list[QueryGraph] = []
+    for main in own[:2]:
+        others = [t for t in own if t.instance_id != main.instance_id]
+        for path, end, text in _paths(network, main.object_type, parts.asked):
+            ot = types.get(end)
+            if ot is None:
+                continue
+            labels = [_intent(h) for h in path]
+            meaning = p.get("path:" + "|".join(labels), p.get(labels[0], 0.0) * (1.0 if len(path) == 1 else 0.8))
+            path_words = _tokens(f"{text} {ot.name} {_id_words(ot.id)}")
+            words = _overlap(parts.words, path_words) / max(len(set(parts.words)), 1)
+            type_fit = parts.asked.get(end, 0.0)
+            update, used = _apply_cues(parts, ot)
+            used.add(main.mention or main.name)
+            if type_fit:
+                used.add(parts.type_word)
+            constraint = _entity_constraint(network, others, end, parts, p)
+            if constraint is not None:
+                update["entity_constraint"] = constraint[0]
+                used.add(constraint[1])
+            plan = QueryGraph(topics=[_topic(main)] + ([constraint[0].topic] if constraint else []), path=path,
+                              answer_type=end, answer_type_label=ot.name or end, **update)
+            candidates.append(_finish(plan, parts, own, used, meaning, words, type_fit))
+    if parts.asked and (cues.superlative is not None or cues.comparison is not None or cues.is_count):
+        for end, fit in parts.asked.items():
+            ot = types[end]
+            # a cue no property of the type can take stays in the plan's ``unused`` (said, never dropped)
+            update, used = _apply_cues(parts, ot)
+            used.add(parts.type_word)
+            plan = QueryGraph(topics=[], path=[], answer_type=end, answer_type_label=ot.name or end, **update)
+            candidates.append(_finish(plan, parts, own, used, 0.0, 0.0, fit))
+    candidates.sort(key=lambda c: -c.score)
+    return _with_confidence(candidates[:max_candidates])
+
+
+def _paths(network: KnowledgeNetwork, start: str, asked: Mapping[str, float]) -> list[tuple[list[Hop], str, str]]:
+    """1-hop paths from ``start`` (either way), and 2-hop ones that end at an asked type."""
+    out: list[tuple[list[Hop], str, str]] = []
+    for hop, mid, text in _steps(network, start):
+        out.append(([hop], mid, text))
+        if not asked:
+            continue
+        for hop2, end, text2 in _steps(network, mid):
+            if end in asked and hop2.relation != hop.relation:
+                out.append(([hop, hop2], end, f"{text} {text2}"))
+    return out
+
+
+def _entity_constraint(network: KnowledgeNetwork, others: Sequence[LinkedTopic], end: str, parts: _Parts,
+                       p: Mapping[str, float]) -> tuple[EntityConstraint, str] | None:
+    """The best one-hop path from another topic to the answer type: ``(constraint, the words it uses)``."""
+    best: tuple[float, EntityConstraint, str] | None = None
+    for t in others:
+        for hop, reached, text in _steps(network, t.object_type):
+            if reached != end:
+                continue
+            score = p.get(_intent(hop), 0.0) + _overlap(parts.words, _tokens(text)) / max(len(parts.words), 1)
+            if best is None or score > best[0]:
+                best = (score, EntityConstraint(topic=_topic(t), path=[hop]), t.mention or t.name)
+    return (best[1], best[2]) if best else None
+
+
+def _with_confidence(candidates: list[QueryGraph]) -> list[QueryGraph]:
+    """Each candidate's confidence: its coverage (set by :func:`_finish`) times 0.5 + 0.5 · its softmax share."""
+    if not candidates:
+        return candidates
+    top = max(c.score for c in candidates)
+    weights = [math.exp((c.score - top) / TEMPERATURE) for c in candidates]
+    total = sum(weights)
+    return [c.model_copy(update={"confidence": round(min(1.0, c.confidence * (0.5 + 0.5 * w / total)), 4)})
+            for c, w in zip(candidates, weights, strict=True)]
