@@ -89,6 +89,10 @@ _SPLIT = re.compile(r"[,，。;；:：!！?？、/|()（）\[\]【】\"'“”�
 
 
 _WORD_START = re.compile(r"\b[0-9a-z]")
+_ASCII_WORD = re.compile(r"[0-9a-z]+(?:['’]s)?")
+#: a partial name (a surname, a word of a title) is a word of at least this many characters of at most this many names
+MIN_PARTIAL_CHARS = 4
+MAX_PARTIAL_OWNERS = 5
 _WORD_END = re.compile(r"[0-9a-z]\b")
 
 
@@ -103,6 +107,8 @@ class Lexicon:
     max_name_length: int = 0
     relation_words: dict[str, set[str]] = field(default_factory=dict)  # word -> relation type ids
     type_words: dict[str, str] = field(default_factory=dict)  # object type name -> type id
+    #: word of a many-word ASCII name (lower-cased) -> the stored names holding it (built on first use)
+    _partials: dict[str, list[str]] | None = field(default=None, repr=False)
 
     @classmethod
     def from_network(cls, network: KnowledgeNetwork, names: Iterable[tuple[str, str, str]]) -> Lexicon:
@@ -156,6 +162,40 @@ class Lexicon:
                     out.append((i, j, stored))
                     break
         return [(i, j, n) for i, j, n in out if not any(a <= i and j <= b and (a, b) != (i, j) for a, b, _ in out)]
+
+    def _partial_index(self) -> dict[str, list[str]]:
+        if self._partials is None:
+            index: dict[str, list[str]] = {}
+            schema = {w.lower() for w in (*self.relation_words, *self.type_words)}
+            for low, stored in self.ascii_names.items():
+                words = _ASCII_WORD.findall(low)
+                if len(words) < 2:
+                    continue
+                for word in dict.fromkeys(words):
+                    if len(word) >= MIN_PARTIAL_CHARS and word not in STOPWORDS and word not in schema \
+                            and word.removesuffix("s") not in schema and not word.isdigit():
+                        index.setdefault(word, []).append(stored)
+            self._partials = {w: sorted(names, key=lambda n: (len(n), n))
+                              for w, names in index.items() if len(names) <= MAX_PARTIAL_OWNERS}
+        return self._partials
+
+    def partial_spans(self, text: str) -> list[tuple[int, int, str]]:
+        """Words of ``text`` that are one word of a many-word stored ASCII name — a surname or a part of a title,
+        in any case, a possessive's ``'s`` and a plural ``s`` looked through (``orwell's`` -> ``George Orwell``):
+        ``(start, end, stored name)``, the shorter names first where a word is in several (at most
+        :data:`MAX_PARTIAL_OWNERS`; a word in more names says nothing)."""
+        if not self.ascii_names:
+            return []
+        index = self._partial_index()
+        out: list[tuple[int, int, str]] = []
+        for m in _ASCII_WORD.finditer(text.lower()):
+            word = m.group()
+            for form in (word, word[:-2] if word.endswith("'s") or word.endswith("’s") else "",
+                         word[:-1] if word.endswith("s") else ""):
+                if form and form in index:
+                    out.extend((m.start(), m.start() + len(form), stored) for stored in index[form])
+                    break
+        return out
 
     def relation_ids(self, token: str) -> set[str]:
         """Relation types a token names: equal to a schema word, or (2+ chars) inside one."""

@@ -6,7 +6,8 @@ not the user's spelling).
 
 1. **Exact forms**: every maximal span of the question that is a stored instance name (a name inside a longer
    stored name found at the same place does not count: 细菌性阴道炎, not 阴道炎), in the order they appear; an
-   English name also when said in another case or in the plural (``film directors`` -> ``Film Director``). The
+   English name also when said in another case or in the plural (``film directors`` -> ``Film Director``), or by
+   one of its words where no whole name is said (a surname: ``orwell's`` -> ``George Orwell``). The
    scan is a dictionary lookup per substring up to the longest stored name (≈ 1,000 lookups for a 50-character
    question), no SQL.
 2. **Contains forms** (only when the question holds no stored name of the wanted type): the stored names of that
@@ -64,8 +65,15 @@ def topic_candidates(question: str, lexicon: Lexicon) -> list[TopicCandidate]:
         for type_id, instance_id in names[text]:
             out.append(TopicCandidate(text, type_id, instance_id, "exact", text, i))
     # English names said in another case or in the plural, where no exact span covers them
-    for i, j, stored in lexicon.folded_spans(question):
+    folded = lexicon.folded_spans(question)
+    for i, j, stored in folded:
         if not any(a < j and i < b for a, b in maximal):
+            for type_id, instance_id in names[stored]:
+                out.append(TopicCandidate(stored, type_id, instance_id, "exact", question[i:j], i))
+    # a surname or a word of a longer English name ("Orwell's" -> George Orwell), where no name covers it
+    covered = [*maximal, *((i, j) for i, j, _ in folded)]
+    for i, j, stored in lexicon.partial_spans(question):
+        if not any(a < j and i < b for a, b in covered):
             for type_id, instance_id in names[stored]:
                 out.append(TopicCandidate(stored, type_id, instance_id, "exact", question[i:j], i))
     out.sort(key=lambda c: c.start)
