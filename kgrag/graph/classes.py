@@ -1,5 +1,6 @@
 """Which nodes of a graph are classes (types): the objects of its type relations — ``rdf:type``, Freebase's
-``type.object.type`` (under any namespace) and ``common.topic.notable_types``.
+``type.object.type`` (under any namespace) and ``common.topic.notable_types``, Wikidata's ``wdt:P31`` (instance
+of).
 
     rows = class_rows(CSRGraph.load("work/mykg/graph.npz"))   # sorted int64 rows of the class nodes
 
@@ -16,12 +17,14 @@ from kgrag.graph.csr import CSRGraph
 __all__ = ["TYPE_PREDICATES", "class_rows", "type_relations"]
 
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+#: type predicates recognised by their whole IRI
+TYPE_IRIS = frozenset({RDF_TYPE, "http://www.wikidata.org/prop/direct/P31"})
 #: the last part of a type predicate's IRI, or a relation name, that says "is an instance of"
 TYPE_PREDICATES = ("type.object.type", "common.topic.notable_types")
 
 
 def _is_type(name: str) -> bool:
-    return name == RDF_TYPE or any(name == p or name.endswith(f"/{p}") or name.endswith(f".{p}")
+    return name in TYPE_IRIS or any(name == p or name.endswith(f"/{p}") or name.endswith(f".{p}")
                                    for p in TYPE_PREDICATES)
 
 

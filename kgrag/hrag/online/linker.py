@@ -26,11 +26,25 @@ it really contains. :meth:`EntityLinker.topics` gives the rows and the text with
 
   Rows sharing a normalised name are ordered: stored name written in the text exactly (the link's span then
   covers it, ``Jr.`` / ``Tokyo!`` included), then equal but for case, then more edges, then lower row.
-* **Near-misses**: when no span passes rule 1 or 2, spans that are not only template words (at least
+  A span's normalised text is looked up as a name, then as a name without its leading article (``Beatles`` →
+  ``The Beatles``), then as an **other name** the import read (``skos:altLabel`` …, the graph's ``alias_rows``;
+  ``match_type="alias"``); its last word may be a plural (``Nobel Prizes`` → ``Nobel Prize``) or a possessive.
+  Rows matched by their own name come before those matched otherwise. **Class nodes** (objects of ``rdf:type`` /
+  ``type.object.type``: :func:`kgrag.graph.classes.class_rows`) rank after entities — a span naming only classes
+  after every other span that passes rule 2, a class row after the entity rows of its span — so "what currency is
+  used in italy" links Italy; a class is still linked when nothing else is.
+* **Partial names** (``"partial"``): the last words of a name (a surname: ``romney`` → ``Mitt Romney``), shared
+  by at most :data:`MAX_PARTIAL_ROWS` names, most edges first (a popularity prior).
+* **Near-misses**: when no span passes rule 1 or 2 (or only class spans do), partial names and near-misses come
+  first (more of the text's words first; an exact surname before a near-miss of as many words). Spans that are
+  not only template words (at least
   :data:`MIN_FUZZY_CHARS` letters/digits) are matched through a character-trigram inverted index of the
   normalised names; a name counts when :func:`kgrag.search.storage_forms.similarity` of the normalised span and
   name is at least :data:`FUZZY_SIMILARITY`; ranked by rule 1, similarity, then length. Only the first
   :data:`MAX_FUZZY_TOKENS` tokens of a text are searched this way.
+
+:meth:`EntityLinker.candidates` lists every span's rows (partial names and near-misses included) with a score in
+[0, 1] and an ``is_class`` flag, for a planner that chooses the topic jointly with its query graph.
 
 Normalisation (names and text alike, :func:`normalise`): Unicode compatibility forms, casefold, accents dropped
 (``Amélie`` = ``Amelie``; ``ø æ œ ł đ ð þ`` spelled in ASCII), curly quotes and backticks as ``'``. A token is
