@@ -28,17 +28,17 @@ it really contains. :meth:`EntityLinker.topics` gives the rows and the text with
   covers it, ``Jr.`` / ``Tokyo!`` included), then equal but for case, then more edges, then lower row.
   A span's normalised text is looked up as a name, then as a name without its leading article (``Beatles`` →
   ``The Beatles``), then as an **other name** the import read (``skos:altLabel`` …, the graph's ``alias_rows``;
-  ``match_type="alias"``); its last word may be a plural (``Nobel Prizes`` → ``Nobel Prize``) or a possessive.
+  ``match_type="alias"``); its last word may be a possessive.
   Rows matched by their own name come before those matched otherwise. **Class nodes** (objects of ``rdf:type`` /
   ``type.object.type``: :func:`kgrag.graph.classes.class_rows`) rank after entities — a span naming only classes
   after every other span that passes rule 2, a class row after the entity rows of its span — so "what currency is
   used in italy" links Italy; a class is still linked when nothing else is.
+* **Plurals**: a span whose last word made singular is a name (``Nobel Prizes`` → ``Nobel Prize``).
 * **Partial names** (``"partial"``): the last words of a name (a surname: ``romney`` → ``Mitt Romney``), shared
   by at most :data:`MAX_PARTIAL_ROWS` names, most edges first (a popularity prior).
-* **Near-misses**: when no span passes rule 1 or 2 (or only class spans do), partial names and near-misses come
-  first (more of the text's words first; an exact surname before a near-miss of as many words). Spans that are
-  not only template words (at least
-  :data:`MIN_FUZZY_CHARS` letters/digits) are matched through a character-trigram inverted index of the
+* **Near-misses**: when no span passes rule 1 or 2 (or only class spans do), plurals, partial names and
+  near-misses come first (more of the text's words first; an exact surname before a near-miss of as many
+  words). Spans that are not only template words (at least :data:`MIN_FUZZY_CHARS` letters/digits) are matched through a character-trigram inverted index of the
   normalised names; a name counts when :func:`kgrag.search.storage_forms.similarity` of the normalised span and
   name is at least :data:`FUZZY_SIMILARITY`; ranked by rule 1, similarity, then length. Only the first
   :data:`MAX_FUZZY_TOKENS` tokens of a text are searched this way.
@@ -479,11 +479,11 @@ class EntityLinker:
                 continue
             norm = [t for t, _, _ in toks]
             key = " ".join(norm)
-            for partial in (False, True):
-                hit = self._span_rows(key, norm[-1], span, len(span), partial)
+            for mode in ("name", "plural", "partial"):
+                hit = self._span_rows(key, norm[-1], span, len(span), mode)
                 if hit is not None:
                     rows, alias, secondary, _ = hit
-                    kind = "partial" if partial else "normalised"
+                    kind = "partial" if mode == "partial" else "normalised"
                     out.append([Link(r, self.names[r], s, e, "alias" if r in alias else kind, 1.0)
                                 for r, s, e, _ in self._order(rows, text, start, end, secondary)])
                     break
@@ -511,11 +511,12 @@ class EntityLinker:
 
     def _plain_spans(self, text: str, toks: list[tuple[str, int, int]], everything: bool = False) -> list[_Span]:
         """The spans of plain text, best first: names (and other names); when none is a good one (rule 1 or 2,
-        and not only class nodes) — or ``everything`` — the partial names and near-misses too, before them."""
+        and not only class nodes) — or ``everything`` — the plurals, partial names and near-misses too, before
+        them."""
         norm = [t for t, _, _ in toks]
         spans = self._exact_spans(text, toks, norm)
         if everything or not any((s.template or not s.template_only) and not s.all_class for s in spans):
-            partial = self._exact_spans(text, toks, norm, partial=True)
+            partial = self._exact_spans(text, toks, norm, "plural") + self._exact_spans(text, toks, norm, "partial")
             fuzzy = self._fuzzy(toks[:MAX_FUZZY_TOKENS], norm[:MAX_FUZZY_TOKENS])
             extra = sorted(partial + fuzzy, key=_Span.fallback_rank) if partial else fuzzy
             if everything:
@@ -553,19 +554,21 @@ class EntityLinker:
             s.fit = (cum[s.i] + self._logp(seq[s.i], _PLACEHOLDER) + self._logp(_PLACEHOLDER, seq[s.j + 1])
                      + cum[-1] - cum[s.j + 1])
 
-    def _span_rows(self, key: str, last: str, text: str, end: int, partial: bool = False
+    def _span_rows(self, key: str, last: str, text: str, end: int, mode: str = "name"
                    ) -> tuple[tuple[int, ...], frozenset[int], frozenset[int], int] | None:
         """(rows, rows matched by an other name only, rows not matched by their name while others are, span end)
-        of a span's normalised ``key`` ending with token
-        ``last`` at ``end``: as written, else without a possessive ``'s`` (``Heat's``), else its last word
-        singular (``Nobel Prizes``); ``partial``: in the partial-name index instead."""
+        of a span's normalised ``key`` ending with token ``last`` at ``end``. ``mode`` ``name``: as written, else
+        without a possessive ``'s`` (``Heat's``); ``plural``: only where that finds nothing, its last word
+        singular (``Nobel Prizes``); ``partial``: as written or possessive, in the partial-name index."""
         lookup = (lambda k: (self.partial_index[k], frozenset(), frozenset()) if k in self.partial_index
-                  else None) if partial else self._lookup
+                  else None) if mode == "partial" else self._lookup
         found = lookup(key)
         if found is None and _possessive(text, end):
             found = lookup(key[:-1])  # Heat's -> Heat
             end -= 2
-        if found is None:
+        if mode == "plural":
+            if found is not None:
+                return None
             stem = key[: len(key) - len(last)]
             for singular in _singulars(last):
                 found = lookup(stem + singular)
@@ -577,9 +580,11 @@ class EntityLinker:
         return bool(self.is_class[list(rows)].all()) if rows else False
 
     def _exact_spans(self, text: str, toks: list[tuple[str, int, int]], norm: list[str],
-                     partial: bool = False) -> list[_Span]:
-        """Spans whose normalised text names rows (``partial``: is the last words of names, see
-        :meth:`_build_partial_names`), best first (:meth:`_Span.rank`)."""
+                     mode: str = "name") -> list[_Span]:
+        """Spans whose normalised text names rows, best first (:meth:`_Span.rank`); ``mode`` (see
+        :meth:`_span_rows`): ``plural`` — named once the last word is singular, ``partial`` — the last words of
+        names (:meth:`_build_partial_names`)."""
+        partial = mode == "partial"
         prefixes, words = (self.partial_prefixes if partial else self.prefixes), self.template_words
         found: list[_Span] = []
         n = len(toks)
@@ -587,11 +592,11 @@ class EntityLinker:
             key = ""
             for j in range(i, min(n, i + self.max_tokens)):
                 key = f"{key} {norm[j]}" if key else norm[j]
-                hit = self._span_rows(key, norm[j], text, toks[j][2], partial)
+                hit = self._span_rows(key, norm[j], text, toks[j][2], mode)
                 if hit is not None:
                     rows, alias, secondary, end = hit
                     template_only = all(t in words for t in norm[i : j + 1])
-                    if not (partial and template_only):
+                    if not (mode != "name" and template_only):
                         found.append(_Span(i, j + 1, toks[i][1], end, rows, self._is_template(norm, i, j + 1),
                                            template_only, all_class=self._all_class(rows), alias=alias,
                                            secondary=secondary, partial=partial))
