@@ -192,3 +192,21 @@ def test_prepared_graph_store_tools_and_linker_say_the_labels(wd_kg, work_settin
         assert "score" not in links[0].as_dict()  # link()'s dicts are unchanged
     finally:
         kg.close()
+
+
+def test_a_readable_predicate_keeps_its_name_and_gets_its_label(tmp_path) -> None:
+    """Freebase names its properties too (``type.object.name`` on ``people.person.place_of_birth``): the relation
+    keeps its readable id (relation whitelists and the planners read it), the label is kept beside it, and neither
+    the property nor its schema triples become entities."""
+    graph = _graph(_write(tmp_path, "fb.ttl", """@prefix fb: <http://rdf.freebase.com/ns/> .
+@prefix ex: <http://example.org/> .
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+fb:people.person.place_of_birth fb:type.object.name "Place of birth"@en ;
+  fb:type.property.expected_type fb:location.location .
+fb:m.01 fb:type.object.name "Ada Lovelace"@en ; fb:people.person.place_of_birth fb:m.02 ; ex:bornIn fb:m.02 .
+fb:m.02 fb:type.object.name "London"@en .
+ex:bornIn rdfs:label "born in" .
+"""))
+    assert graph.relations == ["bornIn", "people.person.place_of_birth"]
+    assert graph.relation_labels == ["born in", "Place of birth"]
+    assert set(graph.entity_names) == {"Ada Lovelace", "London"}

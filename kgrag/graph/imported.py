@@ -4,10 +4,11 @@
 
 Keys and relations are sorted (so the same files give the same graph, and a TSV import of MetaQA's ``kb.txt``
 gives exactly the built-in MetaQA graph). Relation names are minted here (:func:`relation_local_name`; two sources
-with the same local part get ``_2``, ``_3``): from the property's label when the source gives one
-(``wdt:P19`` labelled "place of birth" → ``place_of_birth``, so the store, the tools, the agent and the console all
-say it; ``meta["relation_labels"]`` keeps the label as written, ``meta["relation_sources"]`` the IRI), else from the
-IRI (an opaque ``P19`` stays ``P19``; a label with no ASCII letter keeps the IRI's name, its label in the meta); local ids follow the arrays' ``id_style`` (``iri``: the IRI's own id
+with the same local part get ``_2``, ``_3``): an opaque predicate id is replaced by its property's label when the
+source gives one (``wdt:P19`` labelled "place of birth" → ``place_of_birth``, so the store, the tools, the agent
+and the console all say it), a readable one is kept (``people.person.place_of_birth``, ``birthPlace``);
+``meta["relation_labels"]`` keeps every label as written, ``meta["relation_sources"]`` the IRI. An unlabelled
+``P19`` stays ``P19``; a label with no ASCII letter keeps the id, its label in the meta; local ids follow the arrays' ``id_style`` (``iri``: the IRI's own id
 when it is one, ``m.0abc``, else a slug + hash; ``slug``: the key's slug + hash). Two keys with the same local id
 (``…/a/m.0abc`` and ``…/b/m.0abc``) both fall back to the slug of their whole key. The nodes' other names
 (``arrays.alias_nodes`` / ``alias_names``) follow their nodes into the graph's ``alias_rows`` / ``alias_names``.
@@ -25,6 +26,9 @@ from kgrag.graph.iri import FREEBASE_NS, RELATION_RE, local_id, slug_id
 from kgrag.graph.mapped import StringColumn
 
 _NOT_RELATION = re.compile(r"[^A-Za-z0-9_.]+")
+
+#: a relation name that is an opaque id (Wikidata's ``P19``, digits, hashes, Freebase ``m.`` ids): named by its label
+_OPAQUE_RELATION = re.compile(r"^(?:[A-Z]\d+|r_\d+|[mg]\.[0-9a-z_]+|[0-9a-f_]{16,}|relation)$")
 
 __all__ = ["imported_csr", "label_local_name", "relation_local_name", "relation_local_names"]
 
@@ -64,13 +68,15 @@ def label_local_name(label: str) -> str:
 
 
 def relation_local_names(sources: list[str], labels: list[str] | None = None) -> list[str]:
-    """:func:`relation_local_name` of each source (:func:`label_local_name` of its label where it has one), in
-    order; a name already taken gets ``_2``, ``_3``."""
+    """:func:`relation_local_name` of each source — :func:`label_local_name` of its label instead where that is an
+    opaque id (``P19``, digits, a hash) and a label is given — in order; a name already taken gets ``_2``,
+    ``_3``. A readable predicate keeps its own name (``people.person.place_of_birth``, ``birthPlace``)."""
     taken: set[str] = set()
     out = []
     for k, source in enumerate(sources):
-        label = label_local_name(labels[k]) if labels and labels[k] else ""
-        local = base = label or relation_local_name(source)
+        local = base = relation_local_name(source)
+        if labels and labels[k] and _OPAQUE_RELATION.match(local):
+            local = base = label_local_name(labels[k]) or local
         n = 1
         while local in taken:
             n += 1
