@@ -41,6 +41,10 @@ def prepare(
     data_dir: Annotated[Path | None, typer.Option(help="Override KGRAG_DATA_DIR.")] = None,
     store: Annotated[bool, typer.Option(help="With --triples: also load the embedded SPARQL store the KG tools "
                                         "query (--no-store: H-RAG only, reading the mapped graph).")] = True,
+    alias_predicate: Annotated[list[str] | None, typer.Option(help="With --triples: an IRI of your graph's own "
+                                                              "other-name predicate (beside skos:altLabel, "
+                                                              "schema:alternateName, common.topic.alias); "
+                                                              "repeatable.")] = None,
 ) -> None:
     """Prepare a dataset (idempotent): CSR graph, Oxigraph store, resolved questions, summary. With --triples,
     import your own graph as dataset NAME (registered once every step succeeded; the same inputs again: a
@@ -59,7 +63,8 @@ def prepare(
         console.print(f"registered {spec.name}: {spec.describe()} (try: kgrag tools --kg {spec.name}, "
                       f"kgrag ask \"…\" --kg {spec.name})", highlight=False)
         return
-    spec = import_spec(settings, dataset, triples or [], questions or [], lang, max_bad_lines, store)
+    spec = import_spec(settings, dataset, triples or [], questions or [], lang, max_bad_lines, store,
+                       alias_predicate or [])
     check_inputs(spec, data_dir or settings.data_dir)  # the flow checks them too; here before Prefect starts
     markdown = current_summary(spec, data_dir or settings.data_dir, settings)
     if markdown is not None:  # nothing changed since the last prepare: no flow to start, nothing to import

@@ -37,6 +37,8 @@ NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,39}$"
 RESERVED_NAMES = frozenset({"cache", "checkpoints", "artifacts", "models", "datasets", "threads", "staging",
                             "prefect", "logs", "kn"})
 
+_IRI = re.compile(r'^(?:https?://|urn:)[^\s<>"{}|\\^`]{1,1990}\Z')
+
 Reader = Literal["metaqa", "demo", "medical", "triples", "endpoint"]
 
 
@@ -64,6 +66,9 @@ class DatasetSpec(BaseModel):
     seed: int = Field(0, ge=0)
     store: bool = Field(True, description="load the embedded SPARQL store the KG tools query (off: H-RAG reads "
                         "only the mapped graph — a graph too large to hold twice on a laptop)")
+    alias_predicates: tuple[str, ...] = Field(default=(), max_length=100, description="IRIs of the graph's own "
+                                              "other-name predicates, read as other names of their subject (beside "
+                                              "skos:altLabel, schema:alternateName, common.topic.alias)")
 
     @field_validator("name")
     @classmethod
@@ -71,6 +76,14 @@ class DatasetSpec(BaseModel):
         if name in RESERVED_NAMES:
             raise ValueError(f"{name!r} is a folder of the work dir; choose another dataset name")
         return name
+
+    @field_validator("alias_predicates")
+    @classmethod
+    def _iris(cls, predicates: tuple[str, ...]) -> tuple[str, ...]:
+        for iri in predicates:
+            if not _IRI.match(iri):
+                raise ValueError(f"{iri!r} is not an absolute IRI (http://…, https://… or urn:…)")
+        return predicates
 
     @property
     def builtin(self) -> bool:

@@ -18,6 +18,18 @@ the vocabularies (one string per node and relation) are Python objects, never th
   triple at all.
 - a relation is kept as the source names it (its IRI, or the TSV text); :mod:`kgrag.graph.imported` mints its
   local name. N-Quads' graph names are ignored (all graphs merge).
+- properties (Wikidata style: opaque ids, labels on the properties too): a name triple whose subject is a predicate
+  used in the graph names that relation (``relation_labels``), never an entity — whether it comes before or after
+  the predicate's use. ``wikibase:directClaim`` maps a property entity to its predicate (``wd:P19
+  wikibase:directClaim wdt:P19``: the label of ``wd:P19`` names ``wdt:P19``); without it, a labelled node that is
+  no edge's object and whose opaque local id is that of one used predicate (``wd:P19`` / ``wdt:P19``) names it. Every
+  triple whose subject is such a property node (its ``rdf:type``, datatype, …) is schema, not an edge
+  (``property_triples`` counts them); a node only those triples reached is dropped. ``wikibase:claim`` / ``ps:`` /
+  ``pq:`` (statement nodes) are imported as plain edges through unnamed statement nodes, with no special meaning.
+- other names: ``skos:altLabel``, ``schema:alternateName``, Freebase's ``common.topic.alias`` (any namespace) and
+  the ``alias_predicates`` the caller names are other names of their subject (``aliases``: node → names), not
+  edges; so is a same-language name that lost to a better-ranked one (``rdfs:label "Einstein"`` beside
+  ``schema:name "Albert Einstein"``). Only names in the configured language (or untagged) are kept.
 - a malformed statement or line is reported with its file and line and skipped; past ``max_bad_lines`` the import
   stops with an error. A missing file, an unknown format or no triple at all is a one-line error.
 """
@@ -41,7 +53,8 @@ from kgrag.data.freebase import FREEBASE_NS
 from kgrag.data.records import LineIssue
 from kgrag.errors import KgragError
 
-__all__ = ["NAME_PREDICATES", "TripleArrays", "detect_format", "read_triple_files"]
+__all__ = ["ALIAS_PREDICATES", "DIRECT_CLAIM", "NAME_PREDICATES", "TripleArrays", "detect_format",
+           "read_triple_files"]
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 #: name predicates, most preferred first (the rank breaks ties between names of the same language rank)
@@ -52,6 +65,17 @@ NAME_PREDICATES: tuple[str, ...] = (
     "https://schema.org/name",
     "http://www.w3.org/2000/01/rdf-schema#label",
 )
+#: other-name predicates read by default (Freebase's ``common.topic.alias`` is matched under any namespace)
+ALIAS_PREDICATES: tuple[str, ...] = (
+    "http://www.w3.org/2004/02/skos/core#altLabel",
+    "http://schema.org/alternateName",
+    "https://schema.org/alternateName",
+    f"{FREEBASE_NS}common.topic.alias",
+)
+#: Wikidata's property entity → direct-claim predicate mapping
+DIRECT_CLAIM = "http://wikiba.se/ontology#directClaim"
+_OWN_ALIAS = "/common.topic.alias"
+_ALIAS_LANG_RANK = 2  # an other name is kept in the configured language, untagged, or a variant of it
 _RDF_FORMATS = {".nt": ox.RdfFormat.N_TRIPLES, ".ntriples": ox.RdfFormat.N_TRIPLES, ".nq": ox.RdfFormat.N_QUADS,
                 ".ttl": ox.RdfFormat.TURTLE, ".turtle": ox.RdfFormat.TURTLE, ".trig": ox.RdfFormat.TRIG,
                 ".n3": ox.RdfFormat.N3, ".rdf": ox.RdfFormat.RDF_XML, ".owl": ox.RdfFormat.RDF_XML,
@@ -84,6 +108,10 @@ class TripleArrays:
     bad_lines: int = 0
     name_triples: int = 0
     files: list[dict] = field(default_factory=list)  # per file: path, format, triples, bad lines
+    relation_labels: list[str] = field(default_factory=list)  # per relation, its property's label ("" for none)
+    alias_nodes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))  # node of each other name
+    alias_names: list[str] = field(default_factory=list)  # the other names, sorted by node, no repeats
+    property_triples: int = 0  # triples about a property (its label, type, …): schema, not edges
 
 
 def detect_format(path: Path) -> str:
@@ -124,8 +152,13 @@ def iri_label(key: str) -> str:
 class _Builder:
     """Interns nodes and relations and appends int triples (see :class:`TripleArrays`)."""
 
-    def __init__(self, lang: str, max_bad_lines: int) -> None:
+    def __init__(self, lang: str, max_bad_lines: int, alias_predicates: Sequence[str] = ()) -> None:
         self.lang = lang.lower()
+        self.alias_predicates = frozenset((*ALIAS_PREDICATES, *alias_predicates))
+        self.alias_node = array("i")  # other names: node, text (see the module docstring)
+        self.alias_text: list[str] = []
+        self.direct_claims: dict[str, str] = {}  # direct-claim predicate IRI -> its property entity's IRI
+        self.property_triples = 0
         self.max_bad = max_bad_lines
         self.nodes: dict[str, int] = {}
         self.names: list[str] = []  # per node, "" until named
@@ -161,6 +194,23 @@ class _Builder:
             self.ranks[node] = rank + 1
             self.names[node] = text
 
+    def name_or_alias(self, node: int, rank: int, text: str) -> None:
+        """A name triple's name (``rank``: 10 × language rank + predicate rank): the node's name when it ranks
+        better, and the name it displaced — or itself, when it loses — an other name when in the language."""
+        current, current_rank = self.names[node], self.ranks[node] - 1
+        if rank < current_rank:
+            self.ranks[node] = rank + 1
+            self.names[node] = text
+            if current and current != text and 0 <= current_rank < 10 * (_ALIAS_LANG_RANK + 1):
+                self.alias(node, current)
+        elif text != current and rank < 10 * (_ALIAS_LANG_RANK + 1):
+            self.alias(node, text)
+
+    def alias(self, node: int, text: str) -> None:
+        if text.strip():
+            self.alias_node.append(node)
+            self.alias_text.append(text)
+
     def add(self, head: int, rel: int, tail: int) -> None:
         self.h.append(head)
         self.r.append(rel)
@@ -182,8 +232,96 @@ class _Builder:
             return 0
         return 2 if language.split("-")[0] == self.lang else 3
 
+    def property_nodes(self) -> dict[int, int]:
+        """{node: relation} for each node that names a used predicate (see the module docstring): the predicate's
+        own IRI, its ``wikibase:directClaim`` property entity, else a labelled node that is no edge's object and
+        has the same opaque local id. The predicate's own node comes first, so its label wins."""
+        nodes, rels = self.nodes, self.rels
+        out: dict[int, int] = {}
+        for source, rel in rels.items():
+            node = nodes.get(source)
+            if node is not None:
+                out[node] = rel
+        for predicate, entity in self.direct_claims.items():
+            rel, node = rels.get(predicate), nodes.get(entity)
+            if rel is not None and node is not None:
+                out.setdefault(node, rel)
+        labelled = {rel for node, rel in out.items() if self.names[node]}
+        by_local: dict[str, list[int]] = {}
+        for source, rel in rels.items():
+            local = _opaque_local(source)
+            if local and rel not in labelled:
+                by_local.setdefault(local, []).append(rel)
+        if by_local:
+            is_tail = np.zeros(len(self.names), dtype=bool)
+            is_tail[np.frombuffer(self.t, dtype=np.int32)] = True
+            for key, node in nodes.items():
+                if self.names[node] and not is_tail[node] and node not in out:
+                    candidates = by_local.get(_opaque_local(key) or "")
+                    if candidates and len(candidates) == 1:
+                        out[node] = candidates[0]
+        return out
+
+    def relation_labels(self, properties: dict[int, int]) -> list[str]:
+        labels = [""] * len(self.rels)
+        for node, rel in properties.items():  # the predicate's own node first (see property_nodes)
+            if not labels[rel] and self.names[node]:
+                labels[rel] = self.names[node]
+        return labels
+
+    def drop_property_nodes(self, properties: dict[int, int], keys: list[str]) -> tuple[list[str], np.ndarray,
+                                                                                       np.ndarray, np.ndarray]:
+        """The keys and triples without the property nodes: every triple whose subject is one is schema
+        (counted), and a node left in no edge by that (the property itself, its type) is dropped."""
+        h, r, t = (np.frombuffer(a, dtype=np.int32) for a in (self.h, self.r, self.t))
+        if not properties:
+            return keys, h, r, t
+        n = len(keys)
+        is_property = np.zeros(n, dtype=bool)
+        is_property[np.fromiter(properties, dtype=np.int64, count=len(properties))] = True
+        schema = is_property[h]
+        self.property_triples += int(schema.sum())
+        before = np.bincount(h, minlength=n) + np.bincount(t, minlength=n)
+        h, r, t = h[~schema], r[~schema], t[~schema]
+        after = np.bincount(h, minlength=n) + np.bincount(t, minlength=n)
+        drop = (after == 0) & (is_property | (before > 0))
+        if not drop.any():
+            return keys, h, r, t
+        keep = ~drop
+        remap = np.cumsum(keep, dtype=np.int64) - 1
+        kept = np.flatnonzero(keep).tolist()
+        self.names = [self.names[i] for i in kept]
+        self.classes = {int(remap[c]) for c in self.classes if keep[c]}
+        alias_node = np.frombuffer(self.alias_node, dtype=np.int32)
+        alias_kept = keep[alias_node]
+        self.alias_text = [a for a, k in zip(self.alias_text, alias_kept.tolist(), strict=True) if k]
+        self.alias_node = array("i", remap[alias_node[alias_kept]].astype(np.int32).tobytes())
+        for i in np.flatnonzero(drop).tolist():
+            self.literal_types.pop(keys[i], None)
+        return ([keys[i] for i in kept], remap[h].astype(np.int32), r, remap[t].astype(np.int32))
+
+    def other_names(self) -> tuple[np.ndarray, list[str]]:
+        """The other names sorted by node, each (node, name) once, none equal to the node's own name."""
+        nodes = np.frombuffer(self.alias_node, dtype=np.int32)
+        if not nodes.size:
+            return np.zeros(0, dtype=np.int32), []
+        names, texts = self.names, self.alias_text
+        seen: set[tuple[int, str]] = set()
+        rows: list[int] = []
+        out: list[str] = []
+        for i in np.argsort(nodes, kind="stable").tolist():
+            node, text = int(nodes[i]), texts[i]
+            if text == names[node] or (node, text) in seen:
+                continue
+            seen.add((node, text))
+            rows.append(node)
+            out.append(text)
+        return np.asarray(rows, dtype=np.int32), out
+
     def arrays(self, id_style: str, files: list[dict]) -> TripleArrays:
-        keys = list(self.nodes)
+        properties = self.property_nodes() if id_style == "iri" else {}
+        labels = self.relation_labels(properties)
+        keys, h, r, t = self.drop_property_nodes(properties, list(self.nodes))
         self.nodes = {}  # the keys live on in the list; the dict's table is freed now
         names = self.names
         if id_style == "iri":  # IRI local names where the graph gives no label (see the module docstring)
@@ -191,11 +329,30 @@ class _Builder:
             for node in (range(len(keys)) if label_all else sorted(self.classes)):
                 if not names[node]:
                     names[node] = iri_label(keys[node])
+        alias_nodes, alias_names = self.other_names()
+        relations = list(self.rels)
+        if properties:  # relations only schema triples used (wikibase:propertyType, rdf:type of a property) go
+            used = np.zeros(len(relations), dtype=bool)
+            used[r] = True
+            if not used.all():
+                remap = np.cumsum(used, dtype=np.int64) - 1
+                relations = [rel for rel, u in zip(relations, used.tolist(), strict=True) if u]
+                labels = [label for label, u in zip(labels, used.tolist(), strict=True) if u]
+                r = remap[r].astype(np.int32)
         return TripleArrays(
-            keys=keys, names=names, relations=list(self.rels),
-            head=np.frombuffer(self.h, dtype=np.int32), rel=np.frombuffer(self.r, dtype=np.int32),
-            tail=np.frombuffer(self.t, dtype=np.int32), literal_types=self.literal_types, id_style=id_style,
-            issues=self.issues, bad_lines=self.bad, name_triples=self.name_triples, files=files)
+            keys=keys, names=names, relations=relations, head=h, rel=r, tail=t,
+            literal_types=self.literal_types, id_style=id_style,
+            issues=self.issues, bad_lines=self.bad, name_triples=self.name_triples, files=files,
+            relation_labels=labels, alias_nodes=alias_nodes, alias_names=alias_names,
+            property_triples=self.property_triples)
+
+
+def _opaque_local(iri: str) -> str:
+    """An IRI's last segment when it is an opaque id (``P19`` of ``wd:P19`` and ``wdt:P19``); else ""."""
+    if not ("://" in iri or iri.startswith("urn:")):
+        return ""
+    tail = re.split(r"[/#:]", iri.rstrip("/#"))[-1]
+    return tail if tail and _OPAQUE.match(tail) else ""
 
 
 def _literal_key(term: ox.Literal, builder: _Builder) -> str:
@@ -226,6 +383,7 @@ def _read_rdf(path: Path, fmt: str, file_no: int, builder: _Builder) -> int:
     spath, count = str(path), 0
     node, relation, add, name = builder.node, builder.relation, builder.add, builder.name
     name_rank, lang_rank = builder.name_rank, builder.lang_rank
+    name_or_alias, alias, alias_predicates = builder.name_or_alias, builder.alias, builder.alias_predicates
     with _open(path) as fh:
         parser = ox.parse(input=fh, format=_RDF_FORMATS[f".{fmt}"], lenient=True)
         for quad in _statements(parser, spath, builder):
@@ -239,13 +397,22 @@ def _read_rdf(path: Path, fmt: str, file_no: int, builder: _Builder) -> int:
                     builder.name_triples += 1
                     continue
                 if rank is not None:
-                    name(node(skey), lang_rank(o.language) * 10 + rank, o.value)
+                    name_or_alias(node(skey), lang_rank(o.language) * 10 + rank, o.value)
+                    builder.name_triples += 1
+                    continue
+                if p in alias_predicates or p.endswith(_OWN_ALIAS):
+                    if lang_rank(o.language) <= _ALIAS_LANG_RANK:
+                        alias(node(skey), o.value)
                     builder.name_triples += 1
                     continue
                 okey = _literal_key(o, builder)
                 tail = node(okey)
                 name(tail, -1, o.value)
             elif isinstance(o, ox.NamedNode):
+                if p == DIRECT_CLAIM:  # wd:P19 wikibase:directClaim wdt:P19: schema, not an edge
+                    builder.direct_claims[o.value] = skey
+                    builder.property_triples += 1
+                    continue
                 tail = node(o.value)
                 if p in _TYPE_PREDICATES:
                     builder.classes.add(tail)
@@ -295,8 +462,10 @@ def _read_lines(path: Path, builder: _Builder) -> int:
 
 
 def read_triple_files(paths: Sequence[str | Path], lang: str = "en", max_bad_lines: int = 1000,
-                      progress: Callable[[str, int], None] | None = None) -> TripleArrays:
-    """Read every file (see the module docstring); ``progress(path, triples)`` after each file."""
+                      progress: Callable[[str, int], None] | None = None,
+                      alias_predicates: Sequence[str] = ()) -> TripleArrays:
+    """Read every file (see the module docstring); ``progress(path, triples)`` after each file;
+    ``alias_predicates``: IRIs of further other-name predicates (beside :data:`ALIAS_PREDICATES`)."""
     if not paths:
         raise KgragError("no triple files given (--triples PATH)")
     resolved = [Path(p).expanduser() for p in paths]
@@ -308,7 +477,7 @@ def read_triple_files(paths: Sequence[str | Path], lang: str = "en", max_bad_lin
     if "lines" in formats and len(set(formats)) > 1:
         raise KgragError("mix of RDF and head-relation-tail line files: import them as separate datasets (RDF "
                          "nodes are keyed by IRI, line nodes by their text)")
-    builder = _Builder(lang, max_bad_lines)
+    builder = _Builder(lang, max_bad_lines, alias_predicates)
     files = []
     for file_no, (path, fmt) in enumerate(zip(resolved, formats, strict=True)):
         bad_before = builder.bad

@@ -79,6 +79,9 @@ class CSRGraph:
     rel: np.ndarray
     tail: np.ndarray
     meta: dict = field(default_factory=dict)
+    #: other names of nodes read at import (``skos:altLabel`` …): the node of each, sorted, and the names
+    alias_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    alias_names: Sequence[str] = ()
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -235,6 +238,21 @@ class CSRGraph:
         return {r: i for i, r in enumerate(self.relations)}
 
     @cached_property
+    def relation_labels(self) -> list[str]:
+        """Each relation's readable label: its property's label where the import read one (``place of birth``
+        for ``wdt:P19``), else the relation's name."""
+        labels = self.meta.get("relation_labels") or []
+        if len(labels) != len(self.relations):
+            return list(self.relations)
+        return [label or relation for label, relation in zip(labels, self.relations, strict=True)]
+
+    def aliases_of(self, row: int) -> list[str]:
+        """The other names of node ``row`` read at import (``[]`` for none)."""
+        rows = self.alias_rows
+        lo, hi = np.searchsorted(rows, row, side="left"), np.searchsorted(rows, row, side="right")
+        return [self.alias_names[i] for i in range(int(lo), int(hi))]
+
+    @cached_property
     def _orders(self) -> dict[str, np.ndarray]:
         return {}
 
@@ -282,6 +300,9 @@ class CSRGraph:
             order = _sort_order(getattr(self, field_name))
             if order is not None:
                 arrays[order_name] = order
+        if len(self.alias_rows):
+            arrays["alias_rows"] = np.asarray(self.alias_rows, dtype=np.int32)
+            arrays["alias_names__data"], arrays["alias_names__offsets"] = pack_strings(self.alias_names)
         meta = {**self.meta, "names_sha256": self.names_fingerprint, "edges_sha256": self.edges_fingerprint}
         header = {"version": FORMAT_VERSION, "name": self.name, "iri_base": self.iri_base, "meta": meta}
         arrays["header"] = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
@@ -309,6 +330,9 @@ class CSRGraph:
         cached["_orders"] = {k: z[k] for k in ("key_order", "id_order") if k in z}
         if "degree" in z:
             cached["degree"] = z["degree"]
+        if "alias_rows" in z:
+            graph.alias_rows = z["alias_rows"]
+            graph.alias_names = StringColumn(z["alias_names__data"], z["alias_names__offsets"])
         return graph
 
 

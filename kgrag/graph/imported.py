@@ -4,9 +4,14 @@
 
 Keys and relations are sorted (so the same files give the same graph, and a TSV import of MetaQA's ``kb.txt``
 gives exactly the built-in MetaQA graph). Relation names are minted here (:func:`relation_local_name`; two sources
-with the same local part get ``_2``, ``_3``); local ids follow the arrays' ``id_style`` (``iri``: the IRI's own id
+with the same local part get ``_2``, ``_3``): an opaque predicate id is replaced by its property's label when the
+source gives one (``wdt:P19`` labelled "place of birth" → ``place_of_birth``, so the store, the tools, the agent
+and the console all say it), a readable one is kept (``people.person.place_of_birth``, ``birthPlace``);
+``meta["relation_labels"]`` keeps every label as written, ``meta["relation_sources"]`` the IRI. An unlabelled
+``P19`` stays ``P19``; a label with no ASCII letter keeps the id, its label in the meta; local ids follow the arrays' ``id_style`` (``iri``: the IRI's own id
 when it is one, ``m.0abc``, else a slug + hash; ``slug``: the key's slug + hash). Two keys with the same local id
-(``…/a/m.0abc`` and ``…/b/m.0abc``) both fall back to the slug of their whole key.
+(``…/a/m.0abc`` and ``…/b/m.0abc``) both fall back to the slug of their whole key. The nodes' other names
+(``arrays.alias_nodes`` / ``alias_names``) follow their nodes into the graph's ``alias_rows`` / ``alias_names``.
 """
 
 from __future__ import annotations
@@ -22,7 +27,10 @@ from kgrag.graph.mapped import StringColumn
 
 _NOT_RELATION = re.compile(r"[^A-Za-z0-9_.]+")
 
-__all__ = ["imported_csr", "relation_local_name", "relation_local_names"]
+#: a relation name that is an opaque id (Wikidata's ``P19``, digits, hashes, Freebase ``m.`` ids): named by its label
+_OPAQUE_RELATION = re.compile(r"^(?:[A-Z]\d+|r_\d+|[mg]\.[0-9a-z_]+|[0-9a-f_]{16,}|relation)$")
+
+__all__ = ["imported_csr", "label_local_name", "relation_local_name", "relation_local_names"]
 
 
 def _sorted_vocabulary(values: list[str]) -> tuple[list[str], np.ndarray]:
@@ -49,12 +57,26 @@ def relation_local_name(source: str) -> str:
     return local if RELATION_RE.match(local) else "relation"
 
 
-def relation_local_names(sources: list[str]) -> list[str]:
-    """:func:`relation_local_name` of each source, in order; a name already taken gets ``_2``, ``_3``."""
+def label_local_name(label: str) -> str:
+    """A relation name (:data:`RELATION_RE`) from a property's label: ``place of birth`` → ``place_of_birth``,
+    ``ISBN-13`` → ``ISBN_13``; "" when the label has no ASCII letter (the IRI's name is kept then)."""
+    local = re.sub(r"[^A-Za-z0-9]+", "_", label.strip()).strip("_")
+    if not re.search(r"[A-Za-z]", local):
+        return ""
+    local = local if not local[0].isdigit() else f"r_{local}"
+    return local if RELATION_RE.match(local) else ""
+
+
+def relation_local_names(sources: list[str], labels: list[str] | None = None) -> list[str]:
+    """:func:`relation_local_name` of each source — :func:`label_local_name` of its label instead where that is an
+    opaque id (``P19``, digits, a hash) and a label is given — in order; a name already taken gets ``_2``,
+    ``_3``. A readable predicate keeps its own name (``people.person.place_of_birth``, ``birthPlace``)."""
     taken: set[str] = set()
     out = []
-    for source in sources:
+    for k, source in enumerate(sources):
         local = base = relation_local_name(source)
+        if labels and labels[k] and _OPAQUE_RELATION.match(local):
+            local = base = label_local_name(labels[k]) or local
         n = 1
         while local in taken:
             n += 1
@@ -82,14 +104,25 @@ def imported_csr(arrays: TripleArrays, name: str, namespace: str, lang: str) -> 
     arrays.keys = []  # the sorted list holds the same strings
     names = StringColumn.pack(arrays.names[i] for i in np.argsort(node_map, kind="stable").tolist())
     arrays.names = []  # the packed column holds them as bytes now
-    relations, rel_map = _sorted_vocabulary(relation_local_names(arrays.relations))
+    relations, rel_map = _sorted_vocabulary(relation_local_names(arrays.relations, arrays.relation_labels))
     sources = [""] * len(relations)
+    labels = [""] * len(relations)
+    given = arrays.relation_labels or [""] * len(arrays.relations)
     for old, source in enumerate(arrays.relations):
         sources[rel_map[old]] = source
+        labels[rel_map[old]] = given[old]
     ids = StringColumn.pack(local_id(k, arrays.id_style) for k in keys)
     clashes = _clashing(ids)
     if clashes:
         ids = StringColumn.pack(slug_id(k) if i in clashes else i for k, i in zip(keys, ids, strict=True))
     meta = {"id_style": arrays.id_style, "name_lang": lang, "relation_sources": sources}
-    return CSRGraph.from_arrays(name, namespace, StringColumn.pack(keys), ids, names, relations, node_map[arrays.head],
-                                rel_map[arrays.rel], node_map[arrays.tail], meta=meta)
+    if any(labels):
+        meta["relation_labels"] = labels
+    graph = CSRGraph.from_arrays(name, namespace, StringColumn.pack(keys), ids, names, relations,
+                                 node_map[arrays.head], rel_map[arrays.rel], node_map[arrays.tail], meta=meta)
+    if len(arrays.alias_names):
+        rows = node_map[arrays.alias_nodes]
+        order = np.argsort(rows, kind="stable")
+        graph.alias_rows = rows[order].astype(np.int32)
+        graph.alias_names = StringColumn.pack(arrays.alias_names[i] for i in order.tolist())
+    return graph

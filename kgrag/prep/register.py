@@ -36,14 +36,18 @@ def _absolute(paths: list[Path]) -> tuple[str, ...]:
 
 
 def import_spec(settings: Settings, name: str, triples: list[Path], questions: list[Path], lang: str,
-                max_bad_lines: int, store: bool = True) -> DatasetSpec:
+                max_bad_lines: int, store: bool = True, alias_predicates: list[str] | None = None) -> DatasetSpec:
     """The spec ``kgrag prepare`` prepares: new files → an import; none → the dataset registered as ``name``
-    (``--questions`` alone replaces a registered import's questions)."""
+    (``--questions`` alone replaces a registered import's questions). ``alias_predicates``: the graph's own
+    other-name predicates (IRIs), with ``triples`` only."""
     if triples:
         if name in BUILTIN_SPECS:
             raise KgragError(f"{name!r} is a built-in dataset: import your graph under another --dataset name")
         return _spec(name=name, reader="triples", triples=_absolute(triples), questions=_absolute(questions),
-                     lang=lang, max_bad_lines=max_bad_lines, store=store)
+                     lang=lang, max_bad_lines=max_bad_lines, store=store,
+                     alias_predicates=tuple(dict.fromkeys(alias_predicates or ())))
+    if alias_predicates:
+        raise KgragError("--alias-predicate needs --triples (it says how to read your graph's files)")
     spec = dataset_spec(name, settings)
     if questions:
         if spec.reader != "triples":

@@ -33,6 +33,7 @@ from kgrag.prep.reach import UNREACHABLE, min_answer_hops
 from kgrag.prep.resolve import EntityResolver
 
 CODE_VERSION = "prep-v2"  # bump when a step's output format changes
+IMPORT_VERSION = "import-v3"  # bump when an imported graph's output changes (v3: property labels, other names)
 
 
 def spec_of(dataset: str | DatasetSpec, settings: Settings | None = None) -> DatasetSpec:
@@ -69,7 +70,7 @@ def check_inputs(dataset: str | DatasetSpec, data_dir: Path) -> list[Path]:
 def input_fingerprint(dataset: str | DatasetSpec, data_dir: Path) -> str:
     """Fingerprint of the dataset's source files, its spec (and of this code's output format)."""
     spec = spec_of(dataset)
-    extra = f"{CODE_VERSION}:{spec.name}" if spec.builtin else f"{CODE_VERSION}:{spec.fingerprint()}"
+    extra = f"{CODE_VERSION}:{spec.name}" if spec.builtin else f"{CODE_VERSION}:{IMPORT_VERSION}:{spec.fingerprint()}"
     return fingerprint_paths(check_inputs(spec, data_dir), extra=extra)
 
 
@@ -95,7 +96,8 @@ def build_graph(dataset: str | DatasetSpec, data_dir: Path, out_dir: Path, finge
     started = time.perf_counter()
     outputs = ["graph.npz", "triples.nt"]
     if spec.reader == "triples":
-        arrays = read_triple_files(spec.triples, lang=spec.lang, max_bad_lines=spec.max_bad_lines)
+        arrays = read_triple_files(spec.triples, lang=spec.lang, max_bad_lines=spec.max_bad_lines,
+                                   alias_predicates=spec.alias_predicates)
         graph = imported_csr(arrays, spec.name, spec.namespace or imported_namespace(spec.name), spec.lang)
         graph.save(out_dir / "graph.npz")
         graph_seconds = time.perf_counter() - started
@@ -107,7 +109,9 @@ def build_graph(dataset: str | DatasetSpec, data_dir: Path, out_dir: Path, finge
             outputs = ["graph.npz"]
         result = _graph_counts(graph, rdf_triples, arrays.issues, arrays.bad_lines)
         result.update(name_triples=arrays.name_triples, unnamed_nodes=graph.num_entities - result["named_entities"],
-                      files=arrays.files, graph_seconds=round(graph_seconds, 2))
+                      files=arrays.files, graph_seconds=round(graph_seconds, 2), other_names=len(graph.alias_names),
+                      labelled_relations=sum(1 for label in graph.meta.get("relation_labels", ()) if label),
+                      property_triples=arrays.property_triples)
     else:
         kg: KGDataset = load_kg(spec, data_dir)
         graph = CSRGraph.from_dataset(kg)

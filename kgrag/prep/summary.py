@@ -19,6 +19,10 @@ def summary_rows(dataset: str, graph: dict, store: dict, questions: dict) -> lis
         ("malformed KB lines", f"{graph['malformed_lines']:,}"),
         *((("unnamed (mediator / CVT) nodes", f"{graph['unnamed_nodes']:,}"),
            ("name triples read (names, not edges)", f"{graph['name_triples']:,}")) if "unnamed_nodes" in graph else ()),
+        *((("other names of nodes (aliases)", f"{graph['other_names']:,}"),
+           ("relations named by their property's label", f"{graph['labelled_relations']:,}"),
+           ("property triples (schema, not edges)", f"{graph['property_triples']:,}")) if "other_names" in graph
+          else ()),
         ("RDF triples written (edges + names + values)", f"{graph['rdf_triples']:,}"),
         ("RDF triples in Oxigraph store", f"{store['store_triples']:,}"),
         ("questions", f"{questions['questions']:,}"),

@@ -17,7 +17,7 @@ import logging
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from kgrag.agent.kg.sparql_linker import SparqlLinker
@@ -53,12 +53,17 @@ class TopicLink:
     name: str  # the stored name
     entity_id: str
     row: int  # row in the in-memory graph
-    match_type: str  # bracket | exact | normalised | fuzzy | history
+    match_type: str  # bracket | exact | normalised | alias | partial | fuzzy | history
     similarity: float = 1.0
+    score: float | None = None  # a candidate's score in [0, 1] (:meth:`TripleKG.candidates`); None from link()
+    is_class: bool = False  # the row is a class (type) node
 
     def as_dict(self) -> dict[str, Any]:
-        return {"keyword": self.keyword, "name": self.name, "entity_id": self.entity_id, "row": self.row,
-                "match_type": self.match_type, "similarity": round(self.similarity, 4)}
+        out = {"keyword": self.keyword, "name": self.name, "entity_id": self.entity_id, "row": self.row,
+               "match_type": self.match_type, "similarity": round(self.similarity, 4)}
+        if self.score is not None:
+            out.update(score=self.score, is_class=self.is_class)
+        return out
 
 
 def new_session_id() -> str:
@@ -143,6 +148,22 @@ class TripleKG:
                 chosen.append(self._link(row, self.graph.entity_names[row], "bracket"))
         others = [link for link in links if link.row not in rows]
         return chosen + others, linked
+
+    def candidates(self, question: str, top: int = 5) -> list[TopicLink]:
+        """Up to ``top`` candidate topics of the question, best score first, each with its ``score`` and
+        ``is_class`` (:meth:`EntityLinker.candidates`): names, other names, partial names (a surname) and
+        near-misses, for a planner that picks the topic jointly with its query graph. On an endpoint-only KG:
+        :meth:`link`'s links, scored by their order."""
+        if self.sparql_linker is not None:
+            links, _ = self.link(question, top=top)
+            return [replace(link, score=round(1.0 - 0.1 * k, 4)) for k, link in enumerate(links[:top])]
+        assert self.graph is not None
+        out = []
+        for c in self.linker.candidates(question, top=top):
+            link = self._link(c.link.entity, question[c.link.start:c.link.end], c.link.match_type,
+                              c.link.similarity)
+            out.append(replace(link, score=c.score, is_class=c.is_class))
+        return out
 
     # ------------------------------------------------------------------ schema recall
     def ranked_chains(self, linked: str, max_chains: int = 3) -> list[dict[str, Any]]:

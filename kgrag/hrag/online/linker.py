@@ -26,11 +26,25 @@ it really contains. :meth:`EntityLinker.topics` gives the rows and the text with
 
   Rows sharing a normalised name are ordered: stored name written in the text exactly (the link's span then
   covers it, ``Jr.`` / ``Tokyo!`` included), then equal but for case, then more edges, then lower row.
-* **Near-misses**: when no span passes rule 1 or 2, spans that are not only template words (at least
-  :data:`MIN_FUZZY_CHARS` letters/digits) are matched through a character-trigram inverted index of the
+  A span's normalised text is looked up as a name, then as a name without its leading article (``Beatles`` →
+  ``The Beatles``), then as an **other name** the import read (``skos:altLabel`` …, the graph's ``alias_rows``;
+  ``match_type="alias"``); its last word may be a possessive.
+  Rows matched by their own name come before those matched otherwise. **Class nodes** (objects of ``rdf:type`` /
+  ``type.object.type``: :func:`kgrag.graph.classes.class_rows`) rank after entities — a span naming only classes
+  after every other span that passes rule 2, a class row after the entity rows of its span — so "what currency is
+  used in italy" links Italy; a class is still linked when nothing else is.
+* **Plurals**: a span whose last word made singular is a name (``Nobel Prizes`` → ``Nobel Prize``).
+* **Partial names** (``"partial"``): the last words of a name (a surname: ``romney`` → ``Mitt Romney``), shared
+  by at most :data:`MAX_PARTIAL_ROWS` names, most edges first (a popularity prior).
+* **Near-misses**: when no span passes rule 1 or 2 (or only class spans do), plurals, partial names and
+  near-misses come first (more of the text's words first; an exact surname before a near-miss of as many
+  words). Spans that are not only template words (at least :data:`MIN_FUZZY_CHARS` letters/digits) are matched through a character-trigram inverted index of the
   normalised names; a name counts when :func:`kgrag.search.storage_forms.similarity` of the normalised span and
   name is at least :data:`FUZZY_SIMILARITY`; ranked by rule 1, similarity, then length. Only the first
   :data:`MAX_FUZZY_TOKENS` tokens of a text are searched this way.
+
+:meth:`EntityLinker.candidates` lists every span's rows (partial names and near-misses included) with a score in
+[0, 1] and an ``is_class`` flag, for a planner that chooses the topic jointly with its query graph.
 
 Normalisation (names and text alike, :func:`normalise`): Unicode compatibility forms, casefold, accents dropped
 (``Amélie`` = ``Amelie``; ``ø æ œ ł đ ð þ`` spelled in ASCII), curly quotes and backticks as ``'``. A token is
@@ -57,11 +71,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from kgrag.data.metaqa import TOPIC_SPAN
+from kgrag.graph.classes import class_rows
 from kgrag.graph.csr import CSRGraph
 from kgrag.search.storage_forms import similarity
 
-__all__ = ["FUZZY_SIMILARITY", "MAX_FUZZY_TOKENS", "MAX_SPAN_TOKENS", "MIN_FUZZY_CHARS", "EntityLinker",
-           "Link", "normalise", "tokens"]
+__all__ = ["FUZZY_SIMILARITY", "MAX_FUZZY_TOKENS", "MAX_PARTIAL_ROWS", "MAX_SPAN_TOKENS", "MIN_FUZZY_CHARS",
+           "Candidate", "EntityLinker", "Link", "normalise", "tokens"]
 
 #: a near-miss counts when :func:`similarity` of its normalised span and name is at least this
 FUZZY_SIMILARITY = 0.85
@@ -71,6 +86,12 @@ MAX_SPAN_TOKENS = 15
 MAX_FUZZY_TOKENS = 64
 #: a fuzzy span needs at least this many letters/digits
 MIN_FUZZY_CHARS = 4
+#: a partial name (a name's last words: a surname) shared by more names than this is a common word, not indexed
+MAX_PARTIAL_ROWS = 25
+#: a partial name needs at least this many letters/digits
+MIN_PARTIAL_CHARS = 3
+#: leading articles a name may be written without (``the Beatles`` / ``Beatles``)
+ARTICLES = ("the",)
 #: template words when no template texts are given
 FALLBACK_TEMPLATE_WORDS = frozenset({
     "a", "an", "the", "of", "in", "on", "by", "to", "for", "and", "or", "is", "are", "was", "were", "be",
@@ -99,8 +120,18 @@ class Link:
     name: str  # the stored name (the storage form, not the user's spelling)
     start: int  # character span in the input text
     end: int
-    match_type: str  # "bracket" | "exact" | "normalised" | "fuzzy"
+    match_type: str  # "bracket" | "exact" | "normalised" | "alias" | "partial" | "fuzzy"
     similarity: float  # 1.0 unless fuzzy
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A candidate topic of :meth:`EntityLinker.candidates`: its link, a score in [0, 1] and whether the row is a
+    class (type) node."""
+
+    link: Link
+    score: float
+    is_class: bool
 
 
 def _norm_token(raw: str) -> str:
@@ -154,6 +185,17 @@ def _cover(text: str, start: int, end: int, name: str) -> tuple[int, int] | None
     return None
 
 
+def _singulars(word: str) -> list[str]:
+    """English singular forms of a plural word, most likely first (``prizes`` → prize, priz; ``cities`` → city)."""
+    if len(word) < 4 or not word.endswith("s") or word.endswith("ss"):
+        return []
+    if word.endswith("ies"):
+        return [f"{word[:-3]}y", word[:-1]]
+    if word.endswith("es"):
+        return [word[:-1], word[:-2]]
+    return [word[:-1]]
+
+
 @dataclass
 class _Span:
     i: int  # first token
@@ -166,19 +208,32 @@ class _Span:
     fit: float = 0.0  # rule 3: log-probability of the masked text under the template bigram model
     similarity: float = 1.0
     fuzzy: bool = False
+    all_class: bool = False  # every row is a class (type) node: ranks after the entities
+    alias: frozenset[int] = frozenset()  # rows matched by an other name only
+    secondary: frozenset[int] = frozenset()  # rows not matched by their name while others are: ranked after them
+    partial: bool = False  # the span is the last words of the rows' names (a surname)
 
     def rank(self) -> tuple:
         length = self.end - self.start
-        return (not self.template, self.template_only, -self.fit, -length, len(self.rows), self.start)
+        return (not self.template, self.template_only, self.all_class, -self.fit, -length, len(self.rows),
+                self.start)
 
     def fuzzy_rank(self) -> tuple:
-        return (not self.template, -self.similarity, -(self.end - self.start), len(self.rows), self.start)
+        return (not self.template, self.all_class, -self.similarity, -(self.end - self.start), len(self.rows),
+                self.start)
+
+    def fallback_rank(self) -> tuple:
+        """Partial names and near-misses together: more of the text's words first, an exact surname before a
+        near-miss of as many words."""
+        return (not self.template, self.all_class, -(self.j - self.i), self.fuzzy, -self.similarity,
+                -(self.end - self.start), len(self.rows), self.start)
 
 
 class EntityLinker:
     """Links spans of a text to graph rows; see the module docstring."""
 
-    def __init__(self, names: Sequence[str], degree: np.ndarray, template_texts: Sequence[str] = ()) -> None:
+    def __init__(self, names: Sequence[str], degree: np.ndarray, template_texts: Sequence[str] = (),
+                 aliases: Sequence[tuple[int, str]] = (), classes: np.ndarray | Sequence[int] = ()) -> None:
         self.names = list(names)
         self.degree = np.asarray(degree)
         by_key: dict[str, list[int]] = defaultdict(list)
@@ -202,12 +257,22 @@ class EntityLinker:
             self.prefixes.update(" ".join(parts[:n]) for n in range(1, len(parts)))
         self._build_templates(template_texts)
         self._build_trigrams()
+        self._max_degree = float(self.degree.max()) if self.degree.size else 0.0
+        self.is_class = np.zeros(len(self.names), dtype=bool)
+        class_list = np.asarray(classes, dtype=np.int64)
+        if class_list.size:
+            self.is_class[class_list[(class_list >= 0) & (class_list < len(self.names))]] = True
+        self._build_other_names(aliases)
+        self._build_partial_names()
 
     @classmethod
     def from_graph(cls, graph: CSRGraph, template_texts: Sequence[str] = ()) -> EntityLinker:
+        """The linker of ``graph``'s names, its other names read at import (``alias_rows`` / ``alias_names``) and
+        its class nodes (:func:`kgrag.graph.classes.class_rows`)."""
         n = graph.num_entities
         degree = np.bincount(graph.head, minlength=n) + np.bincount(graph.tail, minlength=n)
-        return cls(graph.entity_names, degree, template_texts)
+        aliases = list(zip(np.asarray(graph.alias_rows).tolist(), graph.alias_names, strict=True))
+        return cls(graph.entity_names, degree, template_texts, aliases, class_rows(graph))
 
     # ------------------------------------------------------------------ building
     def _build_templates(self, template_texts: Sequence[str]) -> None:
@@ -241,6 +306,67 @@ class EntityLinker:
         return math.log((self.bigrams.get((prev, word), 0) + _LM_SMOOTHING * back_off)
                         / (self.contexts.get(prev, 0) + _LM_SMOOTHING))
 
+    def _by_degree(self, rows: Sequence[int]) -> tuple[int, ...]:
+        deg = self.degree
+        return tuple(sorted(set(rows), key=lambda r: (-int(deg[r]), r)))
+
+    def _add_prefixes(self, key: str, prefixes: set[str]) -> None:
+        parts = key.split(" ")
+        prefixes.update(" ".join(parts[:n]) for n in range(1, len(parts)))
+        self.max_tokens = max(self.max_tokens, min(MAX_SPAN_TOKENS, len(parts)))
+
+    def _build_other_names(self, aliases: Sequence[tuple[int, str]]) -> None:
+        """Other keys of the rows: their other names (``alias_index``) and their names without a leading
+        article (``article_index``: ``the beatles`` → ``beatles``); a span tries them after the names."""
+        by_alias: dict[str, list[int]] = defaultdict(list)
+        for row, name in aliases:
+            key = normalise(name)
+            if key and 0 <= row < len(self.names) and row not in self.index.get(key, ()):
+                by_alias[key].append(row)
+        by_article: dict[str, list[int]] = defaultdict(list)
+        for key, rows in self.index.items():
+            first, _, rest = key.partition(" ")
+            if first in ARTICLES and rest:
+                by_article[rest].extend(rows)
+        self.alias_index = {k: self._by_degree(v) for k, v in by_alias.items()}
+        self.article_index = {k: self._by_degree(v) for k, v in by_article.items()}
+        for key in (*self.alias_index, *self.article_index):
+            self._add_prefixes(key, self.prefixes)
+
+    def _build_partial_names(self) -> None:
+        """``partial_index``: a name's last words (a surname: ``einstein`` of ``albert einstein``) → the rows
+        named so, most edges first; not when those words are template words or digits only, shorter than
+        :data:`MIN_PARTIAL_CHARS`, or shared by more than :data:`MAX_PARTIAL_ROWS` rows (a common word)."""
+        words = self.template_words
+        by_suffix: dict[str, list[int]] = defaultdict(list)
+        for key, rows in self.index.items():
+            parts = key.split(" ")
+            for n in range(1, len(parts)):
+                tail = parts[n:]
+                compact = "".join(tail)
+                if (len(compact) < MIN_PARTIAL_CHARS or compact.isdigit()
+                        or all(t in words or t in ARTICLES for t in tail)):
+                    continue
+                by_suffix[" ".join(tail)].extend(rows)
+        self.partial_index = {k: self._by_degree(v) for k, v in by_suffix.items() if len(set(v)) <= MAX_PARTIAL_ROWS}
+        self.partial_prefixes: set[str] = set()
+        for key in self.partial_index:
+            self._add_prefixes(key, self.partial_prefixes)
+
+    def _lookup(self, key: str) -> tuple[tuple[int, ...], frozenset[int], frozenset[int]] | None:
+        """The rows a normalised span names — by their name, then without its article, then by an other
+        name —, which of them only an other name matched, and which not by their name (ranked after those
+        that are); None for none."""
+        rows = self.index.get(key, ())
+        article = self.article_index.get(key, ())
+        alias = self.alias_index.get(key, ())
+        if not (article or alias):
+            return (rows, frozenset(), frozenset()) if rows else None
+        merged = tuple(dict.fromkeys((*rows, *article, *alias)))
+        named = set(rows)
+        return merged, frozenset(alias) - named - set(article), frozenset(merged[len(named):]) if named else \
+            frozenset()
+
     def _build_trigrams(self) -> None:
         self.keys = list(self.index)
         gram_ids: dict[str, int] = {}
@@ -269,6 +395,47 @@ class EntityLinker:
         if per_bracket is not None:
             return [link for links in per_bracket for link in links][:top]
         return self._link_plain(text, top)
+
+    def candidates(self, text: str, top: int = 5) -> list[Candidate]:
+        """Up to ``top`` candidate topics, best score first, each row once: every span's rows (names, other
+        names, partial names, near-misses; a bracketed text: its brackets' only), scored in [0, 1] by
+        :meth:`_score` — for a planner that chooses the topic jointly with its query; :meth:`link` is unchanged."""
+        if not isinstance(text, str) or not text.strip() or top < 1:
+            return []
+        scored: dict[int, Candidate] = {}
+        per_bracket = self._link_brackets(text)
+        if per_bracket is not None:
+            for links in per_bracket:
+                for k, link in enumerate(links):
+                    self._keep(scored, link, self._score(link, k, 1, template_only=False))
+        else:
+            for span in self._plain_spans(text, tokens(text), everything=True):
+                for k, link in enumerate(self._span_links(span, text)):
+                    self._keep(scored, link, self._score(link, k, span.j - span.i, span.template_only,
+                                                         span.template))
+        return sorted(scored.values(), key=lambda c: (-c.score, c.link.start, c.link.entity))[:top]
+
+    def _keep(self, scored: dict[int, Candidate], link: Link, score: float) -> None:
+        prev = scored.get(link.entity)
+        if prev is None or score > prev.score:
+            scored[link.entity] = Candidate(link, round(score, 4), bool(self.is_class[link.entity]))
+
+    def _score(self, link: Link, position: int, words: int, template_only: bool, template: bool = False) -> float:
+        """A candidate's score: how it matched (name 1, normalised .95, other name .9, partial name .75,
+        near-miss .7 × similarity) × how many words it covers (.7 for one … 1 for four) × .4 for template words
+        only × .6 for a class node × .95 per row ranked before it on the same span × a degree prior (.9–1);
+        a span that makes the text a known template is not discounted for its words."""
+        kind = {"bracket": 1.0, "exact": 1.0, "normalised": 0.95, "alias": 0.9, "partial": 0.75,
+                "fuzzy": 0.7 * link.similarity}.get(link.match_type, 0.7)
+        cover = 1.0 if template else 0.6 + 0.1 * min(max(words, 1), 4)
+        deg = float(self.degree[link.entity]) if self.degree.size else 0.0
+        prior = 0.9 + 0.1 * math.log1p(deg) / math.log1p(max(self._max_degree, 1.0))
+        score = kind * cover * prior * (0.95 ** min(position, 6))
+        if template_only:
+            score *= 0.4
+        if self.is_class[link.entity]:
+            score *= 0.6
+        return min(1.0, score)
 
     def topics(self, text: str) -> tuple[list[int], str]:
         """(entity rows, the text with the chosen span put in [brackets]). Bracketed text: the best row of
@@ -311,12 +478,16 @@ class EntityLinker:
                 out.append([])
                 continue
             norm = [t for t, _, _ in toks]
-            found = self.index.get(" ".join(norm))
-            if found is None and _possessive(span, len(span)):
-                found = self.index.get(" ".join(norm)[:-1])
-            if found:
-                out.append([Link(r, self.names[r], s, e, "normalised", 1.0)
-                            for r, s, e, _ in self._order(found, text, start, end)])
+            key = " ".join(norm)
+            for mode in ("name", "plural", "partial"):
+                hit = self._span_rows(key, norm[-1], span, len(span), mode)
+                if hit is not None:
+                    rows, alias, secondary, _ = hit
+                    kind = "partial" if mode == "partial" else "normalised"
+                    out.append([Link(r, self.names[r], s, e, "alias" if r in alias else kind, 1.0)
+                                for r, s, e, _ in self._order(rows, text, start, end, secondary)])
+                    break
+            if hit is not None:
                 continue
             fuzzy = self._fuzzy([(t, s + start, e + start) for t, s, e in toks], [], whole_only=True)
             out.append([Link(r, self.names[r], start, end, "fuzzy", fuzzy[0].similarity)
@@ -328,24 +499,42 @@ class EntityLinker:
         toks = tokens(text)
         if not toks:
             return []
-        norm = [t for t, _, _ in toks]
-        spans = self._exact_spans(text, toks, norm)
-        if not any(s.template or not s.template_only for s in spans):
-            spans = self._fuzzy(toks[:MAX_FUZZY_TOKENS], norm[:MAX_FUZZY_TOKENS]) + spans
         out: list[Link] = []
-        seen: set[int] = set()
-        for span in spans:
-            for r, start, end, verbatim in self._order(span.rows, text, span.start, span.end):
-                if r in seen:
+        for span in self._plain_spans(text, toks):
+            for link in self._span_links(span, text):
+                if any(link.entity == o.entity for o in out):
                     continue
-                seen.add(r)
-                if span.fuzzy:
-                    link = Link(r, self.names[r], span.start, span.end, "fuzzy", span.similarity)
-                else:
-                    link = Link(r, self.names[r], start, end, "exact" if verbatim else "normalised", 1.0)
                 out.append(link)
                 if len(out) >= top:
                     return out
+        return out
+
+    def _plain_spans(self, text: str, toks: list[tuple[str, int, int]], everything: bool = False) -> list[_Span]:
+        """The spans of plain text, best first: names (and other names); when none is a good one (rule 1 or 2,
+        and not only class nodes) — or ``everything`` — the plurals, partial names and near-misses too, before
+        them."""
+        norm = [t for t, _, _ in toks]
+        spans = self._exact_spans(text, toks, norm)
+        if everything or not any((s.template or not s.template_only) and not s.all_class for s in spans):
+            partial = self._exact_spans(text, toks, norm, "plural") + self._exact_spans(text, toks, norm, "partial")
+            fuzzy = self._fuzzy(toks[:MAX_FUZZY_TOKENS], norm[:MAX_FUZZY_TOKENS])
+            extra = sorted(partial + fuzzy, key=_Span.fallback_rank) if partial else fuzzy
+            if everything:
+                return spans + extra
+            spans = [s for s in extra if not s.all_class] + spans + [s for s in extra if s.all_class]
+        return spans
+
+    def _span_links(self, span: _Span, text: str) -> list[Link]:
+        """The links of one span's rows, best first (:meth:`_order`)."""
+        out = []
+        for r, start, end, verbatim in self._order(span.rows, text, span.start, span.end, span.secondary):
+            if span.fuzzy:
+                out.append(Link(r, self.names[r], span.start, span.end, "fuzzy", span.similarity))
+            elif r in span.alias or span.partial:
+                out.append(Link(r, self.names[r], span.start, span.end, "alias" if r in span.alias else "partial",
+                                1.0))
+            else:
+                out.append(Link(r, self.names[r], start, end, "exact" if verbatim else "normalised", 1.0))
         return out
 
     def _is_template(self, norm: Sequence[str], i: int, j: int) -> bool:
@@ -365,33 +554,64 @@ class EntityLinker:
             s.fit = (cum[s.i] + self._logp(seq[s.i], _PLACEHOLDER) + self._logp(_PLACEHOLDER, seq[s.j + 1])
                      + cum[-1] - cum[s.j + 1])
 
-    def _exact_spans(self, text: str, toks: list[tuple[str, int, int]], norm: list[str]) -> list[_Span]:
-        index, prefixes, words = self.index, self.prefixes, self.template_words
+    def _span_rows(self, key: str, last: str, text: str, end: int, mode: str = "name"
+                   ) -> tuple[tuple[int, ...], frozenset[int], frozenset[int], int] | None:
+        """(rows, rows matched by an other name only, rows not matched by their name while others are, span end)
+        of a span's normalised ``key`` ending with token ``last`` at ``end``. ``mode`` ``name``: as written, else
+        without a possessive ``'s`` (``Heat's``); ``plural``: only where that finds nothing, its last word
+        singular (``Nobel Prizes``); ``partial``: as written or possessive, in the partial-name index."""
+        lookup = (lambda k: (self.partial_index[k], frozenset(), frozenset()) if k in self.partial_index
+                  else None) if mode == "partial" else self._lookup
+        found = lookup(key)
+        if found is None and _possessive(text, end):
+            found = lookup(key[:-1])  # Heat's -> Heat
+            end -= 2
+        if mode == "plural":
+            if found is not None:
+                return None
+            stem = key[: len(key) - len(last)]
+            for singular in _singulars(last):
+                found = lookup(stem + singular)
+                if found is not None:
+                    break
+        return None if found is None else (*found, end)
+
+    def _all_class(self, rows: Sequence[int]) -> bool:
+        return bool(self.is_class[list(rows)].all()) if rows else False
+
+    def _exact_spans(self, text: str, toks: list[tuple[str, int, int]], norm: list[str],
+                     mode: str = "name") -> list[_Span]:
+        """Spans whose normalised text names rows, best first (:meth:`_Span.rank`); ``mode`` (see
+        :meth:`_span_rows`): ``plural`` — named once the last word is singular, ``partial`` — the last words of
+        names (:meth:`_build_partial_names`)."""
+        partial = mode == "partial"
+        prefixes, words = (self.partial_prefixes if partial else self.prefixes), self.template_words
         found: list[_Span] = []
         n = len(toks)
         for i in range(n):
             key = ""
             for j in range(i, min(n, i + self.max_tokens)):
                 key = f"{key} {norm[j]}" if key else norm[j]
-                end = toks[j][2]
-                rows = index.get(key)
-                if rows is None and _possessive(text, end):
-                    rows = index.get(key[:-1])  # Heat's -> Heat
-                    end -= 2
-                if rows is not None:
-                    found.append(_Span(i, j + 1, toks[i][1], end, rows, self._is_template(norm, i, j + 1),
-                                       all(t in words for t in norm[i : j + 1])))
+                hit = self._span_rows(key, norm[j], text, toks[j][2], mode)
+                if hit is not None:
+                    rows, alias, secondary, end = hit
+                    template_only = all(t in words for t in norm[i : j + 1])
+                    if not (mode != "name" and template_only):
+                        found.append(_Span(i, j + 1, toks[i][1], end, rows, self._is_template(norm, i, j + 1),
+                                           template_only, all_class=self._all_class(rows), alias=alias,
+                                           secondary=secondary, partial=partial))
                 if key not in prefixes:
                     break
         self._fit(found, norm)
         found.sort(key=_Span.rank)
         return found
 
-    def _order(self, rows: Sequence[int], text: str, start: int,
-               end: int) -> list[tuple[int, int, int, bool]]:
+    def _order(self, rows: Sequence[int], text: str, start: int, end: int,
+               secondary: frozenset[int] = frozenset()) -> list[tuple[int, int, int, bool]]:
         """Rows sharing a normalised name as (row, start, end, verbatim), best first: the stored name written
-        in the text exactly (the span widened to cover it), then equal but for case, then more edges, then
-        row."""
+        in the text exactly (the span widened to cover it), then equal but for case, then entities before class
+        nodes, rows matched by their name before the ``secondary`` ones (other names, a dropped article), then
+        more edges, then row."""
         names = self.names
         lowered: str | None = None
         ranked = []
@@ -405,7 +625,8 @@ class EntityLinker:
                 if len(lowered) == len(text):  # lower() kept the offsets
                     cover = _cover(lowered, start, end, name.lower())
             s, e = cover or (start, end)
-            ranked.append(((not verbatim, cover is None, -int(self.degree[r]), r), (r, s, e, verbatim)))
+            ranked.append(((not verbatim, cover is None, bool(self.is_class[r]), r in secondary, -int(self.degree[r]),
+                            r), (r, s, e, verbatim)))
         ranked.sort()
         return [item for _, item in ranked]
 
@@ -462,5 +683,5 @@ class EntityLinker:
                 if prev is None or (sim, -len(rows)) > (prev.similarity, -len(prev.rows)):
                     template = bool(norm) and self._is_template(norm, i, j)
                     best[(i, j)] = _Span(i, j, toks[i][1], toks[j - 1][2], rows, template, False,
-                                         similarity=sim, fuzzy=True)
+                                         similarity=sim, fuzzy=True, all_class=self._all_class(rows))
         return sorted(best.values(), key=_Span.fuzzy_rank)
