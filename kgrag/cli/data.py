@@ -89,8 +89,9 @@ def _print_try_next(dataset: str) -> None:
     if commands:
         lines += [f"questions of the prepared {dataset} data:", *commands]
         if not (settings.checkpoint_dir / "gflownet" / f"{dataset}-latest.json").is_file():
-            lines.append("(no trained path reasoner yet: the agent ranks the topic's relation chains zero-shot, one "
-                         "hop and two through unnamed CVT nodes; train one with `kgrag train-retriever --dataset "
+            lines.append("(no trained path reasoner yet: the agent plans a query graph zero-shot — one to three hops "
+                         "through named or unnamed nodes, the answer type asked, counts, year filters, "
+                         "superlatives; train a reasoner with `kgrag train-retriever --dataset "
                          f"{dataset}` then `kgrag retriever-eval` and `kgrag train-gflownet`)")
     elif dataset == "medical":  # its questions are Cypher-paired: they are answered over the knowledge network
         lines += ["the medical questions are answered over its knowledge network:", "kgrag kn load medical",
