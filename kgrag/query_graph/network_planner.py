@@ -53,7 +53,8 @@ from kgrag.network.schema.model import DataProperty, KnowledgeNetwork, ObjectTyp
 from kgrag.query_graph.cues import Cues, read_cues
 from kgrag.query_graph.plan import Aggregation, EntityConstraint, Hop, LiteralConstraint, QueryGraph, Topic
 
-__all__ = ["LinkedTopic", "asked_types", "has_structure", "plan_network", "question_cues", "value_properties"]
+__all__ = ["LinkedTopic", "asked_types", "has_structure", "plan_network", "question_cues", "unapplicable_cues",
+           "value_properties"]
 
 WORDS = 0.35
 TYPE = 0.6
@@ -63,6 +64,8 @@ HOP = 0.1
 TEMPERATURE = 0.25
 #: most candidates returned (best first)
 MAX_CANDIDATES = 8
+#: the most distinct mentions a plan reads as topics (the first starts the path, another constrains it)
+MAX_MENTIONS = 3
 
 _NUMERIC = frozenset({"integer", "int", "long", "short", "float", "double", "decimal", "number", "numeric"})
 _DATES = frozenset({"date", "datetime", "timestamp", "year", "gyear", "date-time"})
@@ -104,9 +107,18 @@ def _id_words(identifier: str) -> str:
     return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", tail).replace("_", " ")
 
 
+_CJK = re.compile("[\u4e00-\u9fff]")
+
+
 def _similar(a: str, b: str) -> bool:
-    """The same word, or two long words sharing their first five letters (publication / published)."""
-    return a == b or (len(a) >= 5 and len(b) >= 5 and a[:5] == b[:5])
+    """The same word, or two long words sharing their first five letters (publication / published); Chinese
+    (no spaces between words): one starts with the other ("书" / "书籍") or holds it (two characters or more)."""
+    if a == b or (len(a) >= 5 and len(b) >= 5 and a[:5] == b[:5]):
+        return True
+    if a and b and _CJK.match(a) and _CJK.match(b):
+        short, long = sorted((a, b), key=len)
+        return long.startswith(short) or (len(short) >= 2 and short in long)
+    return False
 
 
 def _overlap(words: Iterable[str], text_words: Iterable[str]) -> int:
@@ -247,9 +259,11 @@ def has_structure(question: str, network: KnowledgeNetwork, topics: Sequence[Lin
     asked = {t: fit for t, fit in asked_types(cues, network).items() if fit >= 1.0 and t not in own_types}
     if cues.is_count and not _counts_a_property(cues, network, topics, asked):
         return True
-    if cues.comparison is not None or cues.superlative is not None:
+    applicable = set(unapplicable_cues(question, network, topics))
+    if any(c is not None and c.text not in applicable for c in (cues.comparison, cues.superlative)):
         return True
-    if len({t.instance_id for t in topics}) >= 2:
+    if len(_mentions(topics)) >= 2 and not (best_intent or "").startswith("prop:"):
+        # two things named (not one name stored under two types); a property intent answers from one topic
         return True
     if asked and best_intent:
         kind, _, rid = best_intent.partition(":")
@@ -258,6 +272,27 @@ def has_structure(question: str, network: KnowledgeNetwork, topics: Sequence[Lin
             reached = rt.target_object_type_id if kind == "rel" else rt.source_object_type_id
             return reached not in asked
     return False
+
+
+def unapplicable_cues(question: str, network: KnowledgeNetwork, topics: Sequence[LinkedTopic]) -> list[str]:
+    """The comparison / superlative cues (their words) that no number or date property within two hops of the
+    topics' types (of any type, without a topic) can take: no plan could apply them, so they do not call for a
+    query graph — the one-relation answer says it could not apply them ("最新" on a network without dates)."""
+    cues = question_cues(question, topics)
+    wanted = [c for c in (cues.comparison, cues.superlative) if c is not None and not getattr(c, "counts", False)]
+    if not wanted:
+        return []
+    reach = {t.object_type for t in _own_topics(cues, topics)}
+    if reach:
+        for _ in range(2):
+            reach |= {end for type_id in list(reach) for _hop, end, _text in _steps(network, type_id)}
+    types = [ot for ot in network.object_types if not reach or ot.id in reach]
+    out = []
+    for cue in wanted:
+        number_only = getattr(cue, "kind", "") == "number"
+        if not any(p.type.lower() in _NUMERIC or not number_only for ot in types for p in value_properties(ot)):
+            out.append(cue.text)
+    return out
 
 
 def _counts_a_property(cues: Cues, network: KnowledgeNetwork, topics: Sequence[LinkedTopic],
@@ -271,16 +306,28 @@ def _counts_a_property(cues: Cues, network: KnowledgeNetwork, topics: Sequence[L
                for p in value_properties(ot) for w in _prop_words(p))
 
 
+def _mention(t: LinkedTopic) -> tuple[int, str] | str:
+    """What names the topic in the question: its words where known, else its instance (one mention may be
+    stored under several types: "精索静脉曲张" a disease and a symptom — one topic read two ways)."""
+    return (t.start, t.mention) if t.start >= 0 and t.mention else f"{t.object_type}:{t.instance_id}"
+
+
+def _mentions(topics: Sequence[LinkedTopic]) -> list[tuple[int, str] | str]:
+    return list(dict.fromkeys(_mention(t) for t in topics))
+
+
 def _own_topics(cues: Cues, topics: Sequence[LinkedTopic]) -> list[LinkedTopic]:
-    """Distinct topics (first mention first) whose words are not a cue's ("1984" in "before 1984")."""
+    """Distinct topics (first mention first; every stored reading of the first :data:`MAX_MENTIONS` mentions)
+    whose words are not a cue's ("1984" in "before 1984")."""
     out: list[LinkedTopic] = []
     for t in sorted(topics, key=lambda t: t.start if t.start >= 0 else 1 << 30):
         end = t.start + len(t.mention)
         if t.start >= 0 and any(a < end and t.start < b for a, b in cues.spans):
             continue
-        if all(o.instance_id != t.instance_id for o in out):
+        if all((o.object_type, o.instance_id) != (t.object_type, t.instance_id) for o in out):
             out.append(t)
-    return out[:3]
+    kept = _mentions(out)[:MAX_MENTIONS]
+    return [t for t in out if _mention(t) in kept]
 
 
 def _topic(t: LinkedTopic) -> Topic:
@@ -333,7 +380,7 @@ def _structure(parts: _Parts, topics: Sequence[LinkedTopic]) -> list[str]:
         out.append(cues.superlative.text)
     if parts.type_word:
         out.append(parts.type_word)
-    out += [t.mention or t.name for t in topics]
+    out += list(dict.fromkeys(t.mention or t.name for t in topics))
     return out
 
 
@@ -376,8 +423,9 @@ def plan_network(question: str, network: KnowledgeNetwork, topics: Sequence[Link
     types = {ot.id: ot for ot in network.object_types}
     p = dict(intents)
     candidates: list[QueryGraph] = []
-    for main in own[:2]:
-        others = [t for t in own if t.instance_id != main.instance_id]
+    mains = _mentions(own)[:2]
+    for main in (t for t in own if _mention(t) in mains):
+        others = [t for t in own if _mention(t) != _mention(main)]
         for path, end, text in _paths(network, main.object_type, parts.asked):
             ot = types.get(end)
             if ot is None:
