@@ -15,8 +15,10 @@ Stages, each a batch of calls (labels ``qg:path`` / ``qg:constraint``, then ``qg
 2. when the plan filters, orders or has no topic: one ``query_object_instance`` on the answer type with
    ``id in [answers]`` AND the literal constraint as a store condition (a year on a number property compares the
    number; on a date property the ISO text: "before 1900" → ``< "1900"``, "after 1900" → ``>= "1901"``), ordered by
-   the aggregation's property (``argmin`` ascending, ``argmax`` descending; the best value and its ties kept),
-   plus a ``count_only`` call for a count with a constraint.
+   the aggregation's property (``argmin`` ascending, ``argmax`` descending; the best value and its ties kept) —
+   or, for an aggregation that ``counts``, by the number of links of its relation (``order_by_links``: "the
+   author who wrote the most books"; the best count and its ties kept) — plus a ``count_only`` call for a count
+   with a constraint.
 
 Evidence rows are the agent's (:mod:`kgrag.agent.kn.answers`): ``{"value", "value_instance", "instance",
 "instance_name", "via", "direction"}`` with ``direction`` ``in`` when the link was walked against its relation
@@ -149,8 +151,9 @@ def next_calls(plan: QueryGraph, network: KnowledgeNetwork, kn_id: str,
         args["condition"] = condition
     agg = plan.aggregation
     if agg is not None and agg.op in ("argmax", "argmin"):
-        args.update(order_by=agg.relation, order="desc" if agg.op == "argmax" else "asc",
-                    limit=min(LIMIT, max(TIES, agg.limit)))
+        order = {"order_by_links": {"relation_type": agg.relation, "direction": agg.direction}} if agg.counts \
+            else {"order_by": agg.relation}
+        args.update(order, order="desc" if agg.op == "argmax" else "asc", limit=min(LIMIT, max(TIES, agg.limit)))
     out.append({"name": "query_object_instance", "label": "qg:final", "why": f"query graph: {plan.describe()}",
                 "args": args})
     if agg is not None and agg.op == "count":
@@ -204,11 +207,16 @@ def read_execution(plan: QueryGraph, network: KnowledgeNetwork, done: Sequence[M
     if final is not None:
         instances = list(((final.get("result") or {}).get("instances")) or [])
         agg = plan.aggregation
+        counts = agg is not None and agg.counts
+
+        def value(instance: Mapping[str, Any]) -> Any:
+            return instance.get("links") if counts else (instance.get("properties") or {}).get(prop)
+
         if agg is not None and agg.op in ("argmax", "argmin") and instances:
-            best = [i for i in instances if (i.get("properties") or {}).get(agg.relation) is not None]
-            top = [(i.get("properties") or {}).get(agg.relation) for i in best[: agg.limit]]
-            instances = [i for i in best if (i.get("properties") or {}).get(agg.relation) in top]
-        values = {i["id"]: (i.get("properties") or {}).get(prop) for i in instances}
+            best = [i for i in instances if value(i) is not None]
+            top = [value(i) for i in best[: agg.limit]]
+            instances = [i for i in best if value(i) in top]
+        values = {i["id"]: value(i) for i in instances}
         order = [i["id"] for i in instances]
         if plan.topics:
             by_end: dict[str, list[dict[str, Any]]] = {}

@@ -350,9 +350,40 @@ def _literal(parts: _Parts, ot: ObjectType) -> tuple[LiteralConstraint | None, f
     return lc, fit
 
 
-def _aggregation(parts: _Parts, ot: ObjectType) -> tuple[Aggregation | None, float]:
+def _counted_step(network: KnowledgeNetwork, parts: _Parts, ot: ObjectType) -> tuple[Hop, float] | None:
+    """The relation a "the most X" superlative counts from ``ot``: the step whose far type the counted noun names
+    (fit 1), else whose relation words hold it (0.5), plus the share of the question's words the relation holds;
+    None when no step of ``ot`` fits."""
+    sup = parts.cues.superlative
+    if sup is None:
+        return None
+    nouns = [_stem(w) for w in sup.words]
+    types = {o.id: o for o in network.object_types}
+    best: tuple[Hop, float] | None = None
+    for hop, far, text in _steps(network, ot.id):
+        far_type = types.get(far)
+        own = _type_words(far_type)[0] if far_type is not None else []
+        rel_words = _tokens(text)
+        fit = 1.0 if _overlap(nouns, own) else 0.5 if _overlap(nouns, rel_words) else 0.0
+        if not fit:
+            continue
+        fit += _overlap(parts.words, rel_words) / max(len(set(parts.words)), 1)
+        if best is None or fit > best[1]:
+            best = (hop, fit)
+    return best
+
+
+def _aggregation(parts: _Parts, ot: ObjectType, network: KnowledgeNetwork) -> tuple[Aggregation | None, float]:
     cues = parts.cues
     sup = cues.superlative
+    if sup is not None and sup.counts:
+        counted = _counted_step(network, parts, ot)
+        if counted is None:
+            return None, 0.0
+        hop, fit = counted
+        return Aggregation(op="argmax" if sup.direction == "max" else "argmin", relation=hop.relation,
+                           label=hop.label, direction=hop.direction, kind="number", counts=True,
+                           text=sup.text[:200]), fit
     if sup is not None and not sup.counts:
         picked = _pick_property(ot, sup.words, parts.words, sup.kind)
         if picked is None:
@@ -396,7 +427,7 @@ def _finish(plan: QueryGraph, parts: _Parts, topics: Sequence[LinkedTopic], used
                                    "confidence": round(coverage, 4)})
 
 
-def _apply_cues(parts: _Parts, ot: ObjectType) -> tuple[dict, set[str]]:
+def _apply_cues(parts: _Parts, ot: ObjectType, network: KnowledgeNetwork) -> tuple[dict, set[str]]:
     """The literal constraint and aggregation a plan ending at ``ot`` takes, and the parts they use."""
     update: dict = {}
     used: set[str] = set()
@@ -404,7 +435,7 @@ def _apply_cues(parts: _Parts, ot: ObjectType) -> tuple[dict, set[str]]:
     if lc is not None:
         update["literal_constraint"] = lc
         used.add(lc.text)
-    agg, _ = _aggregation(parts, ot)
+    agg, _ = _aggregation(parts, ot, network)
     if agg is not None:
         update["aggregation"] = agg
         used.add(agg.text)
@@ -435,7 +466,7 @@ def plan_network(question: str, network: KnowledgeNetwork, topics: Sequence[Link
             path_words = _tokens(f"{text} {ot.name} {_id_words(ot.id)}")
             words = _overlap(parts.words, path_words) / max(len(set(parts.words)), 1)
             type_fit = parts.asked.get(end, 0.0)
-            update, used = _apply_cues(parts, ot)
+            update, used = _apply_cues(parts, ot, network)
             used.add(main.mention or main.name)
             if type_fit:
                 used.add(parts.type_word)
@@ -450,12 +481,31 @@ def plan_network(question: str, network: KnowledgeNetwork, topics: Sequence[Link
         for end, fit in parts.asked.items():
             ot = types[end]
             # a cue no property of the type can take stays in the plan's ``unused`` (said, never dropped)
-            update, used = _apply_cues(parts, ot)
+            update, used = _apply_cues(parts, ot, network)
             used.add(parts.type_word)
             plan = QueryGraph(topics=[], path=[], answer_type=end, answer_type_label=ot.name or end, **update)
             candidates.append(_finish(plan, parts, own, used, 0.0, 0.0, fit))
+    elif not own and cues.superlative is not None and cues.superlative.counts:
+        candidates += _most_links_plans(network, parts)
     candidates.sort(key=lambda c: -c.score)
     return _with_confidence(candidates[:max_candidates])
+
+
+def _most_links_plans(network: KnowledgeNetwork, parts: _Parts) -> list[QueryGraph]:
+    """"who won the most prizes" (no topic, no type named): one plan per type at the other end of a relation
+    whose far type (or name) the counted noun names, ranked by how many of those links each instance has; the
+    relation's share of the question's words scores it."""
+    out: list[QueryGraph] = []
+    for ot in network.object_types:
+        update, used = _apply_cues(parts, ot, network)
+        agg = update.get("aggregation")
+        if agg is None or not agg.counts:
+            continue
+        _hop, fit = _counted_step(network, parts, ot) or (None, 0.0)
+        words = fit - (1.0 if fit >= 1.0 else 0.5)  # the relation's share of the question's words
+        plan = QueryGraph(topics=[], path=[], answer_type=ot.id, answer_type_label=ot.name or ot.id, **update)
+        out.append(_finish(plan, parts, [], used, 0.0, words, 0.0))
+    return out
 
 
 def _paths(network: KnowledgeNetwork, start: str, asked: Mapping[str, float]) -> list[tuple[list[Hop], str, str]]:

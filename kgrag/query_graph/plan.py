@@ -18,7 +18,9 @@ Parts (staged query-graph generation, Yih et al. 2015; Lan & Jiang 2020):
 - ``literal_constraint``: a comparison on a literal-valued relation / property of the answers (or of the middle
   node, ``on="middle"``): ``<``, ``<=``, ``>``, ``>=``, ``=``, ``between``; years, dates and numbers;
 - ``aggregation``: ``count`` (the answer is the number of answers) or ``argmax`` / ``argmin`` over a literal
-  relation / property of the answers (``limit`` answers kept, ties kept).
+  relation / property of the answers (``limit`` answers kept, ties kept) — or, with ``counts``, over how many
+  links of ``relation`` (walked ``direction`` from the answer) each answer has ("the author who wrote the most
+  books").
 
 A plan also says what of the question it did **not** use (``unused``: "before 1900", "how many", a type word, a
 second name) and how sure it is (``confidence`` in [0, 1]); the answer repeats both (issue 44 §4).
@@ -88,7 +90,8 @@ class LiteralConstraint(_Part):
 
 
 class Aggregation(_Part):
-    """``count``, or ``argmax`` / ``argmin`` of ``relation`` over the answers (``limit`` best kept)."""
+    """``count``, or ``argmax`` / ``argmin`` of ``relation`` over the answers (``limit`` best kept, ties kept);
+    ``counts``: of the number of ``relation`` links each answer has (``direction`` walked from the answer)."""
 
     op: Literal["count", "argmax", "argmin"]
     relation: str = Field(default="", max_length=300)
@@ -97,6 +100,13 @@ class Aggregation(_Part):
     kind: ValueKind | None = None
     limit: int = Field(default=1, ge=1, le=100)
     text: str = Field(default="", max_length=200)
+    counts: bool = False
+
+    @model_validator(mode="after")
+    def _counts_a_relation(self) -> Aggregation:
+        if self.counts and (self.op == "count" or not self.relation):
+            raise ValueError("an argmax / argmin over counts needs the relation counted")
+        return self
 
 
 class QueryGraph(_Part):
@@ -142,7 +152,8 @@ class QueryGraph(_Part):
             parts.append(f"{lc.label or lc.relation}({where}) {bound}")
         if self.aggregation is not None:
             ag = self.aggregation
-            parts.append("count" if ag.op == "count" else f"{ag.op} {ag.label or ag.relation}")
+            name = ag.label or ag.relation
+            parts.append("count" if ag.op == "count" else f"{ag.op} count({name})" if ag.counts else f"{ag.op} {name}")
         return " · ".join(parts)
 
 

@@ -346,7 +346,13 @@ def _graph_answer(plan: QueryGraph, network: Any, execution: Any, max_listed: in
         bound = f"{lc.value:g}..{(lc.value2 or lc.value):g}" if lc.op == "between" else f"{lc.op} {lc.value:g}"
         reading.append(f"{lc.label or lc.relation} {bound}")
     agg = plan.aggregation
-    if agg is not None and agg.op != "count":
+    if agg is not None and agg.counts:
+        rt = next((r for r in network.relation_types if r.id == agg.relation), None)
+        far = (rt.target_object_type_id if agg.direction == "out" else rt.source_object_type_id) if rt else ""
+        far_name = next((o.name or o.id for o in network.object_types if o.id == far), far)
+        reading.append(f"{'most' if agg.op == 'argmax' else 'fewest'} {far_name} "
+                       f"({ans.relation_reading(network, agg.relation, agg.direction)})")
+    elif agg is not None and agg.op != "count":
         reading.append(f"{'highest' if agg.op == 'argmax' else 'lowest'} {agg.label or agg.relation}")
     head = f"{subject} — {', '.join(r for r in reading if r) or plan.answer_type_label}"
     problems = " ".join(f"({p})" for p in execution.problems)
