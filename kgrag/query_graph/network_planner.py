@@ -467,6 +467,11 @@ def plan_network(question: str, network: KnowledgeNetwork, topics: Sequence[Link
             words = _overlap(parts.words, path_words) / max(len(set(parts.words)), 1)
             type_fit = parts.asked.get(end, 0.0)
             update, used = _apply_cues(parts, ot, network)
+            if len(path) == 2 and "literal_constraint" not in update:
+                middle = _on_middle(parts, types.get(_far(network, main.object_type, path[0])))
+                if middle is not None:
+                    update["literal_constraint"] = middle
+                    used.add(middle.text)
             used.add(main.mention or main.name)
             if type_fit:
                 used.add(parts.type_word)
@@ -485,10 +490,51 @@ def plan_network(question: str, network: KnowledgeNetwork, topics: Sequence[Link
             used.add(parts.type_word)
             plan = QueryGraph(topics=[], path=[], answer_type=end, answer_type_label=ot.name or end, **update)
             candidates.append(_finish(plan, parts, own, used, 0.0, 0.0, fit))
+            if cues.comparison is not None and "literal_constraint" not in update and not own:
+                candidates += _middle_plans(network, parts, ot, fit)
     elif not own and cues.superlative is not None and cues.superlative.counts:
         candidates += _most_links_plans(network, parts)
     candidates.sort(key=lambda c: -c.score)
     return _with_confidence(candidates[:max_candidates])
+
+
+def _far(network: KnowledgeNetwork, type_id: str, hop: Hop) -> str:
+    """The type ``hop`` reaches from ``type_id``."""
+    rt = next((r for r in network.relation_types if r.id == hop.relation), None)
+    if rt is None:
+        return ""
+    return rt.target_object_type_id if hop.direction == "out" else rt.source_object_type_id
+
+
+def _on_middle(parts: _Parts, mid: ObjectType | None) -> LiteralConstraint | None:
+    """The comparison as a constraint on a path's middle node of type ``mid`` — only when the question names that
+    type ("genres that have *books* published before 1900"; "publishers founded before 1900" names no book) —
+    None when it does not or no property of it takes the comparison."""
+    if mid is None or not _overlap(parts.words, _type_words(mid)[0]):
+        return None
+    lc, _ = _literal(parts, mid)
+    return lc.model_copy(update={"on": "middle"}) if lc is not None else None
+
+
+def _middle_plans(network: KnowledgeNetwork, parts: _Parts, ot: ObjectType, fit: float) -> list[QueryGraph]:
+    """"which genres have books published before 1900": no property of the asked type takes the comparison, a
+    type one hop away does — a plan from its instances that meet it (``start_type``) to the asked type, scored
+    by the words of the hop and of the middle type."""
+    types = {o.id: o for o in network.object_types}
+    out: list[QueryGraph] = []
+    for hop_back, mid, text in _steps(network, ot.id):
+        mid_type = types.get(mid)
+        middle = _on_middle(parts, mid_type)
+        if middle is None or mid_type is None or mid == ot.id:
+            continue
+        hop = hop_back.model_copy(update={"direction": "in" if hop_back.direction == "out" else "out"})
+        agg, _ = _aggregation(parts, ot, network)
+        used = {parts.type_word, middle.text} | ({agg.text} if agg is not None else set())
+        words = _overlap(parts.words, _tokens(f"{text} {mid_type.name} {_id_words(mid)}")) / max(len(set(parts.words)), 1)
+        plan = QueryGraph(topics=[], path=[hop], answer_type=ot.id, answer_type_label=ot.name or ot.id,
+                          start_type=mid, literal_constraint=middle, aggregation=agg)
+        out.append(_finish(plan, parts, [], used, 0.0, words, fit))
+    return out
 
 
 def _most_links_plans(network: KnowledgeNetwork, parts: _Parts) -> list[QueryGraph]:

@@ -344,7 +344,11 @@ def _graph_answer(plan: QueryGraph, network: Any, execution: Any, max_listed: in
     lc = plan.literal_constraint
     if lc is not None:
         bound = f"{lc.value:g}..{(lc.value2 or lc.value):g}" if lc.op == "between" else f"{lc.op} {lc.value:g}"
-        reading.append(f"{lc.label or lc.relation} {bound}")
+        if plan.start_type:  # "book with publication year < 1900 — genre: romance"
+            start = next((o.name or o.id for o in network.object_types if o.id == plan.start_type), plan.start_type)
+            subject = f"{start} with {lc.label or lc.relation} {bound}"
+        else:
+            reading.append(f"{lc.label or lc.relation}{' (middle)' if lc.on == 'middle' else ''} {bound}")
     agg = plan.aggregation
     if agg is not None and agg.counts:
         rt = next((r for r in network.relation_types if r.id == agg.relation), None)
