@@ -228,7 +228,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("query_object_instance", "Query object instances",
              "Instances of one object type of a knowledge network matching a condition tree (optionally only some "
              "properties), sorted by a property (`order_by`, `order` asc/desc, with `limit`: the oldest, the "
-             "largest), or only their number (`count_only`).", ObjectInstanceQuery, _query_object_instance),
+             "largest), by their number of links of one relation type (`order_by_links`: the author who wrote the most "
+             "books), or only their number (`count_only`).", ObjectInstanceQuery, _query_object_instance),
     ToolSpec("query_instance_subgraph", "Query an instance subgraph",
              "Instances reached from start instances along a path of relation types, with the links walked.",
              InstanceSubgraphQuery, _query_instance_subgraph),

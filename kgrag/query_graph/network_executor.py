@@ -7,16 +7,23 @@ each one is traced and checked like any other.
     … run them, append them (with "result") to done, ask again until [] …
     out = read_execution(plan, network, done)                   # out.answers == ["2"] for a count
 
-Stages, each a batch of calls (labels ``qg:path`` / ``qg:constraint``, then ``qg:final`` / ``qg:count``):
+Stages, each a batch of calls (labels ``qg:start``, ``qg:path`` / ``qg:constraint``, ``qg:middle``, then
+``qg:final`` / ``qg:count``):
 
 1. the core path from the first topic, and the entity constraint's path from the second (one
    ``query_instance_subgraph`` each, by instance id, each hop in its plan's direction); answers = the path's ends,
-   intersected with the constraint's;
+   intersected with the constraint's. A plan from ``start_type`` (no topic: "which genres have books published
+   before 1900") first finds its start — ``query_object_instance`` on ``start_type`` with the middle constraint
+   (``qg:start``) — then walks the path from those instances. A topic's path with a constraint on its middle
+   node checks the middle instances it reached (``qg:middle``: ``id in [middles]`` AND the condition); the
+   answers are the ends linked from the middles kept, each evidence row with the middle's value;
 2. when the plan filters, orders or has no topic: one ``query_object_instance`` on the answer type with
    ``id in [answers]`` AND the literal constraint as a store condition (a year on a number property compares the
    number; on a date property the ISO text: "before 1900" → ``< "1900"``, "after 1900" → ``>= "1901"``), ordered by
-   the aggregation's property (``argmin`` ascending, ``argmax`` descending; the best value and its ties kept),
-   plus a ``count_only`` call for a count with a constraint.
+   the aggregation's property (``argmin`` ascending, ``argmax`` descending; the best value and its ties kept) —
+   or, for an aggregation that ``counts``, by the number of links of its relation (``order_by_links``: "the
+   author who wrote the most books"; the best count and its ties kept) — plus a ``count_only`` call for a count
+   with a constraint.
 
 Evidence rows are the agent's (:mod:`kgrag.agent.kn.answers`): ``{"value", "value_instance", "instance",
 "instance_name", "via", "direction"}`` with ``direction`` ``in`` when the link was walked against its relation
@@ -60,8 +67,8 @@ def _instance_id(topic_id: str, object_type: str) -> str:
     return topic_id[len(prefix):] if topic_id.startswith(prefix) else topic_id
 
 
-def _subgraph(kn_id: str, object_type: str, instance_id: str, path: Sequence[Any]) -> dict[str, Any]:
-    return {"kn_id": kn_id, "start": {"object_type": object_type, "ids": [instance_id]},
+def _subgraph(kn_id: str, object_type: str, ids: Sequence[str], path: Sequence[Any]) -> dict[str, Any]:
+    return {"kn_id": kn_id, "start": {"object_type": object_type, "ids": list(ids)},
             "relation_type_path": [{"relation_type": h.relation, "direction": h.direction} for h in path],
             "limit": LIMIT}
 
@@ -99,8 +106,47 @@ def _ends(call: Mapping[str, Any] | None) -> list[str]:
     return list(result.get("ends") or [])
 
 
+def _middle_type(plan: QueryGraph, network: KnowledgeNetwork) -> str:
+    """The type of the node a middle constraint filters: ``start_type``, else the one before the answer on the
+    topic's path ("" when the plan has no middle constraint)."""
+    lc = plan.literal_constraint
+    if lc is None or lc.on != "middle":
+        return ""
+    if plan.start_type or not plan.topics:
+        return plan.start_type
+    current = plan.topics[0].type
+    for hop in plan.path[:-1]:
+        rt = next((r for r in network.relation_types if r.id == hop.relation), None)
+        if rt is None:
+            return ""
+        current = rt.target_object_type_id if hop.direction == "out" else rt.source_object_type_id
+    return current
+
+
+def _instances_of(call: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+    return list(((call or {}).get("result") or {}).get("instances") or [])
+
+
+def _middles(calls: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Any]] | None:
+    """The middle instances that met the middle constraint (None: the plan has no middle constraint)."""
+    call = calls.get("qg:start") or calls.get("qg:middle")
+    return None if call is None else {i["id"]: i for i in _instances_of(call)}
+
+
+def _last_links(call: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """``(near, end)`` of each link of the subgraph's last step."""
+    result = (call or {}).get("result") or {}
+    last = len(result.get("steps") or []) - 1
+    return [((link["source"], link["target"]) if link["forward"] else (link["target"], link["source"]))
+            for link in result.get("links") or [] if link["step"] == last]
+
+
 def _answer_ids(plan: QueryGraph, calls: Mapping[str, Mapping[str, Any]]) -> list[str]:
     ids = _ends(calls.get("qg:path"))
+    middles = _middles(calls)
+    if middles is not None:
+        reached = {end for near, end in _last_links(calls.get("qg:path")) if near in middles}
+        ids = [i for i in ids if i in reached]
     if plan.entity_constraint is not None:
         other = set(_ends(calls.get("qg:constraint")))
         ids = [i for i in ids if i in other]
@@ -109,7 +155,8 @@ def _answer_ids(plan: QueryGraph, calls: Mapping[str, Mapping[str, Any]]) -> lis
 
 def _needs_final(plan: QueryGraph) -> bool:
     agg = plan.aggregation
-    return (not plan.topics or plan.literal_constraint is not None
+    lc = plan.literal_constraint
+    return ((not plan.topics and not plan.path) or (lc is not None and lc.on == "answer")
             or (agg is not None and agg.op in ("argmax", "argmin")))
 
 
@@ -121,26 +168,46 @@ def next_calls(plan: QueryGraph, network: KnowledgeNetwork, kn_id: str,
     if any(c.get("error") for c in calls.values()):
         return []
     out: list[dict[str, Any]] = []
+    lc = plan.literal_constraint
+    middle = _middle_type(plan, network)
+    if plan.start_type and lc is not None and "qg:start" not in calls:
+        return [{"name": "query_object_instance", "label": "qg:start", "why": f"query graph start: {plan.describe()}",
+                 "args": {"kn_id": kn_id, "object_type": plan.start_type, "limit": LIMIT,
+                          "condition": literal_condition(lc, _prop_type(network, plan.start_type, lc.relation))}}]
+    if plan.start_type and "qg:path" not in calls:
+        ids = [i["id"] for i in _instances_of(calls.get("qg:start"))]
+        return [] if not ids else [{"name": "query_instance_subgraph", "label": "qg:path",
+                                    "why": f"query graph: {plan.describe()}",
+                                    "args": _subgraph(kn_id, plan.start_type, ids, plan.path)}]
     if plan.topics and "qg:path" not in calls:
         topic = plan.topics[0]
         out.append({"name": "query_instance_subgraph", "label": "qg:path", "why": f"query graph: {plan.describe()}",
-                    "args": _subgraph(kn_id, topic.type, _instance_id(topic.id, topic.type), plan.path)})
+                    "args": _subgraph(kn_id, topic.type, [_instance_id(topic.id, topic.type)], plan.path)})
         ec = plan.entity_constraint
         if ec is not None:
             out.append({"name": "query_instance_subgraph", "label": "qg:constraint",
                         "why": f"query graph constraint: {ec.topic.name}",
-                        "args": _subgraph(kn_id, ec.topic.type, _instance_id(ec.topic.id, ec.topic.type), ec.path)})
+                        "args": _subgraph(kn_id, ec.topic.type, [_instance_id(ec.topic.id, ec.topic.type)],
+                                          ec.path)})
         return out
+    if plan.topics and middle and lc is not None and "qg:middle" not in calls:
+        near = list(dict.fromkeys(n for n, _ in _last_links(calls.get("qg:path"))))
+        condition = {"operation": "and", "sub_conditions": [
+            {"operation": "in", "field": "id", "value": near},
+            literal_condition(lc, _prop_type(network, middle, lc.relation))]}
+        return [] if not near else [{"name": "query_object_instance", "label": "qg:middle",
+                                     "why": f"query graph middle: {lc.text or lc.relation}",
+                                     "args": {"kn_id": kn_id, "object_type": middle, "limit": LIMIT,
+                                              "condition": condition}}]
     if not _needs_final(plan) or "qg:final" in calls:
         return []
     parts: list[dict[str, Any]] = []
-    if plan.topics:
+    if plan.topics or plan.path:
         ids = _answer_ids(plan, calls)
         if not ids:
             return []
         parts.append({"operation": "in", "field": "id", "value": ids})
-    lc = plan.literal_constraint
-    if lc is not None:
+    if lc is not None and lc.on == "answer":
         parts.append(literal_condition(lc, _prop_type(network, plan.answer_type, lc.relation)))
     condition = (None if not parts else parts[0] if len(parts) == 1
                  else {"operation": "and", "sub_conditions": parts})
@@ -149,8 +216,9 @@ def next_calls(plan: QueryGraph, network: KnowledgeNetwork, kn_id: str,
         args["condition"] = condition
     agg = plan.aggregation
     if agg is not None and agg.op in ("argmax", "argmin"):
-        args.update(order_by=agg.relation, order="desc" if agg.op == "argmax" else "asc",
-                    limit=min(LIMIT, max(TIES, agg.limit)))
+        order = {"order_by_links": {"relation_type": agg.relation, "direction": agg.direction}} if agg.counts \
+            else {"order_by": agg.relation}
+        args.update(order, order="desc" if agg.op == "argmax" else "asc", limit=min(LIMIT, max(TIES, agg.limit)))
     out.append({"name": "query_object_instance", "label": "qg:final", "why": f"query graph: {plan.describe()}",
                 "args": args})
     if agg is not None and agg.op == "count":
@@ -194,23 +262,36 @@ def read_execution(plan: QueryGraph, network: KnowledgeNetwork, done: Sequence[M
             out.problems.append(f"{call.get('name')} ({label[3:]}) failed: {call['error']}")
         elif (call.get("result") or {}).get("truncated"):
             out.problems.append(f"the path was cut at {LIMIT} instances a step: the answer may be incomplete")
+        elif label in ("qg:start", "qg:middle") and len(_instances_of(call)) >= LIMIT:
+            out.problems.append(f"the middle was cut at {LIMIT} instances: the answer may be incomplete")
     if out.problems and any(c.get("error") for c in calls.values()):
         return out
     rows = _path_rows(calls["qg:path"], keys) if "qg:path" in calls else []
-    ids = _answer_ids(plan, calls) if plan.topics else []
+    ids = _answer_ids(plan, calls) if plan.topics or plan.path else []
+    middles = _middles(calls)
+    lc = plan.literal_constraint
+    if middles is not None and lc is not None:  # the middle constraint's value read beside each link it kept
+        rows = [{**r, "property": lc.relation,
+                 "property_value": (middles[r["instance"]].get("properties") or {}).get(lc.relation)}
+                for r in rows if r["instance"] in middles]
     final = calls.get("qg:final")
     prop = (plan.aggregation.relation if plan.aggregation is not None and plan.aggregation.op != "count"
             else plan.literal_constraint.relation if plan.literal_constraint is not None else "")
     if final is not None:
         instances = list(((final.get("result") or {}).get("instances")) or [])
         agg = plan.aggregation
+        counts = agg is not None and agg.counts
+
+        def value(instance: Mapping[str, Any]) -> Any:
+            return instance.get("links") if counts else (instance.get("properties") or {}).get(prop)
+
         if agg is not None and agg.op in ("argmax", "argmin") and instances:
-            best = [i for i in instances if (i.get("properties") or {}).get(agg.relation) is not None]
-            top = [(i.get("properties") or {}).get(agg.relation) for i in best[: agg.limit]]
-            instances = [i for i in best if (i.get("properties") or {}).get(agg.relation) in top]
-        values = {i["id"]: (i.get("properties") or {}).get(prop) for i in instances}
+            best = [i for i in instances if value(i) is not None]
+            top = [value(i) for i in best[: agg.limit]]
+            instances = [i for i in best if value(i) in top]
+        values = {i["id"]: value(i) for i in instances}
         order = [i["id"] for i in instances]
-        if plan.topics:
+        if plan.topics or plan.path:
             by_end: dict[str, list[dict[str, Any]]] = {}
             for r in rows:
                 by_end.setdefault(r["value_instance"], []).append(r)

@@ -53,7 +53,8 @@ from kgrag.network.schema.model import DataProperty, KnowledgeNetwork, ObjectTyp
 from kgrag.query_graph.cues import Cues, read_cues
 from kgrag.query_graph.plan import Aggregation, EntityConstraint, Hop, LiteralConstraint, QueryGraph, Topic
 
-__all__ = ["LinkedTopic", "asked_types", "has_structure", "plan_network", "question_cues", "value_properties"]
+__all__ = ["LinkedTopic", "asked_types", "has_structure", "plan_network", "question_cues", "unapplicable_cues",
+           "value_properties"]
 
 WORDS = 0.35
 TYPE = 0.6
@@ -63,6 +64,8 @@ HOP = 0.1
 TEMPERATURE = 0.25
 #: most candidates returned (best first)
 MAX_CANDIDATES = 8
+#: the most distinct mentions a plan reads as topics (the first starts the path, another constrains it)
+MAX_MENTIONS = 3
 
 _NUMERIC = frozenset({"integer", "int", "long", "short", "float", "double", "decimal", "number", "numeric"})
 _DATES = frozenset({"date", "datetime", "timestamp", "year", "gyear", "date-time"})
@@ -104,9 +107,18 @@ def _id_words(identifier: str) -> str:
     return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", tail).replace("_", " ")
 
 
+_CJK = re.compile("[\u4e00-\u9fff]")
+
+
 def _similar(a: str, b: str) -> bool:
-    """The same word, or two long words sharing their first five letters (publication / published)."""
-    return a == b or (len(a) >= 5 and len(b) >= 5 and a[:5] == b[:5])
+    """The same word, or two long words sharing their first five letters (publication / published); Chinese
+    (no spaces between words): one starts with the other ("书" / "书籍") or holds it (two characters or more)."""
+    if a == b or (len(a) >= 5 and len(b) >= 5 and a[:5] == b[:5]):
+        return True
+    if a and b and _CJK.match(a) and _CJK.match(b):
+        short, long = sorted((a, b), key=len)
+        return long.startswith(short) or (len(short) >= 2 and short in long)
+    return False
 
 
 def _overlap(words: Iterable[str], text_words: Iterable[str]) -> int:
@@ -247,9 +259,11 @@ def has_structure(question: str, network: KnowledgeNetwork, topics: Sequence[Lin
     asked = {t: fit for t, fit in asked_types(cues, network).items() if fit >= 1.0 and t not in own_types}
     if cues.is_count and not _counts_a_property(cues, network, topics, asked):
         return True
-    if cues.comparison is not None or cues.superlative is not None:
+    applicable = set(unapplicable_cues(question, network, topics))
+    if any(c is not None and c.text not in applicable for c in (cues.comparison, cues.superlative)):
         return True
-    if len({t.instance_id for t in topics}) >= 2:
+    if len(_mentions(topics)) >= 2 and not (best_intent or "").startswith("prop:"):
+        # two things named (not one name stored under two types); a property intent answers from one topic
         return True
     if asked and best_intent:
         kind, _, rid = best_intent.partition(":")
@@ -258,6 +272,27 @@ def has_structure(question: str, network: KnowledgeNetwork, topics: Sequence[Lin
             reached = rt.target_object_type_id if kind == "rel" else rt.source_object_type_id
             return reached not in asked
     return False
+
+
+def unapplicable_cues(question: str, network: KnowledgeNetwork, topics: Sequence[LinkedTopic]) -> list[str]:
+    """The comparison / superlative cues (their words) that no number or date property within two hops of the
+    topics' types (of any type, without a topic) can take: no plan could apply them, so they do not call for a
+    query graph — the one-relation answer says it could not apply them ("最新" on a network without dates)."""
+    cues = question_cues(question, topics)
+    wanted = [c for c in (cues.comparison, cues.superlative) if c is not None and not getattr(c, "counts", False)]
+    if not wanted:
+        return []
+    reach = {t.object_type for t in _own_topics(cues, topics)}
+    if reach:
+        for _ in range(2):
+            reach |= {end for type_id in list(reach) for _hop, end, _text in _steps(network, type_id)}
+    types = [ot for ot in network.object_types if not reach or ot.id in reach]
+    out = []
+    for cue in wanted:
+        number_only = getattr(cue, "kind", "") == "number"
+        if not any(p.type.lower() in _NUMERIC or not number_only for ot in types for p in value_properties(ot)):
+            out.append(cue.text)
+    return out
 
 
 def _counts_a_property(cues: Cues, network: KnowledgeNetwork, topics: Sequence[LinkedTopic],
@@ -271,16 +306,28 @@ def _counts_a_property(cues: Cues, network: KnowledgeNetwork, topics: Sequence[L
                for p in value_properties(ot) for w in _prop_words(p))
 
 
+def _mention(t: LinkedTopic) -> tuple[int, str] | str:
+    """What names the topic in the question: its words where known, else its instance (one mention may be
+    stored under several types: "精索静脉曲张" a disease and a symptom — one topic read two ways)."""
+    return (t.start, t.mention) if t.start >= 0 and t.mention else f"{t.object_type}:{t.instance_id}"
+
+
+def _mentions(topics: Sequence[LinkedTopic]) -> list[tuple[int, str] | str]:
+    return list(dict.fromkeys(_mention(t) for t in topics))
+
+
 def _own_topics(cues: Cues, topics: Sequence[LinkedTopic]) -> list[LinkedTopic]:
-    """Distinct topics (first mention first) whose words are not a cue's ("1984" in "before 1984")."""
+    """Distinct topics (first mention first; every stored reading of the first :data:`MAX_MENTIONS` mentions)
+    whose words are not a cue's ("1984" in "before 1984")."""
     out: list[LinkedTopic] = []
     for t in sorted(topics, key=lambda t: t.start if t.start >= 0 else 1 << 30):
         end = t.start + len(t.mention)
         if t.start >= 0 and any(a < end and t.start < b for a, b in cues.spans):
             continue
-        if all(o.instance_id != t.instance_id for o in out):
+        if all((o.object_type, o.instance_id) != (t.object_type, t.instance_id) for o in out):
             out.append(t)
-    return out[:3]
+    kept = _mentions(out)[:MAX_MENTIONS]
+    return [t for t in out if _mention(t) in kept]
 
 
 def _topic(t: LinkedTopic) -> Topic:
@@ -303,9 +350,40 @@ def _literal(parts: _Parts, ot: ObjectType) -> tuple[LiteralConstraint | None, f
     return lc, fit
 
 
-def _aggregation(parts: _Parts, ot: ObjectType) -> tuple[Aggregation | None, float]:
+def _counted_step(network: KnowledgeNetwork, parts: _Parts, ot: ObjectType) -> tuple[Hop, float] | None:
+    """The relation a "the most X" superlative counts from ``ot``: the step whose far type the counted noun names
+    (fit 1), else whose relation words hold it (0.5), plus the share of the question's words the relation holds;
+    None when no step of ``ot`` fits."""
+    sup = parts.cues.superlative
+    if sup is None:
+        return None
+    nouns = [_stem(w) for w in sup.words]
+    types = {o.id: o for o in network.object_types}
+    best: tuple[Hop, float] | None = None
+    for hop, far, text in _steps(network, ot.id):
+        far_type = types.get(far)
+        own = _type_words(far_type)[0] if far_type is not None else []
+        rel_words = _tokens(text)
+        fit = 1.0 if _overlap(nouns, own) else 0.5 if _overlap(nouns, rel_words) else 0.0
+        if not fit:
+            continue
+        fit += _overlap(parts.words, rel_words) / max(len(set(parts.words)), 1)
+        if best is None or fit > best[1]:
+            best = (hop, fit)
+    return best
+
+
+def _aggregation(parts: _Parts, ot: ObjectType, network: KnowledgeNetwork) -> tuple[Aggregation | None, float]:
     cues = parts.cues
     sup = cues.superlative
+    if sup is not None and sup.counts:
+        counted = _counted_step(network, parts, ot)
+        if counted is None:
+            return None, 0.0
+        hop, fit = counted
+        return Aggregation(op="argmax" if sup.direction == "max" else "argmin", relation=hop.relation,
+                           label=hop.label, direction=hop.direction, kind="number", counts=True,
+                           text=sup.text[:200]), fit
     if sup is not None and not sup.counts:
         picked = _pick_property(ot, sup.words, parts.words, sup.kind)
         if picked is None:
@@ -333,7 +411,7 @@ def _structure(parts: _Parts, topics: Sequence[LinkedTopic]) -> list[str]:
         out.append(cues.superlative.text)
     if parts.type_word:
         out.append(parts.type_word)
-    out += [t.mention or t.name for t in topics]
+    out += list(dict.fromkeys(t.mention or t.name for t in topics))
     return out
 
 
@@ -349,7 +427,7 @@ def _finish(plan: QueryGraph, parts: _Parts, topics: Sequence[LinkedTopic], used
                                    "confidence": round(coverage, 4)})
 
 
-def _apply_cues(parts: _Parts, ot: ObjectType) -> tuple[dict, set[str]]:
+def _apply_cues(parts: _Parts, ot: ObjectType, network: KnowledgeNetwork) -> tuple[dict, set[str]]:
     """The literal constraint and aggregation a plan ending at ``ot`` takes, and the parts they use."""
     update: dict = {}
     used: set[str] = set()
@@ -357,7 +435,7 @@ def _apply_cues(parts: _Parts, ot: ObjectType) -> tuple[dict, set[str]]:
     if lc is not None:
         update["literal_constraint"] = lc
         used.add(lc.text)
-    agg, _ = _aggregation(parts, ot)
+    agg, _ = _aggregation(parts, ot, network)
     if agg is not None:
         update["aggregation"] = agg
         used.add(agg.text)
@@ -376,8 +454,9 @@ def plan_network(question: str, network: KnowledgeNetwork, topics: Sequence[Link
     types = {ot.id: ot for ot in network.object_types}
     p = dict(intents)
     candidates: list[QueryGraph] = []
-    for main in own[:2]:
-        others = [t for t in own if t.instance_id != main.instance_id]
+    mains = _mentions(own)[:2]
+    for main in (t for t in own if _mention(t) in mains):
+        others = [t for t in own if _mention(t) != _mention(main)]
         for path, end, text in _paths(network, main.object_type, parts.asked):
             ot = types.get(end)
             if ot is None:
@@ -387,7 +466,12 @@ def plan_network(question: str, network: KnowledgeNetwork, topics: Sequence[Link
             path_words = _tokens(f"{text} {ot.name} {_id_words(ot.id)}")
             words = _overlap(parts.words, path_words) / max(len(set(parts.words)), 1)
             type_fit = parts.asked.get(end, 0.0)
-            update, used = _apply_cues(parts, ot)
+            update, used = _apply_cues(parts, ot, network)
+            if len(path) == 2 and "literal_constraint" not in update:
+                middle = _on_middle(parts, types.get(_far(network, main.object_type, path[0])))
+                if middle is not None:
+                    update["literal_constraint"] = middle
+                    used.add(middle.text)
             used.add(main.mention or main.name)
             if type_fit:
                 used.add(parts.type_word)
@@ -402,12 +486,72 @@ def plan_network(question: str, network: KnowledgeNetwork, topics: Sequence[Link
         for end, fit in parts.asked.items():
             ot = types[end]
             # a cue no property of the type can take stays in the plan's ``unused`` (said, never dropped)
-            update, used = _apply_cues(parts, ot)
+            update, used = _apply_cues(parts, ot, network)
             used.add(parts.type_word)
             plan = QueryGraph(topics=[], path=[], answer_type=end, answer_type_label=ot.name or end, **update)
             candidates.append(_finish(plan, parts, own, used, 0.0, 0.0, fit))
+            if cues.comparison is not None and "literal_constraint" not in update and not own:
+                candidates += _middle_plans(network, parts, ot, fit)
+    elif not own and cues.superlative is not None and cues.superlative.counts:
+        candidates += _most_links_plans(network, parts)
     candidates.sort(key=lambda c: -c.score)
     return _with_confidence(candidates[:max_candidates])
+
+
+def _far(network: KnowledgeNetwork, type_id: str, hop: Hop) -> str:
+    """The type ``hop`` reaches from ``type_id``."""
+    rt = next((r for r in network.relation_types if r.id == hop.relation), None)
+    if rt is None:
+        return ""
+    return rt.target_object_type_id if hop.direction == "out" else rt.source_object_type_id
+
+
+def _on_middle(parts: _Parts, mid: ObjectType | None) -> LiteralConstraint | None:
+    """The comparison as a constraint on a path's middle node of type ``mid`` — only when the question names that
+    type ("genres that have *books* published before 1900"; "publishers founded before 1900" names no book) —
+    None when it does not or no property of it takes the comparison."""
+    if mid is None or not _overlap(parts.words, _type_words(mid)[0]):
+        return None
+    lc, _ = _literal(parts, mid)
+    return lc.model_copy(update={"on": "middle"}) if lc is not None else None
+
+
+def _middle_plans(network: KnowledgeNetwork, parts: _Parts, ot: ObjectType, fit: float) -> list[QueryGraph]:
+    """"which genres have books published before 1900": no property of the asked type takes the comparison, a
+    type one hop away does — a plan from its instances that meet it (``start_type``) to the asked type, scored
+    by the words of the hop and of the middle type."""
+    types = {o.id: o for o in network.object_types}
+    out: list[QueryGraph] = []
+    for hop_back, mid, text in _steps(network, ot.id):
+        mid_type = types.get(mid)
+        middle = _on_middle(parts, mid_type)
+        if middle is None or mid_type is None or mid == ot.id:
+            continue
+        hop = hop_back.model_copy(update={"direction": "in" if hop_back.direction == "out" else "out"})
+        agg, _ = _aggregation(parts, ot, network)
+        used = {parts.type_word, middle.text} | ({agg.text} if agg is not None else set())
+        words = _overlap(parts.words, _tokens(f"{text} {mid_type.name} {_id_words(mid)}")) / max(len(set(parts.words)), 1)
+        plan = QueryGraph(topics=[], path=[hop], answer_type=ot.id, answer_type_label=ot.name or ot.id,
+                          start_type=mid, literal_constraint=middle, aggregation=agg)
+        out.append(_finish(plan, parts, [], used, 0.0, words, fit))
+    return out
+
+
+def _most_links_plans(network: KnowledgeNetwork, parts: _Parts) -> list[QueryGraph]:
+    """"who won the most prizes" (no topic, no type named): one plan per type at the other end of a relation
+    whose far type (or name) the counted noun names, ranked by how many of those links each instance has; the
+    relation's share of the question's words scores it."""
+    out: list[QueryGraph] = []
+    for ot in network.object_types:
+        update, used = _apply_cues(parts, ot, network)
+        agg = update.get("aggregation")
+        if agg is None or not agg.counts:
+            continue
+        _hop, fit = _counted_step(network, parts, ot) or (None, 0.0)
+        words = fit - (1.0 if fit >= 1.0 else 0.5)  # the relation's share of the question's words
+        plan = QueryGraph(topics=[], path=[], answer_type=ot.id, answer_type_label=ot.name or ot.id, **update)
+        out.append(_finish(plan, parts, [], used, 0.0, words, 0.0))
+    return out
 
 
 def _paths(network: KnowledgeNetwork, start: str, asked: Mapping[str, float]) -> list[tuple[list[Hop], str, str]]:

@@ -9,7 +9,9 @@ Parts (staged query-graph generation, Yih et al. 2015; Lan & Jiang 2020):
 
 - ``topics``: the named thing(s) the question starts from (the first one starts the core path); none when the
   question ranges over its answer type as a whole ("which is the oldest book": no topic, no path, the answer type
-  and an aggregation or a literal constraint);
+  and an aggregation or a literal constraint) — or over the things linked to the instances of ``start_type`` that
+  meet a literal constraint on the middle ("which genres have books published before 1900": from the books
+  before 1900, ``start_type`` book, along the path to their genres);
 - ``path``: the core path, 1–3 :class:`Hop` s from the first topic to the answer, each ``out`` (topic -r-> x) or
   ``in`` (x -r-> topic); a middle node may be named or unnamed (a CVT);
 - ``answer_type``: the type the question asks for (a class / object type id and its label, or a value kind
@@ -18,7 +20,9 @@ Parts (staged query-graph generation, Yih et al. 2015; Lan & Jiang 2020):
 - ``literal_constraint``: a comparison on a literal-valued relation / property of the answers (or of the middle
   node, ``on="middle"``): ``<``, ``<=``, ``>``, ``>=``, ``=``, ``between``; years, dates and numbers;
 - ``aggregation``: ``count`` (the answer is the number of answers) or ``argmax`` / ``argmin`` over a literal
-  relation / property of the answers (``limit`` answers kept, ties kept).
+  relation / property of the answers (``limit`` answers kept, ties kept) — or, with ``counts``, over how many
+  links of ``relation`` (walked ``direction`` from the answer) each answer has ("the author who wrote the most
+  books").
 
 A plan also says what of the question it did **not** use (``unused``: "before 1900", "how many", a type word, a
 second name) and how sure it is (``confidence`` in [0, 1]); the answer repeats both (issue 44 §4).
@@ -88,7 +92,8 @@ class LiteralConstraint(_Part):
 
 
 class Aggregation(_Part):
-    """``count``, or ``argmax`` / ``argmin`` of ``relation`` over the answers (``limit`` best kept)."""
+    """``count``, or ``argmax`` / ``argmin`` of ``relation`` over the answers (``limit`` best kept, ties kept);
+    ``counts``: of the number of ``relation`` links each answer has (``direction`` walked from the answer)."""
 
     op: Literal["count", "argmax", "argmin"]
     relation: str = Field(default="", max_length=300)
@@ -97,6 +102,13 @@ class Aggregation(_Part):
     kind: ValueKind | None = None
     limit: int = Field(default=1, ge=1, le=100)
     text: str = Field(default="", max_length=200)
+    counts: bool = False
+
+    @model_validator(mode="after")
+    def _counts_a_relation(self) -> Aggregation:
+        if self.counts and (self.op == "count" or not self.relation):
+            raise ValueError("an argmax / argmin over counts needs the relation counted")
+        return self
 
 
 class QueryGraph(_Part):
@@ -106,6 +118,8 @@ class QueryGraph(_Part):
     path: list[Hop] = Field(max_length=3)
     answer_type: str = Field(default="", max_length=300)
     answer_type_label: str = Field(default="", max_length=300)
+    #: a plan without a topic that walks a path: the type whose instances meeting the middle constraint start it
+    start_type: str = Field(default="", max_length=300)
     entity_constraint: EntityConstraint | None = None
     literal_constraint: LiteralConstraint | None = None
     aggregation: Aggregation | None = None
@@ -120,15 +134,24 @@ class QueryGraph(_Part):
     def _starts_somewhere(self) -> QueryGraph:
         if self.topics and not self.path:
             raise ValueError("a plan with a topic needs a path (1–3 hops)")
-        if not self.topics and (self.path or not self.answer_type or self.entity_constraint is not None):
+        if self.topics and self.start_type:
+            raise ValueError("start_type is for a plan without a topic")
+        if not self.topics and self.start_type:
+            lc = self.literal_constraint
+            if not self.path or not self.answer_type or lc is None or lc.on != "middle" \
+                    or self.entity_constraint is not None:
+                raise ValueError("a plan from start_type needs a path, answer_type and a literal constraint on the "
+                                 "middle (the start), and no entity constraint")
+        elif not self.topics and (self.path or not self.answer_type or self.entity_constraint is not None):
             raise ValueError("a plan without a topic ranges over its answer type: it needs answer_type, no path "
-                             "and no entity constraint")
+                             "and no entity constraint (or a start_type with its middle constraint)")
         return self
 
     def describe(self) -> str:
         """One line: ``Marie Curie -[won]-> ?answer (type: prize) · born before 1900 · count``."""
-        start = (self.topics[0].name + " " + " ".join(h.arrow() + (" ?m" if i < len(self.path) - 1 else "")
-                                                      for i, h in enumerate(self.path)) + " ") if self.topics else ""
+        first = self.topics[0].name if self.topics else f"?m ({self.start_type})" if self.start_type else ""
+        hops = [h.arrow() + (" ?m" if i < len(self.path) - 1 else "") for i, h in enumerate(self.path)]
+        start = f"{first} {' '.join(hops)} " if first else ""
         parts = [start + "?answer"]
         if self.answer_type:
             parts[0] += f" (type: {self.answer_type_label or self.answer_type})"
@@ -142,7 +165,8 @@ class QueryGraph(_Part):
             parts.append(f"{lc.label or lc.relation}({where}) {bound}")
         if self.aggregation is not None:
             ag = self.aggregation
-            parts.append("count" if ag.op == "count" else f"{ag.op} {ag.label or ag.relation}")
+            name = ag.label or ag.relation
+            parts.append("count" if ag.op == "count" else f"{ag.op} count({name})" if ag.counts else f"{ag.op} {name}")
         return " · ".join(parts)
 
 

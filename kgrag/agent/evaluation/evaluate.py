@@ -157,6 +157,16 @@ def selective(confidences: Sequence[float], hits: Sequence[float], f1s: Sequence
             "f1_answered": round(float(np.mean([f1s[i] for i in keep])), 4) if keep else None}
 
 
+def _planned_label(state: dict[str, Any]) -> str | None:
+    """The schema element the answer came from: the first labelled tool call's intent, or — for a query graph
+    (its calls are labelled ``qg:…``) — the intent of its path's first hop (``rel:`` / ``rel_in:``)."""
+    label = next((c["label"] for c in state.get("tool_calls") or [] if c.get("label")), None)
+    path = (state.get("query_graph") or {}).get("path") or []
+    if label is not None and label.startswith("qg:") and path:
+        return f"{'rel' if path[0].get('direction', 'out') == 'out' else 'rel_in'}:{path[0]['relation']}"
+    return label
+
+
 def evaluate(items: Sequence[EvalItem], answer_fn: Callable[[str], dict[str, Any]],
              progress: Callable[[int], None] | None = None, threshold: float = DEFAULT_THRESHOLD) -> dict[str, Any]:
     """Answer every item; ``{"figures": {...}, "predictions": [...]}`` (one prediction per item, in order)."""
@@ -181,7 +191,7 @@ def evaluate(items: Sequence[EvalItem], answer_fn: Callable[[str], dict[str, Any
         top = top_answer(state) or (values[0] if values else None)
         firsts.append(float(top is not None and top.strip() in _norm(item.answers)))
         topic = (state.get("topic") or {}).get("name")
-        label = next((c["label"] for c in state.get("tool_calls") or [] if c.get("label")), None)
+        label = _planned_label(state)
         intent = (state.get("schema") or {}).get("ranker")
         if intent:
             intents[intent] += 1

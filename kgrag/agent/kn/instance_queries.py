@@ -6,8 +6,11 @@
 - ``query_object_instance``: instances of one object type matching a condition tree (the condition language of
   :mod:`kgrag.network.schema.conditions`; values are always bound SQL parameters), optionally projected to some
   properties; ``order_by`` a property (``order`` asc / desc: a number orders as a number, a date as a date) with
-  ``limit`` (the oldest book: ``order_by="year", limit=1``), or ``count_only`` (the number of matching instances,
-  no instance listed).
+  ``limit`` (the oldest book: ``order_by="year", limit=1``), ``order_by_links`` — by how many links of one
+  relation type each instance has (``direction`` out: as the link's source; the author who wrote the most
+  books: ``{"relation_type": "wrote", "direction": "out"}``, ``order="desc"``; each instance says its ``links``;
+  instances with no such link are left out) — or ``count_only`` (the number of matching instances, no instance
+  listed).
 - ``query_instance_subgraph``: instances reached from start instances along a path of relation types, each step
   walked in the relation's direction when its source type is the current type, else backwards (or as the step
   says: ``out`` / ``in`` / ``both``), with the links walked (in each relation's own direction).
@@ -29,6 +32,7 @@ from kgrag.network.schema.model import Condition, InstanceHit, KnowledgeNetwork
 __all__ = [
     "MAX_LIMIT",
     "InstanceSubgraphQuery",
+    "LinkOrder",
     "ObjectInstanceQuery",
     "PathStep",
     "QueryStore",
@@ -66,6 +70,9 @@ class QueryStore(Protocol):
 
     def count_matching(self, kn_id: str, object_type_id: str, condition: Condition | None) -> int: ...
 
+    def ranked_by_links(self, kn_id: str, object_type_id: str, condition: Condition | None, relation_type_id: str,
+                        forward: bool, descending: bool, limit: int) -> list[tuple[InstanceHit, int]]: ...
+
     def linked_ids(self, kn_id: str, relation_type_id: str, ids: list[str], forward: bool
                    ) -> list[tuple[str, str]]: ...
 
@@ -79,6 +86,15 @@ class _Request(BaseModel):
         if isinstance(value, int) and not isinstance(value, bool) and value > MAX_LIMIT:
             return MAX_LIMIT
         return value
+
+
+class LinkOrder(BaseModel):
+    """Order instances by how many links of ``relation_type`` they have (``out``: as the link's source)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    relation_type: str = Field(min_length=1, max_length=200)
+    direction: Literal["out", "in"] = "out"
 
 
 class ObjectInstanceQuery(_Request):
@@ -95,6 +111,9 @@ class ObjectInstanceQuery(_Request):
     order_by: str | None = Field(default=None, min_length=1, max_length=200,
                                  description="sort by this data property's value (a number or date as such)")
     order: Literal["asc", "desc"] = Field(default="asc", description="asc: smallest / earliest first; desc: largest")
+    order_by_links: LinkOrder | None = Field(
+        default=None, description='sort by the number of links of one relation type, e.g. {"relation_type": '
+        '"wrote", "direction": "out"} with order desc: the instances with the most links first')
     count_only: bool = Field(default=False, description="return only the number of matching instances")
 
 
@@ -158,7 +177,8 @@ def _project(hit: InstanceHit, properties: list[str] | None) -> dict[str, Any]:
 
 def query_object_instance(store: QueryStore, query: ObjectInstanceQuery) -> dict[str, Any]:
     """``{"kn_id", "object_type", "limit", "count", "instances": [{"object_type", "id", "properties"[, "score"]}]}``
-    (plus ``"order_by"``, ``"order"`` when ordered); with ``count_only``: ``{"kn_id", "object_type", "count_only":
+    (plus ``"order_by"``, ``"order"`` when ordered; ``"order_by_links"``, ``"order"`` and each instance's
+    ``"links"`` when ordered by its links); with ``count_only``: ``{"kn_id", "object_type", "count_only":
     true, "count": <matching instances>, "instances": []}``."""
     network = _network(store, query.kn_id)
     _check_type(network, query.object_type)
@@ -168,6 +188,10 @@ def query_object_instance(store: QueryStore, query: ObjectInstanceQuery) -> dict
         if unknown:
             raise ToolInputError(f"unknown properties {unknown} of object type {query.object_type!r} "
                                  f"(data properties: {', '.join(sorted(declared))})")
+    if query.order_by_links is not None:
+        if query.order_by is not None or query.count_only:
+            raise ToolInputError("order_by_links cannot be combined with order_by or count_only")
+        return _ranked_by_links(store, network, query)
     if query.count_only:
         try:
             total = store.count_matching(query.kn_id, query.object_type, query.condition)
@@ -187,6 +211,29 @@ def query_object_instance(store: QueryStore, query: ObjectInstanceQuery) -> dict
     hits = _instances(store, query.kn_id, query.object_type, query.condition, query.limit)
     return {"kn_id": query.kn_id, "object_type": query.object_type, "limit": query.limit, "count": len(hits),
             "instances": [_project(h, query.properties) for h in hits]}
+
+
+def _ranked_by_links(store: QueryStore, network: KnowledgeNetwork, query: ObjectInstanceQuery) -> dict[str, Any]:
+    order = query.order_by_links
+    assert order is not None
+    rt = next((r for r in network.relation_types if r.id == order.relation_type), None)
+    if rt is None:
+        known = ", ".join(r.id for r in network.relation_types)
+        raise ToolInputError(f"unknown relation type {order.relation_type!r} in network {network.kn_id!r} "
+                             f"(relation types: {known})")
+    end = rt.source_object_type_id if order.direction == "out" else rt.target_object_type_id
+    if end != query.object_type:
+        raise ToolInputError(f"relation type {rt.id!r} links {rt.source_object_type_id!r} -> "
+                             f"{rt.target_object_type_id!r}: {query.object_type!r} is not its "
+                             f"{'source' if order.direction == 'out' else 'target'}")
+    try:
+        ranked = store.ranked_by_links(query.kn_id, query.object_type, query.condition, rt.id,
+                                       order.direction == "out", query.order == "desc", query.limit)
+    except ValueError as exc:
+        raise ToolInputError(f"condition on {query.object_type!r}: {exc}") from exc
+    return {"kn_id": query.kn_id, "object_type": query.object_type, "limit": query.limit, "count": len(ranked),
+            "order_by_links": order.model_dump(), "order": query.order,
+            "instances": [{**_project(h, query.properties), "links": n} for h, n in ranked]}
 
 
 def _walks(network: KnowledgeNetwork, current: str, step: PathStep) -> list[tuple[bool, str]]:

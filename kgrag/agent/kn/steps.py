@@ -60,7 +60,7 @@ from kgrag.agent.turn.state import AgentState, ToolCall, fresh_turn
 from kgrag.errors import NetworkNotFound
 from kgrag.query_graph.network_executor import next_calls as graph_calls
 from kgrag.query_graph.network_executor import read_execution
-from kgrag.query_graph.network_planner import LinkedTopic, has_structure, plan_network
+from kgrag.query_graph.network_planner import LinkedTopic, has_structure, plan_network, unapplicable_cues
 from kgrag.query_graph.plan import QueryGraph
 from kgrag.search.contextual import extract
 from kgrag.search.kn_models import KnSearchRequest
@@ -179,6 +179,12 @@ def _graph_calls(state: AgentState, calls: list[dict[str, Any]]) -> list[ToolCal
     return [ToolCall(id=f"call_{start + n + 1}", **c) for n, c in enumerate(calls)]
 
 
+def _linked(state: AgentState) -> list[LinkedTopic]:
+    """The topics a query graph may start from: the storage forms the question names (exact or alias)."""
+    return [LinkedTopic(c["name"], c["object_type"], c["instance_id"], c.get("keyword", ""), c.get("start", -1))
+            for c in state.get("context", {}).get("storage_forms", []) if c.get("match_type") in ("exact", "alias")]
+
+
 def _query_graph_plan(state: AgentState, run: NetworkRun) -> tuple[Update, str] | None:
     """The query graph's next stage of calls, or None when the turn does not plan one (then today's planner)."""
     kn_id = state["kn_id"]
@@ -193,8 +199,7 @@ def _query_graph_plan(state: AgentState, run: NetworkRun) -> tuple[Update, str] 
     if state.get("tool_calls"):
         return None  # today's planner is already at work this turn
     forms = [TopicCandidate(**c) for c in state.get("context", {}).get("storage_forms", [])]
-    linked = [LinkedTopic(c.name, c.object_type, c.instance_id, c.keyword, c.start) for c in forms
-              if c.match_type in ("exact", "alias")]
+    linked = _linked(state)
     intents = [(label, p) for label, p in state.get("schema", {}).get("intents", [])]
     question = state["question"]
     if not has_structure(question, network, linked, intents[0][0] if intents else None):
@@ -219,10 +224,13 @@ def _query_graph_plan(state: AgentState, run: NetworkRun) -> tuple[Update, str] 
 
 def _rules_plan(state: AgentState, run: NetworkRun) -> tuple[Update, str]:
     kn_id = state["kn_id"]
+    unused: list[str] = []
     if run.settings.query_graphs:
         graph = _query_graph_plan(state, run)
         if graph is not None:
             return graph
+        if not state.get("tool_calls"):  # a cue no property can take is said in the one-relation answer
+            unused = unapplicable_cues(state["question"], run.resources.network(kn_id), _linked(state))
     if any(c.get("result") and ans.evidence_from(c) for c in state.get("tool_calls", [])):
         return {"pending": [], "done": True}, "answered: no further call"
     network = run.resources.network(kn_id)
@@ -243,8 +251,10 @@ def _rules_plan(state: AgentState, run: NetworkRun) -> tuple[Update, str]:
     call["id"] = f"call_{len(state.get('tool_calls', [])) + 1}"
     call["label"] = label
     confidence = dict(intents).get(label, 0.0) if len(intents) > 1 else 1.0
-    return ({"pending": [call], "topic": topic.as_dict(), "confidence": round(float(confidence), 4)},
-            f"{call['name']} for {call['why']}")
+    update: Update = {"pending": [call], "topic": topic.as_dict(), "confidence": round(float(confidence), 4)}
+    if unused:
+        update["unused"] = unused
+    return update, f"{call['name']} for {call['why']}"
 
 
 @traced("plan")
@@ -334,9 +344,19 @@ def _graph_answer(plan: QueryGraph, network: Any, execution: Any, max_listed: in
     lc = plan.literal_constraint
     if lc is not None:
         bound = f"{lc.value:g}..{(lc.value2 or lc.value):g}" if lc.op == "between" else f"{lc.op} {lc.value:g}"
-        reading.append(f"{lc.label or lc.relation} {bound}")
+        if plan.start_type:  # "book with publication year < 1900 — genre: romance"
+            start = next((o.name or o.id for o in network.object_types if o.id == plan.start_type), plan.start_type)
+            subject = f"{start} with {lc.label or lc.relation} {bound}"
+        else:
+            reading.append(f"{lc.label or lc.relation}{' (middle)' if lc.on == 'middle' else ''} {bound}")
     agg = plan.aggregation
-    if agg is not None and agg.op != "count":
+    if agg is not None and agg.counts:
+        rt = next((r for r in network.relation_types if r.id == agg.relation), None)
+        far = (rt.target_object_type_id if agg.direction == "out" else rt.source_object_type_id) if rt else ""
+        far_name = next((o.name or o.id for o in network.object_types if o.id == far), far)
+        reading.append(f"{'most' if agg.op == 'argmax' else 'fewest'} {far_name} "
+                       f"({ans.relation_reading(network, agg.relation, agg.direction)})")
+    elif agg is not None and agg.op != "count":
         reading.append(f"{'highest' if agg.op == 'argmax' else 'lowest'} {agg.label or agg.relation}")
     head = f"{subject} — {', '.join(r for r in reading if r) or plan.answer_type_label}"
     problems = " ".join(f"({p})" for p in execution.problems)

@@ -96,8 +96,8 @@ _TOOLS: dict[str, tuple[type[BaseModel], Callable[[Any, Any, str], dict[str, Any
     "query_object_instance": (ObjectInstanceQuery, lambda store, a, kn: query_object_instance(store, a),
                               "Instances of one object type matching a condition, e.g. one instance by its "
                               "stored name (the type's display property); optionally only some properties, "
-                              "sorted by a property (order_by, order asc/desc, limit) or only counted "
-                              "(count_only)."),
+                              "sorted by a property (order_by, order asc/desc, limit) or by their number "
+                              "of links of one relation type (order_by_links), or only counted (count_only)."),
     "query_instance_subgraph": (InstanceSubgraphQuery, lambda store, a, kn: query_instance_subgraph(store, a),
                                 "Instances reached from start instances along a path of relation types "
                                 "(direction out, in, both or auto), with the links."),

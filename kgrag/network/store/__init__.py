@@ -194,6 +194,12 @@ class NetworkStore:
         """Matching instances by a property's typed value: :meth:`StoreQueries.ordered_instances`."""
         return self.queries.ordered_instances(kn_id, object_type_id, condition, order_by, descending, limit)
 
+    def ranked_by_links(self, kn_id: str, object_type_id: str, condition: Condition | None, relation_type_id: str,
+                        forward: bool, descending: bool, limit: int) -> list[tuple[InstanceHit, int]]:
+        """Matching instances by their number of links of one relation type: :meth:`StoreQueries.ranked_by_links`."""
+        return self.queries.ranked_by_links(kn_id, object_type_id, condition, relation_type_id, forward, descending,
+                                            limit)
+
     def count_matching(self, kn_id: str, object_type_id: str, condition: Condition | None) -> int:
         """How many instances match ``condition``: :meth:`StoreQueries.count_matching`."""
         return self.queries.count_matching(kn_id, object_type_id, condition)
