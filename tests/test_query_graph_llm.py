@@ -34,7 +34,9 @@ def test_bad_proposals_give_reasons() -> None:
     unknown_rel = {"topics": [{"name": "X", "id": "a:orwell"}], "path": [{"relation": "DROP TABLE"}]}
     assert "not a relation of this graph" in parse_proposal(json.dumps(unknown_rel), TOPICS, RELATIONS)[1]
     invalid = {"topics": [{"name": "X", "id": "a:orwell"}], "path": []}
-    assert "not a valid query graph (path" in parse_proposal(json.dumps(invalid), TOPICS, RELATIONS)[1]
+    assert "not a valid query graph" in parse_proposal(json.dumps(invalid), TOPICS, RELATIONS)[1]
+    bad_op = {"topics": [{"name": "X", "id": "a:orwell"}], "path": [{"relation": "wrote"}], "aggregation": {"op": "sum"}}
+    assert "(aggregation.op:" in parse_proposal(json.dumps(bad_op), TOPICS, RELATIONS)[1]
 
 
 def test_a_failing_llm_is_a_reason_not_an_exception(llm_server, llm_settings) -> None:
