@@ -47,3 +47,10 @@ def test_a_failing_llm_is_a_reason_not_an_exception(llm_server, llm_settings) ->
         found, why = propose_query_graph(client, "q", TOPICS, RELATIONS)
     assert found is None and why.startswith("the LLM failed")
     assert propose_query_graph(client, "q", [], RELATIONS) == (None, "no linked topic to start a plan from")
+
+
+def test_a_topic_less_proposal_over_an_answer_type_is_a_plan() -> None:
+    plan = {"topics": [], "path": [], "answer_type": "Book",
+            "aggregation": {"op": "argmin", "relation": "year", "kind": "year"}}
+    found, why = parse_proposal(json.dumps(plan), TOPICS, RELATIONS)
+    assert why == "" and found is not None and found.topics == [] and found.aggregation.relation == "year"

@@ -80,7 +80,7 @@ def parse_proposal(text: str, topics: Sequence[Topic], relations: Mapping[str, s
         where = ".".join(str(p) for p in first["loc"])
         return None, f"the LLM's plan is not a valid query graph ({where}: {first['msg']})"
     known = {t.id: t for t in topics}
-    chosen = [plan.topics[0]] + ([plan.entity_constraint.topic] if plan.entity_constraint is not None else [])
+    chosen = plan.topics[:1] + ([plan.entity_constraint.topic] if plan.entity_constraint is not None else [])
     for topic in chosen:
         if topic.id not in known:
             return None, f"the LLM's plan starts from {topic.id!r}, not one of the linked topics"
