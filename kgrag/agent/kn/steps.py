@@ -58,10 +58,11 @@ from kgrag.agent.turn.node import (
 )
 from kgrag.agent.turn.state import AgentState, ToolCall, fresh_turn
 from kgrag.errors import NetworkNotFound
+from kgrag.query_graph.llm_proposal import propose_query_graph
 from kgrag.query_graph.network_executor import next_calls as graph_calls
 from kgrag.query_graph.network_executor import read_execution
 from kgrag.query_graph.network_planner import LinkedTopic, has_structure, plan_network, unapplicable_cues
-from kgrag.query_graph.plan import QueryGraph
+from kgrag.query_graph.plan import QueryGraph, Topic
 from kgrag.search.contextual import extract
 from kgrag.search.kn_models import KnSearchRequest
 from kgrag.search.pipeline import kn_search
@@ -222,6 +223,47 @@ def _query_graph_plan(state: AgentState, run: NetworkRun) -> tuple[Update, str] 
     return update, f"query graph: {best.describe()} (confidence {best.confidence:.2f}, {len(plans)} candidates)"
 
 
+def _llm_query_graph(state: AgentState, run: NetworkRun) -> tuple[Update, str] | None:
+    """With an LLM, a question with structure: the LLM's query graph (checked against the network's relation
+    types and properties, :mod:`kgrag.query_graph.llm_proposal`) run by the same executor; when it proposes none
+    that holds, the LLM-free query graph, said in ``errors``; None when the turn plans no query graph."""
+    if state.get("tool_calls") or state.get("query_graph"):
+        return None
+    network = run.resources.network(state["kn_id"])
+    linked = _linked(state)
+    intents = [(label, p) for label, p in state.get("schema", {}).get("intents", [])]
+    if not has_structure(state["question"], network, linked, intents[0][0] if intents else None):
+        return None
+    client = run.resources.llm()
+    if client is None:
+        return None
+    relations = {rt.id: rt.name or rt.id for rt in network.relation_types}
+    for ot in network.object_types:
+        for prop in ot.data_properties:
+            relations.setdefault(prop.name, prop.display_name or prop.name)
+    topics = [Topic(name=t.name[:500], id=f"{t.object_type}:{t.instance_id}"[:500], mention=t.mention[:500],
+                    type=t.object_type[:300]) for t in linked]
+    proposed, why = propose_query_graph(client, state["question"], topics, relations)
+    rules = _query_graph_plan(state, run)
+    if proposed is None:
+        if rules is None:
+            return None
+        update, summary = rules
+        return {**update, "errors": [f"LLM query graph not used ({why}); the LLM-free plan was used"]}, \
+            f"LLM query graph not used ({why}) -> {summary}"
+    kn_id = state["kn_id"]
+    calls = graph_calls(proposed, network, kn_id, [])
+    others = [rules[0]["query_graph"]] if rules is not None and rules[0].get("query_graph") else []
+    confidence = rules[0].get("confidence", 0.5) if rules is not None and others and \
+        QueryGraph.model_validate(others[0]).describe() == proposed.describe() else 0.5
+    plan_json = proposed.model_copy(update={"confidence": confidence}).model_dump(mode="json")
+    update: Update = {"query_graph": plan_json, "query_graph_candidates": others, "confidence": confidence,
+                      "unused": [], "pending": _graph_calls(state, calls)}
+    if not calls:
+        update["done"] = True
+    return update, f"query graph (LLM): {proposed.describe()}"
+
+
 def _rules_plan(state: AgentState, run: NetworkRun) -> tuple[Update, str]:
     kn_id = state["kn_id"]
     unused: list[str] = []
@@ -262,6 +304,12 @@ def plan(state: AgentState, run: NetworkRun) -> tuple[Update, str]:
     """The next tool call(s), or none (then ``answer``)."""
     if len(state.get("tool_calls", [])) >= run.settings.max_tool_calls:
         return {"pending": [], "done": True}, f"tool-call budget ({run.settings.max_tool_calls}) spent"
+    if state.get("planner") == "llm" and run.settings.query_graphs:
+        if state.get("query_graph"):  # the LLM's (or the fallback's) query graph: its next stage
+            return _query_graph_plan(state, run) or ({"pending": [], "done": True}, "query graph executed")
+        proposed = _llm_query_graph(state, run)
+        if proposed is not None:
+            return proposed
     return planned(state, run, llm_plan, _rules_plan)
 
 
@@ -326,7 +374,7 @@ def answer(state: AgentState, run: NetworkRun) -> tuple[Update, str]:
     update: Update = {"answer": text, "answers": values, "evidence": evidence, "history": history, "done": True,
                       "messages": [answer_message(text)], "unused": list(state.get("unused") or []),
                       "confidence": float(state.get("confidence") or 0.0)}
-    if state.get("planner") != "llm":
+    if state.get("planner") != "llm" or graph is not None:
         update = settle(update, run.settings)
     return update, f"{len(update['answers'])} values from {len({r['instance'] for r in evidence})} instances"
 
