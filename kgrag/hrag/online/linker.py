@@ -44,7 +44,14 @@ it really contains. :meth:`EntityLinker.topics` gives the rows and the text with
   :data:`MAX_FUZZY_TOKENS` tokens of a text are searched this way.
 
 :meth:`EntityLinker.candidates` lists every span's rows (partial names and near-misses included) with a score in
-[0, 1] and an ``is_class`` flag, for a planner that chooses the topic jointly with its query graph.
+[0, 1] and an ``is_class`` flag, for a planner that chooses the topic jointly with its query graph. It also reads
+**first words** of names (``nike`` → ``Nike, Inc.``, ``united states`` → ``United States of America``; a partial
+name scores by the share of the name's words it says) and weighs what the words say: a degree (popularity) prior
+(:data:`DEGREE_PRIOR`), one word of the graph's schema (its relation and class names) or a function word
+(:data:`FUNCTION_WORDS`) ranked down unless capitalised in a text that capitalises names (``currency``,
+``school``, ``us``), a capitalised name written in lower case in such a text ranked down (``speak`` is not
+``Speak``), numbers (values to compare, not topics) and a span inside a longer one naming other rows (``martin``
+in ``martin luther king``) ranked down. Measured by ``python -m bench.topic_linking`` (WebQSP / CWQ questions).
 
 Normalisation (names and text alike, :func:`normalise`): Unicode compatibility forms, casefold, accents dropped
 (``Amélie`` = ``Amelie``; ``ø æ œ ł đ ð þ`` spelled in ASCII), curly quotes and backticks as ``'``. A token is
