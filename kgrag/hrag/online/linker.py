@@ -395,19 +395,20 @@ class EntityLinker:
             self._add_prefixes(key, self.prefixes)
 
     def _build_partial_names(self) -> None:
-        """``partial_index``: a name's last words (a surname: ``einstein`` of ``albert einstein``) → the rows
-        named so, most edges first; not when those words are template words or digits only, shorter than
-        :data:`MIN_PARTIAL_CHARS`, or shared by more than :data:`MAX_PARTIAL_ROWS` rows (a common word).
-        A partial name of several words starts with a word that is no template word or article (``united states``
-        of ``president of the united states``, not ``of the united states``).
-        ``prefix_index``: the same of a name's first words (``nike`` of ``nike inc``, ``united states`` of
-        ``united states of america``), not ending with a template word or an article; :meth:`candidates` reads it
-        (:meth:`link` does not: its fallback stays the surnames)."""
+        """``partial_index`` (:meth:`link`'s): a name's last words (a surname: ``einstein`` of ``albert
+        einstein``) → the rows named so, most edges first; not when those words are template words or digits
+        only, shorter than :data:`MIN_PARTIAL_CHARS`, or shared by more than :data:`MAX_PARTIAL_ROWS` rows (a
+        common word). :meth:`candidates` reads two more: ``suffix_index``, the last words again, starting with a
+        word that is no template word or article (``united states`` of ``president of the united states``, not
+        ``the united states``), and ``prefix_index``, a name's first words (``nike`` of ``nike inc``, ``united
+        states`` of ``united states of america``), not ending with a template word or an article — both shared by
+        at most :data:`MAX_PARTIAL_ROWS` distinct names (rows sharing one name are one name)."""
         words = self.template_words
+        by_tail: dict[str, list[int]] = defaultdict(list)
         by_suffix: dict[str, list[int]] = defaultdict(list)
         by_prefix: dict[str, list[int]] = defaultdict(list)
 
-        def usable(part: list[str], edge: str) -> bool:
+        def usable(part: list[str], edge: str = "") -> bool:
             compact = "".join(part)
             return not (len(compact) < MIN_PARTIAL_CHARS or compact.isdigit() or edge in words or edge in ARTICLES
                         or all(t in words or t in ARTICLES for t in part))
@@ -416,18 +417,24 @@ class EntityLinker:
             parts = key.split(" ")
             for n in range(1, len(parts)):
                 tail, head = parts[n:], parts[:n]
-                if usable(tail, tail[0] if len(tail) > 1 else ""):
-                    by_suffix[" ".join(tail)].extend(rows)
+                if usable(tail):
+                    by_tail[" ".join(tail)].extend(rows)
+                    if len(tail) == 1 or usable(tail, tail[0]):
+                        by_suffix[" ".join(tail)].extend(rows)
                 if usable(head, head[-1]):
                     by_prefix[" ".join(head)].extend(rows)
         names = self.names
-        self.partial_index = {k: self._by_degree(v) for k, v in by_suffix.items()
-                              if len({names[r] for r in v}) <= MAX_PARTIAL_ROWS}
+        self.partial_index = {k: self._by_degree(v) for k, v in by_tail.items() if len(set(v)) <= MAX_PARTIAL_ROWS}
+        self.suffix_index = {k: self._by_degree(v) for k, v in by_suffix.items()
+                             if len({names[r] for r in v}) <= MAX_PARTIAL_ROWS}
         self.prefix_index = {k: self._by_degree(v) for k, v in by_prefix.items()
                              if len({names[r] for r in v}) <= MAX_PARTIAL_ROWS}
         self.partial_prefixes: set[str] = set()
         for key in self.partial_index:
             self._add_prefixes(key, self.partial_prefixes)
+        self.suffix_prefixes: set[str] = set()
+        for key in self.suffix_index:
+            self._add_prefixes(key, self.suffix_prefixes)
         self.prefix_prefixes: set[str] = set()
         for key in self.prefix_index:
             self._add_prefixes(key, self.prefix_prefixes)
@@ -629,9 +636,9 @@ class EntityLinker:
         norm = [t for t, _, _ in toks]
         spans = self._exact_spans(text, toks, norm)
         if everything or not any((s.template or not s.template_only) and not s.all_class for s in spans):
-            partial = self._exact_spans(text, toks, norm, "plural") + self._exact_spans(text, toks, norm, "partial")
-            if everything:
-                partial += self._exact_spans(text, toks, norm, "prefix")
+            partial = self._exact_spans(text, toks, norm, "plural") + (
+                self._exact_spans(text, toks, norm, "suffix") + self._exact_spans(text, toks, norm, "prefix")
+                if everything else self._exact_spans(text, toks, norm, "partial"))
             fuzzy = self._fuzzy(toks[:MAX_FUZZY_TOKENS], norm[:MAX_FUZZY_TOKENS])
             extra = sorted(partial + fuzzy, key=_Span.fallback_rank) if partial else fuzzy
             if everything:
@@ -674,10 +681,11 @@ class EntityLinker:
         """(rows, rows matched by an other name only, rows not matched by their name while others are, span end)
         of a span's normalised ``key`` ending with token ``last`` at ``end``. ``mode`` ``name``: as written, else
         without a possessive ``'s`` (``Heat's``); ``plural``: only where that finds nothing, its last word
-        singular (``Nobel Prizes``); ``partial``: as written or possessive, in the partial-name index."""
-        index = self.partial_index if mode == "partial" else self.prefix_index
+        singular (``Nobel Prizes``); ``partial``: as written or possessive, in the partial-name index
+        (``suffix`` / ``prefix``: in the candidates' last-words / first-words indexes)."""
+        index = {"partial": self.partial_index, "suffix": self.suffix_index, "prefix": self.prefix_index}.get(mode)
         lookup = (lambda k: (index[k], frozenset(), frozenset()) if k in index else None) \
-            if mode in ("partial", "prefix") else self._lookup
+            if index is not None else self._lookup
         found = lookup(key)
         if found is None and _possessive(text, end):
             found = lookup(key[:-1])  # Heat's -> Heat
@@ -700,8 +708,9 @@ class EntityLinker:
         """Spans whose normalised text names rows, best first (:meth:`_Span.rank`); ``mode`` (see
         :meth:`_span_rows`): ``plural`` — named once the last word is singular, ``partial`` — the last words of
         names (:meth:`_build_partial_names`)."""
-        partial = mode in ("partial", "prefix")
-        prefixes = {"partial": self.partial_prefixes, "prefix": self.prefix_prefixes}.get(mode, self.prefixes)
+        partial = mode in ("partial", "suffix", "prefix")
+        prefixes = {"partial": self.partial_prefixes, "suffix": self.suffix_prefixes,
+                    "prefix": self.prefix_prefixes}.get(mode, self.prefixes)
         words = self.template_words
         found: list[_Span] = []
         n = len(toks)
