@@ -14,11 +14,12 @@ Contract:
   instances holding a non-empty value: not missing, null, ``""``, ``[]`` or ``{}``) and relation types (source,
   target, link count), counted in SQL by ``GROUP BY`` (one scan of the instances, one of the links).
 - :func:`kg_schema` — entity and triple counts of a prepared KG and its relations by triple count (desc, ties by
-  id), from ``graph.npz`` (``np.bincount`` over the relation column).
+  id), from ``graph.npz`` (``np.bincount`` over the relation column); each relation's ``label`` is its property's
+  label where the relation kept an opaque id (``P19`` labelled ``出生地``), else its id.
 - :func:`network_node` — one instance by id (``Disease:百日咳``): its name (the display-key value), object type
   and properties. :func:`kg_node` — one KG entity by id (``m.0yr8s``; its key is accepted too): name and at most
   ``limit`` triples ``[subject name, relation, object name]``, outgoing then incoming, and whether there are
-  more (unnamed nodes show their id). Slices of the CSR arrays: the work is the triples shown.
+  more (unnamed nodes show their id; an opaque relation id with a label reads ``P19 (出生地)``). Slices of the CSR arrays: the work is the triples shown.
 
 Errors: an unknown network raises :class:`~kgrag.errors.NetworkNotFound` naming the known ones; an unknown or
 unprepared KG a :class:`~kgrag.errors.KgragError` (``KG 'x' is not prepared: run `kgrag prepare --dataset x```);
@@ -41,6 +42,7 @@ from kgrag.data.registry import dataset_spec, registered_specs
 from kgrag.data.spec import DatasetSpec
 from kgrag.errors import KgragError, NetworkNotFound
 from kgrag.graph.csr import CSRGraph
+from kgrag.graph.imported import opaque_relation_labels
 from kgrag.graph.mapped import StringColumn
 from kgrag.network.schema import tables as t
 from kgrag.network.schema.model import KnowledgeNetwork
@@ -197,12 +199,13 @@ def kg_schema(settings: Settings, name: str) -> dict[str, Any]:
     counts = _relation_counts(version)
     relations = np.asarray(graph.relations, dtype=object)
     order = np.lexsort((np.arange(counts.size), -counts))  # count desc; relations are stored sorted: ties by id
+    labels = opaque_relation_labels(graph)
     return {
         "kind": "kg",
         "id": name,
         "entities": graph.num_entities,
         "triples": graph.num_triples,
-        "relations": [{"id": rid, "triples": n}
+        "relations": [{"id": rid, "triples": n, "label": labels.get(rid, rid)}
                       for rid, n in zip(relations[order].tolist(), counts[order].tolist(), strict=True)],
     }
 
@@ -218,6 +221,11 @@ def _labels(graph: CSRGraph, rows: np.ndarray) -> list[str]:
     names = graph.names_of(rows)
     ids = _column(graph.entity_ids, rows)
     return [n or i for n, i in zip(names, ids, strict=True)]
+
+
+def _shown(relation: str, labels: dict[str, str]) -> str:
+    """``P19 (出生地)`` for a relation that kept an opaque id and has a label, else the relation."""
+    return f"{relation} ({labels[relation]})" if relation in labels else relation
 
 
 def _entity_row(graph: CSRGraph, entity_id: str) -> int | None:
@@ -249,7 +257,8 @@ def kg_node(settings: Settings, name: str, entity_id: str, limit: int = 50) -> d
     labels = np.asarray(_labels(graph, ends), dtype=object)
     subjects = labels[inverse[: edges.size]].tolist()
     objects = labels[inverse[edges.size : 2 * edges.size]].tolist()
-    relations = [graph.relations[r] for r in rels.tolist()]  # at most ``limit``
+    relation_labels = opaque_relation_labels(graph)
+    relations = [_shown(graph.relations[r], relation_labels) for r in rels.tolist()]  # at most ``limit``
     return {
         "id": _column(graph.entity_ids, np.array([row]))[0],
         "name": str(labels[inverse[-1]]),

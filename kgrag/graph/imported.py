@@ -30,7 +30,7 @@ _NOT_RELATION = re.compile(r"[^A-Za-z0-9_.]+")
 #: a relation name that is an opaque id (Wikidata's ``P19``, digits, hashes, Freebase ``m.`` ids): named by its label
 _OPAQUE_RELATION = re.compile(r"^(?:[A-Z]\d+|r_\d+|[mg]\.[0-9a-z_]+|[0-9a-f_]{16,}|relation)$")
 
-__all__ = ["imported_csr", "label_local_name", "relation_local_name", "relation_local_names"]
+__all__ = ["imported_csr", "label_local_name", "opaque_relation_labels", "relation_local_name", "relation_local_names"]
 
 
 def _sorted_vocabulary(values: list[str]) -> tuple[list[str], np.ndarray]:
@@ -84,6 +84,17 @@ def relation_local_names(sources: list[str], labels: list[str] | None = None) ->
         taken.add(local)
         out.append(local)
     return out
+
+
+def opaque_relation_labels(graph: CSRGraph) -> dict[str, str]:
+    """``{relation: label}`` for the relations that kept an opaque id although their property has a label — a
+    label with no ASCII letter (``P19`` labelled ``出生地``): what the tools show and the rankers embed beside or
+    instead of the id. Empty for graphs without labels."""
+    labels = graph.meta.get("relation_labels") or []
+    if len(labels) != len(graph.relations):
+        return {}
+    return {rel: label for rel, label in zip(graph.relations, labels, strict=True)
+            if label and label != rel and (_OPAQUE_RELATION.match(rel) or not label_local_name(label))}
 
 
 def _clashing(ids: StringColumn) -> set[str]:

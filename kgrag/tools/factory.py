@@ -55,6 +55,21 @@ def topic_mapping(client: KGClient, topics: Sequence[str]) -> dict[str, str]:
     return mapping
 
 
+def relation_labels(dataset: str, settings: Settings | None = None) -> dict[str, str]:
+    """The prepared graph's labels of relations that kept an opaque id (``P19`` → ``出生地``,
+    :func:`kgrag.graph.imported.opaque_relation_labels`); ``{}`` when it has none or is not prepared here."""
+    path = (settings or get_settings()).dataset_dir(dataset) / "graph.npz"
+    if not path.is_file():
+        return {}
+    from kgrag.graph.csr import CSRGraph
+    from kgrag.graph.imported import opaque_relation_labels
+
+    try:
+        return opaque_relation_labels(CSRGraph.load(path))
+    except (OSError, ValueError):  # an unreadable or old graph file: the ids alone
+        return {}
+
+
 def open_session(dataset: str, question: str = "", topics: Sequence[str] = (), settings: Settings | None = None,
                  config: KGToolsConfig | None = None, store: GraphStore | None = None,
                  ledger: UsageLedger | None = None) -> KGSession:
@@ -64,4 +79,5 @@ def open_session(dataset: str, question: str = "", topics: Sequence[str] = (), s
     client = make_client(store or open_store(dataset, settings), dataset, config, settings)
     return KGSession(client, question=question, topic_entities=topic_mapping(client, topics), config=config,
                      filters=RelationFilters.from_data_dir(settings.data_dir),
-                     relation_filter=make_relation_filter(settings, config, ledger))
+                     relation_filter=make_relation_filter(settings, config, ledger),
+                     relation_labels=relation_labels(dataset, settings))

@@ -48,19 +48,29 @@ class TriplesResult:
     cvt_info: list[dict[str, Any]] = field(default_factory=list)
 
 
-def format_relations(relations: list[str]) -> str:
-    return "\n".join(relations) if relations else NO_RELATIONS
+def format_relations(relations: list[str], labels: Mapping[str, str] | None = None) -> str:
+    """One relation a line; a relation with an opaque id and a label reads ``P19 (出生地)`` (``labels``)."""
+    if not relations:
+        return NO_RELATIONS
+    return "\n".join(shown_relation(r, labels) for r in relations)
+
+
+def shown_relation(relation: str, labels: Mapping[str, str] | None = None) -> str:
+    """``P19 (出生地)`` where ``labels`` has the relation's label, else the relation."""
+    label = (labels or {}).get(relation)
+    return f"{relation} ({label})" if label else relation
 
 
 def format_triples(triples: list[dict[str, str]]) -> str:
     return "\n".join(f"[{t['head']}, {t['relation']}, {t['tail']}]" for t in triples) if triples else NO_TRIPLES
 
 
-def rank_bm25(items: list[str], query: str) -> list[str]:
-    """Items ordered by BM25 similarity to ``query`` (stable: ties keep their order)."""
+def rank_bm25(items: list[str], query: str, texts: list[str] | None = None) -> list[str]:
+    """Items ordered by BM25 similarity of their ``texts`` (default: the items) to ``query`` (stable: ties keep
+    their order)."""
     if not items or not query.strip():
         return list(items)
-    index = BM25Index(items)
+    index = BM25Index(texts if texts is not None else items)
     return [items[i] for i, _ in index.top_k(query)]
 
 
@@ -75,8 +85,12 @@ class KGSession:
         config: KGToolsConfig | None = None,
         filters: RelationFilters | None = None,
         relation_filter: RelationFilter | None = None,
+        relation_labels: Mapping[str, str] | None = None,
     ) -> None:
         self.client = client
+        #: labels of relations that kept an opaque id (``P19`` → ``出生地``): shown, ranked and accepted back
+        self.relation_labels = dict(relation_labels or {})
+        self._relation_by_label = {label: rel for rel, label in self.relation_labels.items()}
         self.question = question
         self.config = config or KGToolsConfig()
         self.filters = filters or RelationFilters()
@@ -219,7 +233,8 @@ class KGSession:
             relations = list(self._rel_cache[entity_id])
             relations += [r for r in pending if r not in relations]
             relations = self.filters.drop_meaningless(self.filters.apply_whitelist(relations))
-            self._ranked_cache[key] = rank_bm25(relations, self.augmented_question)[:top_k]
+            texts = [shown_relation(r, self.relation_labels) for r in relations] if self.relation_labels else None
+            self._ranked_cache[key] = rank_bm25(relations, self.augmented_question, texts)[:top_k]
         return list(self._ranked_cache[key])
 
     def _filter(self, candidates: list[str], entity_name: str, top_k: int, flatten: bool) -> list[str]:
@@ -243,7 +258,7 @@ class KGSession:
         if len(relations) > self.config.llm_filter_threshold:
             relations = self._filter(relations, entity, self.config.kg_top_k, flatten=False)
         relations = relations[: self.config.kg_top_k]
-        text = format_relations(relations)
+        text = format_relations(relations, self.relation_labels)
         self._seen_relations_set.update(relations)
         self._last_relations_text = text
         self._last_entities_text = ""
@@ -260,7 +275,7 @@ class KGSession:
             return self._entity_error(entity)
         normalized: list[str] = []
         for rel in relations:
-            norm = normalize_relation(rel, self.client.base)
+            norm = normalize_relation(self._unlabelled(rel), self.client.base)
             if (self._seen_relations_set and norm not in self._seen_relations_set) or not RELATION_RE.match(norm):
                 return self._relation_error(rel)
             normalized.append(norm)
@@ -280,6 +295,19 @@ class KGSession:
             record["cvt_info"] = result.cvt_info
         self.trace.append(record)
         return text
+
+    def _unlabelled(self, relation: str) -> str:
+        """The relation id of what the model copied from a relation list: ``P19 (出生地)`` or the label alone →
+        ``P19``; anything else as written."""
+        if not self.relation_labels:
+            return relation
+        text = relation.strip()
+        if text in self._relation_by_label:
+            return self._relation_by_label[text]
+        head, sep, rest = text.partition(" (")
+        if sep and rest.endswith(")") and self.relation_labels.get(head) == rest[:-1]:
+            return head
+        return relation
 
     def _sample(self, items: list, limit: int) -> list:
         return self.rng.sample(items, limit) if len(items) > limit else items

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from kgrag.agent.kg.sparql_linker import SparqlLinker
@@ -26,6 +27,7 @@ from kgrag.config import Settings
 from kgrag.data.registry import dataset_spec
 from kgrag.errors import KgragError
 from kgrag.graph import open_store
+from kgrag.graph.imported import opaque_relation_labels
 from kgrag.hrag.online.linker import EntityLinker
 from kgrag.hrag.retrieval.chains import chain_text
 from kgrag.hrag.retrieval.questions import masked_text
@@ -118,8 +120,15 @@ class TripleKG:
             from kgrag.rank.sentence_embedder import Embedder
 
             self._zero_shot = ZeroShotChainRanker(self.client, Embedder.from_settings(self.settings),
-                                             skip=self.filters.is_meaningless)
+                                                  skip=self.filters.is_meaningless,
+                                                  relation_labels=self.relation_labels)
         return self._zero_shot
+
+    @cached_property
+    def relation_labels(self) -> dict[str, str]:
+        """Labels of the relations that kept an opaque id (``P19`` → ``出生地``): the tools show them, the
+        zero-shot ranker embeds them (:func:`kgrag.graph.imported.opaque_relation_labels`)."""
+        return opaque_relation_labels(self.graph) if self.graph is not None else {}
 
     @classmethod
     def open(cls, settings: Settings, dataset: str) -> TripleKG:
@@ -184,7 +193,8 @@ class TripleKG:
     # ------------------------------------------------------------------ sessions
     def _new_session(self, question: str) -> KGSession:
         return KGSession(self.client, question=question, config=self.config, filters=self.filters,
-                         relation_filter=make_relation_filter(self.settings, self.config))
+                         relation_filter=make_relation_filter(self.settings, self.config),
+                         relation_labels=self.relation_labels)
 
     @contextmanager
     def session(self, session_id: str, turn: str, question: str, topics: Sequence[TopicLink] = (),

@@ -87,15 +87,20 @@ def _relation_words(relation: str) -> list[str]:
     return [w for seg in segments for w in _split(seg) if len(w) > 1]
 
 
-def chain_words(relations: Sequence[str]) -> str:
+def chain_words(relations: Sequence[str], labels: Mapping[str, str] | None = None) -> str:
     """The words of a chain's relations: ``people.person.spouse_s > people.marriage.spouse`` → "person spouse
-    marriage spouse"."""
-    return " ".join(w for r in relations for w in _relation_words(r))
+    marriage spouse"; a relation that kept an opaque id says its label instead (``labels``: ``P19`` → ``出生地``)."""
+    labels = labels or {}
+    return " ".join(w for r in relations for w in (
+        [labels[r]] if r in labels else _relation_words(r)))
 
 
-def end_words(relation: str, direction: str) -> str:
+def end_words(relation: str, direction: str, labels: Mapping[str, str] | None = None) -> str:
     """The words that describe the end reached by the chain's last step: the property of an out-edge
-    (``film.film.directed_by`` → "directed by"), the type of an in-edge (``film.director.film`` → "director")."""
+    (``film.film.directed_by`` → "directed by"), the type of an in-edge (``film.director.film`` → "director");
+    a relation's label where ``labels`` has one."""
+    if labels and relation in labels:
+        return labels[relation]
     parts = relation.split(".")
     if len(parts) > 2:
         segment = parts[-1] if direction == "out" else parts[-2]
@@ -201,8 +206,11 @@ class ZeroShotChainRanker:
     """Rank and answer chains (see the module docstring). ``skip(relation)`` drops metadata relations."""
 
     def __init__(self, client: KGClient, embedder: Embedder, skip: Callable[[str], bool] | None = None,
-                 limit: int = 3000, end_limit: int = 200, beam: int = 3, top: int = 5) -> None:
+                 limit: int = 3000, end_limit: int = 200, beam: int = 3, top: int = 5,
+                 relation_labels: Mapping[str, str] | None = None) -> None:
         self.client = client
+        #: labels of relations that kept an opaque id (``P19`` → ``出生地``): embedded instead of the id
+        self.relation_labels = dict(relation_labels or {})
         self.embedder = embedder
         self.skip = skip or (lambda relation: False)
         self.limit, self.end_limit, self.beam, self.top = limit, end_limit, beam, top
@@ -351,9 +359,10 @@ class ZeroShotChainRanker:
         """The chains' scores for the (topic-masked) question; also stored on each chain."""
         if not chains:
             return np.zeros(0)
-        words = [c.words for c in chains]
-        lasts = [chain_words(c.relations[-1:]) for c in chains]
-        ends = [end_words(c.steps[-1].relation, c.steps[-1].direction) for c in chains]
+        labels = self.relation_labels
+        words = [chain_words(c.relations, labels) for c in chains]
+        lasts = [chain_words(c.relations[-1:], labels) for c in chains]
+        ends = [end_words(c.steps[-1].relation, c.steps[-1].direction, labels) for c in chains]
         texts = list(dict.fromkeys(words + lasts + ends))
         vectors = self.embedder.encode(texts)
         row = {text: i for i, text in enumerate(texts)}

@@ -475,7 +475,7 @@ async function showSchema() {
   if (!schema) return;
   if (schema.kind === "kg") {
     box.append(el("h2", {}, `${schema.id}: ${schema.entities ?? "?"} entities, ${schema.triples ?? "?"} triples`),
-      table(schema.relations || [], [["relation", (r) => r.id], ["triples", (r) => r.triples]], {"data-table": "relations"}));
+      table(schema.relations || [], [["relation", (r) => (r.label && r.label !== r.id ? `${r.id} (${r.label})` : r.id)], ["triples", (r) => r.triples]], {"data-table": "relations"}));
     return;
   }
   box.append(el("h2", {}, `${schema.name || schema.id} (${schema.id})`), el("h3", {}, "Object types"),

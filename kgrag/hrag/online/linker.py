@@ -44,7 +44,14 @@ it really contains. :meth:`EntityLinker.topics` gives the rows and the text with
   :data:`MAX_FUZZY_TOKENS` tokens of a text are searched this way.
 
 :meth:`EntityLinker.candidates` lists every span's rows (partial names and near-misses included) with a score in
-[0, 1] and an ``is_class`` flag, for a planner that chooses the topic jointly with its query graph.
+[0, 1] and an ``is_class`` flag, for a planner that chooses the topic jointly with its query graph. It also reads
+**first words** of names (``nike`` → ``Nike, Inc.``, ``united states`` → ``United States of America``; a partial
+name scores by the share of the name's words it says) and weighs what the words say: a degree (popularity) prior
+(:data:`DEGREE_PRIOR`), one word of the graph's schema (its relation and class names) or a function word
+(:data:`FUNCTION_WORDS`) ranked down unless capitalised in a text that capitalises names (``currency``,
+``school``, ``us``), a capitalised name written in lower case in such a text ranked down (``speak`` is not
+``Speak``), numbers (values to compare, not topics) and a span inside a longer one naming other rows (``martin``
+in ``martin luther king``) ranked down. Measured by ``python -m bench.topic_linking`` (WebQSP / CWQ questions).
 
 Normalisation (names and text alike, :func:`normalise`): Unicode compatibility forms, casefold, accents dropped
 (``Amélie`` = ``Amelie``; ``ø æ œ ł đ ð þ`` spelled in ASCII), curly quotes and backticks as ``'``. A token is
@@ -86,12 +93,34 @@ MAX_SPAN_TOKENS = 15
 MAX_FUZZY_TOKENS = 64
 #: a fuzzy span needs at least this many letters/digits
 MIN_FUZZY_CHARS = 4
-#: a partial name (a name's last words: a surname) shared by more names than this is a common word, not indexed
+#: a partial name (a name's last words: a surname) shared by more distinct names than this is a common word, not
+#: indexed
 MAX_PARTIAL_ROWS = 25
 #: a partial name needs at least this many letters/digits
 MIN_PARTIAL_CHARS = 3
 #: leading articles a name may be written without (``the Beatles`` / ``Beatles``)
 ARTICLES = ("the",)
+#: candidates(): the degree prior's floor (a row with no edge); the best-connected row gets 1
+DEGREE_PRIOR = 0.7
+#: candidates(): a span inside a longer span that names something
+NESTED_FACTOR = 0.85
+#: candidates(): a span of numbers only
+NUMBER_FACTOR = 0.5
+#: candidates(): one word of the graph's schema or a function word, not capitalised in a text that capitalises names
+COMMON_WORD_FACTOR = 0.6
+#: candidates(): a capitalised name written in lower case in a text that capitalises names
+LOWERED_FACTOR = 0.75
+#: English function and question words: as a one-word span, a common word (:meth:`EntityLinker.candidates`)
+FUNCTION_WORDS = frozenset({
+    "a", "an", "the", "of", "in", "on", "at", "by", "to", "for", "from", "with", "about", "into", "over", "under",
+    "and", "or", "but", "not", "no", "yes", "if", "as", "than", "then", "so", "is", "are", "was", "were", "be",
+    "been", "being", "am", "do", "does", "did", "done", "has", "have", "had", "can", "could", "will", "would",
+    "shall", "should", "may", "might", "must", "what", "which", "who", "whom", "whose", "when", "where", "why",
+    "how", "i", "me", "my", "we", "us", "our", "you", "your", "he", "him", "his", "she", "her", "it", "its",
+    "they", "them", "their", "this", "that", "these", "those", "there", "here", "all", "any", "some", "each",
+    "every", "most", "more", "less", "least", "many", "much", "few", "one", "first", "last", "other", "name",
+    "named", "called", "kind", "type", "sort", "part", "get", "got", "go", "went", "make", "made", "use", "used",
+    "also", "still", "ever", "now", "s"})
 #: template words when no template texts are given
 FALLBACK_TEMPLATE_WORDS = frozenset({
     "a", "an", "the", "of", "in", "on", "by", "to", "for", "and", "or", "is", "are", "was", "were", "be",
@@ -164,6 +193,34 @@ def normalise(text: str) -> str:
     return " ".join(t for t, _, _ in tokens(text))
 
 
+def _is_cased(text: str, toks: Sequence[tuple[str, int, int]]) -> bool:
+    """The text capitalises names: after its first word, some words start upper case and some lower case (not
+    all lower case as many people type, not Title Case)."""
+    upper = lower = False
+    for _, start, _ in toks[1:]:
+        first = text[start]
+        upper |= first.isupper()
+        lower |= first.islower()
+        if upper and lower:
+            return True
+    return False
+
+
+def span_lower(text: str, span: _Span) -> bool:
+    """The span is written with no capital letter."""
+    return not any(c.isupper() for c in text[span.start : span.end])
+
+
+def _schema_words(names: Sequence[str]) -> frozenset[str]:
+    """The normalised words of relation or class names (``people.person.place_of_birth``, ``placeOfBirth``,
+    ``place of birth``)."""
+    out: set[str] = set()
+    for name in names:
+        spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", re.sub(r"[._/#:]+", " ", name))
+        out.update(normalise(spaced).split())
+    return frozenset(out)
+
+
 def _possessive(text: str, end: int) -> bool:
     """The token ending at ``end`` ends with a possessive ``'s``."""
     return end >= 3 and text[end - 1] in "sS" and text[end - 2] in _APOSTROPHES
@@ -233,7 +290,8 @@ class EntityLinker:
     """Links spans of a text to graph rows; see the module docstring."""
 
     def __init__(self, names: Sequence[str], degree: np.ndarray, template_texts: Sequence[str] = (),
-                 aliases: Sequence[tuple[int, str]] = (), classes: np.ndarray | Sequence[int] = ()) -> None:
+                 aliases: Sequence[tuple[int, str]] = (), classes: np.ndarray | Sequence[int] = (),
+                 schema: Sequence[str] = ()) -> None:
         self.names = list(names)
         self.degree = np.asarray(degree)
         by_key: dict[str, list[int]] = defaultdict(list)
@@ -264,15 +322,18 @@ class EntityLinker:
             self.is_class[class_list[(class_list >= 0) & (class_list < len(self.names))]] = True
         self._build_other_names(aliases)
         self._build_partial_names()
+        #: words of the graph's relation and class names: one of them alone is a common word for candidates()
+        self.schema_words = _schema_words([*schema, *(self.names[r] for r in np.flatnonzero(self.is_class).tolist())])
 
     @classmethod
     def from_graph(cls, graph: CSRGraph, template_texts: Sequence[str] = ()) -> EntityLinker:
-        """The linker of ``graph``'s names, its other names read at import (``alias_rows`` / ``alias_names``) and
-        its class nodes (:func:`kgrag.graph.classes.class_rows`)."""
+        """The linker of ``graph``'s names, its other names read at import (``alias_rows`` / ``alias_names``), its
+        class nodes (:func:`kgrag.graph.classes.class_rows`) and its relation names and labels (schema words)."""
         n = graph.num_entities
         degree = np.bincount(graph.head, minlength=n) + np.bincount(graph.tail, minlength=n)
         aliases = list(zip(np.asarray(graph.alias_rows).tolist(), graph.alias_names, strict=True))
-        return cls(graph.entity_names, degree, template_texts, aliases, class_rows(graph))
+        return cls(graph.entity_names, degree, template_texts, aliases, class_rows(graph),
+                   [*graph.relations, *graph.relation_labels])
 
     # ------------------------------------------------------------------ building
     def _build_templates(self, template_texts: Sequence[str]) -> None:
@@ -334,24 +395,49 @@ class EntityLinker:
             self._add_prefixes(key, self.prefixes)
 
     def _build_partial_names(self) -> None:
-        """``partial_index``: a name's last words (a surname: ``einstein`` of ``albert einstein``) → the rows
-        named so, most edges first; not when those words are template words or digits only, shorter than
-        :data:`MIN_PARTIAL_CHARS`, or shared by more than :data:`MAX_PARTIAL_ROWS` rows (a common word)."""
+        """``partial_index`` (:meth:`link`'s): a name's last words (a surname: ``einstein`` of ``albert
+        einstein``) → the rows named so, most edges first; not when those words are template words or digits
+        only, shorter than :data:`MIN_PARTIAL_CHARS`, or shared by more than :data:`MAX_PARTIAL_ROWS` rows (a
+        common word). :meth:`candidates` reads two more: ``suffix_index``, the last words again, starting with a
+        word that is no template word or article (``united states`` of ``president of the united states``, not
+        ``the united states``), and ``prefix_index``, a name's first words (``nike`` of ``nike inc``, ``united
+        states`` of ``united states of america``), not ending with a template word or an article — both shared by
+        at most :data:`MAX_PARTIAL_ROWS` distinct names (rows sharing one name are one name)."""
         words = self.template_words
+        by_tail: dict[str, list[int]] = defaultdict(list)
         by_suffix: dict[str, list[int]] = defaultdict(list)
+        by_prefix: dict[str, list[int]] = defaultdict(list)
+
+        def usable(part: list[str], edge: str = "") -> bool:
+            compact = "".join(part)
+            return not (len(compact) < MIN_PARTIAL_CHARS or compact.isdigit() or edge in words or edge in ARTICLES
+                        or all(t in words or t in ARTICLES for t in part))
+
         for key, rows in self.index.items():
             parts = key.split(" ")
             for n in range(1, len(parts)):
-                tail = parts[n:]
-                compact = "".join(tail)
-                if (len(compact) < MIN_PARTIAL_CHARS or compact.isdigit()
-                        or all(t in words or t in ARTICLES for t in tail)):
-                    continue
-                by_suffix[" ".join(tail)].extend(rows)
-        self.partial_index = {k: self._by_degree(v) for k, v in by_suffix.items() if len(set(v)) <= MAX_PARTIAL_ROWS}
+                tail, head = parts[n:], parts[:n]
+                if usable(tail):
+                    by_tail[" ".join(tail)].extend(rows)
+                    if len(tail) == 1 or usable(tail, tail[0]):
+                        by_suffix[" ".join(tail)].extend(rows)
+                if usable(head, head[-1]):
+                    by_prefix[" ".join(head)].extend(rows)
+        names = self.names
+        self.partial_index = {k: self._by_degree(v) for k, v in by_tail.items() if len(set(v)) <= MAX_PARTIAL_ROWS}
+        self.suffix_index = {k: self._by_degree(v) for k, v in by_suffix.items()
+                             if len({names[r] for r in v}) <= MAX_PARTIAL_ROWS}
+        self.prefix_index = {k: self._by_degree(v) for k, v in by_prefix.items()
+                             if len({names[r] for r in v}) <= MAX_PARTIAL_ROWS}
         self.partial_prefixes: set[str] = set()
         for key in self.partial_index:
             self._add_prefixes(key, self.partial_prefixes)
+        self.suffix_prefixes: set[str] = set()
+        for key in self.suffix_index:
+            self._add_prefixes(key, self.suffix_prefixes)
+        self.prefix_prefixes: set[str] = set()
+        for key in self.prefix_index:
+            self._add_prefixes(key, self.prefix_prefixes)
 
     def _lookup(self, key: str) -> tuple[tuple[int, ...], frozenset[int], frozenset[int]] | None:
         """The rows a normalised span names — by their name, then without its article, then by an other
@@ -398,8 +484,9 @@ class EntityLinker:
 
     def candidates(self, text: str, top: int = 5) -> list[Candidate]:
         """Up to ``top`` candidate topics, best score first, each row once: every span's rows (names, other
-        names, partial names, near-misses; a bracketed text: its brackets' only), scored in [0, 1] by
-        :meth:`_score` — for a planner that chooses the topic jointly with its query; :meth:`link` is unchanged."""
+        names, partial names — a name's last or first words —, near-misses; a bracketed text: its brackets'
+        only), scored in [0, 1] by :meth:`_score` and :meth:`_span_factor` — for a planner that chooses the topic
+        jointly with its query; :meth:`link` is unchanged."""
         if not isinstance(text, str) or not text.strip() or top < 1:
             return []
         scored: dict[int, Candidate] = {}
@@ -409,10 +496,14 @@ class EntityLinker:
                 for k, link in enumerate(links):
                     self._keep(scored, link, self._score(link, k, 1, template_only=False))
         else:
-            for span in self._plain_spans(text, tokens(text), everything=True):
+            toks = tokens(text)
+            spans = self._plain_spans(text, toks, everything=True)
+            cased = _is_cased(text, toks)
+            for span in spans:
+                factor = self._span_factor(span, spans, text, toks, cased)
                 for k, link in enumerate(self._span_links(span, text)):
-                    self._keep(scored, link, self._score(link, k, span.j - span.i, span.template_only,
-                                                         span.template))
+                    self._keep(scored, link, factor * self._score(link, k, span.j - span.i, span.template_only,
+                                                                  span.template, cased and span_lower(text, span)))
         return sorted(scored.values(), key=lambda c: (-c.score, c.link.start, c.link.entity))[:top]
 
     def _keep(self, scored: dict[int, Candidate], link: Link, score: float) -> None:
@@ -420,21 +511,50 @@ class EntityLinker:
         if prev is None or score > prev.score:
             scored[link.entity] = Candidate(link, round(score, 4), bool(self.is_class[link.entity]))
 
-    def _score(self, link: Link, position: int, words: int, template_only: bool, template: bool = False) -> float:
-        """A candidate's score: how it matched (name 1, normalised .95, other name .9, partial name .75,
-        near-miss .7 × similarity) × how many words it covers (.7 for one … 1 for four) × .4 for template words
-        only × .6 for a class node × .95 per row ranked before it on the same span × a degree prior (.9–1);
-        a span that makes the text a known template is not discounted for its words."""
-        kind = {"bracket": 1.0, "exact": 1.0, "normalised": 0.95, "alias": 0.9, "partial": 0.75,
-                "fuzzy": 0.7 * link.similarity}.get(link.match_type, 0.7)
+    def _span_factor(self, span: _Span, spans: Sequence[_Span], text: str, toks: list[tuple[str, int, int]],
+                     cased: bool) -> float:
+        """What a span's words say of it as a topic, in (0, 1]: :data:`NESTED_FACTOR` inside a longer span that
+        names other rows (``martin`` in ``martin luther king``); :data:`NUMBER_FACTOR` for a number (a value to
+        compare, not a topic); :data:`COMMON_WORD_FACTOR` for one word of the graph's schema (its relation and
+        class names) or of :data:`FUNCTION_WORDS` not capitalised in a text that capitalises names
+        (``currency``, ``school``, ``us``)."""
+        factor = 1.0
+        width = span.j - span.i
+        rows = set(span.rows)
+        if any(o.i <= span.i and span.j <= o.j and o.j - o.i > width and not o.template_only and not o.all_class
+               and not rows.issuperset(o.rows) for o in spans):
+            factor *= NESTED_FACTOR
+        words = [t for t, _, _ in toks[span.i : span.j]]
+        if all(w.isdigit() for w in words):
+            factor *= NUMBER_FACTOR
+        elif width == 1 and (words[0] in self.schema_words or words[0] in FUNCTION_WORDS) \
+                and not (cased and text[span.start].isupper() and span.i > 0):
+            factor *= COMMON_WORD_FACTOR
+        return factor
+
+    def _score(self, link: Link, position: int, words: int, template_only: bool, template: bool = False,
+               lowered: bool = False) -> float:
+        """A candidate's score: how it matched (name 1, normalised .95, other name .9, a partial name .6 + .3 ×
+        the share of the name's words it says, near-miss .7 × similarity) × how many words it covers (.7 for
+        one … 1 for four) × .4 for template words only × .6 for a class node × .95 per row ranked before it on
+        the same span × a degree prior (:data:`DEGREE_PRIOR` … 1) × :data:`LOWERED_FACTOR` where a text that
+        capitalises names writes this capitalised name in lower case (``lowered``); a span that makes the text
+        a known template is not discounted for its words."""
+        if link.match_type == "partial":
+            kind = 0.6 + 0.3 * min(1.0, max(words, 1) / max(1, len(tokens(link.name))))
+        else:
+            kind = {"bracket": 1.0, "exact": 1.0, "normalised": 0.95, "alias": 0.9,
+                    "fuzzy": 0.7 * link.similarity}.get(link.match_type, 0.7)
         cover = 1.0 if template else 0.6 + 0.1 * min(max(words, 1), 4)
         deg = float(self.degree[link.entity]) if self.degree.size else 0.0
-        prior = 0.9 + 0.1 * math.log1p(deg) / math.log1p(max(self._max_degree, 1.0))
+        prior = DEGREE_PRIOR + (1 - DEGREE_PRIOR) * math.log1p(deg) / math.log1p(max(self._max_degree, 1.0))
         score = kind * cover * prior * (0.95 ** min(position, 6))
         if template_only:
             score *= 0.4
         if self.is_class[link.entity]:
             score *= 0.6
+        if lowered and link.name != link.name.lower():
+            score *= LOWERED_FACTOR
         return min(1.0, score)
 
     def topics(self, text: str) -> tuple[list[int], str]:
@@ -516,7 +636,9 @@ class EntityLinker:
         norm = [t for t, _, _ in toks]
         spans = self._exact_spans(text, toks, norm)
         if everything or not any((s.template or not s.template_only) and not s.all_class for s in spans):
-            partial = self._exact_spans(text, toks, norm, "plural") + self._exact_spans(text, toks, norm, "partial")
+            partial = self._exact_spans(text, toks, norm, "plural") + (
+                self._exact_spans(text, toks, norm, "suffix") + self._exact_spans(text, toks, norm, "prefix")
+                if everything else self._exact_spans(text, toks, norm, "partial"))
             fuzzy = self._fuzzy(toks[:MAX_FUZZY_TOKENS], norm[:MAX_FUZZY_TOKENS])
             extra = sorted(partial + fuzzy, key=_Span.fallback_rank) if partial else fuzzy
             if everything:
@@ -559,9 +681,11 @@ class EntityLinker:
         """(rows, rows matched by an other name only, rows not matched by their name while others are, span end)
         of a span's normalised ``key`` ending with token ``last`` at ``end``. ``mode`` ``name``: as written, else
         without a possessive ``'s`` (``Heat's``); ``plural``: only where that finds nothing, its last word
-        singular (``Nobel Prizes``); ``partial``: as written or possessive, in the partial-name index."""
-        lookup = (lambda k: (self.partial_index[k], frozenset(), frozenset()) if k in self.partial_index
-                  else None) if mode == "partial" else self._lookup
+        singular (``Nobel Prizes``); ``partial``: as written or possessive, in the partial-name index
+        (``suffix`` / ``prefix``: in the candidates' last-words / first-words indexes)."""
+        index = {"partial": self.partial_index, "suffix": self.suffix_index, "prefix": self.prefix_index}.get(mode)
+        lookup = (lambda k: (index[k], frozenset(), frozenset()) if k in index else None) \
+            if index is not None else self._lookup
         found = lookup(key)
         if found is None and _possessive(text, end):
             found = lookup(key[:-1])  # Heat's -> Heat
@@ -584,8 +708,10 @@ class EntityLinker:
         """Spans whose normalised text names rows, best first (:meth:`_Span.rank`); ``mode`` (see
         :meth:`_span_rows`): ``plural`` — named once the last word is singular, ``partial`` — the last words of
         names (:meth:`_build_partial_names`)."""
-        partial = mode == "partial"
-        prefixes, words = (self.partial_prefixes if partial else self.prefixes), self.template_words
+        partial = mode in ("partial", "suffix", "prefix")
+        prefixes = {"partial": self.partial_prefixes, "suffix": self.suffix_prefixes,
+                    "prefix": self.prefix_prefixes}.get(mode, self.prefixes)
+        words = self.template_words
         found: list[_Span] = []
         n = len(toks)
         for i in range(n):
