@@ -95,6 +95,8 @@ class Aggregation(_Part):
     kind: ValueKind | None = None
     limit: int = Field(default=1, ge=1, le=100)
     text: str = Field(default="", max_length=200)
+    #: rank by the number of ``relation``'s values of each answer ("who won the most prizes"), not by a literal
+    counts: bool = False
 
 
 class QueryGraph(_Part):
@@ -130,7 +132,8 @@ class QueryGraph(_Part):
             parts.append(f"{lc.label or lc.relation}({where}) {bound}")
         if self.aggregation is not None:
             ag = self.aggregation
-            parts.append("count" if ag.op == "count" else f"{ag.op} {ag.label or ag.relation}")
+            name = ag.label or ag.relation
+            parts.append("count" if ag.op == "count" else f"{ag.op} {'count of ' + name if ag.counts else name}")
         return " · ".join(parts)
 
 
