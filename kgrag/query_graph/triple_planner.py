@@ -55,7 +55,7 @@ __all__ = ["ChainSource", "Planned", "TopicCandidate", "TriplePlanner", "relatio
 
 #: type edges read for a node's classes: RDF's, Freebase's, Wikidata's (where a graph has them)
 TYPE_RELATIONS = ("type", "type.object.type", "common.topic.notable_types", "P31", "instance_of", "instanceOf")
-WEIGHTS = {"fit": 0.6, "ext_rel": 0.5, "ext": 0.15, "constraint": 0.5, "second": 0.3, "unused": 0.35,
+WEIGHTS = {"fit": 0.6, "ext_rel": 0.5, "ext": 0.08, "constraint": 0.5, "second": 0.3, "unused": 0.35,
            "class": 0.6, "link": 0.3, "count_value": 0.5}
 _DATE_TYPES = ("date", "gYear", "dateTime", "gYearMonth", "dateTimeStamp")
 _NUMBER_TYPES = ("integer", "int", "decimal", "double", "float", "long", "short", "nonNegativeInteger",
@@ -303,10 +303,11 @@ class TriplePlanner:
         heads = {_stem(c.split()[-1]) for c in classes if c.split()} | ({_stem(_head(end_words))} if end_words else set())
         if asked_stems & heads:
             return 1.0
-        scores = [self._cos(asked, c) for c in classes[:2]]
+        # a known class that is not the asked one counts less than its likeness; its names then say nothing more
+        scores = [0.7 * self._cos(asked, c) for c in classes[:2]]
         scores.append(0.9 * self._cos(asked, end_words))
-        if names:
-            scores.append(0.8 * self._cos(asked, ", ".join(names[:3])))
+        if names and not classes:
+            scores.append(0.9 * self._cos(asked, ", ".join(names[:3])))
         return max(0.0, min(1.0, max(scores)))
 
     # ------------------------------------------------------------------ planning
@@ -386,7 +387,7 @@ class TriplePlanner:
                     if r.relation == last.relation and r.direction != last.direction:
                         continue
                     ext_fit = self._fit(cues, asked, r.classes, _end_words(r.relation, r.direction), r.names, "")
-                    if ext_fit <= fit + 0.15:
+                    if ext_fit <= fit + (0.05 if e.classes else 0.15):  # a known, other class: easier to leave
                         continue
                     gain = w["ext_rel"] * self._cos(masked, relation_words(r.relation)) - w["ext"]
                     hop = Hop(relation=r.relation, direction=r.direction,  # type: ignore[arg-type]
