@@ -50,13 +50,14 @@ from kgrag.graph.sparql import literal, relation_term
 from kgrag.query_graph.cues import Cues, read_cues
 from kgrag.query_graph.plan import Aggregation, EntityConstraint, Hop, LiteralConstraint, QueryGraph, Topic
 from kgrag.query_graph.sparql import node_term
+from kgrag.search.keywords import STOPWORDS
 
 __all__ = ["ChainSource", "Planned", "TopicCandidate", "TriplePlanner", "relation_words"]
 
 #: type edges read for a node's classes: RDF's, Freebase's, Wikidata's (where a graph has them)
 TYPE_RELATIONS = ("type", "type.object.type", "common.topic.notable_types", "P31", "instance_of", "instanceOf")
 WEIGHTS = {"fit": 0.6, "ext_rel": 0.5, "ext": 0.08, "constraint": 0.5, "second": 0.3, "unused": 0.35,
-           "class": 0.6, "link": 0.3, "count_value": 0.5}
+           "class": 0.6, "link": 0.3, "count_value": 0.5, "words": 0.5}
 _DATE_TYPES = ("date", "gYear", "dateTime", "gYearMonth", "dateTimeStamp")
 _NUMBER_TYPES = ("integer", "int", "decimal", "double", "float", "long", "short", "nonNegativeInteger",
                  "positiveInteger", "nonPositiveInteger", "negativeInteger", "unsignedInt", "unsignedLong")
@@ -85,6 +86,11 @@ def _end_words(relation: str, direction: str) -> str:
     if len(parts) > 2:
         return " ".join(_split(parts[-1] if direction == "out" else parts[-2]))
     return " ".join(_split(parts[-1]))
+
+
+def _stems(text: str) -> set[str]:
+    """Crude 5-letter stems of a text's content words (as the chain ranker's BM25 uses)."""
+    return {t[:5] for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS and len(t) > 1}
 
 
 def _stem(word: str) -> str:
@@ -450,19 +456,26 @@ class TriplePlanner:
             if value_answer:  # "how many pages": the number is the answer
                 plans_for.append((None, 0.0))
             for agg, extra in plans_for:
-                out.append(self._plan(topic, hops, type_label, lc, agg, unused, score + used + extra, fit, asked))
+                out.append(self._plan(cues, topic, hops, type_label, lc, agg, unused, score + used + extra, fit, asked))
         else:
             if cues.is_count:
                 unused.append("how many")
-            out.append(self._plan(topic, hops, type_label, lc, ag, unused, score + used, fit, asked))
+            out.append(self._plan(cues, topic, hops, type_label, lc, ag, unused, score + used, fit, asked))
         return out
 
-    def _plan(self, topic: Topic, hops: list[Hop], type_label: str, lc: LiteralConstraint | None,
+    def _plan(self, cues: Cues, topic: Topic, hops: list[Hop], type_label: str, lc: LiteralConstraint | None,
               ag: Aggregation | None, unused: list[str], score: float, fit: float, asked: str) -> QueryGraph:
         unused = list(unused)
         if asked and fit < 0.35 and not asked.startswith(tuple(KIND_TEXT.values())):
             unused.append(asked)
+        elif not asked and cues.answer_kind in ("year", "date", "number") and fit == 0.0:
+            unused.append(f"a {cues.answer_kind}")  # "when …" answered by no date
         score -= self.weights["unused"] * len(unused)
+        asked_stems = _stems(cues.masked()) - _stems(f"{topic.name} {topic.mention}")
+        if asked_stems:  # words: how much of the question the plan's relations and type name
+            words = " ".join([*(h.relation for h in hops), type_label, *(x.relation for x in (lc, ag) if x)])
+            score += self.weights["words"] * len(asked_stems & _stems(" ".join(_split(words.replace(".", "_"))))) \
+                / len(asked_stems)
         return QueryGraph(topics=[topic], path=hops, answer_type=type_label, answer_type_label=type_label,
                           literal_constraint=lc, aggregation=ag, unused=unused, score=round(score, 4))
 
