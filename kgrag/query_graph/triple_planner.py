@@ -30,8 +30,9 @@ relation + 0.3 × a second topic's chain − 0.35 per cue the plan leaves unused
 many", a type word that fits no end, a second name) − 0.6 for a class node as topic − 0.3 × (1 − link similarity).
 
 ``confidence`` (documented for ``KGRAG_AGENT_MIN_CONFIDENCE``) = coverage × (0.4 + 0.6 × (1 − e^(−margin / 0.15))),
-where coverage = used cues / all cues (1 when the question has none) and margin = the best plan's score minus the
-best score of a plan with a different answer path (a lone plan: margin 0.6). A plan that cannot be built says why
+where coverage = used cues / all cues (1 when the question has none) and margin = the plan's score minus the best
+score of a rival: a plan with other answers (with ``answers_of``, the best four plans are run to tell; beyond them,
+or without it, a plan with another core path); a lone plan has margin 0.6. A plan that cannot be built says why
 (``reason``: one line).
 """
 
@@ -67,6 +68,8 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _TOKEN = re.compile(r"[a-z0-9]+")
 _CHAINS_PER_TOPIC = 6
 _ENDS_PER_CHAIN = 25
+#: plans run to tell rivals (other answers) from equivalents (the same answers) for the confidence
+_RUN_FOR_MARGIN = 4
 
 
 def _split(segment: str) -> list[str]:
@@ -317,9 +320,11 @@ class TriplePlanner:
         return max(0.0, min(1.0, max(scores)))
 
     # ------------------------------------------------------------------ planning
-    def plan(self, question: str, topics: Sequence[TopicCandidate]) -> Planned:
+    def plan(self, question: str, topics: Sequence[TopicCandidate],
+             answers_of: Callable[[QueryGraph], frozenset[str]] | None = None) -> Planned:
         """The scored plans for the question from the topic candidates (best first); ``best`` None with a reason
-        when none can be built."""
+        when none can be built. ``answers_of`` (a plan's answer ids, e.g. by the executor) sharpens the confidence:
+        the best few plans are run, and plans with the same answers are not rivals."""
         cues = read_cues(question)
         if not topics:
             return Planned(None, [], cues, "no topic: the question names no node of the graph")
@@ -361,7 +366,7 @@ class TriplePlanner:
         if not plans:
             return Planned(None, [], cues, "no chain of the linked topic reaches a named node or a value")
         plans.sort(key=lambda p: -p.score)
-        self._calibrate(cues, plans)
+        self._calibrate(cues, plans, answers_of)
         return Planned(plans[0], plans[1: 1 + self.keep], cues, "")
 
     def _candidates(self, question: str, cues: Cues, topics: list[TopicCandidate], classes: set[str],
@@ -526,16 +531,25 @@ class TriplePlanner:
             plan.score -= self.weights["unused"] * len(others)
         plans.extend(added)
 
-    def _calibrate(self, cues: Cues, plans: list[QueryGraph]) -> None:
-        """Each plan's confidence (see the module docstring)."""
+    def _calibrate(self, cues: Cues, plans: list[QueryGraph],
+                   answers_of: Callable[[QueryGraph], frozenset[str]] | None) -> None:
+        """Each plan's confidence (see the module docstring). With ``answers_of`` the best few plans are run and a
+        rival is a plan with other answers (two paths to the same answers do not make the plan less sure)."""
         total = sum(1 for x in (cues.comparison, cues.superlative, cues.count_noun) if x is not None) + \
             (1 if cues.answer_words else 0)
-        for plan in plans:
-            key = plan.describe()
-            rivals = [p.score for p in plans if p.describe().split(" · ")[0] != key.split(" · ")[0]]
+        known: dict[int, frozenset[str]] = {}
+        if answers_of is not None:
+            for i, plan in enumerate(plans[:_RUN_FOR_MARGIN]):
+                known[i] = answers_of(plan)
+
+        def same(i: int, j: int) -> bool:
+            if i in known and j in known:
+                return known[i] == known[j]
+            return plans[i].describe().split(" · ")[0] == plans[j].describe().split(" · ")[0]
+
+        for i, plan in enumerate(plans):
+            rivals = [p.score for j, p in enumerate(plans) if j != i and not same(i, j)]
             margin = plan.score - max(rivals) if rivals else 0.6
-            missing = len(plan.unused)
-            coverage = 1.0 if total == 0 else max(0.0, (total - missing) / total)
+            coverage = 1.0 if total == 0 else max(0.0, (total - len(plan.unused)) / total)
             plan.confidence = round(max(0.0, min(1.0, coverage * (0.4 + 0.6 * (1 - math.exp(-max(0.0, margin)
                                                                                               / 0.15))))), 4)
-

@@ -19,6 +19,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from kgrag.graph.iri import ENTITY_ID_RE
+from kgrag.query_graph.plan import QueryGraph
 from kgrag.query_graph.sparql import QueryExecutor
 from kgrag.query_graph.triple_planner import TopicCandidate, TriplePlanner
 
@@ -62,7 +63,10 @@ def topic_candidates(links: list[dict[str, Any]]) -> list[TopicCandidate]:
 def query_graph_result(kg: TripleKG, question: str, links: list[dict[str, Any]]) -> dict[str, Any]:
     """Plan and run (see the module docstring); ValueError for an id that cannot name a term."""
     planner, executor = _parts(kg)
-    planned = planner.plan(question, topic_candidates(links)[:4])
+    def answers_of(plan: QueryGraph) -> frozenset[str]:
+        return frozenset(a.id for a in executor.run(plan).answers)
+
+    planned = planner.plan(question, topic_candidates(links)[:4], answers_of)
     if planned.best is None:
         return {"query_graph": None, "candidates": [], "answers": [], "reason": planned.reason,
                 "text": f"No query graph: {planned.reason}"}
