@@ -456,7 +456,7 @@ class TriplePlanner:
         out = []
         if cues.is_count and ag is None:
             count = Aggregation(op="count", text="how many")
-            value_answer = ends.literal_kind == "number" and fit >= 0  # the chain's own ends are numbers
+            value_answer = ends.literal_kind == "number"  # the chain's own ends are numbers ("how many pages")
             plans_for = [(count, 0.0 if not value_answer else -w["count_value"])]
             if value_answer:  # "how many pages": the number is the answer
                 plans_for.append((None, 0.0))

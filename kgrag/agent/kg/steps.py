@@ -11,13 +11,22 @@
   trained H-RAG retriever), else the topic's relations ranked by BM25 (the kg-tools session).
 - ``contextual_recall``: the storage forms: the stored names (and ids) of the linked spans, not the user's
   spelling; the topic is the chosen one, or the thread's previous topic for a follow-up that names none.
-- ``plan``: LLM-free: ``reason_paths`` (H-RAG) then ``verify_path`` on the top answer's path (the store is asked for
+- ``plan``: LLM-free, with query graphs on (``AgentSettings.query_graphs``, the default): ``query_graph``
+  (:mod:`kgrag.agent.kg.query_plan`: the question's query graph — path, answer type, second topic, year / number
+  filter, count, superlative — planned over the linked topic candidates and run as SPARQL) when the KG has no
+  trained reasoner, or when the question counts, compares or asks a superlative (what a reasoner's relation path
+  cannot say); the summary after it is the plan's ``describe()`` line. Otherwise (and with query graphs off, as
+  before): ``reason_paths`` (H-RAG) then ``verify_path`` on the top answer's path (the store is asked for
   each triple); without a reasoner ``rank_chains`` (:mod:`kgrag.agent.kg.zero_shot`: the linked topics' one-hop
   and CVT two-hop chains ranked zero-shot, the best chain's ends, its triples checked). With an LLM:
   :mod:`kgrag.agent.kg.llm` (``<kg-query>`` text or tool calls); any LLM failure → the LLM-free plan, said.
 - ``tools``: runs the pending calls in the thread's KG session (:mod:`kgrag.agent.kg.calls`).
 - ``answer``: ranked answers + the paths (triples) that reach them (``evidence``, with ``verified``), the answer
-  set, a sentence that names the path or chain used; the turn joins ``history``.
+  set, a sentence that names the path or chain used; the turn joins ``history``. After a query graph: the state's
+  ``query_graph`` / ``query_graph_candidates`` / ``confidence`` / ``unused``, the evidence's ``hops`` (each hop's
+  direction, read from the topic), a text naming the plan, each cue it could not use ("I could not apply 'before
+  1900'"), how many answers' paths were checked on the store (only those), and below ``min_confidence`` no
+  answer values: the text says why and names the best guess.
 """
 
 from __future__ import annotations
