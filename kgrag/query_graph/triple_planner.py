@@ -70,6 +70,8 @@ _CHAINS_PER_TOPIC = 6
 _ENDS_PER_CHAIN = 25
 #: plans run to tell rivals (other answers) from equivalents (the same answers) for the confidence
 _RUN_FOR_MARGIN = 4
+#: texts whose vectors the planner keeps (relation words, class labels, names samples)
+_MAX_CACHED = 50_000
 
 
 def _split(segment: str) -> list[str]:
@@ -203,6 +205,8 @@ class TriplePlanner:
     # ------------------------------------------------------------------ embeddings
     def _vec(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        if missing and len(self._vectors) > _MAX_CACHED:  # names samples vary per question: bounded, not a leak
+            self._vectors.clear()
         if missing:
             for text, vector in zip(missing, self.chains.embedder.encode(missing), strict=True):
                 self._vectors[text] = np.asarray(vector, dtype=np.float64)
