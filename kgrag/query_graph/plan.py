@@ -102,6 +102,7 @@ class Aggregation(_Part):
     kind: ValueKind | None = None
     limit: int = Field(default=1, ge=1, le=100)
     text: str = Field(default="", max_length=200)
+    #: rank by the number of ``relation``'s values of each answer ("who won the most prizes"), not by a literal
     counts: bool = False
 
     @model_validator(mode="after")

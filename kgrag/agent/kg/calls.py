@@ -1,7 +1,9 @@
 """The agent's tools on a triple graph: ``reason_paths`` (H-RAG), ``get_relations`` / ``get_triples`` (the
 kg-tools session, spec kg-tools.md), ``verify_path`` (each triple of a path asked of the store) and, LLM-free
 without a trained reasoner, ``rank_chains`` (:mod:`kgrag.agent.kg.zero_shot`: the topics' chains ranked, the
-best chain's ends, its triples checked on the store), run the same way for both planners and both LLM styles.
+best chain's ends, its triples checked on the store) and ``query_graph`` (:mod:`kgrag.agent.kg.query_plan`: the
+question's query graph planned over the linked topics and run as SPARQL: counts, filters, superlatives, answer
+types), run the same way for both planners and both LLM styles.
 
     call = run_kg_call(kg, session, ToolCall(name="get_relations", args={"entity": "Tom Hanks"}), turn)
     call["result"]["text"]          # exactly what the model reads next
@@ -19,6 +21,7 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
+from kgrag.agent.kg.query_plan import query_graph_result
 from kgrag.agent.turn.state import ToolCall
 from kgrag.errors import KgragError
 from kgrag.hrag.gflownet.llm_answer import verbalise_path
@@ -30,7 +33,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["KG_TOOL_NAMES", "kg_openai_tools", "reason_text", "run_kg_call"]
 
-KG_TOOL_NAMES = ("reason_paths", "get_relations", "get_triples", "verify_path", "kg_query", "rank_chains")
+KG_TOOL_NAMES = ("reason_paths", "get_relations", "get_triples", "verify_path", "kg_query", "rank_chains",
+                 "query_graph")
 _REASON = re.compile(r"reason_paths\s*\(\s*([\"'])(.*?)\1\s*\)", re.DOTALL)
 #: ranked answers a ``reason_paths`` text shows with their path
 REASON_SHOWN = 3
@@ -109,6 +113,16 @@ def _rank_chains(kg: TripleKG, question: str, entities: Any, topics: list[TopicL
     return result, ""
 
 
+def _query_graph(kg: TripleKG, question: str, topics: Any) -> tuple[dict[str, Any], str]:
+    if not isinstance(topics, list) or not topics or not all(
+            isinstance(t, dict) and isinstance(t.get("entity_id"), str) for t in topics):
+        return {"text": "[query_graph needs a list of topics, each with an entity_id]"}, "bad arguments"
+    try:
+        return query_graph_result(kg, question, topics[:4]), ""
+    except ValueError as exc:  # an id or relation that cannot name a term
+        return {"text": f"[query_graph: {exc}]"}, str(exc)
+
+
 def _session_call(session: KGSession, query: GetRelations | GetTriples | ParseError) -> tuple[dict[str, Any], str]:
     """Run a query in the session; the error (if any) is read off the trace records it appended."""
     before = len(session.trace)
@@ -142,6 +156,8 @@ def _dispatch(kg: TripleKG, session: KGSession, name: str, args: Any, question: 
         return _verify(kg, args.get("triples"))
     if name == "rank_chains":
         return _rank_chains(kg, _string(args, "question") or question, args.get("entities"), topics)
+    if name == "query_graph":
+        return _query_graph(kg, _string(args, "question") or question, args.get("topics"))
     if name == "get_relations":
         entity = _string(args, "entity")
         if entity is None:

@@ -11,13 +11,22 @@
   trained H-RAG retriever), else the topic's relations ranked by BM25 (the kg-tools session).
 - ``contextual_recall``: the storage forms: the stored names (and ids) of the linked spans, not the user's
   spelling; the topic is the chosen one, or the thread's previous topic for a follow-up that names none.
-- ``plan``: LLM-free: ``reason_paths`` (H-RAG) then ``verify_path`` on the top answer's path (the store is asked for
+- ``plan``: LLM-free, with query graphs on (``AgentSettings.query_graphs``, the default): ``query_graph``
+  (:mod:`kgrag.agent.kg.query_plan`: the question's query graph — path, answer type, second topic, year / number
+  filter, count, superlative — planned over the linked topic candidates and run as SPARQL) when the KG has no
+  trained reasoner, or when the question counts, compares or asks a superlative (what a reasoner's relation path
+  cannot say); the summary after it is the plan's ``describe()`` line. Otherwise (and with query graphs off, as
+  before): ``reason_paths`` (H-RAG) then ``verify_path`` on the top answer's path (the store is asked for
   each triple); without a reasoner ``rank_chains`` (:mod:`kgrag.agent.kg.zero_shot`: the linked topics' one-hop
   and CVT two-hop chains ranked zero-shot, the best chain's ends, its triples checked). With an LLM:
   :mod:`kgrag.agent.kg.llm` (``<kg-query>`` text or tool calls); any LLM failure → the LLM-free plan, said.
 - ``tools``: runs the pending calls in the thread's KG session (:mod:`kgrag.agent.kg.calls`).
 - ``answer``: ranked answers + the paths (triples) that reach them (``evidence``, with ``verified``), the answer
-  set, a sentence that names the path or chain used; the turn joins ``history``.
+  set, a sentence that names the path or chain used; the turn joins ``history``. After a query graph: the state's
+  ``query_graph`` / ``query_graph_candidates`` / ``confidence`` / ``unused``, the evidence's ``hops`` (each hop's
+  direction, read from the topic), a text naming the plan, each cue it could not use ("I could not apply 'before
+  1900'"), how many answers' paths were checked on the store (only those), and below ``min_confidence`` no
+  answer values: the text says why and names the best guess.
 """
 
 from __future__ import annotations
@@ -41,6 +50,8 @@ from kgrag.agent.turn.node import (
 )
 from kgrag.agent.turn.state import AgentState, ToolCall, fresh_turn
 from kgrag.errors import KgragError
+from kgrag.query_graph.cues import read_cues
+from kgrag.query_graph.plan import QueryGraph
 from kgrag.search.keywords import STOPWORDS
 
 __all__ = ["answer", "contextual_recall", "extract_keywords", "plan", "schema_recall", "tools"]
@@ -144,12 +155,52 @@ def _done(calls: list[ToolCall], name: str) -> list[ToolCall]:
     return [c for c in calls if c.get("name") == name and not c.get("error")]
 
 
+def _structured(question: str) -> bool:
+    """Whether the question asks what a reasoner's relation path cannot say: a count, a comparison, a superlative."""
+    cues = read_cues(question)
+    return cues.is_count or cues.comparison is not None or cues.superlative is not None
+
+
+def _topic_links(state: AgentState, kg: TripleKG) -> list[dict[str, Any]]:
+    """The topic candidates for the query graph: the chosen topic, then the other linked spans (and, where the KG
+    offers scored candidates with a class flag, those)."""
+    topic = state.get("topic") or {}
+    links = [topic, *(k for k in state.get("keywords", []) if k["type"] == "entity")]
+    candidates = getattr(kg, "candidates", None)
+    if callable(candidates):
+        try:
+            found = candidates(state["question"], 4)
+        except (KgragError, TypeError, ValueError):
+            found = []
+        for c in found or []:
+            link = c if isinstance(c, dict) else {k: getattr(c, k, None) for k in (
+                "entity_id", "name", "keyword", "match_type", "similarity", "score", "is_class")}
+            links.append(link)
+    keep = ("entity_id", "name", "keyword", "match_type", "similarity", "score", "is_class")
+    return [{k: link[k] for k in keep if link.get(k) is not None} for link in links if link.get("entity_id")][:6]
+
+
+def _query_graph_call(state: AgentState, kg: TripleKG, topic: dict[str, Any]) -> tuple[Update, str]:
+    call = _call(state, "query_graph", {"topics": _topic_links(state, kg)},
+                 f"query graph: the question's structure planned from {topic['name']} and run as SPARQL")
+    return {"pending": [call]}, f"query_graph from {topic['name']!r}"
+
+
 def _rules_plan(state: AgentState, run: TripleRun) -> tuple[Update, str]:
     kg = _kg(state, run)
     calls = state.get("tool_calls", [])
     topic = state.get("topic")
     if topic is None:
         return {"pending": [], "done": True}, "no topic entity linked: nothing to ask"
+    planned_graph = _done(calls, "query_graph")
+    if planned_graph:
+        plan_json = planned_graph[-1]["result"].get("query_graph")
+        line = QueryGraph.model_validate(plan_json).describe() if plan_json else planned_graph[-1]["result"].get(
+            "text", "no query graph")
+        return {"pending": [], "done": True}, f"plan: {line}"
+    wants_graph = run.settings.query_graphs and not any(c.get("name") == "query_graph" for c in calls)
+    if wants_graph and (kg.reasoner is None or _structured(state["question"])):
+        return _query_graph_call(state, kg, topic)
     if kg.reasoner is not None:
         reasoned = _done(calls, "reason_paths")
         if not any(c.get("name") == "reason_paths" for c in calls):
@@ -234,6 +285,54 @@ def _tails(state: AgentState) -> list[str]:
     return list(dict.fromkeys(values))
 
 
+def _query_graph(state: AgentState) -> dict[str, Any] | None:
+    """The last ``query_graph`` result, if any."""
+    planned = _done(state.get("tool_calls", []), "query_graph")
+    return planned[-1]["result"] if planned else None
+
+
+def _checked_text(checked: int, total: int) -> str:
+    """What was checked on the store, said only of what was checked."""
+    if not checked:
+        return ""
+    if checked == total:
+        return f" Each answer's path was checked on the store ({checked} of {total})."
+    return f" {checked} of {total} answers' paths checked on the store."
+
+
+def _query_graph_answer(result: dict[str, Any], run: TripleRun) -> tuple[list[str], str, list[dict[str, Any]],
+                                                                         list[dict[str, Any]], Update]:
+    """(values, text, ranked, evidence, the state's plan fields) of an executed query graph (issue 44 §4): the
+    text names the plan, what it could not use or apply, what was checked; below ``min_confidence`` it abstains."""
+    plan = QueryGraph.model_validate(result["query_graph"])
+    unused = list(plan.unused)
+    fields: Update = {"query_graph": result["query_graph"], "query_graph_candidates": result.get("candidates", []),
+                      "confidence": plan.confidence, "unused": unused}
+    names = list(dict.fromkeys(a["name"] for a in result.get("answers", [])))
+    ranked = [{"name": a["name"], "entity_id": a["entity_id"], "score": round(plan.score, 4)}
+              for a in result.get("answers", [])]
+    evidence = [{"answer": e["answer"], "entity_id": e["entity_id"], "score": round(plan.score, 4),
+                 "path": plan.describe(), "triples": e["triples"], "id_triples": e["id_triples"], "hops": e["hops"],
+                 "verified": all(e["held"]) if e["held"] else None} for e in result.get("evidence", [])]
+    caveats = "".join(f" I could not apply '{u}'." for u in unused)
+    caveats += "".join(f" Not applied: {note}." for note in result.get("not_applied", []))
+    shown = ", ".join(names[: run.settings.max_listed])
+    more = f" (and {len(names) - run.settings.max_listed} more)" if len(names) > run.settings.max_listed else ""
+    if plan.confidence < run.settings.min_confidence:
+        guess = f"{shown}{more}" if names else "no answer"
+        text = (f"I am not sure enough to answer (confidence {plan.confidence:.2f} < {run.settings.min_confidence:.2f})."
+                f" My best guess is {guess}, from the plan: {plan.describe()}.{caveats}")
+        return [], text, [], evidence, fields
+    counted = ""
+    if result.get("count") is not None:
+        counted = f" Counted: {', '.join(i['name'] for i in result.get('items', [])[:10])}" + (
+            " …" if len(result.get("items", [])) > 10 else "") + "."
+    lead = f"{shown}{more}." if names else "No answer matches the plan."
+    text = (f"{lead}{counted} Plan: {plan.describe()} (confidence {plan.confidence:.2f}).{caveats}"
+            + _checked_text(int(result.get("checked", 0)), int(result.get("total", 0))))
+    return names, text, ranked, evidence, fields
+
+
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 
 
@@ -249,6 +348,8 @@ def answer(state: AgentState, run: TripleRun) -> tuple[Update, str]:
     """Ranked answers with their paths, the answer set and a sentence; the turn joins the thread's history."""
     ranked, predicted, verified = _reasoned(state)
     zero_shot = _zero_shot(state)
+    planned = _query_graph(state)
+    plan_fields: Update = {}
     evidence = [{"answer": a["name"], "entity_id": a["entity_id"], "score": a["score"], "path": p,
                  "triples": t, "verified": (verified or {}).get("verified") if i == 0 and j == 0 else None}
                 for i, a in enumerate(ranked[:5]) for j, (p, t) in enumerate(zip(a["paths"][:1], a["triples"][:1],
@@ -262,6 +363,10 @@ def answer(state: AgentState, run: TripleRun) -> tuple[Update, str]:
     elif topic is None:
         values, text = [], (f"I could not link the question to an entity of the KG {state.get('kg')!r}; name one "
                             "as it is stored, or put it in [brackets].")
+    elif planned is not None and planned.get("query_graph") is None:
+        values, text = [], f"I could not build a query for this question: {planned.get('reason') or 'no plan'}."
+    elif planned is not None:
+        values, text, ranked, evidence, plan_fields = _query_graph_answer(planned, run)
     elif ranked or predicted:
         values = predicted or [ranked[0]["name"]]
         shown = ", ".join(values[: run.settings.max_listed])
@@ -291,5 +396,6 @@ def answer(state: AgentState, run: TripleRun) -> tuple[Update, str]:
     history = [*(state.get("history") or []), turn][-HISTORY_TURNS:]
     update = {"answer": text, "answers": values, "ranked": [{k: a[k] for k in ("name", "entity_id", "score")}
                                                             for a in ranked],
-              "evidence": evidence, "history": history, "done": True, "messages": [answer_message(text)]}
+              "evidence": evidence, "history": history, "done": True, "messages": [answer_message(text)],
+              **plan_fields}
     return update, f"{len(values)} answers; {len(evidence)} paths"

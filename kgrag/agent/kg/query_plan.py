@@ -1,0 +1,90 @@
+"""The ``query_graph`` tool of the triple agent: plan the question's query graph over the linked topic candidates
+(:class:`~kgrag.query_graph.triple_planner.TriplePlanner`, over the KG's zero-shot chain ranker) and run the best
+plan as SPARQL (:class:`~kgrag.query_graph.sparql.QueryExecutor`).
+
+    result = query_graph_result(kg, "how many prizes did Marie Curie win?", [{"entity_id": "e.curie_1", …}])
+    result["answers"], result["query_graph"]["aggregation"], result["sparql"]
+
+The result (JSON): ``query_graph`` (the executed plan) and ``candidates`` (the next ones), ``answers`` (name, id,
+literal or not; a count's single number), ``items`` (what was counted or ranked), ``evidence`` (per answer: the
+path's triples with names and ids, each hop's direction, whether the store holds each triple), ``checked`` /
+``total`` (answers whose path was checked, of all), ``not_applied`` (constraints the graph could not apply),
+``sparql``, ``text`` (the tool's one-screen view), and ``reason`` when no plan could be built.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from kgrag.graph.iri import ENTITY_ID_RE
+from kgrag.query_graph.plan import QueryGraph
+from kgrag.query_graph.sparql import QueryExecutor
+from kgrag.query_graph.triple_planner import TopicCandidate, TriplePlanner
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kgrag.agent.kg.triple_kg import TripleKG
+
+__all__ = ["query_graph_result", "topic_candidates"]
+
+_PARTS: weakref.WeakKeyDictionary[Any, tuple[TriplePlanner, QueryExecutor]] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+#: link kinds and how much they are trusted as a topic (exact spans first)
+_MATCH_SCORE = {"bracket": 1.0, "exact": 1.0, "history": 1.0, "normalised": 0.95}
+
+
+def _parts(kg: TripleKG) -> tuple[TriplePlanner, QueryExecutor]:
+    with _LOCK:
+        parts = _PARTS.get(kg)
+        if parts is None:
+            parts = (TriplePlanner(kg.zero_shot), QueryExecutor(kg.client))
+            _PARTS[kg] = parts
+        return parts
+
+
+def topic_candidates(links: list[dict[str, Any]]) -> list[TopicCandidate]:
+    """Topic candidates from the state's linked keywords (``entity_id``, ``name``, ``keyword``, ``match_type``,
+    ``similarity``, optional ``score`` / ``is_class``); ids that are not entity ids are dropped."""
+    out: dict[str, TopicCandidate] = {}
+    for link in links:
+        entity = link.get("entity_id")
+        if not isinstance(entity, str) or not ENTITY_ID_RE.match(entity) or entity in out:
+            continue
+        score = link.get("score")
+        if not isinstance(score, int | float):
+            score = _MATCH_SCORE.get(str(link.get("match_type")), float(link.get("similarity") or 0.5) * 0.9)
+        is_class = link.get("is_class")
+        out[entity] = TopicCandidate(entity, str(link.get("name") or entity), str(link.get("keyword") or ""),
+                                     float(score), is_class if isinstance(is_class, bool) else None)
+    return list(out.values())
+
+
+def query_graph_result(kg: TripleKG, question: str, links: list[dict[str, Any]]) -> dict[str, Any]:
+    """Plan and run (see the module docstring); ValueError for an id that cannot name a term."""
+    planner, executor = _parts(kg)
+    def answers_of(plan: QueryGraph) -> frozenset[str]:
+        return frozenset(a.id for a in executor.run(plan).answers)
+
+    planned = planner.plan(question, topic_candidates(links)[:4], answers_of)
+    if planned.best is None:
+        return {"query_graph": None, "candidates": [], "answers": [], "reason": planned.reason,
+                "text": f"No query graph: {planned.reason}"}
+    best = planned.best
+    run = executor.run(best)
+    answers = [{"name": a.label, "entity_id": a.id, "is_literal": a.is_literal} for a in run.answers]
+    items = [{"name": a.label, "entity_id": a.id, "is_literal": a.is_literal} for a in run.items]
+    result: dict[str, Any] = {
+        "query_graph": best.model_dump(), "candidates": [c.model_dump() for c in planned.candidates],
+        "answers": answers, "items": items, "count": run.count, "evidence": run.evidence,
+        "checked": run.checked, "total": len(run.items), "not_applied": run.not_applied, "sparql": run.sparql,
+        "reason": "",
+    }
+    shown = " | ".join(a["name"] for a in answers[:30]) + (f" | … ({len(answers) - 30} more)" if len(answers) > 30
+                                                           else "")
+    lines = [f"Answers ({len(answers)}): {shown or 'none'}", f"Plan: {best.describe()} (score {best.score:.2f}, "
+             f"confidence {best.confidence:.2f})",
+             f"{run.checked} of {len(run.items)} answers' paths checked on the store"]
+    lines += [f"Not applied: {note}" for note in run.not_applied]
+    result["text"] = "\n".join(lines)
+    return result

@@ -1,0 +1,559 @@
+"""The LLM-free query-graph planner of a triple KG: staged generation (Yih et al. 2015) over the zero-shot chain
+ranker's enumeration and scores, the question's cues (:mod:`kgrag.query_graph.cues`) and a few grouped SPARQL
+queries; the best plan is run by :class:`~kgrag.query_graph.sparql.QueryExecutor`.
+
+    TriplePlanner(kg.zero_shot).plan("In which country was Marie Curie born?", [TopicCandidate("e.curie_1", "Marie Curie")])
+    # Planned(best=QueryGraph(... path=[bornIn, locatedIn], answer_type="Country"), candidates=[…], reason="")
+
+Stages (every topic candidate, jointly scored):
+
+1. **core path**: the topic's chains from the chain ranker (``ranked``: one hop either way, two hops through a
+   CVT, two through a named node), its score kept as the meaning / words feature (MiniLM + BM25 + its answer
+   kind) on the question with the cue words and the topic's words masked;
+2. **answer type**: what the question asks (``which country`` → ``country``; who → person; where → place; when /
+   what year → a date; ``how tall`` → a number) against each chain's ends: their classes (the type edges of the
+   ends, one grouped query), the words of the relation that reaches them, a sample of their names, their value
+   kind (a literal's XSD type, or kgrag's ``kgrag.value``). A chain whose ends fit worse than the nodes one hop
+   further is **extended** by that hop (born in → City, City -located in-> Country), where the extension's class
+   fits the asked type and its relation the question's remaining words; a chain whose ends fit stays (the winners,
+   not their cities). One hop, or two then one only through a CVT, may be extended (3 hops at most);
+3. **entity constraint**: a second topic (another span of the question) whose chain reaches some of the same
+   ends: the intersection;
+4. **literal constraint** / **aggregation**: the literal-valued relations of the ends (and of a CVT / middle node),
+   one grouped query for all chains; the comparison or superlative goes to the relation whose words fit its
+   words and the question best and whose values are of its kind (a year ↔ date values; a number ↔ numbers); "how
+   many" → ``count`` unless the chain's ends are numbers themselves ("how many pages"); "the most prizes" →
+   ``argmax`` of the number of a relation's values.
+
+Score of a plan = chain score + 0.6 × answer-type fit + 0.5 × the fit of a constraint's / superlative's
+relation + 0.3 × a second topic's chain − 0.35 per cue the plan leaves unused (a comparison, a superlative, "how
+many", a type word that fits no end, a second name) − 0.6 for a class node as topic − 0.3 × (1 − link similarity).
+
+``confidence`` (documented for ``KGRAG_AGENT_MIN_CONFIDENCE``) = coverage × (0.4 + 0.6 × (1 − e^(−margin / 0.15))),
+where coverage = used cues / all cues (1 when the question has none) and margin = the plan's score minus the best
+score of a rival: a plan with other answers (with ``answers_of``, the best four plans are run to tell; beyond them,
+or without it, a plan with another core path); a lone plan has margin 0.6. A plan that cannot be built says why
+(``reason``: one line).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from kgrag.graph.iri import NAME_PREDICATE, RELATION_RE, VALUE_PREDICATE
+from kgrag.graph.sparql import literal, relation_term
+from kgrag.query_graph.cues import Cues, read_cues
+from kgrag.query_graph.plan import Aggregation, EntityConstraint, Hop, LiteralConstraint, QueryGraph, Topic
+from kgrag.query_graph.sparql import node_term
+from kgrag.search.keywords import STOPWORDS
+
+__all__ = ["ChainSource", "Planned", "TopicCandidate", "TriplePlanner", "relation_words"]
+
+#: type edges read for a node's classes: RDF's, Freebase's, Wikidata's (where a graph has them)
+TYPE_RELATIONS = ("type", "type.object.type", "common.topic.notable_types", "P31", "instance_of", "instanceOf")
+WEIGHTS = {"fit": 0.6, "ext_rel": 0.5, "ext": 0.08, "constraint": 0.5, "second": 0.3, "unused": 0.35,
+           "class": 0.6, "link": 0.3, "count_value": 0.5, "words": 0.5}
+_DATE_TYPES = ("date", "gYear", "dateTime", "gYearMonth", "dateTimeStamp")
+_NUMBER_TYPES = ("integer", "int", "decimal", "double", "float", "long", "short", "nonNegativeInteger",
+                 "positiveInteger", "nonPositiveInteger", "negativeInteger", "unsignedInt", "unsignedLong")
+#: short descriptions of the wh-kinds, compared with a chain end's words
+KIND_TEXT = {"person": "person people human", "place": "place location city country region"}
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_TOKEN = re.compile(r"[a-z0-9]+")
+_CHAINS_PER_TOPIC = 6
+_ENDS_PER_CHAIN = 25
+#: plans run to tell rivals (other answers) from equivalents (the same answers) for the confidence
+_RUN_FOR_MARGIN = 4
+#: texts whose vectors the planner keeps (relation words, class labels, names samples)
+_MAX_CACHED = 50_000
+
+
+def _split(segment: str) -> list[str]:
+    return [w for part in segment.split("_") for w in _CAMEL.sub(" ", part).lower().split()]
+
+
+def relation_words(relation: str) -> str:
+    """``people.person.place_of_birth`` → "person place of birth"; ``birthDate`` → "birth date"."""
+    parts = relation.split(".")
+    segments = parts[1:] if len(parts) > 2 else parts
+    return " ".join(w for seg in segments for w in _split(seg) if len(w) > 1)
+
+
+def _end_words(relation: str, direction: str) -> str:
+    """What the end reached by ``relation`` is: the property of an out-edge, the type of a Freebase in-edge."""
+    parts = relation.split(".")
+    if len(parts) > 2:
+        return " ".join(_split(parts[-1] if direction == "out" else parts[-2]))
+    return " ".join(_split(parts[-1]))
+
+
+def _stems(text: str) -> set[str]:
+    """Crude 5-letter stems of a text's content words (as the chain ranker's BM25 uses)."""
+    return {t[:5] for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS and len(t) > 1}
+
+
+def _stem(word: str) -> str:
+    word = word.lower()
+    for suffix in ("ies", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return word
+
+
+def _head(words: str) -> str:
+    """The head noun of a relation's end words: "place of birth" → place; "official language" → language."""
+    tokens = words.split()
+    if "of" in tokens[1:]:
+        return tokens[tokens.index("of") - 1] if tokens.index("of") > 0 else tokens[-1]
+    return tokens[-1] if tokens else ""
+
+
+def _value_kind(datatype: str) -> str:
+    local = datatype.rsplit("#", 1)[-1]
+    return "date" if local in _DATE_TYPES else "number" if local in _NUMBER_TYPES else ""
+
+
+class ChainLike(Protocol):
+    topic: str
+    via: str
+    score: float
+    datatype: str
+    literals: int
+    named: int
+
+    @property
+    def steps(self) -> Sequence[Any]: ...
+
+
+class ChainSource(Protocol):
+    """What the planner reuses of the zero-shot chain ranker (:class:`kgrag.agent.kg.zero_shot.ZeroShotChainRanker`)."""
+
+    client: Any
+    embedder: Any
+    skip: Callable[[str], bool]
+
+    def ranked(self, question: str, topic: str) -> list[Any]: ...
+
+    def fetch(self, chains: Sequence[Any]) -> list[Any]: ...
+
+
+@dataclass(frozen=True)
+class TopicCandidate:
+    """A node the question may start from: its id, stored name, the question's words for it, how well they match
+    (1 = exactly) and whether it is a class (a node that things are typed with)."""
+
+    id: str
+    name: str
+    mention: str = ""
+    score: float = 1.0
+    is_class: bool | None = None
+
+
+@dataclass
+class Planned:
+    best: QueryGraph | None
+    candidates: list[QueryGraph] = field(default_factory=list)
+    cues: Cues | None = None
+    #: why no plan could be built (one line), "" when one was
+    reason: str = ""
+
+
+@dataclass
+class _Ends:
+    """What the planner knows of one chain's ends."""
+
+    ids: list[str]
+    names: list[str]
+    literal_kind: str = ""  # date | number | "" (the ends' value kind, when most of them are values)
+    classes: list[str] = field(default_factory=list)
+    middles: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Rel:
+    """A relation of a chain's ends (``on="answer"``) or middles (``on="middle"``) seen in the grouped query."""
+
+    relation: str
+    direction: str
+    on: str
+    kind: str  # date | number | "" (entity-valued)
+    nodes: int
+    classes: list[str]
+    names: list[str]
+
+
+class TriplePlanner:
+    """Plan query graphs on one triple KG (see the module docstring)."""
+
+    def __init__(self, chains: ChainSource, keep: int = 5) -> None:
+        self.chains = chains
+        self.client = chains.client
+        self.base = chains.client.base
+        self.keep = keep
+        self.weights = dict(WEIGHTS)
+        self._name = relation_term(self.base, NAME_PREDICATE)
+        self._value = relation_term(self.base, VALUE_PREDICATE)
+        self._types = " ".join(relation_term(self.base, r) for r in TYPE_RELATIONS if RELATION_RE.match(r))
+        self._vectors: dict[str, np.ndarray] = {}
+
+    # ------------------------------------------------------------------ embeddings
+    def _vec(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        if missing and len(self._vectors) > _MAX_CACHED:  # names samples vary per question: bounded, not a leak
+            self._vectors.clear()
+        if missing:
+            for text, vector in zip(missing, self.chains.embedder.encode(missing), strict=True):
+                self._vectors[text] = np.asarray(vector, dtype=np.float64)
+        return {t: self._vectors[t] for t in texts}
+
+    def _cos(self, a: str, b: str) -> float:
+        if not a.strip() or not b.strip():
+            return 0.0
+        v = self._vec([a, b])
+        return float(v[a] @ v[b])
+
+    # ------------------------------------------------------------------ SPARQL
+    def _select(self, query: str) -> list[Any]:
+        return self.client.store.select(query, timeout=self.client.timeout)
+
+    def _local(self, value: str) -> str:
+        return value[len(self.base):] if value.startswith(self.base) else value
+
+    def _is_type(self, relation: str) -> bool:
+        return relation in TYPE_RELATIONS
+
+    def _classes_of_topics(self, topics: Sequence[TopicCandidate]) -> set[str]:
+        """The topics that are classes (objects of a type edge): one query."""
+        todo = [t for t in topics if t.is_class is None]
+        known = {t.id for t in topics if t.is_class}
+        if not todo or not self._types:
+            return known
+        values = " ".join(node_term(self.base, t.id) for t in todo)
+        rows = self._select(f"SELECT DISTINCT ?t WHERE {{ VALUES ?t {{ {values} }} VALUES ?r {{ {self._types} }} "
+                            "?s ?r ?t }")
+        return known | {self._local(r["t"].value) for r in rows}
+
+    def _describe(self, ends: list[_Ends]) -> dict[int, list[_Rel]]:
+        """Classes of each chain's ends and the relations of its ends and middles (one grouped query each)."""
+        pairs = []
+        for i, e in enumerate(ends):
+            for node in e.ids[:_ENDS_PER_CHAIN]:
+                pairs.append((f"e{i}", node))
+            for node in e.middles[:_ENDS_PER_CHAIN]:
+                pairs.append((f"m{i}", node))
+        if not pairs:
+            return {}
+        values = " ".join(f"({literal(b)} {node_term(self.base, n)})" for b, n in pairs)
+        if self._types:
+            rows = self._select(
+                f"SELECT ?b ?cl (COUNT(DISTINCT ?x) AS ?n) WHERE {{ VALUES (?b ?x) {{ {values} }} "
+                f"VALUES ?tr {{ {self._types} }} ?x ?tr ?c . ?c {self._name} ?cl }} GROUP BY ?b ?cl")
+            counts: dict[str, list[tuple[int, str]]] = {}
+            for row in rows:
+                counts.setdefault(row["b"].value, []).append((int(row["n"].value), row["cl"].value))
+            for i, e in enumerate(ends):
+                e.classes = [c for _, c in sorted(counts.get(f"e{i}", []), key=lambda p: (-p[0], p[1]))][:3]
+        rows = self._select(
+            f"SELECT ?b (COUNT(DISTINCT ?x) AS ?n) (MAX(STR(DATATYPE(?v))) AS ?dt) WHERE {{ VALUES (?b ?x) "
+            f"{{ {values} }} ?x {self._value} ?v }} GROUP BY ?b")
+        for row in rows:
+            block = row["b"].value
+            if block[0] == "e" and "dt" in row:
+                e = ends[int(block[1:])]
+                if not e.literal_kind and int(row["n"].value) * 2 >= len(e.ids[:_ENDS_PER_CHAIN]):
+                    e.literal_kind = _value_kind(row["dt"].value)
+        base = literal(self.base)
+        rows = self._select(
+            f"SELECT ?b ?r ?d (COUNT(DISTINCT ?y) AS ?n) (MAX(?dt) AS ?datatype) (SAMPLE(?yn) AS ?name) "
+            f"(SAMPLE(?cl) AS ?cls) WHERE {{ VALUES (?b ?x) {{ {values} }} "
+            f"{{ ?x ?r ?y . BIND(\"out\" AS ?d) }} UNION {{ ?y ?r ?x . BIND(\"in\" AS ?d) }} "
+            f"FILTER(isIRI(?r) && STRSTARTS(STR(?r), {base})) "
+            f"FILTER(?r != {self._name} && ?r != {self._value}) "
+            f"OPTIONAL {{ ?y {self._value} ?yv }} "
+            f"BIND(IF(isLiteral(?y), STR(DATATYPE(?y)), IF(BOUND(?yv), STR(DATATYPE(?yv)), \"\")) AS ?dt) "
+            f"OPTIONAL {{ ?y {self._name} ?yn }} "
+            + (f"OPTIONAL {{ VALUES ?tr {{ {self._types} }} ?y ?tr ?yc . ?yc {self._name} ?cl }} " if self._types
+               else "")
+            + "} GROUP BY ?b ?r ?d LIMIT 5000")
+        rels: dict[int, list[_Rel]] = {}
+        for row in rows:
+            block = row["b"].value
+            relation = self._local(row["r"].value).replace("/", ".")
+            if not RELATION_RE.match(relation) or self.chains.skip(relation):
+                continue
+            kind = _value_kind(row["datatype"].value) if "datatype" in row else ""
+            rels.setdefault(int(block[1:]), []).append(_Rel(
+                relation, row["d"].value, "answer" if block[0] == "e" else "middle", kind, int(row["n"].value),
+                [row["cls"].value] if "cls" in row else [], [row["name"].value] if "name" in row else []))
+        return rels
+
+    # ------------------------------------------------------------------ fit
+    def _asked(self, cues: Cues) -> str:
+        """The asked type as text ("country"; "person people human"), or "" (or a value kind: date / number)."""
+        if cues.answer_words:
+            return " ".join(cues.answer_words)
+        return KIND_TEXT.get(cues.answer_kind, "")
+
+    def _fit(self, cues: Cues, asked: str, classes: list[str], end_words: str, names: list[str],
+             value_kind: str) -> float:
+        """How well nodes fit the asked type, in [0, 1] (see the module docstring)."""
+        kind = cues.answer_kind
+        if kind in ("year", "date") and not cues.answer_words:
+            return 1.0 if value_kind == "date" else 0.0
+        if kind == "number" and not cues.answer_words:
+            return 1.0 if value_kind == "number" else 0.0
+        if not asked:
+            return 0.5 if not value_kind else 0.3  # "what is …": a thing rather than a bare value
+        if value_kind:
+            return 0.1
+        asked_stems = {_stem(w) for w in asked.split()}
+        heads = {_stem(c.split()[-1]) for c in classes if c.split()} | ({_stem(_head(end_words))} if end_words else set())
+        if asked_stems & heads:
+            return 1.0
+        # a known class that is not the asked one counts less than its likeness; its names then say nothing more
+        scores = [0.7 * self._cos(asked, c) for c in classes[:2]]
+        scores.append(0.9 * self._cos(asked, end_words))
+        if names and not classes:
+            scores.append(0.9 * self._cos(asked, ", ".join(names[:3])))
+        return max(0.0, min(1.0, max(scores)))
+
+    # ------------------------------------------------------------------ planning
+    def plan(self, question: str, topics: Sequence[TopicCandidate],
+             answers_of: Callable[[QueryGraph], frozenset[str]] | None = None) -> Planned:
+        """The scored plans for the question from the topic candidates (best first); ``best`` None with a reason
+        when none can be built. ``answers_of`` (a plan's answer ids, e.g. by the executor) sharpens the confidence:
+        the best few plans are run, and plans with the same answers are not rivals."""
+        cues = read_cues(question)
+        if not topics:
+            return Planned(None, [], cues, "no topic: the question names no node of the graph")
+        topics = list(dict.fromkeys(topics))[:4]
+        classes = self._classes_of_topics(topics)
+        masked = cues.masked()
+        per_topic: dict[str, list[Any]] = {}
+        for t in topics:
+            rest = masked
+            for words in sorted({t.mention, t.name} - {""}, key=len, reverse=True):
+                rest = re.sub(re.escape(words), " ", rest, flags=re.IGNORECASE)
+            rest = " ".join(rest.split()) or masked
+            chains = [c for c in self.chains.ranked(rest, t.id)
+                      if not any(self._is_type(s.relation) for s in c.steps)]
+            per_topic[t.id] = chains[:_CHAINS_PER_TOPIC]
+        flat = [c for t in topics for c in per_topic[t.id]]
+        if not flat:
+            return Planned(None, [], cues, "no relation of " + ", ".join(t.name for t in topics[:2])
+                           + " leads to a named node or a value")
+        fetched = self.chains.fetch(flat)
+        ends: list[_Ends] = []
+        topic_ids = {t.id for t in topics}
+        for c, f in zip(flat, fetched, strict=True):
+            keys = [k for k in f.ends if k not in topic_ids]
+            middles: list[str] = []
+            if len(c.steps) == 2:
+                for k in keys[:_ENDS_PER_CHAIN]:
+                    triples = f.paths.get(k) or []
+                    if triples:
+                        h, _, t = triples[0]
+                        mid = t if c.steps[0].direction == "out" else h
+                        middles.append(self._local(mid.value))
+            literal_ends = sum(1 for k in keys if f.ends[k].is_literal)
+            kind = (_value_kind(c.datatype) if literal_ends and literal_ends >= len(keys) / 2 else "")
+            ends.append(_Ends([k for k in keys if not f.ends[k].is_literal], [f.ends[k].label for k in keys],
+                              kind, middles=list(dict.fromkeys(middles))))
+        rels = self._describe(ends)
+        plans = self._candidates(question, cues, topics, classes, flat, ends, rels)
+        if not plans:
+            return Planned(None, [], cues, "no chain of the linked topic reaches a named node or a value")
+        plans.sort(key=lambda p: -p.score)
+        self._calibrate(cues, plans, answers_of)
+        return Planned(plans[0], plans[1: 1 + self.keep], cues, "")
+
+    def _candidates(self, question: str, cues: Cues, topics: list[TopicCandidate], classes: set[str],
+                    flat: list[Any], ends: list[_Ends], rels: dict[int, list[_Rel]]) -> list[QueryGraph]:
+        w = self.weights
+        asked = self._asked(cues)
+        by_id = {t.id: t for t in topics}
+        masked = cues.masked()
+        plans: list[QueryGraph] = []
+        for i, (c, e) in enumerate(zip(flat, ends, strict=True)):
+            if not e.names:
+                continue
+            t = by_id[c.topic]
+            topic = Topic(name=t.name, id=t.id, mention=t.mention)
+            path = [Hop(relation=s.relation, direction=s.direction, label=relation_words(s.relation) or s.relation)
+                    for s in c.steps]
+            last = c.steps[-1]
+            fit = self._fit(cues, asked, e.classes, _end_words(last.relation, last.direction), e.names,
+                            e.literal_kind)
+            prior = -w["class"] * (t.id in classes) - w["link"] * (1.0 - max(0.0, min(1.0, t.score)))
+            base = c.score + prior
+            variants: list[tuple[list[Hop], float, str, list[_Rel]]] = [(path, fit, e.classes[0] if e.classes
+                                                                         else "", rels.get(i, []))]
+            can_extend = len(c.steps) == 1 or (len(c.steps) == 2 and c.via == "cvt")
+            if can_extend and asked and fit < 0.9:
+                for r in rels.get(i, []):
+                    if r.on != "answer" or r.kind or self._is_type(r.relation) or r.nodes == 0:
+                        continue
+                    if r.relation == last.relation and r.direction != last.direction:
+                        continue
+                    ext_fit = self._fit(cues, asked, r.classes, _end_words(r.relation, r.direction), r.names, "")
+                    if ext_fit <= fit + (0.05 if e.classes else 0.15):  # a known, other class: easier to leave
+                        continue
+                    gain = w["ext_rel"] * self._cos(masked, relation_words(r.relation)) - w["ext"]
+                    hop = Hop(relation=r.relation, direction=r.direction,  # type: ignore[arg-type]
+                              label=relation_words(r.relation) or r.relation)
+                    variants.append(([*path, hop], ext_fit + gain / w["fit"], r.classes[0] if r.classes else "", []))
+            for hops, vfit, type_label, end_rels in variants:
+                plans.extend(self._with_structure(question, cues, topic, hops, base + w["fit"] * vfit, vfit,
+                                                  type_label, end_rels, e, asked))
+        self._second_topics(cues, topics, flat, ends, plans)
+        return plans
+
+    def _with_structure(self, question: str, cues: Cues, topic: Topic, hops: list[Hop], score: float, fit: float,
+                        type_label: str, rels: list[_Rel], ends: _Ends, asked: str) -> list[QueryGraph]:
+        """The plan with its literal constraint / aggregation attached where the cues ask for them."""
+        w = self.weights
+        unused: list[str] = []
+        used = 0.0
+        lc: LiteralConstraint | None = None
+        ag: Aggregation | None = None
+        masked = cues.masked()
+        if cues.comparison is not None:
+            cmp_ = cues.comparison
+            want = "number" if cmp_.kind == "number" else "date"
+            hint = " ".join(cmp_.words) + " " + masked
+            best = self._best_rel(rels, want, hint, allow_middle=len(hops) == 2)
+            if best is None and want == "number" and not cmp_.words:
+                best = self._best_rel(rels, "date", hint, allow_middle=len(hops) == 2)
+                want = "date" if best is not None else want
+            if best is not None:
+                r, fit_r = best
+                lc = LiteralConstraint(relation=r.relation, label=relation_words(r.relation) or r.relation,
+                                       direction=r.direction, op=cmp_.op, value=cmp_.value,  # type: ignore[arg-type]
+                                       value2=cmp_.value2, kind="year" if want == "date" else "number",
+                                       on=r.on, text=cmp_.text)  # type: ignore[arg-type]
+                used += w["constraint"] * fit_r
+            else:
+                unused.append(cmp_.text)
+        sup = cues.superlative
+        if sup is not None:
+            if sup.counts:
+                best = self._best_rel([r for r in rels if r.on == "answer" and not r.kind], "",
+                                      " ".join(sup.words) + " " + masked, allow_middle=False)
+            else:
+                best = self._best_rel([r for r in rels if r.on == "answer"], sup.kind,
+                                      " ".join(sup.words) + " " + masked, allow_middle=False)
+            if best is not None:
+                r, fit_r = best
+                ag = Aggregation(op="argmax" if sup.direction == "max" else "argmin", relation=r.relation,
+                                 label=relation_words(r.relation) or r.relation, direction=r.direction,  # type: ignore[arg-type]
+                                 kind=None if sup.counts else ("date" if r.kind == "date" else "number"),
+                                 text=sup.text, counts=sup.counts)
+                used += w["constraint"] * fit_r
+            else:
+                unused.append(sup.text)
+        out = []
+        if cues.is_count and ag is None:
+            count = Aggregation(op="count", text="how many")
+            value_answer = ends.literal_kind == "number"  # the chain's own ends are numbers ("how many pages")
+            plans_for = [(count, 0.0 if not value_answer else -w["count_value"])]
+            if value_answer:  # "how many pages": the number is the answer
+                plans_for.append((None, 0.0))
+            for agg, extra in plans_for:
+                out.append(self._plan(cues, topic, hops, type_label, lc, agg, unused, score + used + extra, fit, asked))
+        else:
+            if cues.is_count:
+                unused.append("how many")
+            out.append(self._plan(cues, topic, hops, type_label, lc, ag, unused, score + used, fit, asked))
+        return out
+
+    def _plan(self, cues: Cues, topic: Topic, hops: list[Hop], type_label: str, lc: LiteralConstraint | None,
+              ag: Aggregation | None, unused: list[str], score: float, fit: float, asked: str) -> QueryGraph:
+        unused = list(unused)
+        if asked and fit < 0.35 and not asked.startswith(tuple(KIND_TEXT.values())):
+            unused.append(asked)
+        elif not asked and cues.answer_kind in ("year", "date", "number") and fit == 0.0:
+            unused.append(f"a {cues.answer_kind}")  # "when …" answered by no date
+        score -= self.weights["unused"] * len(unused)
+        asked_stems = _stems(cues.masked()) - _stems(f"{topic.name} {topic.mention}")
+        if asked_stems:  # words: how much of the question the plan's relations and type name
+            words = " ".join([*(h.relation for h in hops), type_label, *(x.relation for x in (lc, ag) if x)])
+            score += self.weights["words"] * len(asked_stems & _stems(" ".join(_split(words.replace(".", "_"))))) \
+                / len(asked_stems)
+        return QueryGraph(topics=[topic], path=hops, answer_type=type_label, answer_type_label=type_label,
+                          literal_constraint=lc, aggregation=ag, unused=unused, score=round(score, 4))
+
+    def _best_rel(self, rels: list[_Rel], want: str, hint: str, allow_middle: bool) -> tuple[_Rel, float] | None:
+        """The relation whose values are of kind ``want`` ("" = entities) and whose words fit ``hint`` best."""
+        pool = [r for r in rels if r.kind == want and (allow_middle or r.on == "answer")
+                and not self._is_type(r.relation)]
+        if not pool:
+            return None
+        scored = [(self._cos(hint, relation_words(r.relation)) - 0.05 * (r.on == "middle"), r) for r in pool]
+        fit, best = max(scored, key=lambda p: (p[0], p[1].relation))
+        return best, fit
+
+    def _second_topics(self, cues: Cues, topics: list[TopicCandidate], flat: list[Any], ends: list[_Ends],
+                       plans: list[QueryGraph]) -> None:
+        """An entity constraint from a second topic named by other words, where its chains reach the same ends;
+        a plan that leaves such a name unused says so."""
+        first = topics[0]
+        others = [t for t in topics[1:] if t.mention and first.mention and t.mention.lower() not in
+                  first.mention.lower() and first.mention.lower() not in t.mention.lower() and t.score >= 0.99]
+        if not others:
+            return
+        end_sets = [set(e.ids) | set(e.names) for e in ends]
+        added = []
+        for plan in plans:
+            if plan.topics[0].id != first.id:
+                continue
+            mine = next((j for j, c in enumerate(flat) if c.topic == first.id and
+                         [s.relation for s in c.steps] == [h.relation for h in plan.path]), None)
+            best = None
+            for other in others:
+                for j, c in enumerate(flat):
+                    if c.topic != other.id or mine is None or not (end_sets[mine] & end_sets[j]):
+                        continue
+                    if best is None or c.score > best[1].score:
+                        best = (other, c)
+            if best is None:
+                plan.unused = [*plan.unused, *(o.name for o in others)]
+                plan.score -= self.weights["unused"] * len(others)
+                continue
+            other, c = best
+            ec = EntityConstraint(topic=Topic(name=other.name, id=other.id, mention=other.mention),
+                                  path=[Hop(relation=s.relation, direction=s.direction,
+                                            label=relation_words(s.relation) or s.relation) for s in c.steps])
+            added.append(plan.model_copy(update={"entity_constraint": ec, "unused": list(plan.unused),
+                                                 "score": round(plan.score + self.weights["second"] * c.score, 4)}))
+            plan.unused = [*plan.unused, *(o.name for o in others)]
+            plan.score -= self.weights["unused"] * len(others)
+        plans.extend(added)
+
+    def _calibrate(self, cues: Cues, plans: list[QueryGraph],
+                   answers_of: Callable[[QueryGraph], frozenset[str]] | None) -> None:
+        """Each plan's confidence (see the module docstring). With ``answers_of`` the best few plans are run and a
+        rival is a plan with other answers (two paths to the same answers do not make the plan less sure)."""
+        total = sum(1 for x in (cues.comparison, cues.superlative, cues.count_noun) if x is not None) + \
+            (1 if cues.answer_words else 0)
+        known: dict[int, frozenset[str]] = {}
+        if answers_of is not None:
+            for i, plan in enumerate(plans[:_RUN_FOR_MARGIN]):
+                known[i] = answers_of(plan)
+
+        def same(i: int, j: int) -> bool:
+            if i in known and j in known:
+                return known[i] == known[j]
+            return plans[i].describe().split(" · ")[0] == plans[j].describe().split(" · ")[0]
+
+        for i, plan in enumerate(plans):
+            rivals = [p.score for j, p in enumerate(plans) if j != i and not same(i, j)]
+            margin = plan.score - max(rivals) if rivals else 0.6
+            coverage = 1.0 if total == 0 else max(0.0, (total - len(plan.unused)) / total)
+            plan.confidence = round(max(0.0, min(1.0, coverage * (0.4 + 0.6 * (1 - math.exp(-max(0.0, margin)
+                                                                                              / 0.15))))), 4)
