@@ -72,7 +72,8 @@ def test_agent_eval_equals_kgrag_eval(demo_kg_settings, tmp_path, no_brackets) -
     hrag = runner.invoke(app, ["eval", "--dataset", "demo", "--questions", str(path), "--json", *flag])
     assert hrag.exit_code == 0, hrag.output
     a, h = (json.loads(r.output.strip().splitlines()[-1]) for r in (agent, hrag))
-    assert set(a) == {"n", "hits@1", "hit", "f1", "p50_ms"} and a["n"] == h["n"] == 18
+    assert set(a) == {"n", "hits@1", "hit", "f1", "p50_ms", "threshold", "coverage", "hit_answered", "f1_answered"}
+    assert a["n"] == h["n"] == 18
     assert a["hits@1"] == pytest.approx(h["hits@1"], abs=1e-3) and a["f1"] == pytest.approx(h["f1"], abs=1e-3)
 
 
