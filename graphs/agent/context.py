@@ -22,6 +22,7 @@ class AgentContext:
     max_tool_calls: int | None = None
     use_llm: bool | None = None
     max_question_chars: int | None = None
+    query_graphs: bool | None = None
 
 
 def resolve(context: AgentContext | None, settings: Settings | None = None) -> AgentSettings:

@@ -124,6 +124,8 @@ class AgentSettings(BaseModel):
     max_question_chars: int = Field(default=2000, ge=16, le=100_000)
     #: the most answer values listed in ``answer`` (``answers`` keeps them all)
     max_listed: int = Field(default=30, ge=1, le=1000)
+    #: plan a query graph (issue 44: counts, filters, superlatives, hops, answer types); False: the one-relation planner
+    query_graphs: bool = True
 
     def fingerprint(self) -> str:
         return hashlib.sha1(self.model_dump_json().encode()).hexdigest()[:12]
