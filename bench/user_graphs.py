@@ -36,7 +36,7 @@ import yaml
 
 from bench.worlds import World, bands_world, courses_world, rivers_world, scientists_world
 
-__all__ = ["GRAPHS", "Graph", "write_all", "write_graph"]
+__all__ = ["GRAPHS", "Graph", "vocabulary", "write_all", "write_graph"]
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 _LIT_TYPES = {"date": "date", "gYear": "gYear", "dateTime": "dateTime", "integer": "integer", "decimal": "decimal"}
@@ -279,7 +279,7 @@ def _network(world: World, folder: Path) -> Path:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(["relation_type_id", "source_id", "target_id"])
-    writer.writerows(world.edges)
+    writer.writerows((r, h, t) for h, r, t in world.edges)
     (folder / "links.csv").write_text(buf.getvalue(), encoding="utf-8")
     schema = {"kn_id": world.name, "name": world.name.capitalize(), "comment": f"the invented {world.name} network",
               "object_types": object_types, "relation_types": relation_types, "action_types": [],
@@ -287,6 +287,20 @@ def _network(world: World, folder: Path) -> Path:
     path = folder / f"{world.name}.yaml"
     path.write_text(yaml.safe_dump(schema, sort_keys=False, allow_unicode=True), encoding="utf-8")
     return path
+
+
+def vocabulary(name: str) -> tuple[dict[str, str], str]:
+    """How graph ``name`` (a Turtle style) spells things: ``({relation or attribute: predicate IRI}, name IRI)``."""
+    style = GRAPHS[name].style
+    if style == "wikidata":
+        return ({k: f"http://www.wikidata.org/prop/direct/{pid}" for k, (pid, _) in _WIKIDATA.items()},
+                "http://www.w3.org/2000/01/rdf-schema#label")
+    base, vocab, label = {
+        "camel": ("http://example.org/science/", _CAMEL, "http://www.w3.org/2000/01/rdf-schema#label"),
+        "schema": ("http://schema.org/", _SCHEMA, "http://schema.org/name"),
+        "snake": ("http://example.org/geo/", _SNAKE, "http://www.w3.org/2004/02/skos/core#prefLabel"),
+    }[style]
+    return {k: base + v for k, v in vocab.items()}, label
 
 
 def write_graph(name: str, folder: Path) -> Path:

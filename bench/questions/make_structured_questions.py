@@ -21,8 +21,8 @@ Wordings: ``{t}`` the topic, ``{t2}`` the second topic, ``{y}`` the year. Each q
 an other name the data records, and a fifth of the questions are written in lower case. Topics whose name is
 shared by two nodes are never used. Each line: ``{"question", "answers", "kind", "topic", "topics", "graph",
 "template"}``. Parts: a graph of :data:`bench.user_graphs.GRAPHS` goes wholly to its part; the demo KG, the demo
-network and the library are split by a seeded 30 % into ``_holdout`` (the rest ``_dev``); no question text is in
-both. ``demo_kg_suggested.jsonl``: the demo KG's 18 questions (what ``kgrag prepare --dataset demo`` prepares and
+network and the library are split by a 30 % draw seeded by the question's text into ``_holdout`` (the rest
+``_dev``); no question text is in both. ``demo_kg_suggested.jsonl``: the demo KG's 18 questions (what ``kgrag prepare --dataset demo`` prepares and
 suggests; the three suggestions are picked at bench time by :func:`kgrag.prep.next_steps.sample_questions`).
 """
 
@@ -539,8 +539,8 @@ def build() -> dict[str, list[dict]]:
         if graph in GRAPHS:
             out[f"{graph}_{GRAPHS[graph].part}"] = rows
             continue
-        rng = random.Random(f"split:{graph}")
-        held = [rng.random() < HOLDOUT_SHARE for _ in rows]
+        # drawn per question text: a text two graphs share (the demo KG and its network) lands in one part
+        held = [random.Random(f"split:{r['question']}").random() < HOLDOUT_SHARE for r in rows]
         out[f"{graph}_dev"] = [r for r, h in zip(rows, held, strict=True) if not h]
         out[f"{graph}_holdout"] = [r for r, h in zip(rows, held, strict=True) if h]
     out["demo_kg_suggested"] = demo_kg_questions()
