@@ -19,8 +19,9 @@ and the library example (``examples/library/library.yaml``, read by the project'
 Wordings: ``{t}`` the topic, ``{t2}`` the second topic, ``{y}`` the year. Each question is drawn with one
 ``random.Random`` per graph: a person topic is sometimes named by its surname (when no other node shares it) or by
 an other name the data records, and a fifth of the questions are written in lower case. Topics whose name is
-shared by two nodes are never used. Each line: ``{"question", "answers", "kind", "topic", "topics", "graph",
-"template"}``. Parts: a graph of :data:`bench.user_graphs.GRAPHS` goes wholly to its part; the demo KG, the demo
+shared by two nodes are never used. Each line: ``{"question", "answers", "kind", "topic", "topics",
+"topic_entities", "graph", "template"}`` — the JSONL ``kgrag agent-eval --kg`` reads (it skips a question
+without a topic). Parts: a graph of :data:`bench.user_graphs.GRAPHS` goes wholly to its part; the demo KG, the demo
 network and the library are split by a 30 % draw seeded by the question's text into ``_holdout`` (the rest
 ``_dev``); no question text is in both. ``demo_kg_suggested.jsonl``: the demo KG's 18 questions (what ``kgrag prepare --dataset demo`` prepares and
 suggests; the three suggestions are picked at bench time by :func:`kgrag.prep.next_steps.sample_questions`).
@@ -527,7 +528,7 @@ def questions_for(graph: str, world: World | None = None) -> list[dict]:
                 topic_names = [world.nodes[n].name for n in named]
                 rows.append({"question": question, "answers": answers, "kind": t.kind,
                              "topic": topic_names[0] if topic_names else None, "topics": topic_names,
-                             "graph": graph, "template": number})
+                             "topic_entities": topic_names, "graph": graph, "template": number})
     return rows
 
 
@@ -554,7 +555,8 @@ def demo_kg_questions() -> list[dict]:
     from kgrag.data.spec import BUILTIN_SPECS
 
     return [{"question": TOPIC_SPAN.sub(lambda m: m.group(1), q.text), "answers": list(q.answer_names),
-             "kind": f"demo_{q.hop}hop", "topic": None, "topics": [], "graph": "demo_kg", "template": -1}
+             "kind": f"demo_{q.hop}hop", "topic": q.topic_names[0] if q.topic_names else None,
+             "topics": list(q.topic_names), "topic_entities": list(q.topic_names), "graph": "demo_kg", "template": -1}
             for q in load_questions(BUILTIN_SPECS["demo"]).records]
 
 
