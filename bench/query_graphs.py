@@ -223,6 +223,8 @@ def natural_freebase(dump: list[dict], limit: int) -> dict[str, Any]:
     from kgrag.prep.steps import read_prepared_questions
 
     settings = get_settings()
+    if not (settings.data_dir / "freebase" / "webqsp_100.json").is_file():
+        return {"excluded": f"no WebQSP / CWQ samples under {settings.data_dir / 'freebase'} (KGRAG_DATA_DIR)"}
     out_dir = settings.work_dir / "fixture-files"
     build_fixture(settings.data_dir / "freebase", out_dir)
     rows = [json.loads(line) for line in (out_dir / "questions.jsonl").open(encoding="utf-8")]
