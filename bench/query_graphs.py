@@ -22,8 +22,8 @@ dataset; the method of ``bench/own_kg.py --pair fixture``'s zero-shot figures, w
 
 Targets (issue 44): F1 ≥ 0.90 on a readable held-out graph, ≥ 0.85 on its Wikidata-style twin, ≥ 0.90 on a
 network's questions, every kind ≥ 0.75, the demo KG's 18 ≥ 0.90 with the 3 suggestions right, warm p50 ≤ 50 ms;
-WebQSP Hit ≥ 0.80 / F1 ≥ 0.65, CWQ Hit ≥ 0.50 / F1 ≥ 0.40. Writes bench/results/query_graphs.json (``--dump``:
-every prediction as JSONL too).
+WebQSP Hit ≥ 0.80 / F1 ≥ 0.65, CWQ Hit ≥ 0.50 / F1 ≥ 0.40. Writes bench/results/query_graphs.json
+(``query_graphs_dev.json`` / ``_all`` for the other splits; ``--dump``: every prediction as JSONL too).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ F1_TARGETS = {"readable": 0.90, "wikidata": 0.85, "network": 0.90, "kind": 0.75,
 
 
 def progress(message: str) -> None:
-    console.print(f"[bench.query_graphs] {message}", highlight=False)
+    console.print(f"[bench.query_graphs] {message}", highlight=False, markup=False)
 
 
 def _cli(*args: str) -> tuple[bool, str, float]:
@@ -377,9 +377,10 @@ def main() -> None:
         ratio = {g: round(res["query_graphs"][g]["all"]["f1"] / res["today"][g]["all"]["f1"], 3)
                  if res["today"][g]["all"].get("f1") else None for g in res["today"]}
         n = res["today"].get("_all", {}).get("all", {}).get("n", 0)
-        write_result("query_graphs", figures, baseline, ratio,
+        write_result("query_graphs" + ("" if args.split == "holdout" else f"_{args.split}"), figures, baseline, ratio,
                      f"{args.split} (structured sets, bench/questions/structured; natural Freebase: the fixture's "
-                     f"seeded validation split)" + (f", first {args.limit} per graph" if args.limit else ""), n)
+                     f"seeded validation split)" + (f", {args.limit} per graph across kinds" if args.limit else ""), n,
+                     module="query_graphs")
     finally:
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)
