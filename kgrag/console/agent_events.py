@@ -57,6 +57,10 @@ def _result_text(name: str, result: Any) -> str:
     if name == "rank_chains" and result.get("chain") is not None:
         answers = [a.get("name") for a in result.get("answers") or []]
         return f"best chain {result['chain']} (score {result.get('score', 0):.2f}) → {_names(answers)}"
+    if name == "query_graph" and isinstance(result.get("query_graph"), dict):
+        answers = [a.get("name", a) if isinstance(a, dict) else a for a in result.get("answers") or []]
+        line = plan_line(result["query_graph"])
+        return f"plan {line} → {_names(answers)}" if answers else f"plan {line}: {result.get('reason') or 'no answer'}"
     if "answers" in result and isinstance(result["answers"], list):
         return f"answers: {_names([a.get('name', a) if isinstance(a, dict) else a for a in result['answers']])}"
     return _json(result)

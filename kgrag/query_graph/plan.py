@@ -151,7 +151,9 @@ class QueryGraph(_Part):
     def describe(self) -> str:
         """One line: ``Marie Curie -[won]-> ?answer (type: prize) · born before 1900 · count``."""
         first = self.topics[0].name if self.topics else f"?m ({self.start_type})" if self.start_type else ""
-        hops = [h.arrow() + (" ?m" if i < len(self.path) - 1 else "") for i, h in enumerate(self.path)]
+        middles = len(self.path) - 1
+        hops = [h.arrow() + ((" ?m" if middles == 1 else f" ?m{i + 1}") if i < middles else "")
+                for i, h in enumerate(self.path)]
         start = f"{first} {' '.join(hops)} " if first else ""
         parts = [start + "?answer"]
         if self.answer_type:
