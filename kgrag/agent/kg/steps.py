@@ -197,7 +197,13 @@ def _rules_plan(state: AgentState, run: TripleRun) -> tuple[Update, str]:
         plan_json = planned_graph[-1]["result"].get("query_graph")
         line = QueryGraph.model_validate(plan_json).describe() if plan_json else planned_graph[-1]["result"].get(
             "text", "no query graph")
-        return {"pending": [], "done": True}, f"plan: {line}"
+        update: Update = {"pending": [], "done": True}
+        if plan_json:  # the executed plan joins the state here: the console shows it as a step of its own
+            result = planned_graph[-1]["result"]
+            update.update({"query_graph": plan_json, "query_graph_candidates": result.get("candidates", []),
+                           "confidence": QueryGraph.model_validate(plan_json).confidence,
+                           "unused": list(plan_json.get("unused") or [])})
+        return update, f"plan: {line}"
     wants_graph = run.settings.query_graphs and not any(c.get("name") == "query_graph" for c in calls)
     if wants_graph and (kg.reasoner is None or _structured(state["question"])):
         return _query_graph_call(state, kg, topic)
@@ -322,6 +328,7 @@ def _query_graph_answer(result: dict[str, Any], run: TripleRun) -> tuple[list[st
         guess = f"{shown}{more}" if names else "no answer"
         text = (f"I am not sure enough to answer (confidence {plan.confidence:.2f} < {run.settings.min_confidence:.2f})."
                 f" My best guess is {guess}, from the plan: {plan.describe()}.{caveats}")
+        fields["withheld"] = names  # the best guess, scored by agent-eval at full coverage
         return [], text, [], evidence, fields
     counted = ""
     if result.get("count") is not None:
