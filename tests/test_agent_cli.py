@@ -47,7 +47,8 @@ def test_agent_eval_jsonl_and_ce_prompt(medical_settings, tmp_path: Path) -> Non
     res = runner.invoke(app, ["agent-eval", "--kn", "medical", "--questions", str(jsonl), "--out", str(out), "--json"])
     assert res.exit_code == 0, res.output
     figures = _last_json(res.output)
-    assert set(figures) == {"n", "hit", "f1", "exact", "topic_acc", "p50_ms", "intent_planner"}
+    assert set(figures) == {"n", "hit", "f1", "exact", "topic_acc", "p50_ms", "intent_planner", "threshold", "coverage",
+                            "hit_answered", "f1_answered"}
     assert figures["n"] == 2 and figures["hit"] == 0.5 and figures["exact"] == 0.5 and figures["topic_acc"] == 1.0
     assert "empty answers 1" in res.output and len(out.read_text().splitlines()) == 2
 

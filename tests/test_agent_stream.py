@@ -13,7 +13,8 @@ from kgrag.api.agent_routes import make_app
 from kgrag.console.agent_events import agent_events, call_view
 from kgrag.console.evidence_graph import evidence_graph
 
-NODES = ["extract_keywords", "schema_recall", "contextual_recall", "plan", "tools", "plan", "answer"]
+#: an untrained triple KG plans a query graph: its own step follows the plan that ran it
+NODES = ["extract_keywords", "schema_recall", "contextual_recall", "plan", "tools", "plan", "query_graph", "answer"]
 
 
 def _subgraph_call() -> dict:
@@ -80,7 +81,8 @@ def test_events_follow_the_nodes_and_end_with_the_evidence(demo_untrained_settin
     steps = [e for e in events if e["event"] == "step"]
     assert [e["node"] for e in steps] == NODES and all(e["ms"] is not None for e in steps)
     assert steps[0]["detail"]["keywords"][0]["name"] == "Carnival Lights"
-    assert steps[4]["detail"]["calls"][0]["name"] == "rank_chains"
+    assert steps[4]["detail"]["calls"][0]["name"] == "query_graph"
+    assert steps[6]["node"] == "query_graph" and steps[6]["summary"].startswith("Carnival Lights -[")
     assert "Uma Halvorsen" in steps[4]["detail"]["calls"][0]["result"]
     end = events[-1]
     assert end["event"] == "end" and end["answers"] == ["Uma Halvorsen"] and end["session_id"]

@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from kgrag.data.triples import ALIAS_PREDICATES
 from kgrag.errors import SparqlError
 from kgrag.graph.csr import CSRGraph
 from kgrag.graph.iri import (
@@ -72,6 +73,9 @@ from kgrag.graph.iri import (
 )
 from kgrag.graph.sparql import iri, literal
 from kgrag.graph.store import GraphStore, Row, Term
+
+#: Freebase's other-name predicate, in any namespace (as :mod:`kgrag.data.triples` reads it)
+_OWN_ALIAS = "/common.topic.alias"
 
 __all__ = ["ROW_CAP", "ExpansionLimits", "Neighbourhood", "expand_neighbourhood"]
 
@@ -185,6 +189,8 @@ class _Expander:
         if p is None or x is None or p.kind != "uri" or not p.value.startswith(self.ns):
             return None
         relation = p.value[len(self.ns):]
+        if p.value in ALIAS_PREDICATES or p.value.endswith(_OWN_ALIAS):  # other names, as the import reads them
+            return None
         if not RELATION_RE.match(relation):
             self.skipped_relations += 1
             return None
