@@ -10,7 +10,8 @@ Latency, on the demo KG, per question from its generated test split (``--questio
 **first step** = submit → the first ``[data-step]`` element in the DOM (the page's own ``performance.now()``),
 **answer** = submit → the evidence drawn. Baseline in the same run: ``POST /agent/ask`` (the whole answer in one
 response, what a page without streaming waits for) on the same questions; ratio = first step / baseline.
-Screenshots (docs/): the ask view on the medical network, its evidence graph, and a large evidence graph.
+Screenshots (docs/): the ask view on the medical network, its evidence graph, a large evidence graph, and a
+query graph's step on the demo KG (``query_graph_screenshot``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from bench.common import ms_percentiles, write_result
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 ASK_VIEW = "百日咳有哪些症状"
 LARGE_VIEW = "维生素A摄入过多有哪些并发症"
+#: a question whose query graph extends the path to the answer type asked (the demo KG, untrained)
+QUERY_GRAPH_VIEW = "in which country was Ines Kamau born?"
 
 
 def progress(message: str) -> None:
@@ -72,6 +75,15 @@ def _weight(url: str) -> dict[str, int]:
     return sizes
 
 
+def query_graph_screenshot(browser: Any, url: str, out: Path = DOCS / "console-query-graph.png") -> dict[str, Any]:
+    """The demo KG's answer to :data:`QUERY_GRAPH_VIEW` with its query-graph step, as a PNG."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    shown = _ask_in_page(page, url, "kg=demo", QUERY_GRAPH_VIEW)
+    page.locator("[data-role=turn]").last.screenshot(path=str(out))
+    page.close()
+    return {"question": QUERY_GRAPH_VIEW, "answer": shown["answer"], "nodes": shown["nodes"]}
+
+
 def _screenshots(browser: Any, url: str) -> dict[str, Any]:
     DOCS.mkdir(exist_ok=True)
     page = browser.new_page(viewport={"width": 1400, "height": 900})
@@ -81,7 +93,8 @@ def _screenshots(browser: Any, url: str) -> dict[str, Any]:
     large = _ask_in_page(page, url, "kn=medical", LARGE_VIEW)
     page.locator("[data-role=evidence]").last.screenshot(path=str(DOCS / "console-evidence-large.png"))
     page.close()
-    return {"ask_view": {"question": ASK_VIEW, "nodes": shown["nodes"]},
+    plan = query_graph_screenshot(browser, url)
+    return {"query_graph_view": plan, "ask_view": {"question": ASK_VIEW, "nodes": shown["nodes"]},
             "large_view": {"question": LARGE_VIEW, "nodes": large["nodes"], "answer_ms": round(large["answer_ms"], 1)}}
 
 

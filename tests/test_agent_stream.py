@@ -82,7 +82,7 @@ def test_events_follow_the_nodes_and_end_with_the_evidence(demo_untrained_settin
     assert [e["node"] for e in steps] == NODES and all(e["ms"] is not None for e in steps)
     assert steps[0]["detail"]["keywords"][0]["name"] == "Carnival Lights"
     assert steps[4]["detail"]["calls"][0]["name"] == "query_graph"
-    assert steps[6]["node"] == "query_graph" and steps[6]["summary"].startswith("Carnival Lights -[")
+    assert steps[6]["node"] == "query_graph" and steps[6]["detail"]["line"].startswith("Carnival Lights -[")
     assert "Uma Halvorsen" in steps[4]["detail"]["calls"][0]["result"]
     end = events[-1]
     assert end["event"] == "end" and end["answers"] == ["Uma Halvorsen"] and end["session_id"]
@@ -135,9 +135,10 @@ def test_a_query_graph_is_a_step_of_its_own_with_its_line() -> None:
             "aggregation": {"op": "count"}, "score": 1.2}
     event = query_graph_step({"query_graph": plan, "query_graph_candidates": [plan], "confidence": 0.7,
                               "unused": ["before 1900"]})
-    assert event["node"] == "query_graph" and event["summary"] == "Ann -[wrote]-> ?answer · count"
+    assert event["node"] == "query_graph" and event["detail"]["line"] == "Ann -[wrote]-> ?answer · count"
+    assert event["summary"] == "confidence 0.70; 1 other plans scored; not used: before 1900"
     assert event["detail"]["candidates"][0]["score"] == 1.2 and event["detail"]["unused"] == ["before 1900"]
-    assert query_graph_step({"query_graph": {"bad": 1}})["summary"] == ""
+    assert query_graph_step({"query_graph": {"bad": 1}})["detail"]["line"] == ""
     from rich.console import Console
 
     console = Console(record=True, width=200)

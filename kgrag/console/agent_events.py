@@ -10,7 +10,8 @@ Events are plain JSON-able dicts (``POST /agent/stream`` sends them as NDJSON li
 - ``{"event": "start", "kind": "kn"|"kg", "source", "question"}`` before the first node;
 - ``{"event": "step", "node", "ms", "summary", "detail"}`` per finished node (``plan`` and ``tools`` may repeat);
   when a node first sets the turn's query graph, a ``{"event": "step", "node": "query_graph", …}`` follows it
-  with the plan (``detail``: ``query_graph``, ``line``, ``candidates``, ``confidence``, ``unused``);
+  with the plan (``summary``: its confidence, how many other plans were scored, what it did not use; ``detail``:
+  ``query_graph``, ``line``, ``candidates``, ``confidence``, ``unused``);
 - ``{"event": "end", "answer", "answers", "withheld", "confidence", "unused", "query_graph", "evidence",
   "evidence_graph", "errors", "planner", "intents", "history", "session_id", "ms"}``;
 - ``{"event": "error", "message"}`` when the graph raised (the run's input was valid, something broke).
@@ -118,7 +119,11 @@ def query_graph_step(update: Mapping[str, Any]) -> dict[str, Any]:
     line = plan_line(plan)
     detail = {"query_graph": plan, "line": line, "candidates": candidates,
               "confidence": update.get("confidence"), "unused": list(update.get("unused") or [])}
-    return {"event": "step", "node": "query_graph", "ms": 0.0, "summary": line, "detail": detail}
+    confidence = update.get("confidence")
+    summary = (f"confidence {float(confidence):.2f}" if isinstance(confidence, int | float) else "planned") + (
+        f"; {len(candidates)} other plans scored" if candidates else "") + (
+        f"; not used: {', '.join(detail['unused'])}" if detail["unused"] else "")
+    return {"event": "step", "node": "query_graph", "ms": 0.0, "summary": summary, "detail": detail}
 
 
 def _end(state: Mapping[str, Any], ms: float) -> dict[str, Any]:
