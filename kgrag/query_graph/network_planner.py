@@ -27,7 +27,8 @@ A question that names an asked answer type and a superlative, comparison or coun
 the whole answer type (no topic, no path). A comparison or superlative no number / date property of the answer
 type can take is left in the plan's ``unused`` (the answer says it could not apply it), never silently dropped. Each candidate is scored:
 
-``score = meaning + WORDS·words + TYPE·type fit − TYPE_MISS·(asked, not reached) + COVERAGE·coverage − HOP·(hops−1)``
+``score = meaning + WORDS·words + TYPE·type fit − TYPE_MISS·(asked, not reached) + COVERAGE·coverage − HOP·(hops−1)
++ CHAIN·chain``
 
 - meaning: the schema-intent ranker's probability of the path's first hop (the agent's ``schema_recall``), or of
   the whole two-step ``path:`` label when it ranked one;
@@ -61,6 +62,8 @@ TYPE = 0.6
 TYPE_MISS = 0.6
 COVERAGE = 0.5
 HOP = 0.1
+#: a path through the node a relational noun names ("the director of X") that goes on as the question does
+CHAIN = 0.5
 TEMPERATURE = 0.25
 #: most candidates returned (best first)
 MAX_CANDIDATES = 8
@@ -72,6 +75,10 @@ _DATES = frozenset({"date", "datetime", "timestamp", "year", "gyear", "date-time
 #: words that name a time-valued property (English; what a year comparison's property is called)
 _TIME_WORDS = ("year", "date", "born", "birth", "published", "publication", "founded", "released", "established",
                "start", "time", "day")
+#: what the types and relations an answer kind asks for are called (English; "where" asks a place)
+_KIND_WORDS = {"place": ("place", "location", "located", "city", "country", "town", "region", "area", "continent",
+                         "site", "address", "based", "where"),
+               "date": _TIME_WORDS, "year": _TIME_WORDS}
 _STOP = frozenset(re.findall(r"\S+", """the a an of in on by to for with and or at as from into about is are was were be
 been being did does do has have had how many much what which who whom whose when where there that this these those it its
 their his her he she they them i you we me my your our any all some one ones number count"""))
@@ -88,8 +95,15 @@ class LinkedTopic:
     start: int = -1
 
 
+#: English irregular forms read as the word a schema names them by ("born" → a birth, "people" → persons)
+_IRREGULAR = {"born": "birth", "died": "death", "dead": "death", "people": "person", "persons": "person",
+              "children": "child", "men": "man", "women": "woman", "wrote": "write", "written": "write"}
+
+
 def _stem(word: str) -> str:
     w = word.lower()
+    if w in _IRREGULAR:
+        return _IRREGULAR[w]
     if len(w) > 4 and w.endswith("ies"):
         return w[:-3] + "y"
     if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
@@ -133,7 +147,8 @@ def _type_words(ot: ObjectType) -> tuple[list[str], list[str]]:
 
 def asked_types(cues: Cues, network: KnowledgeNetwork) -> dict[str, float]:
     """``{object type: fit}`` of the types the question's type words name: 1.0 when a word is the type's name or
-    id, 0.6 when only its comment says it."""
+    id, 0.6 when only its comment says it (and no type is named by its own name: "which publishers published"
+    names the publisher, not the book "a published book")."""
     words = [_stem(w) for w in [*cues.answer_words, *([cues.count_noun] if cues.count_noun else [])]
              if w and w.lower() not in _STOP]
     out: dict[str, float] = {}
@@ -143,6 +158,8 @@ def asked_types(cues: Cues, network: KnowledgeNetwork) -> dict[str, float]:
             out[ot.id] = 1.0
         elif any(w == t for w in words for t in comment):
             out[ot.id] = 0.6
+    if any(fit >= 1.0 for fit in out.values()):
+        return {t: fit for t, fit in out.items() if fit >= 1.0}
     return out
 
 
@@ -209,6 +226,11 @@ class _Parts:
     words: list[str]
     type_word: str
 
+    def rest(self, noun: str) -> list[str]:
+        """The content words left besides a relational noun (what a hop after the noun's node must say)."""
+        stem = _stem(noun) if noun else ""
+        return [w for w in self.words if w not in _WH and not (stem and _similar(w, stem))]
+
 
 def _parts(question: str, cues: Cues, network: KnowledgeNetwork, topics: Sequence[LinkedTopic]) -> _Parts:
     masked = cues.masked()
@@ -228,6 +250,34 @@ def _inside(span: tuple[int, int], topic: LinkedTopic) -> bool:
 
 def _covers(span: tuple[int, int], topic: LinkedTopic) -> bool:
     return topic.start >= 0 and span[0] <= topic.start and topic.start + len(topic.mention) <= span[1]
+
+
+_OF_NOUN = re.compile(r"\b(?:the|a|an|its|his|her|their)\s+([a-z]+)\s+of\s+(?:the\s+)?$", re.I)
+_POSSESSIVE = re.compile(r"^(?:'s|’s|'|’)\s+([a-z]+)", re.I)
+#: question words left after the cues that name no relation ("where was … born": "born" does, "where" not)
+_WH = frozenset({"where", "when", "why"})
+
+
+def relational_noun(question: str, topic: LinkedTopic) -> str:
+    """The noun the question reaches the topic's neighbour by: "the *director* of X", "X's *books*" ("" when
+    the question says none, or the topic's place is unknown)."""
+    if topic.start < 0 or not topic.mention:
+        return ""
+    before = _OF_NOUN.search(question[: topic.start])
+    if before is not None:
+        return before.group(1).lower()
+    after = _POSSESSIVE.match(question[topic.start + len(topic.mention):])
+    return after.group(1).lower() if after is not None else ""
+
+
+def _noun_fit(noun: str, hop_words: str, reached: ObjectType | None) -> float:
+    """How well ``noun`` names a step: 1 when it is the reached type's name, 0.5 when the relation's words hold it."""
+    if not noun:
+        return 0.0
+    stem = _stem(noun)
+    if reached is not None and _overlap([stem], _type_words(reached)[0]):
+        return 1.0
+    return 0.5 if _overlap([stem], _tokens(hop_words)) else 0.0
 
 
 def question_cues(question: str, topics: Sequence[LinkedTopic]) -> Cues:
@@ -266,12 +316,41 @@ def has_structure(question: str, network: KnowledgeNetwork, topics: Sequence[Lin
         # two things named (not one name stored under two types); a property intent answers from one topic
         return True
     if asked and best_intent:
-        kind, _, rid = best_intent.partition(":")
-        rt = next((r for r in network.relation_types if r.id == rid), None) if kind in ("rel", "rel_in") else None
-        if rt is not None:
-            reached = rt.target_object_type_id if kind == "rel" else rt.source_object_type_id
+        reached = _intent_end(network, best_intent)
+        if reached is not None:
             return reached not in asked
-    return False
+    return _chains_on(question, network, topics, cues)
+
+
+def _intent_end(network: KnowledgeNetwork, intent: str) -> str | None:
+    """The type a ``rel:`` / ``rel_in:`` / two-step ``path:`` intent reaches (None for a property or unknown)."""
+    kind, _, element = intent.partition(":")
+    steps = [tuple(s.split(":", 1)) for s in element.split("|")] if kind == "path" else [(kind, element)]
+    reached = None
+    for step in steps:
+        rt = next((r for r in network.relation_types if r.id == step[-1]), None) \
+            if len(step) == 2 and step[0] in ("rel", "rel_in") else None
+        if rt is None:
+            return None
+        reached = rt.target_object_type_id if step[0] == "rel" else rt.source_object_type_id
+    return reached
+
+
+def _chains_on(question: str, network: KnowledgeNetwork, topics: Sequence[LinkedTopic], cues: Cues) -> bool:
+    """"Where was the director of X born": a relational noun whose node a path passes, then goes on by a hop
+    whose words the rest of the question says."""
+    if not topics:
+        return False
+    main = topics[0]
+    noun = relational_noun(question, main)
+    if not noun:
+        return False
+    rest = _parts(question, cues, network, topics).rest(noun)
+    if not rest:
+        return False
+    types = {o.id: o for o in network.object_types}
+    return any(chain and _overlap(rest, _tokens(f"{_hop_text(network, path[-1])} {types[end].name}"))
+               for path, end, _text, chain in _paths(network, main.object_type, {}, noun) if end in types)
 
 
 def unapplicable_cues(question: str, network: KnowledgeNetwork, topics: Sequence[LinkedTopic]) -> list[str]:
@@ -379,7 +458,14 @@ def _aggregation(parts: _Parts, ot: ObjectType, network: KnowledgeNetwork) -> tu
     if sup is not None and sup.counts:
         counted = _counted_step(network, parts, ot)
         if counted is None:
-            return None, 0.0
+            # "the most pages": the noun names a number property of the answers, not a relation to count
+            named = [p for p in value_properties(ot) if p.type.lower() in _NUMERIC
+                     and _overlap([_stem(w) for w in sup.words], _prop_words(p))]
+            if not named:
+                return None, 0.0
+            return Aggregation(op="argmax" if sup.direction == "max" else "argmin", relation=named[0].name,
+                               label=named[0].display_name or named[0].name, kind="number",
+                               text=sup.text[:200]), 1.0
         hop, fit = counted
         return Aggregation(op="argmax" if sup.direction == "max" else "argmin", relation=hop.relation,
                            label=hop.label, direction=hop.direction, kind="number", counts=True,
@@ -416,13 +502,13 @@ def _structure(parts: _Parts, topics: Sequence[LinkedTopic]) -> list[str]:
 
 
 def _finish(plan: QueryGraph, parts: _Parts, topics: Sequence[LinkedTopic], used: set[str], meaning: float,
-            words: float, type_fit: float) -> QueryGraph:
+            words: float, type_fit: float, chain: float = 0.0) -> QueryGraph:
     wanted = _structure(parts, topics)
     unused = [w for w in wanted if w not in used]
     coverage = 1.0 - len(unused) / len(wanted) if wanted else 1.0
     miss = bool(parts.asked) and type_fit == 0.0
     score = (meaning + WORDS * words + TYPE * type_fit - TYPE_MISS * miss + COVERAGE * coverage
-             - HOP * max(len(plan.path) - 1, 0))
+             - HOP * max(len(plan.path) - 1, 0) + chain)
     return plan.model_copy(update={"unused": unused[:20], "score": round(score, 4),
                                    "confidence": round(coverage, 4)})
 
@@ -457,15 +543,20 @@ def plan_network(question: str, network: KnowledgeNetwork, topics: Sequence[Link
     mains = _mentions(own)[:2]
     for main in (t for t in own if _mention(t) in mains):
         others = [t for t in own if _mention(t) != _mention(main)]
-        for path, end, text in _paths(network, main.object_type, parts.asked):
+        noun = relational_noun(question, main)
+        rest = parts.rest(noun) if noun else []
+        for path, end, text, chain in _paths(network, main.object_type, parts.asked, noun if rest else ""):
             ot = types.get(end)
             if ot is None:
                 continue
             labels = [_intent(h) for h in path]
-            meaning = p.get("path:" + "|".join(labels), p.get(labels[0], 0.0) * (1.0 if len(path) == 1 else 0.8))
+            meaning = _meaning(p, labels)
             path_words = _tokens(f"{text} {ot.name} {_id_words(ot.id)}")
             words = _overlap(parts.words, path_words) / max(len(set(parts.words)), 1)
-            type_fit = parts.asked.get(end, 0.0)
+            # a path that goes on past the noun's node as the question does ("… of X born": to a birthplace)
+            goes_on = chain and (end in parts.asked or _overlap(rest, _tokens(f"{_hop_text(network, path[-1])} "
+                                                                                f"{ot.name}")))
+            type_fit = parts.asked.get(end, 0.0) or _kind_fit(parts, network, path[-1], ot)
             update, used = _apply_cues(parts, ot, network)
             if len(path) == 2 and "literal_constraint" not in update:
                 middle = _on_middle(parts, types.get(_far(network, main.object_type, path[0])))
@@ -473,7 +564,7 @@ def plan_network(question: str, network: KnowledgeNetwork, topics: Sequence[Link
                     update["literal_constraint"] = middle
                     used.add(middle.text)
             used.add(main.mention or main.name)
-            if type_fit:
+            if type_fit and parts.type_word:
                 used.add(parts.type_word)
             constraint = _entity_constraint(network, others, end, parts, p)
             if constraint is not None:
@@ -481,7 +572,8 @@ def plan_network(question: str, network: KnowledgeNetwork, topics: Sequence[Link
                 used.add(constraint[1])
             plan = QueryGraph(topics=[_topic(main)] + ([constraint[0].topic] if constraint else []), path=path,
                               answer_type=end, answer_type_label=ot.name or end, **update)
-            candidates.append(_finish(plan, parts, own, used, meaning, words, type_fit))
+            candidates.append(_finish(plan, parts, own, used, meaning, words, type_fit,
+                                      CHAIN * chain if goes_on else 0.0))
     if parts.asked and (cues.superlative is not None or cues.comparison is not None or cues.is_count):
         for end, fit in parts.asked.items():
             ot = types[end]
@@ -496,6 +588,32 @@ def plan_network(question: str, network: KnowledgeNetwork, topics: Sequence[Link
         candidates += _most_links_plans(network, parts)
     candidates.sort(key=lambda c: -c.score)
     return _with_confidence(candidates[:max_candidates])
+
+
+def _kind_fit(parts: _Parts, network: KnowledgeNetwork, last: Hop, end: ObjectType) -> float:
+    """With no type named: 0.5 when the answer kind a wh-word asks ("where": a place, "when": a date) is what the
+    path's last relation or its end type is called ("place of birth", not "date of birth"), else 0."""
+    if parts.asked:
+        return 0.0
+    hints = _KIND_WORDS.get(parts.cues.answer_kind)
+    if not hints:
+        return 0.0
+    said = _tokens(f"{_hop_text(network, last)} {end.name} {_id_words(end.id)}")
+    return 0.5 if _overlap([_stem(h) for h in hints], said) else 0.0
+
+
+def _meaning(p: Mapping[str, float], labels: Sequence[str]) -> float:
+    """The ranker's probability of a path: of its whole ``path:`` label where it ranked one, else of its first two
+    steps' or its first step's (less for each step it did not rank)."""
+    if len(labels) > 1 and "path:" + "|".join(labels) in p:
+        return p["path:" + "|".join(labels)]
+    two = p.get("path:" + "|".join(labels[:2]), 0.0) * (0.8 if len(labels) > 2 else 1.0) if len(labels) > 1 else 0.0
+    return max(two, p.get(labels[0], 0.0) * (1.0 if len(labels) == 1 else 0.8))
+
+
+def _hop_text(network: KnowledgeNetwork, hop: Hop) -> str:
+    rt = next((r for r in network.relation_types if r.id == hop.relation), None)
+    return f"{rt.name} {_id_words(rt.id)} {rt.comment}" if rt is not None else hop.relation
 
 
 def _far(network: KnowledgeNetwork, type_id: str, hop: Hop) -> str:
@@ -554,17 +672,37 @@ def _most_links_plans(network: KnowledgeNetwork, parts: _Parts) -> list[QueryGra
     return out
 
 
-def _paths(network: KnowledgeNetwork, start: str, asked: Mapping[str, float]) -> list[tuple[list[Hop], str, str]]:
-    """1-hop paths from ``start`` (either way), and 2-hop ones that end at an asked type."""
-    out: list[tuple[list[Hop], str, str]] = []
+def _paths(network: KnowledgeNetwork, start: str, asked: Mapping[str, float], noun: str = ""
+           ) -> list[tuple[list[Hop], str, str, float]]:
+    """``(path, end, its words, chain)``: 1-hop paths from ``start`` (either way), 2-hop ones that end at an asked
+    type — and with a relational noun ("the director of X", "X's teams"), the paths that go on past the node the
+    noun names (reached in 1 hop, or in 2 through a middle), one hop further (to an asked type where one is
+    asked). ``chain`` is the noun's fit of the node passed (0 for any other path)."""
+    types = {o.id: o for o in network.object_types}
+    out: dict[tuple, tuple[list[Hop], str, str, float]] = {}
+
+    def add(path: list[Hop], end: str, text: str, chain: float) -> None:
+        key = tuple((h.relation, h.direction) for h in path)
+        if key not in out or out[key][3] < chain:
+            out[key] = (path, end, text, chain)
+
     for hop, mid, text in _steps(network, start):
-        out.append(([hop], mid, text))
-        if not asked:
+        add([hop], mid, text, 0.0)
+        fit1 = _noun_fit(noun, text, types.get(mid))
+        if not asked and not fit1 and not noun:
             continue
         for hop2, end, text2 in _steps(network, mid):
-            if end in asked and hop2.relation != hop.relation:
-                out.append(([hop, hop2], end, f"{text} {text2}"))
-    return out
+            if hop2.relation == hop.relation:
+                continue
+            if end in asked or (fit1 and not asked):
+                add([hop, hop2], end, f"{text} {text2}", fit1)
+            fit2 = _noun_fit(noun, text2, types.get(end))
+            if not fit2:
+                continue
+            for hop3, end3, text3 in _steps(network, end):
+                if hop3.relation not in (hop.relation, hop2.relation) and (not asked or end3 in asked):
+                    add([hop, hop2, hop3], end3, f"{text} {text2} {text3}", fit2)
+    return list(out.values())
 
 
 def _entity_constraint(network: KnowledgeNetwork, others: Sequence[LinkedTopic], end: str, parts: _Parts,
