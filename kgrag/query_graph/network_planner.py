@@ -52,6 +52,7 @@ from dataclasses import dataclass, replace
 
 from kgrag.network.schema.model import DataProperty, KnowledgeNetwork, ObjectType
 from kgrag.query_graph.cues import Cues, read_cues
+from kgrag.query_graph.network_executor import linked_value
 from kgrag.query_graph.plan import Aggregation, EntityConstraint, Hop, LiteralConstraint, QueryGraph, Topic
 
 __all__ = ["LinkedTopic", "asked_types", "has_structure", "plan_network", "question_cues", "unapplicable_cues",
@@ -173,19 +174,50 @@ def _prop_words(p: DataProperty) -> list[str]:
     return _tokens(f"{p.display_name} {_id_words(p.name)} {p.comment}")
 
 
-def _pick_property(ot: ObjectType, hints: Sequence[str], question_words: Sequence[str], kind: str
-                   ) -> tuple[DataProperty, float] | None:
-    """The number / date property of ``ot`` a comparison or superlative is about: the one sharing most words with
-    the cue's hints and the question; ``kind`` year/date prefers a date or time-named property, number a number.
-    The only candidate is taken (with a low fit) when nothing is said; None when ``ot`` has none."""
-    props = value_properties(ot)
+@dataclass(frozen=True)
+class _Value:
+    """A number / date a comparison or a superlative can read: the answer's own property (``relation`` its name),
+    or the value of a value node linked to it (``relation`` the relation type walked ``direction``)."""
+
+    relation: str
+    label: str
+    type: str
+    words: tuple[str, ...]
+    direction: str = "out"
+
+
+def _values(ot: ObjectType, network: KnowledgeNetwork | None, question_words: Sequence[str] = ()) -> list[_Value]:
+    """The numbers / dates of ``ot``: its own properties, then those of the value nodes one step away
+    (:func:`~kgrag.query_graph.network_executor.linked_value`: Film -release date-> Year.value) — except a type the
+    question names ("cities that have *authors* born after 1900": a middle node, not a value of the city)."""
+    out = [_Value(p.name, p.display_name or p.name, p.type, tuple(_prop_words(p))) for p in value_properties(ot)]
+    if network is None:
+        return out
+    types = {o.id: o for o in network.object_types}
+    for hop, far, text in _steps(network, ot.id):
+        found = linked_value(network, ot.id, hop.relation, hop.direction)
+        if found is None or _overlap(question_words, _type_words(types[far])[0]):
+            continue
+        prop = next(p for p in types[far].data_properties if p.name == found[1])
+        words = _tokens(f"{text} {types[far].name} {_id_words(far)}") + _prop_words(prop)
+        out.append(_Value(hop.relation, hop.label or hop.relation, prop.type, tuple(words), hop.direction))
+    return out
+
+
+def _pick_property(ot: ObjectType, hints: Sequence[str], question_words: Sequence[str], kind: str,
+                   network: KnowledgeNetwork | None = None) -> tuple[_Value, float] | None:
+    """The number / date of ``ot`` a comparison or superlative is about (its own property, or a linked value
+    node's with ``network``): the one sharing most words with the cue's hints and the question; ``kind``
+    year/date prefers a date or time-named one, number a number. The only candidate is taken (with a low fit)
+    when nothing is said; None when ``ot`` has none."""
+    props = _values(ot, network, question_words)
     if kind == "number":
         props = [p for p in props if p.type.lower() in _NUMERIC]
     if not props:
         return None
-    best: tuple[DataProperty, float] | None = None
+    best: tuple[_Value, float] | None = None
     for p in props:
-        words = _prop_words(p)
+        words = list(p.words)
         fit = _overlap([_stem(h) for h in hints], words) + 0.5 * _overlap(question_words, words)
         if kind in ("year", "date"):
             fit += 0.5 * (p.type.lower() in _DATES) + 0.5 * (_overlap(_TIME_WORDS, words) > 0)
@@ -414,18 +446,20 @@ def _topic(t: LinkedTopic) -> Topic:
                  type=t.object_type[:300])
 
 
-def _literal(parts: _Parts, ot: ObjectType) -> tuple[LiteralConstraint | None, float]:
+def _literal(parts: _Parts, ot: ObjectType, network: KnowledgeNetwork | None = None
+             ) -> tuple[LiteralConstraint | None, float]:
     comparison = parts.cues.comparison
     if comparison is None:
         return None, 0.0
     hints = list(comparison.words) + (list(_TIME_WORDS) if comparison.kind == "year" else [])
-    picked = _pick_property(ot, hints, parts.words, comparison.kind)
+    picked = _pick_property(ot, hints, parts.words, comparison.kind, network)
     if picked is None:
         return None, 0.0
     prop, fit = picked
     kind = "year" if comparison.kind == "year" else ("date" if prop.type.lower() in _DATES else "number")
-    lc = LiteralConstraint(relation=prop.name, label=prop.display_name or prop.name, op=comparison.op,
-                           value=comparison.value, value2=comparison.value2, kind=kind, text=comparison.text[:200])
+    lc = LiteralConstraint(relation=prop.relation, label=prop.label, direction="in" if prop.direction == "in" else "out",
+                           op=comparison.op, value=comparison.value, value2=comparison.value2, kind=kind,
+                           text=comparison.text[:200])
     return lc, fit
 
 
@@ -471,15 +505,15 @@ def _aggregation(parts: _Parts, ot: ObjectType, network: KnowledgeNetwork) -> tu
                            label=hop.label, direction=hop.direction, kind="number", counts=True,
                            text=sup.text[:200]), fit
     if sup is not None and not sup.counts:
-        picked = _pick_property(ot, sup.words, parts.words, sup.kind)
+        picked = _pick_property(ot, sup.words, parts.words, sup.kind, network)
         if picked is None:
             return None, 0.0
         prop, fit = picked
         kind = "date" if prop.type.lower() in _DATES else ("year" if sup.kind == "date" else "number")
         # a date superlative on a year-valued number orders the numbers ("oldest": the smallest year)
         op = "argmax" if sup.direction == "max" else "argmin"
-        return Aggregation(op=op, relation=prop.name, label=prop.display_name or prop.name, kind=kind,
-                           text=sup.text[:200]), fit
+        return Aggregation(op=op, relation=prop.relation, label=prop.label, kind=kind,
+                           direction="in" if prop.direction == "in" else "out", text=sup.text[:200]), fit
     if cues.is_count:
         return Aggregation(op="count", text="how many"), 1.0
     return None, 0.0
@@ -517,7 +551,7 @@ def _apply_cues(parts: _Parts, ot: ObjectType, network: KnowledgeNetwork) -> tup
     """The literal constraint and aggregation a plan ending at ``ot`` takes, and the parts they use."""
     update: dict = {}
     used: set[str] = set()
-    lc, _ = _literal(parts, ot)
+    lc, _ = _literal(parts, ot, network)
     if lc is not None:
         update["literal_constraint"] = lc
         used.add(lc.text)
