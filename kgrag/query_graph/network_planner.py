@@ -28,7 +28,7 @@ the whole answer type (no topic, no path). A comparison or superlative no number
 type can take is left in the plan's ``unused`` (the answer says it could not apply it), never silently dropped. Each candidate is scored:
 
 ``score = meaning + WORDS·words + TYPE·type fit − TYPE_MISS·(asked, not reached) + COVERAGE·coverage − HOP·(hops−1)
-+ CHAIN·chain``
++ CHAIN·(passes a relational noun's node and goes on)``
 
 - meaning: the schema-intent ranker's probability of the path's first hop (the agent's ``schema_recall``), or of
   the whole two-step ``path:`` label when it ranked one;
@@ -64,6 +64,7 @@ TYPE_MISS = 0.6
 COVERAGE = 0.5
 HOP = 0.1
 #: a path through the node a relational noun names ("the director of X") that goes on as the question does
+#: (a noun the question relates the topic by is also a part coverage counts when more follows it)
 CHAIN = 0.5
 TEMPERATURE = 0.25
 #: most candidates returned (best first)
@@ -349,8 +350,8 @@ def has_structure(question: str, network: KnowledgeNetwork, topics: Sequence[Lin
         return True
     if asked and best_intent:
         reached = _intent_end(network, best_intent)
-        if reached is not None:
-            return reached not in asked
+        if reached is not None and reached not in asked:
+            return True
     return _chains_on(question, network, topics, cues)
 
 
@@ -536,8 +537,8 @@ def _structure(parts: _Parts, topics: Sequence[LinkedTopic]) -> list[str]:
 
 
 def _finish(plan: QueryGraph, parts: _Parts, topics: Sequence[LinkedTopic], used: set[str], meaning: float,
-            words: float, type_fit: float, chain: float = 0.0) -> QueryGraph:
-    wanted = _structure(parts, topics)
+            words: float, type_fit: float, chain: float = 0.0, extra: Sequence[str] = ()) -> QueryGraph:
+    wanted = _structure(parts, topics) + [w for w in extra if w]
     unused = [w for w in wanted if w not in used]
     coverage = 1.0 - len(unused) / len(wanted) if wanted else 1.0
     miss = bool(parts.asked) and type_fit == 0.0
@@ -598,6 +599,8 @@ def plan_network(question: str, network: KnowledgeNetwork, topics: Sequence[Link
                     update["literal_constraint"] = middle
                     used.add(middle.text)
             used.add(main.mention or main.name)
+            if rest and (chain or _noun_fit(noun, _hop_text(network, path[-1]), ot)):
+                used.add(noun)  # the path passes the noun's node, or ends there
             if type_fit and parts.type_word:
                 used.add(parts.type_word)
             constraint = _entity_constraint(network, others, end, parts, p)
@@ -606,8 +609,8 @@ def plan_network(question: str, network: KnowledgeNetwork, topics: Sequence[Link
                 used.add(constraint[1])
             plan = QueryGraph(topics=[_topic(main)] + ([constraint[0].topic] if constraint else []), path=path,
                               answer_type=end, answer_type_label=ot.name or end, **update)
-            candidates.append(_finish(plan, parts, own, used, meaning, words, type_fit,
-                                      CHAIN * chain if goes_on else 0.0))
+            candidates.append(_finish(plan, parts, own, used, meaning, words, type_fit, CHAIN if goes_on else 0.0,
+                                      [noun] if rest else []))
     if parts.asked and (cues.superlative is not None or cues.comparison is not None or cues.is_count):
         for end, fit in parts.asked.items():
             ot = types[end]
@@ -710,8 +713,9 @@ def _paths(network: KnowledgeNetwork, start: str, asked: Mapping[str, float], no
            ) -> list[tuple[list[Hop], str, str, float]]:
     """``(path, end, its words, chain)``: 1-hop paths from ``start`` (either way), 2-hop ones that end at an asked
     type — and with a relational noun ("the director of X", "X's teams"), the paths that go on past the node the
-    noun names (reached in 1 hop, or in 2 through a middle), one hop further (to an asked type where one is
-    asked). ``chain`` is the noun's fit of the node passed (0 for any other path)."""
+    noun names (reached in 1 hop, or in 2 through a middle when no type one hop away is named by it), one hop
+    further (to an asked type where one is asked, or two to reach it). ``chain`` is the noun's fit of the node
+    passed (0 for any other path)."""
     types = {o.id: o for o in network.object_types}
     out: dict[tuple, tuple[list[Hop], str, str, float]] = {}
 
@@ -720,22 +724,29 @@ def _paths(network: KnowledgeNetwork, start: str, asked: Mapping[str, float], no
         if key not in out or out[key][3] < chain:
             out[key] = (path, end, text, chain)
 
-    for hop, mid, text in _steps(network, start):
+    first = _steps(network, start)
+    # a type the noun names exactly one hop away is the noun's node ("the films of Kenya": not films of its people)
+    named_near = any(_noun_fit(noun, "", types.get(mid)) >= 1.0 for _hop, mid, _text in first)
+    for hop, mid, text in first:
         add([hop], mid, text, 0.0)
         fit1 = _noun_fit(noun, text, types.get(mid))
-        if not asked and not fit1 and not noun:
+        if not asked and not noun:
             continue
         for hop2, end, text2 in _steps(network, mid):
             if hop2.relation == hop.relation:
                 continue
             if end in asked or (fit1 and not asked):
                 add([hop, hop2], end, f"{text} {text2}", fit1)
-            fit2 = _noun_fit(noun, text2, types.get(end))
-            if not fit2:
+            fit2 = 0.0 if named_near else _noun_fit(noun, text2, types.get(end))
+            if not (fit2 or (fit1 and asked)):
                 continue
             for hop3, end3, text3 in _steps(network, end):
-                if hop3.relation not in (hop.relation, hop2.relation) and (not asked or end3 in asked):
+                if hop3.relation in (hop.relation, hop2.relation) or (asked and end3 not in asked):
+                    continue
+                if fit2:  # the noun's node two hops on (through a middle), one hop further
                     add([hop, hop2, hop3], end3, f"{text} {text2} {text3}", fit2)
+                elif fit1:  # the noun's node one hop on, the asked type two hops further
+                    add([hop, hop2, hop3], end3, f"{text} {text2} {text3}", fit1)
     return list(out.values())
 
 
