@@ -149,6 +149,12 @@ def test_value_nodes_and_relational_nouns_are_read_from_the_schema(tmp_path: Pat
     assert linked_value(network, "Opera", "premiere", "out") == ("Year", "value")
     assert linked_value(network, "Opera", "staged_at", "out") is None  # a house has no number: no value node
     assert linked_value(network, "Opera", "acts", "out") is None  # its own property, not a link
+    with_year = network.model_copy(update={"object_types": [
+        ot.model_copy(update={"data_properties": [*ot.data_properties, ot.data_properties[0].model_copy(
+            update={"name": "birth_year", "type": "integer"})]}) if ot.id == "Composer" else ot
+        for ot in network.object_types]})
+    # a composer with a birth year is still a thing (relations start from it), not a value of its operas
+    assert linked_value(with_year, "Opera", "composed", "in") is None
     question = "Where was the composer of Glass Harbour born?"
     topic = LinkedTopic("Glass Harbour", "Opera", "o:glass", "Glass Harbour", question.index("Glass"))
     assert relational_noun(question, topic) == "composer"

@@ -104,8 +104,9 @@ def _prop_type(network: KnowledgeNetwork, type_id: str, prop: str) -> str:
 
 def linked_value(network: KnowledgeNetwork, type_id: str, relation: str, direction: str) -> tuple[str, str] | None:
     """``(value node type, its value property)`` when ``relation`` is no data property of ``type_id`` but a relation
-    type walked ``direction`` from it to a **value node**: a type with exactly one number / date property besides
-    its name (a year held as a linked instance, Freebase-style: Film -release date-> Year.value); else None."""
+    type walked ``direction`` from it to a **value node**: a type no relation starts from, with exactly one number /
+    date property besides its name (a year held as a linked instance, Freebase-style: Film -release date->
+    Year.value); else None."""
     types = {o.id: o for o in network.object_types}
     ot = types.get(type_id)
     if ot is None or any(p.name == relation for p in ot.data_properties):
@@ -116,8 +117,8 @@ def linked_value(network: KnowledgeNetwork, type_id: str, relation: str, directi
     near, far = ((rt.source_object_type_id, rt.target_object_type_id) if direction == "out"
                  else (rt.target_object_type_id, rt.source_object_type_id))
     far_type = types.get(far)
-    if near != type_id or far_type is None:
-        return None
+    if near != type_id or far_type is None or any(r.source_object_type_id == far for r in network.relation_types):
+        return None  # a value node only receives links (an author with a birth year is a thing, not a value)
     values = [p for p in far_type.data_properties
               if p.name != far_type.display_key and p.type.lower() in _NUMERIC | _DATES]
     return (far, values[0].name) if len(values) == 1 else None
