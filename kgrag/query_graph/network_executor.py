@@ -25,6 +25,13 @@ Stages, each a batch of calls (labels ``qg:start``, ``qg:path`` / ``qg:constrain
    author who wrote the most books"; the best count and its ties kept) — plus a ``count_only`` call for a count
    with a constraint.
 
+3. a literal constraint or an argmax / argmin whose ``relation`` is a relation type to a **value node**
+   (:func:`linked_value`: Film -release date-> Year.value) reads the answers' value nodes (``qg:values:…``, one
+   ``query_instance_subgraph`` from the answers) and keeps those that meet it / the best value and its ties; a plan
+   without a topic starts from the value nodes instead (``qg:vstart``: ``query_object_instance`` on the value type
+   with the condition and / or the order, then ``qg:vpath`` back to the answers) — "which films were released
+   after 2005", "who is the youngest person".
+
 Evidence rows are the agent's (:mod:`kgrag.agent.kn.answers`): ``{"value", "value_instance", "instance",
 "instance_name", "via", "direction"}`` with ``direction`` ``in`` when the link was walked against its relation
 (the answer text reads it "written by", not "wrote"), and ``property`` / ``property_value`` where a constraint or

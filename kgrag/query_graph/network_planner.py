@@ -12,16 +12,26 @@ Stages (staged query-graph generation, Yih et al. 2015):
    verbatim wins over a cue inside it ("The Last Cartographer" is a title, not a superlative) and over an equality
    on its value ("films from 2006" where 2006 is a stored instance: a topic, not ``year = 2006``); a topic inside
    an order comparison is the comparison's value ("before 1984": no topic);
-2. **core path**: 1 or 2 relation types walked either way, **starting at the topic's object type** (a relation that
-   neither starts nor ends there is never a candidate); a 2-hop path only ends at an asked answer type;
-3. **answer type**: the object type whose name / id / comment words the question's type words name ("which
-   genres", "how many books", "the youngest author"); a path ending elsewhere loses;
+2. **core path**: 1 to 3 relation types walked either way, **starting at the topic's object type** (a relation
+   that neither starts nor ends there is never a candidate); a 2-hop path only ends at an asked answer type —
+   or passes the node a **relational noun** names ("Where was the *director* of X born?", "X's *books*": the
+   noun's type, or its relation's words) and goes on by a hop the rest of the question says ("born": place of
+   birth) or to the asked type (3 hops where the noun's node is two away through a middle: "the *teams* of X"
+   through a roster, or the asked type two beyond it); such a path gains ``CHAIN``, and a path that passes no
+   such node leaves the noun in ``unused``;
+3. **answer type**: the object type whose name / id words the question's type words name ("which genres", "how
+   many books", "the youngest author"; its comment's words only when no type is named by its own); a path ending
+   elsewhere loses. With no type word, the kind a wh-word asks ("where": a place, "when": a date) favours a path
+   whose last relation or end type is called so ("place of birth", not "date of birth");
 4. **entity constraint**: a second topic reaching the answer type in one hop (intersection: "fantasy books by X");
 5. **literal constraint**: a comparison cue ("before 1900", "more than 300 pages") on a number or date data
-   property of the answer type, the one whose words the cue and the question share best;
+   property of the answer type, the one whose words the cue and the question share best — or on the value of a
+   linked **value node** (a type no relation starts from, holding one number / date: Film -release date->
+   Year.value; the constraint's ``relation`` is then that relation type, read by the executor);
 6. **aggregation**: ``count`` ("how many books"; "how many pages" names a number property instead: no count),
-   ``argmax`` / ``argmin`` over a number or date property for a superlative ("the oldest book": ``year``
-   ascending, "the youngest author": ``birth_year`` descending).
+   ``argmax`` / ``argmin`` over a number or date property (own or a value node's) for a superlative ("the oldest
+   book": ``year`` ascending, "the youngest author": ``birth_year`` descending, "the first film directed by X":
+   its release year ascending; "the most pages": a number property the noun names, where no relation is counted).
 
 A question that names an asked answer type and a superlative, comparison or count but no topic gets plans over
 the whole answer type (no topic, no path). A comparison or superlative no number / date property of the answer
