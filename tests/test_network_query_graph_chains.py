@@ -218,3 +218,10 @@ def test_the_most_of_a_number_property(operas: Settings) -> None:
     assert agg["relation"] == "acts" and agg["op"] == "argmax" and not agg["counts"]
     fewest = ask("Which opera has the fewest acts?")
     assert fewest["answers"] == [min(OPERAS, key=lambda o: o[2])[1]], fewest["answer"]
+
+
+def test_a_chain_must_suit_the_kind_the_wh_word_asks(operas: Settings) -> None:
+    # "when" asks a date: the composer's birthplace is no answer (the network holds no birth date)
+    state = ask("When was the composer of Glass Harbour born?")
+    assert NAMES[BORN["c:marrow"]] not in state["answers"], state["answer"]
+    assert state["query_graph"] is None or len(state["query_graph"]["path"]) == 1

@@ -90,7 +90,7 @@ _TIME_WORDS = ("year", "date", "born", "birth", "published", "publication", "fou
 #: what the types and relations an answer kind asks for are called (English; "where" asks a place)
 _KIND_WORDS = {"place": ("place", "location", "located", "city", "country", "town", "region", "area", "continent",
                          "site", "address", "based", "where"),
-               "date": _TIME_WORDS, "year": _TIME_WORDS}
+               "date": ("date", "year", "time", "day"), "year": ("date", "year", "time", "day")}
 _STOP = frozenset(re.findall(r"\S+", """the a an of in on by to for with and or at as from into about is are was were be
 been being did does do has have had how many much what which who whom whose when where there that this these those it its
 their his her he she they them i you we me my your our any all some one ones number count"""))
@@ -388,11 +388,13 @@ def _chains_on(question: str, network: KnowledgeNetwork, topics: Sequence[Linked
     noun = relational_noun(question, main)
     if not noun:
         return False
-    rest = _parts(question, cues, network, topics).rest(noun)
+    parts = _parts(question, cues, network, topics)
+    rest = parts.rest(noun)
     if not rest:
         return False
     types = {o.id: o for o in network.object_types}
     return any(chain and _overlap(rest, _tokens(f"{_hop_text(network, path[-1])} {types[end].name}"))
+               and _kind_suits(parts, _kind_fit(parts, network, path[-1], types[end]))
                for path, end, _text, chain in _paths(network, main.object_type, {}, noun) if end in types)
 
 
@@ -599,9 +601,10 @@ def plan_network(question: str, network: KnowledgeNetwork, topics: Sequence[Link
             path_words = _tokens(f"{text} {ot.name} {_id_words(ot.id)}")
             words = _overlap(parts.words, path_words) / max(len(set(parts.words)), 1)
             # a path that goes on past the noun's node as the question does ("… of X born": to a birthplace)
-            goes_on = chain and (end in parts.asked or _overlap(rest, _tokens(f"{_hop_text(network, path[-1])} "
-                                                                                f"{ot.name}")))
             type_fit = parts.asked.get(end, 0.0) or _kind_fit(parts, network, path[-1], ot)
+            goes_on = chain and (end in parts.asked or (_overlap(rest, _tokens(f"{_hop_text(network, path[-1])} "
+                                                                                f"{ot.name}"))
+                                                        and _kind_suits(parts, type_fit)))
             update, used = _apply_cues(parts, ot, network)
             if len(path) == 2 and "literal_constraint" not in update:
                 middle = _on_middle(parts, types.get(_far(network, main.object_type, path[0])))
@@ -635,6 +638,12 @@ def plan_network(question: str, network: KnowledgeNetwork, topics: Sequence[Link
         candidates += _most_links_plans(network, parts)
     candidates.sort(key=lambda c: -c.score)
     return _with_confidence(candidates[:max_candidates])
+
+
+def _kind_suits(parts: _Parts, kind_fit: float) -> bool:
+    """Whether a path's end suits the kind a wh-word asks when no type is named ("when was the author of X born":
+    not the birthplace), given its :func:`_kind_fit`; True when the question asks no such kind."""
+    return bool(parts.asked) or parts.cues.answer_kind not in _KIND_WORDS or kind_fit > 0
 
 
 def _kind_fit(parts: _Parts, network: KnowledgeNetwork, last: Hop, end: ObjectType) -> float:
