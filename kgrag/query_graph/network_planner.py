@@ -736,6 +736,13 @@ def _paths(network: KnowledgeNetwork, start: str, asked: Mapping[str, float], no
     further (to an asked type where one is asked, or two to reach it). ``chain`` is the noun's fit of the node
     passed (0 for any other path)."""
     types = {o.id: o for o in network.object_types}
+    index: dict[str, list[tuple[Hop, str, str]]] = {}
+    for rt in network.relation_types:  # every type's steps, in one pass over the relation types
+        words = f"{rt.name} {_id_words(rt.id)} {rt.comment}"
+        index.setdefault(rt.source_object_type_id, []).append(
+            (Hop(relation=rt.id, direction="out", label=rt.name or rt.id), rt.target_object_type_id, words))
+        index.setdefault(rt.target_object_type_id, []).append(
+            (Hop(relation=rt.id, direction="in", label=rt.name or rt.id), rt.source_object_type_id, words))
     out: dict[tuple, tuple[list[Hop], str, str, float]] = {}
 
     def add(path: list[Hop], end: str, text: str, chain: float) -> None:
@@ -743,7 +750,7 @@ def _paths(network: KnowledgeNetwork, start: str, asked: Mapping[str, float], no
         if key not in out or out[key][3] < chain:
             out[key] = (path, end, text, chain)
 
-    first = _steps(network, start)
+    first = index.get(start, [])
     # a type the noun names exactly one hop away is the noun's node ("the films of Kenya": not films of its people)
     named_near = any(_noun_fit(noun, "", types.get(mid)) >= 1.0 for _hop, mid, _text in first)
     for hop, mid, text in first:
@@ -751,7 +758,7 @@ def _paths(network: KnowledgeNetwork, start: str, asked: Mapping[str, float], no
         fit1 = _noun_fit(noun, text, types.get(mid))
         if not asked and not noun:
             continue
-        for hop2, end, text2 in _steps(network, mid):
+        for hop2, end, text2 in index.get(mid, []):
             if hop2.relation == hop.relation:
                 continue
             if end in asked or (fit1 and not asked):
@@ -759,7 +766,7 @@ def _paths(network: KnowledgeNetwork, start: str, asked: Mapping[str, float], no
             fit2 = 0.0 if named_near else _noun_fit(noun, text2, types.get(end))
             if not (fit2 or (fit1 and asked)):
                 continue
-            for hop3, end3, text3 in _steps(network, end):
+            for hop3, end3, text3 in index.get(end, []):
                 if hop3.relation in (hop.relation, hop2.relation) or (asked and end3 not in asked):
                     continue
                 if fit2:  # the noun's node two hops on (through a middle), one hop further
