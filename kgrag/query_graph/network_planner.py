@@ -58,7 +58,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from kgrag.network.schema.model import DataProperty, KnowledgeNetwork, ObjectType
 from kgrag.query_graph.cues import Cues, read_cues
@@ -216,12 +216,12 @@ def _values(ot: ObjectType, network: KnowledgeNetwork | None, question_words: Se
 
 
 def _pick_property(ot: ObjectType, hints: Sequence[str], question_words: Sequence[str], kind: str,
-                   network: KnowledgeNetwork | None = None) -> tuple[_Value, float] | None:
-    """The number / date of ``ot`` a comparison or superlative is about (its own property, or a linked value
-    node's with ``network``): the one sharing most words with the cue's hints and the question; ``kind``
+                   values: Sequence[_Value] | None = None) -> tuple[_Value, float] | None:
+    """The number / date of ``ot`` a comparison or superlative is about, among ``values`` (:func:`_values`; its own
+    properties when None): the one sharing most words with the cue's hints and the question; ``kind``
     year/date prefers a date or time-named one, number a number. The only candidate is taken (with a low fit)
     when nothing is said; None when ``ot`` has none."""
-    props = _values(ot, network, question_words)
+    props = list(values) if values is not None else _values(ot, None)
     if kind == "number":
         props = [p for p in props if p.type.lower() in _NUMERIC]
     if not props:
@@ -268,6 +268,13 @@ class _Parts:
     asked: dict[str, float]
     words: list[str]
     type_word: str
+    #: each answer type's numbers / dates (:func:`_values`), read once per question
+    values: dict[str, list[_Value]] = field(default_factory=dict)
+
+    def values_of(self, ot: ObjectType, network: KnowledgeNetwork) -> list[_Value]:
+        if ot.id not in self.values:
+            self.values[ot.id] = _values(ot, network, self.words)
+        return self.values[ot.id]
 
     def rest(self, noun: str) -> list[str]:
         """The content words left besides a relational noun (what a hop after the noun's node must say)."""
@@ -465,7 +472,8 @@ def _literal(parts: _Parts, ot: ObjectType, network: KnowledgeNetwork | None = N
     if comparison is None:
         return None, 0.0
     hints = list(comparison.words) + (list(_TIME_WORDS) if comparison.kind == "year" else [])
-    picked = _pick_property(ot, hints, parts.words, comparison.kind, network)
+    picked = _pick_property(ot, hints, parts.words, comparison.kind,
+                            parts.values_of(ot, network) if network is not None else None)
     if picked is None:
         return None, 0.0
     prop, fit = picked
@@ -518,7 +526,7 @@ def _aggregation(parts: _Parts, ot: ObjectType, network: KnowledgeNetwork) -> tu
                            label=hop.label, direction=hop.direction, kind="number", counts=True,
                            text=sup.text[:200]), fit
     if sup is not None and not sup.counts:
-        picked = _pick_property(ot, sup.words, parts.words, sup.kind, network)
+        picked = _pick_property(ot, sup.words, parts.words, sup.kind, parts.values_of(ot, network))
         if picked is None:
             return None, 0.0
         prop, fit = picked
