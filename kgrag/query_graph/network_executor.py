@@ -25,6 +25,13 @@ Stages, each a batch of calls (labels ``qg:start``, ``qg:path`` / ``qg:constrain
    author who wrote the most books"; the best count and its ties kept) — plus a ``count_only`` call for a count
    with a constraint.
 
+3. a literal constraint or an argmax / argmin whose ``relation`` is a relation type to a **value node**
+   (:func:`linked_value`: Film -release date-> Year.value) reads the answers' value nodes (``qg:values:…``, one
+   ``query_instance_subgraph`` from the answers) and keeps those that meet it / the best value and its ties; a plan
+   without a topic starts from the value nodes instead (``qg:vstart``: ``query_object_instance`` on the value type
+   with the condition and / or the order, then ``qg:vpath`` back to the answers) — "which films were released
+   after 2005", "who is the youngest person".
+
 Evidence rows are the agent's (:mod:`kgrag.agent.kn.answers`): ``{"value", "value_instance", "instance",
 "instance_name", "via", "direction"}`` with ``direction`` ``in`` when the link was walked against its relation
 (the answer text reads it "written by", not "wrote"), and ``property`` / ``property_value`` where a constraint or
@@ -38,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kgrag.network.schema.model import KnowledgeNetwork
-from kgrag.query_graph.plan import LiteralConstraint, QueryGraph
+from kgrag.query_graph.plan import Hop, LiteralConstraint, QueryGraph
 
 __all__ = ["Execution", "literal_condition", "next_calls", "read_execution"]
 
@@ -47,6 +54,7 @@ LIMIT = 200
 #: an argmax / argmin reads this many ordered instances, to keep the ties of the best value
 TIES = 20
 _DATES = frozenset({"date", "datetime", "timestamp", "year", "gyear", "date-time"})
+_NUMERIC = frozenset({"integer", "int", "long", "short", "float", "double", "decimal", "number", "numeric"})
 
 
 @dataclass
@@ -101,6 +109,80 @@ def _prop_type(network: KnowledgeNetwork, type_id: str, prop: str) -> str:
     return found.type if found is not None else "string"
 
 
+def linked_value(network: KnowledgeNetwork, type_id: str, relation: str, direction: str) -> tuple[str, str] | None:
+    """``(value node type, its value property)`` when ``relation`` is no data property of ``type_id`` but a relation
+    type walked ``direction`` from it to a **value node**: a type no relation starts from, with exactly one number /
+    date property besides its name (a year held as a linked instance, Freebase-style: Film -release date->
+    Year.value); else None."""
+    types = {o.id: o for o in network.object_types}
+    ot = types.get(type_id)
+    if ot is None or any(p.name == relation for p in ot.data_properties):
+        return None
+    rt = next((r for r in network.relation_types if r.id == relation), None)
+    if rt is None:
+        return None
+    near, far = ((rt.source_object_type_id, rt.target_object_type_id) if direction == "out"
+                 else (rt.target_object_type_id, rt.source_object_type_id))
+    far_type = types.get(far)
+    if near != type_id or far_type is None or any(r.source_object_type_id == far for r in network.relation_types):
+        return None  # a value node only receives links (an author with a birth year is a thing, not a value)
+    values = [p for p in far_type.data_properties
+              if p.name != far_type.display_key and p.type.lower() in _NUMERIC | _DATES]
+    return (far, values[0].name) if len(values) == 1 else None
+
+
+@dataclass(frozen=True)
+class _Link:
+    """A literal constraint's or an aggregation's value read on a value node linked to the answer."""
+
+    relation: str
+    direction: str
+    value_type: str
+    prop: str
+
+    @property
+    def label(self) -> str:
+        return f"qg:values:{self.relation}:{self.direction}"
+
+    def back(self) -> Hop:
+        return Hop(relation=self.relation, direction="in" if self.direction == "out" else "out")
+
+
+def _links(plan: QueryGraph, network: KnowledgeNetwork) -> tuple[_Link | None, _Link | None]:
+    """The (literal constraint's, aggregation's) value-node link, each None when it reads the answer's own
+    property (or the plan has none)."""
+    out: list[_Link | None] = []
+    lc, agg = plan.literal_constraint, plan.aggregation
+    for part in (lc if lc is not None and lc.on == "answer" else None,
+                 agg if agg is not None and agg.op != "count" and not agg.counts else None):
+        found = linked_value(network, plan.answer_type, part.relation, part.direction) if part is not None else None
+        out.append(_Link(part.relation, part.direction, *found) if found is not None and part is not None else None)
+    return out[0], out[1]
+
+
+def _meets(value: Any, lc: LiteralConstraint) -> bool:
+    """Whether a value read on a value node meets the literal constraint (a date's year for a year bound)."""
+    try:
+        number = float(str(value)[:4]) if lc.kind == "year" and not isinstance(value, int | float) else float(value)
+    except (TypeError, ValueError):
+        return False
+    high = lc.value2 if lc.value2 is not None else lc.value
+    return {"<": number < lc.value, "<=": number <= lc.value, ">": number > lc.value, ">=": number >= lc.value,
+            "=": number == lc.value, "between": lc.value <= number <= high}[lc.op]
+
+
+def _linked_values(call: Mapping[str, Any] | None, prop: str) -> dict[str, list[Any]]:
+    """``{answer id: [its value nodes' values]}`` of a ``qg:values`` subgraph (from the answers, one step)."""
+    result = (call or {}).get("result") or {}
+    nodes = result.get("nodes") or {}
+    out: dict[str, list[Any]] = {}
+    for near, far in _last_links(call):
+        value = ((nodes.get(far) or {}).get("properties") or {}).get(prop)
+        if value is not None:
+            out.setdefault(near, []).append(value)
+    return out
+
+
 def _ends(call: Mapping[str, Any] | None) -> list[str]:
     result = (call or {}).get("result") or {}
     return list(result.get("ends") or [])
@@ -142,7 +224,7 @@ def _last_links(call: Mapping[str, Any] | None) -> list[tuple[str, str]]:
 
 
 def _answer_ids(plan: QueryGraph, calls: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    ids = _ends(calls.get("qg:path"))
+    ids = _ends(calls.get("qg:path") or calls.get("qg:vpath"))
     middles = _middles(calls)
     if middles is not None:
         reached = {end for near, end in _last_links(calls.get("qg:path")) if near in middles}
@@ -153,11 +235,82 @@ def _answer_ids(plan: QueryGraph, calls: Mapping[str, Mapping[str, Any]]) -> lis
     return ids
 
 
-def _needs_final(plan: QueryGraph) -> bool:
+def _order_key(value: Any) -> tuple[int, float | str]:
+    try:
+        return 0, float(value)
+    except (TypeError, ValueError):
+        return 1, str(value)
+
+
+def _kept(plan: QueryGraph, network: KnowledgeNetwork, calls: Mapping[str, Mapping[str, Any]],
+          ids: Sequence[str]) -> tuple[list[str], dict[str, Any]]:
+    """The answers that meet the value-node parts of the plan (a literal constraint kept, an argmax / argmin's best
+    value and its ties first), with the value read for each (``{}`` when the plan has no value-node part)."""
+    lc_link, agg_link = _links(plan, network)
+    kept, shown = list(ids), {}
+    lc, agg = plan.literal_constraint, plan.aggregation
+    if lc_link is not None and lc is not None:
+        values = _linked_values(calls.get(lc_link.label), lc_link.prop)
+        kept = [i for i in kept if any(_meets(v, lc) for v in values.get(i, []))]
+        shown = {i: next(v for v in values[i] if _meets(v, lc)) for i in kept}
+    if agg_link is not None and agg is not None:
+        values = _linked_values(calls.get(agg_link.label), agg_link.prop)
+        pick = max if agg.op == "argmax" else min
+        best = {i: pick(values[i], key=_order_key) for i in kept if values.get(i)}
+        top = sorted(set(best.values()), key=_order_key, reverse=agg.op == "argmax")[: agg.limit]
+        kept = sorted((i for i in best if best[i] in top), key=lambda i: top.index(best[i]))
+        shown = {i: best[i] for i in kept}
+    return kept, shown
+
+
+def _needs_final(plan: QueryGraph, network: KnowledgeNetwork) -> bool:
+    """Whether the answers are read through ``query_object_instance`` on the answer type: a literal constraint or
+    an argmax / argmin on their own property, or a plan with nothing to start from but the type."""
     agg = plan.aggregation
     lc = plan.literal_constraint
-    return ((not plan.topics and not plan.path) or (lc is not None and lc.on == "answer")
-            or (agg is not None and agg.op in ("argmax", "argmin")))
+    lc_link, agg_link = _links(plan, network)
+    if not plan.topics and not plan.path:
+        return lc_link is None and agg_link is None or (lc is not None and lc_link is None) \
+            or (agg is not None and agg.op in ("argmax", "argmin") and agg_link is None)
+    return ((lc is not None and lc.on == "answer" and lc_link is None)
+            or (agg is not None and agg.op in ("argmax", "argmin") and agg_link is None))
+
+
+def _value_calls(plan: QueryGraph, network: KnowledgeNetwork, kn_id: str,
+                 calls: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]] | None:
+    """The calls that start a plan without a topic from its value nodes (``qg:vstart``: the value type's instances
+    that meet the constraint / in the order asked; ``qg:vpath``: back to the answers), then read the answers' value
+    nodes (``qg:values:…``); None when no such stage is due, ``[]`` when the plan has nothing left to read."""
+    lc_link, agg_link = _links(plan, network)
+    if lc_link is None and agg_link is None:
+        return None
+    lc, agg = plan.literal_constraint, plan.aggregation
+    drive = lc_link or agg_link
+    assert drive is not None
+    if not plan.topics and not plan.path and "qg:vstart" not in calls:
+        args: dict[str, Any] = {"kn_id": kn_id, "object_type": drive.value_type, "limit": LIMIT}
+        if drive is lc_link and lc is not None:
+            prop_type = _prop_type(network, drive.value_type, drive.prop)
+            args["condition"] = literal_condition(lc.model_copy(update={"relation": drive.prop}), prop_type)
+        if agg_link is not None and agg is not None and agg_link.label == drive.label:
+            args.update(order_by=drive.prop, order="desc" if agg.op == "argmax" else "asc")
+        return [{"name": "query_object_instance", "label": "qg:vstart", "args": args,
+                 "why": f"query graph start (value nodes): {plan.describe()}"}]
+    if "qg:vstart" in calls and "qg:vpath" not in calls:
+        ids = [i["id"] for i in _instances_of(calls.get("qg:vstart"))]
+        return [] if not ids else [{"name": "query_instance_subgraph", "label": "qg:vpath",
+                                    "why": f"query graph: {plan.describe()}",
+                                    "args": _subgraph(kn_id, drive.value_type, ids, [drive.back()])}]
+    due = {link.label: link for link in (lc_link, agg_link) if link is not None and link.label not in calls}
+    if not due:
+        return None
+    ids = _answer_ids(plan, calls)
+    if not ids:
+        return []
+    return [{"name": "query_instance_subgraph", "label": label, "why": f"query graph values: {link.relation}",
+             "args": _subgraph(kn_id, plan.answer_type, ids,
+                               [Hop(relation=link.relation, direction=link.direction)])}
+            for label, link in due.items()]
 
 
 def next_calls(plan: QueryGraph, network: KnowledgeNetwork, kn_id: str,
@@ -179,6 +332,10 @@ def next_calls(plan: QueryGraph, network: KnowledgeNetwork, kn_id: str,
         return [] if not ids else [{"name": "query_instance_subgraph", "label": "qg:path",
                                     "why": f"query graph: {plan.describe()}",
                                     "args": _subgraph(kn_id, plan.start_type, ids, plan.path)}]
+    if not plan.topics and not plan.path and "qg:vpath" not in calls:
+        start = _value_calls(plan, network, kn_id, calls)
+        if start is not None:
+            return start
     if plan.topics and "qg:path" not in calls:
         topic = plan.topics[0]
         out.append({"name": "query_instance_subgraph", "label": "qg:path", "why": f"query graph: {plan.describe()}",
@@ -199,11 +356,14 @@ def next_calls(plan: QueryGraph, network: KnowledgeNetwork, kn_id: str,
                                      "why": f"query graph middle: {lc.text or lc.relation}",
                                      "args": {"kn_id": kn_id, "object_type": middle, "limit": LIMIT,
                                               "condition": condition}}]
-    if not _needs_final(plan) or "qg:final" in calls:
+    values = _value_calls(plan, network, kn_id, calls)
+    if values is not None:
+        return values
+    if not _needs_final(plan, network) or "qg:final" in calls:
         return []
     parts: list[dict[str, Any]] = []
-    if plan.topics or plan.path:
-        ids = _answer_ids(plan, calls)
+    if plan.topics or plan.path or "qg:vpath" in calls:
+        ids = _kept(plan, network, calls, _answer_ids(plan, calls))[0]
         if not ids:
             return []
         parts.append({"operation": "in", "field": "id", "value": ids})
@@ -262,12 +422,22 @@ def read_execution(plan: QueryGraph, network: KnowledgeNetwork, done: Sequence[M
             out.problems.append(f"{call.get('name')} ({label[3:]}) failed: {call['error']}")
         elif (call.get("result") or {}).get("truncated"):
             out.problems.append(f"the path was cut at {LIMIT} instances a step: the answer may be incomplete")
-        elif label in ("qg:start", "qg:middle") and len(_instances_of(call)) >= LIMIT:
+        elif label in ("qg:start", "qg:middle", "qg:vstart") and len(_instances_of(call)) >= LIMIT:
             out.problems.append(f"the middle was cut at {LIMIT} instances: the answer may be incomplete")
     if out.problems and any(c.get("error") for c in calls.values()):
         return out
-    rows = _path_rows(calls["qg:path"], keys) if "qg:path" in calls else []
-    ids = _answer_ids(plan, calls) if plan.topics or plan.path else []
+    walked = calls.get("qg:path") or calls.get("qg:vpath")
+    rows = _path_rows(walked, keys) if walked is not None else []
+    ids = _answer_ids(plan, calls) if walked is not None else []
+    ids, shown = _kept(plan, network, calls, ids)
+    if shown:  # the value read on each answer's value node, beside its evidence (best first for a superlative)
+        by_id: dict[str, list[dict[str, Any]]] = {}
+        for r in rows:
+            by_id.setdefault(r["value_instance"], []).append(r)
+        lc_link, agg_link = _links(plan, network)
+        shown_link = agg_link or lc_link
+        rows = [{**r, "property": shown_link.relation if shown_link else "", "property_value": shown[i]}
+                for i in ids for r in by_id.get(i, [])]
     middles = _middles(calls)
     lc = plan.literal_constraint
     if middles is not None and lc is not None:  # the middle constraint's value read beside each link it kept
@@ -291,7 +461,7 @@ def read_execution(plan: QueryGraph, network: KnowledgeNetwork, done: Sequence[M
             instances = [i for i in best if value(i) in top]
         values = {i["id"]: value(i) for i in instances}
         order = [i["id"] for i in instances]
-        if plan.topics or plan.path:
+        if walked is not None:
             by_end: dict[str, list[dict[str, Any]]] = {}
             for r in rows:
                 by_end.setdefault(r["value_instance"], []).append(r)

@@ -12,22 +12,33 @@ Stages (staged query-graph generation, Yih et al. 2015):
    verbatim wins over a cue inside it ("The Last Cartographer" is a title, not a superlative) and over an equality
    on its value ("films from 2006" where 2006 is a stored instance: a topic, not ``year = 2006``); a topic inside
    an order comparison is the comparison's value ("before 1984": no topic);
-2. **core path**: 1 or 2 relation types walked either way, **starting at the topic's object type** (a relation that
-   neither starts nor ends there is never a candidate); a 2-hop path only ends at an asked answer type;
-3. **answer type**: the object type whose name / id / comment words the question's type words name ("which
-   genres", "how many books", "the youngest author"); a path ending elsewhere loses;
+2. **core path**: 1 to 3 relation types walked either way, **starting at the topic's object type** (a relation
+   that neither starts nor ends there is never a candidate); a 2-hop path only ends at an asked answer type —
+   or passes the node a **relational noun** names ("Where was the *director* of X born?", "X's *books*": the
+   noun's type, or its relation's words) and goes on by a hop the rest of the question says ("born": place of
+   birth) or to the asked type (3 hops where the noun's node is two away through a middle: "the *teams* of X"
+   through a roster, or the asked type two beyond it); such a path gains ``CHAIN``, and a path that passes no
+   such node leaves the noun in ``unused``;
+3. **answer type**: the object type whose name / id words the question's type words name ("which genres", "how
+   many books", "the youngest author"; its comment's words only when no type is named by its own); a path ending
+   elsewhere loses. With no type word, the kind a wh-word asks ("where": a place, "when": a date) favours a path
+   whose last relation or end type is called so ("place of birth", not "date of birth");
 4. **entity constraint**: a second topic reaching the answer type in one hop (intersection: "fantasy books by X");
 5. **literal constraint**: a comparison cue ("before 1900", "more than 300 pages") on a number or date data
-   property of the answer type, the one whose words the cue and the question share best;
+   property of the answer type, the one whose words the cue and the question share best — or on the value of a
+   linked **value node** (a type no relation starts from, holding one number / date: Film -release date->
+   Year.value; the constraint's ``relation`` is then that relation type, read by the executor);
 6. **aggregation**: ``count`` ("how many books"; "how many pages" names a number property instead: no count),
-   ``argmax`` / ``argmin`` over a number or date property for a superlative ("the oldest book": ``year``
-   ascending, "the youngest author": ``birth_year`` descending).
+   ``argmax`` / ``argmin`` over a number or date property (own or a value node's) for a superlative ("the oldest
+   book": ``year`` ascending, "the youngest author": ``birth_year`` descending, "the first film directed by X":
+   its release year ascending; "the most pages": a number property the noun names, where no relation is counted).
 
 A question that names an asked answer type and a superlative, comparison or count but no topic gets plans over
 the whole answer type (no topic, no path). A comparison or superlative no number / date property of the answer
 type can take is left in the plan's ``unused`` (the answer says it could not apply it), never silently dropped. Each candidate is scored:
 
-``score = meaning + WORDS·words + TYPE·type fit − TYPE_MISS·(asked, not reached) + COVERAGE·coverage − HOP·(hops−1)``
+``score = meaning + WORDS·words + TYPE·type fit − TYPE_MISS·(asked, not reached) + COVERAGE·coverage − HOP·(hops−1)
++ CHAIN·(passes a relational noun's node and goes on)``
 
 - meaning: the schema-intent ranker's probability of the path's first hop (the agent's ``schema_recall``), or of
   the whole two-step ``path:`` label when it ranked one;
@@ -47,10 +58,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from kgrag.network.schema.model import DataProperty, KnowledgeNetwork, ObjectType
 from kgrag.query_graph.cues import Cues, read_cues
+from kgrag.query_graph.network_executor import linked_value
 from kgrag.query_graph.plan import Aggregation, EntityConstraint, Hop, LiteralConstraint, QueryGraph, Topic
 
 __all__ = ["LinkedTopic", "asked_types", "has_structure", "plan_network", "question_cues", "unapplicable_cues",
@@ -61,6 +73,9 @@ TYPE = 0.6
 TYPE_MISS = 0.6
 COVERAGE = 0.5
 HOP = 0.1
+#: a path through the node a relational noun names ("the director of X") that goes on as the question does
+#: (a noun the question relates the topic by is also a part coverage counts when more follows it)
+CHAIN = 0.5
 TEMPERATURE = 0.25
 #: most candidates returned (best first)
 MAX_CANDIDATES = 8
@@ -72,6 +87,10 @@ _DATES = frozenset({"date", "datetime", "timestamp", "year", "gyear", "date-time
 #: words that name a time-valued property (English; what a year comparison's property is called)
 _TIME_WORDS = ("year", "date", "born", "birth", "published", "publication", "founded", "released", "established",
                "start", "time", "day")
+#: what the types and relations an answer kind asks for are called (English; "where" asks a place)
+_KIND_WORDS = {"place": ("place", "location", "located", "city", "country", "town", "region", "area", "continent",
+                         "site", "address", "based", "where"),
+               "date": ("date", "year", "time", "day"), "year": ("date", "year", "time", "day")}
 _STOP = frozenset(re.findall(r"\S+", """the a an of in on by to for with and or at as from into about is are was were be
 been being did does do has have had how many much what which who whom whose when where there that this these those it its
 their his her he she they them i you we me my your our any all some one ones number count"""))
@@ -88,8 +107,15 @@ class LinkedTopic:
     start: int = -1
 
 
+#: English irregular forms read as the word a schema names them by ("born" → a birth, "people" → persons)
+_IRREGULAR = {"born": "birth", "died": "death", "dead": "death", "people": "person", "persons": "person",
+              "children": "child", "men": "man", "women": "woman", "wrote": "write", "written": "write"}
+
+
 def _stem(word: str) -> str:
     w = word.lower()
+    if w in _IRREGULAR:
+        return _IRREGULAR[w]
     if len(w) > 4 and w.endswith("ies"):
         return w[:-3] + "y"
     if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
@@ -133,7 +159,8 @@ def _type_words(ot: ObjectType) -> tuple[list[str], list[str]]:
 
 def asked_types(cues: Cues, network: KnowledgeNetwork) -> dict[str, float]:
     """``{object type: fit}`` of the types the question's type words name: 1.0 when a word is the type's name or
-    id, 0.6 when only its comment says it."""
+    id, 0.6 when only its comment says it (and no type is named by its own name: "which publishers published"
+    names the publisher, not the book "a published book")."""
     words = [_stem(w) for w in [*cues.answer_words, *([cues.count_noun] if cues.count_noun else [])]
              if w and w.lower() not in _STOP]
     out: dict[str, float] = {}
@@ -143,6 +170,8 @@ def asked_types(cues: Cues, network: KnowledgeNetwork) -> dict[str, float]:
             out[ot.id] = 1.0
         elif any(w == t for w in words for t in comment):
             out[ot.id] = 0.6
+    if any(fit >= 1.0 for fit in out.values()):
+        return {t: fit for t, fit in out.items() if fit >= 1.0}
     return out
 
 
@@ -156,19 +185,50 @@ def _prop_words(p: DataProperty) -> list[str]:
     return _tokens(f"{p.display_name} {_id_words(p.name)} {p.comment}")
 
 
-def _pick_property(ot: ObjectType, hints: Sequence[str], question_words: Sequence[str], kind: str
-                   ) -> tuple[DataProperty, float] | None:
-    """The number / date property of ``ot`` a comparison or superlative is about: the one sharing most words with
-    the cue's hints and the question; ``kind`` year/date prefers a date or time-named property, number a number.
-    The only candidate is taken (with a low fit) when nothing is said; None when ``ot`` has none."""
-    props = value_properties(ot)
+@dataclass(frozen=True)
+class _Value:
+    """A number / date a comparison or a superlative can read: the answer's own property (``relation`` its name),
+    or the value of a value node linked to it (``relation`` the relation type walked ``direction``)."""
+
+    relation: str
+    label: str
+    type: str
+    words: tuple[str, ...]
+    direction: str = "out"
+
+
+def _values(ot: ObjectType, network: KnowledgeNetwork | None, question_words: Sequence[str] = ()) -> list[_Value]:
+    """The numbers / dates of ``ot``: its own properties, then those of the value nodes one step away
+    (:func:`~kgrag.query_graph.network_executor.linked_value`: Film -release date-> Year.value) — except a type the
+    question names ("cities that have *authors* born after 1900": a middle node, not a value of the city)."""
+    out = [_Value(p.name, p.display_name or p.name, p.type, tuple(_prop_words(p))) for p in value_properties(ot)]
+    if network is None:
+        return out
+    types = {o.id: o for o in network.object_types}
+    for hop, far, text in _steps(network, ot.id):
+        found = linked_value(network, ot.id, hop.relation, hop.direction)
+        if found is None or _overlap(question_words, _type_words(types[far])[0]):
+            continue
+        prop = next(p for p in types[far].data_properties if p.name == found[1])
+        words = _tokens(f"{text} {types[far].name} {_id_words(far)}") + _prop_words(prop)
+        out.append(_Value(hop.relation, hop.label or hop.relation, prop.type, tuple(words), hop.direction))
+    return out
+
+
+def _pick_property(ot: ObjectType, hints: Sequence[str], question_words: Sequence[str], kind: str,
+                   values: Sequence[_Value] | None = None) -> tuple[_Value, float] | None:
+    """The number / date of ``ot`` a comparison or superlative is about, among ``values`` (:func:`_values`; its own
+    properties when None): the one sharing most words with the cue's hints and the question; ``kind``
+    year/date prefers a date or time-named one, number a number. The only candidate is taken (with a low fit)
+    when nothing is said; None when ``ot`` has none."""
+    props = list(values) if values is not None else _values(ot, None)
     if kind == "number":
         props = [p for p in props if p.type.lower() in _NUMERIC]
     if not props:
         return None
-    best: tuple[DataProperty, float] | None = None
+    best: tuple[_Value, float] | None = None
     for p in props:
-        words = _prop_words(p)
+        words = list(p.words)
         fit = _overlap([_stem(h) for h in hints], words) + 0.5 * _overlap(question_words, words)
         if kind in ("year", "date"):
             fit += 0.5 * (p.type.lower() in _DATES) + 0.5 * (_overlap(_TIME_WORDS, words) > 0)
@@ -208,6 +268,18 @@ class _Parts:
     asked: dict[str, float]
     words: list[str]
     type_word: str
+    #: each answer type's numbers / dates (:func:`_values`), read once per question
+    values: dict[str, list[_Value]] = field(default_factory=dict)
+
+    def values_of(self, ot: ObjectType, network: KnowledgeNetwork) -> list[_Value]:
+        if ot.id not in self.values:
+            self.values[ot.id] = _values(ot, network, self.words)
+        return self.values[ot.id]
+
+    def rest(self, noun: str) -> list[str]:
+        """The content words left besides a relational noun (what a hop after the noun's node must say)."""
+        stem = _stem(noun) if noun else ""
+        return [w for w in self.words if w not in _WH and not (stem and _similar(w, stem))]
 
 
 def _parts(question: str, cues: Cues, network: KnowledgeNetwork, topics: Sequence[LinkedTopic]) -> _Parts:
@@ -228,6 +300,34 @@ def _inside(span: tuple[int, int], topic: LinkedTopic) -> bool:
 
 def _covers(span: tuple[int, int], topic: LinkedTopic) -> bool:
     return topic.start >= 0 and span[0] <= topic.start and topic.start + len(topic.mention) <= span[1]
+
+
+_OF_NOUN = re.compile(r"\b(?:the|a|an|its|his|her|their)\s+([a-z]+)\s+of\s+(?:the\s+)?$", re.I)
+_POSSESSIVE = re.compile(r"^(?:'s|’s|'|’)\s+([a-z]+)", re.I)
+#: question words left after the cues that name no relation ("where was … born": "born" does, "where" not)
+_WH = frozenset({"where", "when", "why"})
+
+
+def relational_noun(question: str, topic: LinkedTopic) -> str:
+    """The noun the question reaches the topic's neighbour by: "the *director* of X", "X's *books*" ("" when
+    the question says none, or the topic's place is unknown)."""
+    if topic.start < 0 or not topic.mention:
+        return ""
+    before = _OF_NOUN.search(question[: topic.start])
+    if before is not None:
+        return before.group(1).lower()
+    after = _POSSESSIVE.match(question[topic.start + len(topic.mention):])
+    return after.group(1).lower() if after is not None else ""
+
+
+def _noun_fit(noun: str, hop_words: str, reached: ObjectType | None) -> float:
+    """How well ``noun`` names a step: 1 when it is the reached type's name, 0.5 when the relation's words hold it."""
+    if not noun:
+        return 0.0
+    stem = _stem(noun)
+    if reached is not None and _overlap([stem], _type_words(reached)[0]):
+        return 1.0
+    return 0.5 if _overlap([stem], _tokens(hop_words)) else 0.0
 
 
 def question_cues(question: str, topics: Sequence[LinkedTopic]) -> Cues:
@@ -266,12 +366,43 @@ def has_structure(question: str, network: KnowledgeNetwork, topics: Sequence[Lin
         # two things named (not one name stored under two types); a property intent answers from one topic
         return True
     if asked and best_intent:
-        kind, _, rid = best_intent.partition(":")
-        rt = next((r for r in network.relation_types if r.id == rid), None) if kind in ("rel", "rel_in") else None
-        if rt is not None:
-            reached = rt.target_object_type_id if kind == "rel" else rt.source_object_type_id
-            return reached not in asked
-    return False
+        reached = _intent_end(network, best_intent)
+        if reached is not None and reached not in asked:
+            return True
+    return _chains_on(question, network, topics, cues)
+
+
+def _intent_end(network: KnowledgeNetwork, intent: str) -> str | None:
+    """The type a ``rel:`` / ``rel_in:`` / two-step ``path:`` intent reaches (None for a property or unknown)."""
+    kind, _, element = intent.partition(":")
+    steps = [tuple(s.split(":", 1)) for s in element.split("|")] if kind == "path" else [(kind, element)]
+    reached = None
+    for step in steps:
+        rt = next((r for r in network.relation_types if r.id == step[-1]), None) \
+            if len(step) == 2 and step[0] in ("rel", "rel_in") else None
+        if rt is None:
+            return None
+        reached = rt.target_object_type_id if step[0] == "rel" else rt.source_object_type_id
+    return reached
+
+
+def _chains_on(question: str, network: KnowledgeNetwork, topics: Sequence[LinkedTopic], cues: Cues) -> bool:
+    """"Where was the director of X born": a relational noun whose node a path passes, then goes on by a hop
+    whose words the rest of the question says."""
+    if not topics:
+        return False
+    main = topics[0]
+    noun = relational_noun(question, main)
+    if not noun:
+        return False
+    parts = _parts(question, cues, network, topics)
+    rest = parts.rest(noun)
+    if not rest:
+        return False
+    types = {o.id: o for o in network.object_types}
+    return any(chain and _overlap(rest, _tokens(f"{_hop_text(network, path[-1])} {types[end].name}"))
+               and _kind_suits(parts, _kind_fit(parts, network, path[-1], types[end]))
+               for path, end, _text, chain in _paths(network, main.object_type, {}, noun) if end in types)
 
 
 def unapplicable_cues(question: str, network: KnowledgeNetwork, topics: Sequence[LinkedTopic]) -> list[str]:
@@ -335,18 +466,21 @@ def _topic(t: LinkedTopic) -> Topic:
                  type=t.object_type[:300])
 
 
-def _literal(parts: _Parts, ot: ObjectType) -> tuple[LiteralConstraint | None, float]:
+def _literal(parts: _Parts, ot: ObjectType, network: KnowledgeNetwork | None = None
+             ) -> tuple[LiteralConstraint | None, float]:
     comparison = parts.cues.comparison
     if comparison is None:
         return None, 0.0
     hints = list(comparison.words) + (list(_TIME_WORDS) if comparison.kind == "year" else [])
-    picked = _pick_property(ot, hints, parts.words, comparison.kind)
+    picked = _pick_property(ot, hints, parts.words, comparison.kind,
+                            parts.values_of(ot, network) if network is not None else None)
     if picked is None:
         return None, 0.0
     prop, fit = picked
     kind = "year" if comparison.kind == "year" else ("date" if prop.type.lower() in _DATES else "number")
-    lc = LiteralConstraint(relation=prop.name, label=prop.display_name or prop.name, op=comparison.op,
-                           value=comparison.value, value2=comparison.value2, kind=kind, text=comparison.text[:200])
+    lc = LiteralConstraint(relation=prop.relation, label=prop.label, direction="in" if prop.direction == "in" else "out",
+                           op=comparison.op, value=comparison.value, value2=comparison.value2, kind=kind,
+                           text=comparison.text[:200])
     return lc, fit
 
 
@@ -379,21 +513,28 @@ def _aggregation(parts: _Parts, ot: ObjectType, network: KnowledgeNetwork) -> tu
     if sup is not None and sup.counts:
         counted = _counted_step(network, parts, ot)
         if counted is None:
-            return None, 0.0
+            # "the most pages": the noun names a number property of the answers, not a relation to count
+            named = [p for p in value_properties(ot) if p.type.lower() in _NUMERIC
+                     and _overlap([_stem(w) for w in sup.words], _prop_words(p))]
+            if not named:
+                return None, 0.0
+            return Aggregation(op="argmax" if sup.direction == "max" else "argmin", relation=named[0].name,
+                               label=named[0].display_name or named[0].name, kind="number",
+                               text=sup.text[:200]), 1.0
         hop, fit = counted
         return Aggregation(op="argmax" if sup.direction == "max" else "argmin", relation=hop.relation,
                            label=hop.label, direction=hop.direction, kind="number", counts=True,
                            text=sup.text[:200]), fit
     if sup is not None and not sup.counts:
-        picked = _pick_property(ot, sup.words, parts.words, sup.kind)
+        picked = _pick_property(ot, sup.words, parts.words, sup.kind, parts.values_of(ot, network))
         if picked is None:
             return None, 0.0
         prop, fit = picked
         kind = "date" if prop.type.lower() in _DATES else ("year" if sup.kind == "date" else "number")
         # a date superlative on a year-valued number orders the numbers ("oldest": the smallest year)
         op = "argmax" if sup.direction == "max" else "argmin"
-        return Aggregation(op=op, relation=prop.name, label=prop.display_name or prop.name, kind=kind,
-                           text=sup.text[:200]), fit
+        return Aggregation(op=op, relation=prop.relation, label=prop.label, kind=kind,
+                           direction="in" if prop.direction == "in" else "out", text=sup.text[:200]), fit
     if cues.is_count:
         return Aggregation(op="count", text="how many"), 1.0
     return None, 0.0
@@ -416,13 +557,13 @@ def _structure(parts: _Parts, topics: Sequence[LinkedTopic]) -> list[str]:
 
 
 def _finish(plan: QueryGraph, parts: _Parts, topics: Sequence[LinkedTopic], used: set[str], meaning: float,
-            words: float, type_fit: float) -> QueryGraph:
-    wanted = _structure(parts, topics)
+            words: float, type_fit: float, chain: float = 0.0, extra: Sequence[str] = ()) -> QueryGraph:
+    wanted = _structure(parts, topics) + [w for w in extra if w]
     unused = [w for w in wanted if w not in used]
     coverage = 1.0 - len(unused) / len(wanted) if wanted else 1.0
     miss = bool(parts.asked) and type_fit == 0.0
     score = (meaning + WORDS * words + TYPE * type_fit - TYPE_MISS * miss + COVERAGE * coverage
-             - HOP * max(len(plan.path) - 1, 0))
+             - HOP * max(len(plan.path) - 1, 0) + chain)
     return plan.model_copy(update={"unused": unused[:20], "score": round(score, 4),
                                    "confidence": round(coverage, 4)})
 
@@ -431,7 +572,7 @@ def _apply_cues(parts: _Parts, ot: ObjectType, network: KnowledgeNetwork) -> tup
     """The literal constraint and aggregation a plan ending at ``ot`` takes, and the parts they use."""
     update: dict = {}
     used: set[str] = set()
-    lc, _ = _literal(parts, ot)
+    lc, _ = _literal(parts, ot, network)
     if lc is not None:
         update["literal_constraint"] = lc
         used.add(lc.text)
@@ -457,15 +598,21 @@ def plan_network(question: str, network: KnowledgeNetwork, topics: Sequence[Link
     mains = _mentions(own)[:2]
     for main in (t for t in own if _mention(t) in mains):
         others = [t for t in own if _mention(t) != _mention(main)]
-        for path, end, text in _paths(network, main.object_type, parts.asked):
+        noun = relational_noun(question, main)
+        rest = parts.rest(noun) if noun else []
+        for path, end, text, chain in _paths(network, main.object_type, parts.asked, noun if rest else ""):
             ot = types.get(end)
             if ot is None:
                 continue
             labels = [_intent(h) for h in path]
-            meaning = p.get("path:" + "|".join(labels), p.get(labels[0], 0.0) * (1.0 if len(path) == 1 else 0.8))
+            meaning = _meaning(p, labels)
             path_words = _tokens(f"{text} {ot.name} {_id_words(ot.id)}")
             words = _overlap(parts.words, path_words) / max(len(set(parts.words)), 1)
-            type_fit = parts.asked.get(end, 0.0)
+            # a path that goes on past the noun's node as the question does ("… of X born": to a birthplace)
+            type_fit = parts.asked.get(end, 0.0) or _kind_fit(parts, network, path[-1], ot)
+            goes_on = chain and (end in parts.asked or (_overlap(rest, _tokens(f"{_hop_text(network, path[-1])} "
+                                                                                f"{ot.name}"))
+                                                        and _kind_suits(parts, type_fit)))
             update, used = _apply_cues(parts, ot, network)
             if len(path) == 2 and "literal_constraint" not in update:
                 middle = _on_middle(parts, types.get(_far(network, main.object_type, path[0])))
@@ -473,7 +620,9 @@ def plan_network(question: str, network: KnowledgeNetwork, topics: Sequence[Link
                     update["literal_constraint"] = middle
                     used.add(middle.text)
             used.add(main.mention or main.name)
-            if type_fit:
+            if rest and (chain or _noun_fit(noun, _hop_text(network, path[-1]), ot)):
+                used.add(noun)  # the path passes the noun's node, or ends there
+            if type_fit and parts.type_word:
                 used.add(parts.type_word)
             constraint = _entity_constraint(network, others, end, parts, p)
             if constraint is not None:
@@ -481,7 +630,8 @@ def plan_network(question: str, network: KnowledgeNetwork, topics: Sequence[Link
                 used.add(constraint[1])
             plan = QueryGraph(topics=[_topic(main)] + ([constraint[0].topic] if constraint else []), path=path,
                               answer_type=end, answer_type_label=ot.name or end, **update)
-            candidates.append(_finish(plan, parts, own, used, meaning, words, type_fit))
+            candidates.append(_finish(plan, parts, own, used, meaning, words, type_fit, CHAIN if goes_on else 0.0,
+                                      [noun] if rest else []))
     if parts.asked and (cues.superlative is not None or cues.comparison is not None or cues.is_count):
         for end, fit in parts.asked.items():
             ot = types[end]
@@ -496,6 +646,38 @@ def plan_network(question: str, network: KnowledgeNetwork, topics: Sequence[Link
         candidates += _most_links_plans(network, parts)
     candidates.sort(key=lambda c: -c.score)
     return _with_confidence(candidates[:max_candidates])
+
+
+def _kind_suits(parts: _Parts, kind_fit: float) -> bool:
+    """Whether a path's end suits the kind a wh-word asks when no type is named ("when was the author of X born":
+    not the birthplace), given its :func:`_kind_fit`; True when the question asks no such kind."""
+    return bool(parts.asked) or parts.cues.answer_kind not in _KIND_WORDS or kind_fit > 0
+
+
+def _kind_fit(parts: _Parts, network: KnowledgeNetwork, last: Hop, end: ObjectType) -> float:
+    """With no type named: 0.5 when the answer kind a wh-word asks ("where": a place, "when": a date) is what the
+    path's last relation or its end type is called ("place of birth", not "date of birth"), else 0."""
+    if parts.asked:
+        return 0.0
+    hints = _KIND_WORDS.get(parts.cues.answer_kind)
+    if not hints:
+        return 0.0
+    said = _tokens(f"{_hop_text(network, last)} {end.name} {_id_words(end.id)}")
+    return 0.5 if _overlap([_stem(h) for h in hints], said) else 0.0
+
+
+def _meaning(p: Mapping[str, float], labels: Sequence[str]) -> float:
+    """The ranker's probability of a path: of its whole ``path:`` label where it ranked one, else of its first two
+    steps' or its first step's (less for each step it did not rank)."""
+    if len(labels) > 1 and "path:" + "|".join(labels) in p:
+        return p["path:" + "|".join(labels)]
+    two = p.get("path:" + "|".join(labels[:2]), 0.0) * (0.8 if len(labels) > 2 else 1.0) if len(labels) > 1 else 0.0
+    return max(two, p.get(labels[0], 0.0) * (1.0 if len(labels) == 1 else 0.8))
+
+
+def _hop_text(network: KnowledgeNetwork, hop: Hop) -> str:
+    rt = next((r for r in network.relation_types if r.id == hop.relation), None)
+    return f"{rt.name} {_id_words(rt.id)} {rt.comment}" if rt is not None else hop.relation
 
 
 def _far(network: KnowledgeNetwork, type_id: str, hop: Hop) -> str:
@@ -554,17 +736,52 @@ def _most_links_plans(network: KnowledgeNetwork, parts: _Parts) -> list[QueryGra
     return out
 
 
-def _paths(network: KnowledgeNetwork, start: str, asked: Mapping[str, float]) -> list[tuple[list[Hop], str, str]]:
-    """1-hop paths from ``start`` (either way), and 2-hop ones that end at an asked type."""
-    out: list[tuple[list[Hop], str, str]] = []
-    for hop, mid, text in _steps(network, start):
-        out.append(([hop], mid, text))
-        if not asked:
+def _paths(network: KnowledgeNetwork, start: str, asked: Mapping[str, float], noun: str = ""
+           ) -> list[tuple[list[Hop], str, str, float]]:
+    """``(path, end, its words, chain)``: 1-hop paths from ``start`` (either way), 2-hop ones that end at an asked
+    type — and with a relational noun ("the director of X", "X's teams"), the paths that go on past the node the
+    noun names (reached in 1 hop, or in 2 through a middle when no type one hop away is named by it), one hop
+    further (to an asked type where one is asked, or two to reach it). ``chain`` is the noun's fit of the node
+    passed (0 for any other path)."""
+    types = {o.id: o for o in network.object_types}
+    index: dict[str, list[tuple[Hop, str, str]]] = {}
+    for rt in network.relation_types:  # every type's steps, in one pass over the relation types
+        words = f"{rt.name} {_id_words(rt.id)} {rt.comment}"
+        index.setdefault(rt.source_object_type_id, []).append(
+            (Hop(relation=rt.id, direction="out", label=rt.name or rt.id), rt.target_object_type_id, words))
+        index.setdefault(rt.target_object_type_id, []).append(
+            (Hop(relation=rt.id, direction="in", label=rt.name or rt.id), rt.source_object_type_id, words))
+    out: dict[tuple, tuple[list[Hop], str, str, float]] = {}
+
+    def add(path: list[Hop], end: str, text: str, chain: float) -> None:
+        key = tuple((h.relation, h.direction) for h in path)
+        if key not in out or out[key][3] < chain:
+            out[key] = (path, end, text, chain)
+
+    first = index.get(start, [])
+    # a type the noun names exactly one hop away is the noun's node ("the films of Kenya": not films of its people)
+    named_near = any(_noun_fit(noun, "", types.get(mid)) >= 1.0 for _hop, mid, _text in first)
+    for hop, mid, text in first:
+        add([hop], mid, text, 0.0)
+        fit1 = _noun_fit(noun, text, types.get(mid))
+        if not asked and not noun:
             continue
-        for hop2, end, text2 in _steps(network, mid):
-            if end in asked and hop2.relation != hop.relation:
-                out.append(([hop, hop2], end, f"{text} {text2}"))
-    return out
+        for hop2, end, text2 in index.get(mid, []):
+            if hop2.relation == hop.relation:
+                continue
+            if end in asked or (fit1 and not asked):
+                add([hop, hop2], end, f"{text} {text2}", fit1)
+            fit2 = 0.0 if named_near else _noun_fit(noun, text2, types.get(end))
+            if not (fit2 or (fit1 and asked)):
+                continue
+            for hop3, end3, text3 in index.get(end, []):
+                if hop3.relation in (hop.relation, hop2.relation) or (asked and end3 not in asked):
+                    continue
+                if fit2:  # the noun's node two hops on (through a middle), one hop further
+                    add([hop, hop2, hop3], end3, f"{text} {text2} {text3}", fit2)
+                elif fit1:  # the noun's node one hop on, the asked type two hops further
+                    add([hop, hop2, hop3], end3, f"{text} {text2} {text3}", fit1)
+    return list(out.values())
 
 
 def _entity_constraint(network: KnowledgeNetwork, others: Sequence[LinkedTopic], end: str, parts: _Parts,
