@@ -99,9 +99,15 @@ def _end_words(relation: str, direction: str) -> str:
     return " ".join(_split(parts[-1]))
 
 
-def _stems(text: str) -> set[str]:
-    """Crude 5-letter stems of a text's content words (as the chain ranker's BM25 uses)."""
-    return {t[:5] for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS and len(t) > 1}
+def _words(text: str) -> set[str]:
+    """A text's content words, lowercase."""
+    return {t for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS and len(t) > 1}
+
+
+def _alike(a: str, b: str) -> bool:
+    """Two words of one stem: the same first five letters (as the chain ranker's BM25 cuts them), and neither much
+    longer than the other ("studied" ~ "study"; "birthplace" is not "birth")."""
+    return a[:5] == b[:5] and min(len(a), len(b)) >= 0.6 * max(len(a), len(b))
 
 
 def _stem(word: str) -> str:
@@ -129,6 +135,31 @@ def _names_a_cue(topic: TopicCandidate, cues: Cues) -> bool:
         return False
     pattern = re.compile(rf"(?<!\w){re.escape(mention)}(?!\w)", re.IGNORECASE)
     return any(pattern.search(cues.question[a:b]) for a, b in cues.spans)
+
+
+def _without_cues_in_names(cues: Cues, topics: Sequence[TopicCandidate]) -> Cues:
+    """The cues less a comparison / superlative whose words lie inside a topic's name ("Last" in "The Last
+    Cartographer", "1984" in "Nineteen … 1984"): they name the thing, they ask nothing."""
+    spans = []
+    for t in topics:
+        if t.mention and t.score >= 0.9:
+            spans += [m.span() for m in re.finditer(re.escape(t.mention), cues.question, flags=re.IGNORECASE)]
+
+    def inside(span: tuple[int, int]) -> bool:
+        return any(a <= span[0] and span[1] <= b and (b - a) > (span[1] - span[0]) for a, b in spans)
+
+    drop = [c for c in (cues.comparison, cues.superlative) if c is not None and inside(c.span)]
+    if not drop:
+        return cues
+    answer_words = cues.answer_words
+    if cues.superlative in drop:  # the noun after it ("Cartographer") was read as the asked type: it is not
+        after = re.match(r"\s+([A-Za-z]+)", cues.question[cues.superlative.span[1]:])
+        if after is not None and answer_words == [after.group(1).lower()]:
+            answer_words = []
+    return replace(cues, answer_words=answer_words,
+                   comparison=None if cues.comparison in drop else cues.comparison,
+                   superlative=None if cues.superlative in drop else cues.superlative,
+                   spans=[sp for sp in cues.spans if sp not in {c.span for c in drop}])
 
 
 def _nested(topic: TopicCandidate, topics: Sequence[TopicCandidate]) -> bool:
@@ -386,7 +417,8 @@ class TriplePlanner:
         """The scored plans for the question from the topic candidates (best first); ``best`` None with a reason
         when none can be built. ``answers_of`` (a plan's answer ids, e.g. by the executor) sharpens the confidence:
         the best few plans are run, and plans with the same answers are not rivals."""
-        cues = _with_cue_verbs(read_cues(question))
+        cues = read_cues(question)
+        cues = _with_cue_verbs(_without_cues_in_names(cues, topics))
         topics = [t for t in dict.fromkeys(topics) if not _names_a_cue(t, cues)]
         topics = [t for t in topics if not _nested(t, topics)][:4]
         classes = self._classes_of_topics(topics) if topics else set()
@@ -611,11 +643,13 @@ class TriplePlanner:
         elif not asked and cues.answer_kind in ("year", "date", "number") and fit == 0.0:
             unused.append(f"a {cues.answer_kind}")  # "when …" answered by no date
         score -= self.weights["unused"] * len(unused)
-        asked_stems = _stems(cues.masked()) - (_stems(f"{topic.name} {topic.mention}") if topic else set())
-        if asked_stems:  # words: how much of the question the plan's relations and type name
-            words = " ".join([*(h.relation for h in hops), type_label, *(x.relation for x in (lc, ag) if x)])
-            score += self.weights["words"] * len(asked_stems & _stems(" ".join(_split(words.replace(".", "_"))))) \
-                / len(asked_stems)
+        topic_words = {w[:5] for w in _words(f"{topic.name} {topic.mention}")} if topic else set()
+        asked_words = {w for w in _words(cues.masked()) if w[:5] not in topic_words}
+        if asked_words:  # words: how much of the question the plan's relations and type name
+            named = _words(" ".join(_split(" ".join([*(h.relation for h in hops), type_label,
+                                                     *(x.relation for x in (lc, ag) if x)]).replace(".", "_"))))
+            score += self.weights["words"] * sum(1 for a in asked_words if any(_alike(a, b) for b in named)) \
+                / len(asked_words)
         return QueryGraph(topics=[topic] if topic else [], path=hops, answer_type=type_id or type_label,
                           answer_type_label=type_label,
                           literal_constraint=lc, aggregation=ag, unused=unused, score=round(score, 4))
