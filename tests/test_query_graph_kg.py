@@ -277,3 +277,19 @@ def test_a_second_name_inside_the_first_is_not_a_second_topic(planner, executor,
                            [TopicCandidate(ids["nobelphysics"], "Nobel Prize in Physics", "Nobel Prize in Physics"),
                             TopicCandidate(ids["paris"], "Paris", "Physics")])  # words inside the longer name
     assert planned.best.topics[0].name == "Nobel Prize in Physics" and planned.best.entity_constraint is None
+
+
+def test_a_cue_inside_a_name_asks_nothing_and_long_words_are_not_their_prefix() -> None:
+    from kgrag.query_graph.cues import read_cues
+    from kgrag.query_graph.triple_planner import _alike, _without_cues_in_names
+
+    question = "Where was the director of The Last Cartographer born?"
+    cues = read_cues(question)
+    assert cues.superlative is not None and cues.answer_words == ["cartographer"]  # read as "the last …"
+    named = _without_cues_in_names(cues, [TopicCandidate("e.x_00000001", "The Last Cartographer",
+                                                         "The Last Cartographer")])
+    assert named.superlative is None and named.answer_words == [] and named.answer_kind == "place"
+    kept = _without_cues_in_names(read_cues("Who is the last winner of the Davy Medal?"),
+                                  [TopicCandidate("e.x_00000002", "Davy Medal", "Davy Medal")])
+    assert kept.superlative is not None
+    assert _alike("founded", "founder") and not _alike("birthplace", "birth")

@@ -106,7 +106,7 @@ def _words(text: str) -> set[str]:
 
 def _alike(a: str, b: str) -> bool:
     """Two words of one stem: the same first five letters (as the chain ranker's BM25 cuts them), and neither much
-    longer than the other ("studied" ~ "study"; "birthplace" is not "birth")."""
+    longer than the other ("founded" ~ "founder"; "birthplace" is not "birth")."""
     return a[:5] == b[:5] and min(len(a), len(b)) >= 0.6 * max(len(a), len(b))
 
 
