@@ -62,6 +62,8 @@ _NUMBER_TYPES = ("integer", "int", "decimal", "double", "float", "long", "short"
                  "positiveInteger", "nonPositiveInteger", "negativeInteger", "unsignedInt", "unsignedLong")
 #: short descriptions of the wh-kinds, compared with a chain end's words
 KIND_TEXT = {"person": "person people human", "place": "place location city country region"}
+#: the fit of ends that are located in a place, for a bare "where"
+_PLACED = 0.8
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _TOKEN = re.compile(r"[a-z0-9]+")
 _CHAINS_PER_TOPIC = 6
@@ -126,6 +128,16 @@ def _head(words: str) -> str:
     if "of" in tokens[1:]:
         return tokens[tokens.index("of") - 1] if tokens.index("of") > 0 else tokens[-1]
     return tokens[-1] if tokens else ""
+
+
+_PLACE_STEMS = frozenset(_stem(w) for w in KIND_TEXT["place"].split())
+
+
+def _placed(rels: Sequence[_Rel]) -> bool:
+    """Whether a chain's ends are located somewhere: an out-relation of theirs reaches a place class (City,
+    Country, …), so a "where" question may end on them."""
+    return any(r.on == "answer" and r.direction == "out" and not r.kind and
+               any(c.split() and _stem(c.split()[-1]) in _PLACE_STEMS for c in r.classes) for r in rels)
 
 
 def _names_a_cue(topic: TopicCandidate, cues: Cues) -> bool:
@@ -547,6 +559,9 @@ class TriplePlanner:
             last = c.steps[-1]
             fit = self._fit(cues, asked, e.classes, _end_words(last.relation, last.direction), e.names,
                             e.literal_kind)
+            if cues.answer_kind == "place" and not cues.answer_words and fit < _PLACED and e.classes \
+                    and self._cos(KIND_TEXT["person"], e.classes[0]) < 0.5 and _placed(rels.get(i, [])):
+                fit = _PLACED  # "where did X study": the university (not a person) is a place in a city
             prior = -w["class"] * (t.id in classes) - w["link"] * (1.0 - max(0.0, min(1.0, t.score))) \
                 - w["unused"] * (e.other_topic and len(c.steps) == 2)  # walks past another named topic
             base = c.score + prior
