@@ -568,7 +568,9 @@ class TriplePlanner:
             variants: list[tuple[list[Hop], float, str, list[_Rel]]] = [(path, fit, e.classes[0] if e.classes
                                                                          else "", rels.get(i, []))]
             can_extend = len(c.steps) == 1 or (len(c.steps) == 2 and c.via == "cvt")
-            if can_extend and cues.answer_words and fit < 0.9:  # "which country", not a bare where / who
+            # "which country": extend ends that are not countries; a bare "where": only ends that are no place at all
+            # (the university one studied at is a place already); a bare "who" is not extended
+            if can_extend and asked and fit < (0.9 if cues.answer_words else 0.5 if cues.answer_kind == "place" else 0):
                 for r in rels.get(i, []):
                     if r.on != "answer" or r.kind or self._is_type(r.relation) or r.nodes == 0:
                         continue
