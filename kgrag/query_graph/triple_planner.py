@@ -7,6 +7,10 @@ queries; the best plan is run by :class:`~kgrag.query_graph.sparql.QueryExecutor
 
 Stages (every topic candidate, jointly scored):
 
+0. **topics and cues**: a candidate linked from a cue's words (the year of "released after 2002") is no topic; one
+   linked from words inside another candidate's longer name ("Chemistry" in "Aster Prize for Chemistry") neither;
+   a superlative / comparison inside a topic's name ("The Last Cartographer") asks nothing; the word before a
+   comparison / superlative ("born" before 1900) names its relation, not the path (masked for the path);
 1. **core path**: the topic's chains from the chain ranker (``ranked``: one hop either way, two hops through a
    CVT, two through a named node), its score kept as the meaning / words feature (MiniLM + BM25 + its answer
    kind) on the question with the cue words and the topic's words masked;
@@ -16,18 +20,25 @@ Stages (every topic candidate, jointly scored):
    kind (a literal's XSD type, or kgrag's ``kgrag.value``). A chain whose ends fit worse than the nodes one hop
    further is **extended** by that hop (born in → City, City -located in-> Country), where the extension's class
    fits the asked type and its relation the question's remaining words; a chain whose ends fit stays (the winners,
-   not their cities). One hop, or two then one only through a CVT, may be extended (3 hops at most);
+   not their cities). One hop, or two then one only through a CVT, may be extended (3 hops at most); a bare
+   "where" extends only ends that are no place (a university is one: it is located in a city), a bare "who" none;
 3. **entity constraint**: a second topic (another span of the question) whose chain reaches some of the same
    ends: the intersection;
 4. **literal constraint** / **aggregation**: the literal-valued relations of the ends (and of a CVT / middle node),
    one grouped query for all chains; the comparison or superlative goes to the relation whose words fit its
    words and the question best and whose values are of its kind (a year ↔ date values; a number ↔ numbers); "how
    many" → ``count`` unless the chain's ends are numbers themselves ("how many pages"); "the most prizes" →
-   ``argmax`` of the number of a relation's values.
+   ``argmax`` of the number of a relation's values;
+5. **plans over a class** (no topic): with a comparison or superlative, the class the asked words name (by stem,
+   else MiniLM ≥ 0.8; or a class linked from the question) ranges over its instances ("which scientists were born
+   before 1880", "the oldest university"), the constraint on their own literal relations (read on a sample of
+   40); it competes as a chain of score 1.0 would, less 0.7 per name of the question it ignores.
 
 Score of a plan = chain score + 0.6 × answer-type fit + 0.5 × the fit of a constraint's / superlative's
 relation + 0.3 × a second topic's chain − 0.35 per cue the plan leaves unused (a comparison, a superlative, "how
-many", a type word that fits no end, a second name) − 0.6 for a class node as topic − 0.3 × (1 − link similarity).
+many", a type word that fits no end, a second name: the other names of a plan from any topic) − 0.35 for a
+two-hop chain that walks through another topic of the question − 0.6 for a class node as topic − 0.3 × (1 − link
+similarity) + 0.5 × the share of the question's words its relations say (words alike by stem and length).
 
 ``confidence`` (documented for ``KGRAG_AGENT_MIN_CONFIDENCE``) = coverage × (0.4 + 0.6 × (1 − e^(−margin / 0.15))),
 where coverage = used cues / all cues (1 when the question has none) and margin = the plan's score minus the best
