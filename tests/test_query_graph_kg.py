@@ -293,3 +293,15 @@ def test_a_cue_inside_a_name_asks_nothing_and_long_words_are_not_their_prefix() 
                                   [TopicCandidate("e.x_00000002", "Davy Medal", "Davy Medal")])
     assert kept.superlative is not None
     assert _alike("founded", "founder") and not _alike("birthplace", "birth")
+
+
+def test_the_agent_answers_over_a_class_on_the_demo_kg(demo_untrained_settings) -> None:
+    # the linker takes "2002" for a node; the plan ranges over the films instead
+    state = _ask("which films were released after 2002?")
+    plan = QueryGraph.model_validate(state["query_graph"])
+    assert plan.topics == [] and plan.literal_constraint.op == ">" and plan.literal_constraint.value == 2002
+    assert sorted(state["answers"]) == ["A River Called Home", "Carnival Lights", "Neon Rain", "The Glass Orchard",
+                                        "The Last Cartographer", "The Silent Harbor"]
+    assert plan.describe() in state["answer"] and "checked on the store" not in state["answer"]
+    youngest = _ask("Who is the youngest person?")
+    assert youngest["answers"] == ["Mariana Nakamura"]
