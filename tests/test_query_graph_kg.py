@@ -237,3 +237,71 @@ def test_the_test_graph_is_written_as_a_user_would(tmp_path: Path) -> None:
     client = scientists_client(tmp_path)
     rows = client.store.select(f"SELECT (COUNT(*) AS ?n) WHERE {{ ?s <{client.base}type> ?c }}")
     assert int(rows[0]["n"].value) == 25  # rdf:type edges imported as the relation ``type``
+
+
+# ---------------------------------------------------------------------------------------------- over a class
+def test_a_plan_without_a_topic_ranges_over_its_answer_type(executor, ids) -> None:
+    born = QueryGraph(topics=[], path=[], answer_type=ids["person"], answer_type_label="Person",
+                      literal_constraint=LiteralConstraint(relation="birthDate", op="<", value=1870, kind="year"))
+    assert _labels(executor, born) == ["Marie Curie", "Pierre Curie"]
+    largest = QueryGraph(topics=[], path=[], answer_type=ids["city"], answer_type_label="City",
+                         aggregation=Aggregation(op="argmax", relation="population", kind="number"))
+    run = executor.run(largest)
+    assert [a.label for a in run.answers] == ["Cairo"] and run.checked == 0  # no path: nothing said checked
+    with pytest.raises(ValueError, match="start_type"):
+        executor.run(QueryGraph(topics=[], path=[Hop(relation="won")], answer_type=ids["prize"],
+                                start_type=ids["person"], literal_constraint=LiteralConstraint(
+                                    relation="birthDate", op="<", value=1900, kind="year", on="middle")))
+
+
+def test_the_planner_plans_over_a_class_and_drops_topics_read_from_a_cue(planner, executor, ids) -> None:
+    # the class linked from the question's words, and a year the linker took for a node: neither is a topic
+    planned = planner.plan("Which people were born before 1870?",
+                           [TopicCandidate(ids["person"], "Person", "people"),
+                            TopicCandidate(ids["einstein"], "Albert Einstein", "1870", score=1.0)])
+    best = planned.best
+    assert best is not None and best.topics == [] and best.answer_type == ids["person"], planned.reason
+    assert best.literal_constraint.relation == "birthDate"
+    assert sorted(_labels(executor, best)) == ["Marie Curie", "Pierre Curie"]
+    oldest = planner.plan("Which is the oldest university?", []).best
+    assert oldest is not None and oldest.aggregation.relation == "founded"
+    assert _labels(executor, oldest) == ["Sorbonne"]
+    # a name the question says beats a plan over the whole class that ignores it
+    named = planner.plan("Who is the oldest winner of the Nobel Prize in Physics?",
+                         [TopicCandidate(ids["nobelphysics"], "Nobel Prize in Physics")]).best
+    assert named.topics and _labels(executor, named) == ["Pierre Curie"]
+
+
+def test_a_second_name_inside_the_first_is_not_a_second_topic(planner, executor, ids) -> None:
+    planned = planner.plan("Who won the Nobel Prize in Physics?",
+                           [TopicCandidate(ids["nobelphysics"], "Nobel Prize in Physics", "Nobel Prize in Physics"),
+                            TopicCandidate(ids["paris"], "Paris", "Physics")])  # words inside the longer name
+    assert planned.best.topics[0].name == "Nobel Prize in Physics" and planned.best.entity_constraint is None
+
+
+def test_a_cue_inside_a_name_asks_nothing_and_long_words_are_not_their_prefix() -> None:
+    from kgrag.query_graph.cues import read_cues
+    from kgrag.query_graph.triple_planner import _alike, _without_cues_in_names
+
+    question = "Where was the director of The Last Cartographer born?"
+    cues = read_cues(question)
+    assert cues.superlative is not None and cues.answer_words == ["cartographer"]  # read as "the last …"
+    named = _without_cues_in_names(cues, [TopicCandidate("e.x_00000001", "The Last Cartographer",
+                                                         "The Last Cartographer")])
+    assert named.superlative is None and named.answer_words == [] and named.answer_kind == "place"
+    kept = _without_cues_in_names(read_cues("Who is the last winner of the Davy Medal?"),
+                                  [TopicCandidate("e.x_00000002", "Davy Medal", "Davy Medal")])
+    assert kept.superlative is not None
+    assert _alike("founded", "founder") and not _alike("birthplace", "birth")
+
+
+def test_the_agent_answers_over_a_class_on_the_demo_kg(demo_untrained_settings) -> None:
+    # the linker takes "2002" for a node; the plan ranges over the films instead
+    state = _ask("which films were released after 2002?")
+    plan = QueryGraph.model_validate(state["query_graph"])
+    assert plan.topics == [] and plan.literal_constraint.op == ">" and plan.literal_constraint.value == 2002
+    assert sorted(state["answers"]) == ["A River Called Home", "Carnival Lights", "Neon Rain", "The Glass Orchard",
+                                        "The Last Cartographer", "The Silent Harbor"]
+    assert plan.describe() in state["answer"] and "checked on the store" not in state["answer"]
+    youngest = _ask("Who is the youngest person?")
+    assert youngest["answers"] == ["Mariana Nakamura"]

@@ -9,8 +9,9 @@ Contract:
   constraint's path from the second topic to the same ``?x`` (an intersection), the literal constraint as a FILTER,
   ``count`` as ``COUNT(DISTINCT ?x)`` (the answer is the number, ``["3"]``; the counted items are the evidence) and
   ``argmax`` / ``argmin`` as a ``MAX`` / ``MIN`` sub-select (ties kept; ``limit`` > 1: ``ORDER BY … LIMIT``), over a
-  literal relation or, with ``counts``, over the number of a relation's values. Every id and relation reaches the
-  text through :mod:`kgrag.graph.sparql`'s validated terms; numbers are formatted from floats.
+  literal relation or, with ``counts``, over the number of a relation's values. A plan without a topic ranges over
+  the nodes typed (:data:`TYPE_RELATIONS`) with its answer type ("which scientists were born before 1880").
+  Every id and relation reaches the text through :mod:`kgrag.graph.sparql`'s validated terms; numbers are formatted from floats.
 - Values: a node's value is the node itself when it is an RDF literal, else its ``kgrag.value`` typed literal (how
   kgrag stores an imported literal, :mod:`kgrag.graph.rdf`). Years compare as the integer of the value's first four
   digits (``xsd:gYear``, ``xsd:date``, ``xsd:dateTime`` and ISO strings alike), dates in ISO order, numbers as
@@ -26,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kgrag.graph.iri import ENTITY_ID_RE, NAME_PREDICATE, VALUE_PREDICATE, XSD
+from kgrag.graph.iri import ENTITY_ID_RE, NAME_PREDICATE, RELATION_RE, VALUE_PREDICATE, XSD
 from kgrag.graph.sparql import entity_term, iri, literal, relation_term
 from kgrag.query_graph.plan import Aggregation, Hop, LiteralConstraint, QueryGraph
 
@@ -34,7 +35,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from kgrag.graph.store import Row, Term
     from kgrag.tools.client import KGClient
 
-__all__ = ["Answer", "Execution", "QueryExecutor", "comparable_filter", "node_term", "value_key"]
+__all__ = ["TYPE_RELATIONS", "Answer", "Execution", "QueryExecutor", "comparable_filter", "node_term", "value_key"]
+
+#: type edges of a node's classes: RDF's, Freebase's, Wikidata's (where a graph has them); a plan without a topic
+#: ranges over the nodes typed with its answer type by any of them
+TYPE_RELATIONS = ("type", "type.object.type", "common.topic.notable_types", "P31", "instance_of", "instanceOf")
 
 #: the most rows one plan's query returns (answers × their paths)
 ROW_LIMIT = 2000
@@ -114,6 +119,7 @@ class QueryExecutor:
         self.row_limit = row_limit
         self._name = relation_term(client.base, NAME_PREDICATE)
         self._value = relation_term(client.base, VALUE_PREDICATE)
+        self._types = " ".join(relation_term(client.base, r) for r in TYPE_RELATIONS if RELATION_RE.match(r))
 
     # ------------------------------------------------------------------ building
     def _select(self, query: str) -> list[Row]:
@@ -133,10 +139,17 @@ class QueryExecutor:
                 f"BIND(IF(isLiteral(?{node}), ?{node}, ?{node}_v) AS ?{var})")
 
     def core(self, qg: QueryGraph, literal_constraint: bool = True) -> str:
-        """The WHERE body: the core path to ``?x``, the entity constraint and the literal constraint."""
-        topic = node_term(self.base, qg.topics[0].id)
-        parts = [self._path(topic, qg.path, "?x", "m"), f"FILTER(!sameTerm(?x, {topic}))",
-                 f"FILTER(isLiteral(?x) || EXISTS {{ ?x {self._name} ?x_name }} || EXISTS {{ ?x {self._value} ?x_val }})"]
+        """The WHERE body: the core path to ``?x`` (without a topic: the nodes typed with the answer type), the
+        entity constraint and the literal constraint."""
+        if qg.topics:
+            topic = node_term(self.base, qg.topics[0].id)
+            parts = [self._path(topic, qg.path, "?x", "m"), f"FILTER(!sameTerm(?x, {topic}))"]
+        elif qg.start_type or not self._types:
+            raise ValueError("a plan from start_type, or over a type on a graph without type edges, cannot run on a "
+                             "triple KG")
+        else:
+            parts = [f"VALUES ?tr {{ {self._types} }} ?x ?tr {node_term(self.base, qg.answer_type)} ."]
+        parts += [f"FILTER(isLiteral(?x) || EXISTS {{ ?x {self._name} ?x_name }} || EXISTS {{ ?x {self._value} ?x_val }})"]
         if qg.entity_constraint is not None:
             other = node_term(self.base, qg.entity_constraint.topic.id)
             parts += [self._path(other, qg.entity_constraint.path, "?x", "c"), f"FILTER(!sameTerm(?x, {other}))"]
@@ -257,7 +270,10 @@ class QueryExecutor:
         paths: dict[str, list[tuple[Term, Hop, Term]]] = {}
         terms: dict[str, Term] = {}
         keys: dict[str, float] = {}
-        topic = _uri(self.base + qg.topics[0].id) if ENTITY_ID_RE.match(qg.topics[0].id) else _uri(qg.topics[0].id)
+        topic = None
+        if qg.topics:
+            topic = _uri(self.base + qg.topics[0].id) if ENTITY_ID_RE.match(qg.topics[0].id) else \
+                _uri(qg.topics[0].id)
         for row in rows:
             x = row["x"]
             key = x.value if x.kind == "literal" else self._local(x)
@@ -269,13 +285,17 @@ class QueryExecutor:
                     keys[key] = float(row["k"].value)
                 except ValueError:
                     keys[key] = 0.0
+            if topic is None:  # a plan over a type: no path to show
+                paths[key] = []
+                continue
             nodes = [topic, *(row[f"m{i}"] for i in range(1, len(qg.path)) if f"m{i}" in row), x]
             if len(nodes) != len(qg.path) + 1:
                 nodes = [topic, x]
             paths[key] = [(nodes[i], h, nodes[i + 1]) for i, h in enumerate(qg.path[: len(nodes) - 1])]
         shown_terms = [t for k in list(paths)[:EVIDENCE_ANSWERS] for step in paths[k] for t in (step[0], step[2])]
         names = self._names([*terms.values(), *shown_terms])
-        names.setdefault(topic.value, qg.topics[0].name)
+        if topic is not None:
+            names.setdefault(topic.value, qg.topics[0].name)
         items = [Answer(k, t.value if t.kind == "literal" else names.get(t.value, ""), t.kind == "literal")
                  for k, t in terms.items()]
         reverse = qg.aggregation is not None and qg.aggregation.op == "argmax"

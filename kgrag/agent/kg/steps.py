@@ -180,10 +180,17 @@ def _topic_links(state: AgentState, kg: TripleKG) -> list[dict[str, Any]]:
     return [{k: link[k] for k in keep if link.get(k) is not None} for link in links if link.get("entity_id")][:6]
 
 
-def _query_graph_call(state: AgentState, kg: TripleKG, topic: dict[str, Any]) -> tuple[Update, str]:
+def _over_a_type(question: str) -> bool:
+    """Whether the question may range over a type with no named topic ("which scientists were born before 1880")."""
+    cues = read_cues(question)
+    return bool(cues.answer_words) and (cues.comparison is not None or cues.superlative is not None)
+
+
+def _query_graph_call(state: AgentState, kg: TripleKG, topic: dict[str, Any] | None) -> tuple[Update, str]:
+    start = f"from {topic['name']}" if topic else "over the asked type"
     call = _call(state, "query_graph", {"topics": _topic_links(state, kg)},
-                 f"query graph: the question's structure planned from {topic['name']} and run as SPARQL")
-    return {"pending": [call]}, f"query_graph from {topic['name']!r}"
+                 f"query graph: the question's structure planned {start} and run as SPARQL")
+    return {"pending": [call]}, f"query_graph {start}" if not topic else f"query_graph from {topic['name']!r}"
 
 
 def _rules_plan(state: AgentState, run: TripleRun) -> tuple[Update, str]:
@@ -191,7 +198,14 @@ def _rules_plan(state: AgentState, run: TripleRun) -> tuple[Update, str]:
     calls = state.get("tool_calls", [])
     topic = state.get("topic")
     if topic is None:
-        return {"pending": [], "done": True}, "no topic entity linked: nothing to ask"
+        if _done(calls, "query_graph") or not run.settings.query_graphs or not _over_a_type(state["question"]) \
+                or any(c.get("name") == "query_graph" for c in calls):
+            planned_graph = _done(calls, "query_graph")
+            plan_json = planned_graph[-1]["result"].get("query_graph") if planned_graph else None
+            if plan_json:
+                return {"pending": [], "done": True}, f"plan: {QueryGraph.model_validate(plan_json).describe()}"
+            return {"pending": [], "done": True}, "no topic entity linked: nothing to ask"
+        return _query_graph_call(state, kg, None)
     planned_graph = _done(calls, "query_graph")
     if planned_graph:
         plan_json = planned_graph[-1]["result"].get("query_graph")
@@ -367,7 +381,7 @@ def answer(state: AgentState, run: TripleRun) -> tuple[Update, str]:
         values, text = [], failure_answer(state["errors"])
     elif llm_text:
         values, text = parse_answer(llm_text), llm_text
-    elif topic is None:
+    elif topic is None and (planned is None or planned.get("query_graph") is None):
         values, text = [], (f"I could not link the question to an entity of the KG {state.get('kg')!r}; name one "
                             "as it is stored, or put it in [brackets].")
     elif planned is not None and planned.get("query_graph") is None:
