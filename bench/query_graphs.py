@@ -294,8 +294,8 @@ def targets(res: dict[str, Any], demo: dict[str, Any] | None, fb: dict[str, Any]
 def tables(res: dict[str, Any], demo: dict[str, Any] | None, fb: dict[str, Any] | None) -> None:
     graphs = [g for g in res.get("today", {}) if g != "_all"] + ["_all"]
     for g in graphs:
-        if g not in res["today"]:
-            continue
+        if g not in res["today"] or "f1" not in res["today"][g].get("all", {}):
+            continue  # no structured question was asked (--freebase-only)
         table = Table(title=f"{g if g != '_all' else 'all graphs'}: today's planner vs query graphs")
         for col in ("kind", "n", "F1 today", "F1 qg", "Hit today", "Hit qg", "Hits@1 today", "Hits@1 qg",
                     "p50 ms today", "p50 ms qg"):
