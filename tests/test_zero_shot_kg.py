@@ -104,3 +104,4 @@ def test_fixture_generator(tmp_path) -> None:
     ns = "http://rdf.freebase.com/ns/"
     assert f"<{ns}m.055d_1d> <{ns}people.deceased_person.place_of_death> <{ns}m.04f_d> ." in text
     assert f'<{ns}m.04f_d> <{ns}type.object.name> "Kansas City"@en .' in text
+

@@ -476,6 +476,15 @@ class ZeroShotChainRanker:
         def local(term: Term) -> str:
             return term.value if term.kind == "literal" else self._local(term)
 
+        # a named middle node (a two-hop chain through a named entity) is shown by its name, an unnamed one as (cvt)
+        middles = list(dict.fromkeys(local(x) for tr in shown for x in (tr[0], tr[2])
+                                     if x.kind == "uri" and local(x) not in label))[:12]
+        for node in middles:
+            try:
+                label[node] = self.client.entity_name(node) or "(cvt)"
+            except ValueError:  # not an id SPARQL can name
+                label[node] = "(cvt)"
+
         def show(term: Term) -> str:
             return label.get(local(term), "(cvt)" if term.kind == "uri" else term.value)
 
