@@ -47,6 +47,7 @@ pytest_plugins = [
     "fixtures.medical_kn",
     "fixtures.langgraph_server",
     "fixtures.demo_kg",
+    "fixtures.library_kn",
     "fixtures.postgres",
     "fixtures.console",
 ]

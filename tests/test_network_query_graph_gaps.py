@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import csv
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from fixtures.library_kn import EXAMPLE, load_library
+from fixtures.library_kn import EXAMPLE, ask_library, load_library
 
 from kgrag.agent.kn.instance_queries import ObjectInstanceQuery, ToolInputError, query_object_instance
-from kgrag.config import Settings, get_settings
+from kgrag.config import Settings
 from kgrag.network.store import NetworkStore
 
 BASE = "/api/agent-retrieval/in/v1/kn"
@@ -46,19 +45,7 @@ def library_db(tmp_path_factory: pytest.TempPathFactory) -> str:
     return load_library(tmp_path_factory.mktemp("library-most"))[0]
 
 
-@pytest.fixture
-def library_settings(library_db: str, work_settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[Settings]:
-    monkeypatch.setenv("KGRAG_DATABASE_URL", library_db)
-    get_settings.cache_clear()
-    yield get_settings()
-    get_settings.cache_clear()
-
-
-def ask(question: str, **context: Any) -> dict:
-    from graphs.agent.context import AgentContext
-    from graphs.agent.graph import graph
-
-    return graph.invoke({"question": question, "kn_id": "library"}, context=AgentContext(**context))
+ask = ask_library
 
 
 def test_tool_orders_by_link_counts(library_db: str) -> None:

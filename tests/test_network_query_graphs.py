@@ -8,17 +8,16 @@ network and a ranker trained on a handful of questions: the medical network itse
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
 import pytest
 from fastapi.testclient import TestClient
-from fixtures.library_kn import load_library
+from fixtures.library_kn import ask_library, load_library
 from mcp import Client
 
 from kgrag.agent.kn.instance_queries import ObjectInstanceQuery, ToolInputError, query_object_instance
-from kgrag.config import Settings, get_settings
+from kgrag.config import Settings
 from kgrag.network.store import NetworkStore
 
 BASE = "/api/agent-retrieval/in/v1/kn"
@@ -29,19 +28,7 @@ def library_db(tmp_path_factory: pytest.TempPathFactory) -> str:
     return load_library(tmp_path_factory.mktemp("library-qg"))[0]
 
 
-@pytest.fixture
-def library_settings(library_db: str, work_settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[Settings]:
-    monkeypatch.setenv("KGRAG_DATABASE_URL", library_db)
-    get_settings.cache_clear()
-    yield get_settings()
-    get_settings.cache_clear()
-
-
-def ask(question: str, **context: Any) -> dict:
-    from graphs.agent.context import AgentContext
-    from graphs.agent.graph import graph
-
-    return graph.invoke({"question": question, "kn_id": "library"}, context=AgentContext(**context))
+ask = ask_library
 
 
 def plan_line(state: dict) -> str:

@@ -14,7 +14,7 @@ from fixtures.library_kn import load_library
 from typer.testing import CliRunner
 
 from kgrag.cli.kn import TEMPLATE_QUESTIONS, kn_app, template_files
-from kgrag.config import Settings, get_settings
+from kgrag.config import Settings
 
 runner = CliRunner()
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "library"
@@ -45,14 +45,6 @@ def library_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     db, output = load_library(tmp_path_factory.mktemp("library"))
     assert "loaded library" in output
     yield db
-
-
-@pytest.fixture
-def library_settings(library_db: str, work_settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[Settings]:
-    monkeypatch.setenv("KGRAG_DATABASE_URL", library_db)
-    get_settings.cache_clear()
-    yield get_settings()
-    get_settings.cache_clear()
 
 
 def test_load_with_kn_id(work_settings: Settings, tmp_path: Path) -> None:
