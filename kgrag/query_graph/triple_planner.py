@@ -67,7 +67,7 @@ from kgrag.search.keywords import STOPWORDS
 __all__ = ["ChainSource", "Planned", "TopicCandidate", "TriplePlanner", "relation_words"]
 
 WEIGHTS = {"fit": 0.6, "ext_rel": 0.5, "ext": 0.08, "constraint": 0.5, "second": 0.3, "unused": 0.35,
-           "class": 0.6, "link": 0.3, "count_value": 0.5, "words": 0.5, "typed_unused": 0.7}
+           "class": 0.6, "link": 0.3, "count_value": 0.5, "words": 0.5, "typed_unused": 0.7, "plain_fit": 0.15}
 _DATE_TYPES = ("date", "gYear", "dateTime", "gYearMonth", "dateTimeStamp")
 _NUMBER_TYPES = ("integer", "int", "decimal", "double", "float", "long", "short", "nonNegativeInteger",
                  "positiveInteger", "nonPositiveInteger", "negativeInteger", "unsignedInt", "unsignedLong")
@@ -127,9 +127,12 @@ def _stem(word: str) -> str:
     word = word.lower()
     if word in _IRREGULAR:
         return _IRREGULAR[word]
-    for suffix in ("ies", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    if word.endswith("ies") and len(word) >= 6:
+        return word[:-3] + "y"
+    if word.endswith("es") and word[:-2].endswith(("s", "x", "z", "ch", "sh")) and len(word) >= 5:
+        return word[:-2]  # "boxes", "churches"; but "languages", "places" only lose their "s"
+    if word.endswith("s") and not word.endswith("ss") and len(word) >= 4:
+        return word[:-1]
     return word
 
 
@@ -192,6 +195,15 @@ def _nested(topic: TopicCandidate, topics: Sequence[TopicCandidate]) -> bool:
     return bool(mine) and any(mine != t.mention.lower().strip() and re.search(rf"(?<!\w){re.escape(mine)}(?!\w)",
                                                                             t.mention.lower())
                               and t.score >= topic.score for t in topics)
+
+
+def _structured(cues: Cues, topics: Sequence[TopicCandidate]) -> bool:
+    """Whether the question asks more than a look-up along one chain: a count, comparison, superlative, an
+    explicit type noun ("which country") or a second well-linked name. A plain question ("who are X's parents")
+    trusts the chain's meaning score and lets the answer type only break near-ties (``plain_fit``): relation
+    words that merely say the asked kind (a nationality read backwards for "who") would beat the right chain."""
+    return bool(cues.is_count or cues.comparison or cues.superlative or cues.answer_words
+                or len({(t.mention or t.name).lower() for t in topics if t.score >= 0.9}) > 1)
 
 
 _LAST_WORD = re.compile(r"([A-Za-z]+)\s*$")
@@ -424,7 +436,9 @@ class TriplePlanner:
         if value_kind:
             return 0.1
         asked_stems = {_stem(w) for w in asked.split()}
-        heads = {_stem(c.split()[-1]) for c in classes if c.split()} | ({_stem(_head(end_words))} if end_words else set())
+        # the relation's end words name the type by their head ("place of birth") or, in a property name that
+        # starts with its plural noun ("languages spoken", "countries spoken in"), by any of their words
+        heads = {_stem(c.split()[-1]) for c in classes if c.split()} | {_stem(w) for w in end_words.split()}
         if asked_stems & heads:
             return 1.0
         # a known class that is not the asked one counts less than its likeness; its names then say nothing more
@@ -559,6 +573,7 @@ class TriplePlanner:
         asked = self._asked(cues)
         by_id = {t.id: t for t in topics}
         masked = cues.masked()
+        structured = _structured(cues, topics)
         plans: list[QueryGraph] = []
         for i, (c, e) in enumerate(zip(flat, ends, strict=True)):
             if not e.names:
@@ -576,6 +591,7 @@ class TriplePlanner:
             prior = -w["class"] * (t.id in classes) - w["link"] * (1.0 - max(0.0, min(1.0, t.score))) \
                 - w["unused"] * (e.other_topic and len(c.steps) == 2)  # walks past another named topic
             base = c.score + prior
+            w_fit = w["fit"] if structured else w["plain_fit"]
             variants: list[tuple[list[Hop], float, str, list[_Rel]]] = [(path, fit, e.classes[0] if e.classes
                                                                          else "", rels.get(i, []))]
             can_extend = len(c.steps) == 1 or (len(c.steps) == 2 and c.via == "cvt")
@@ -595,7 +611,7 @@ class TriplePlanner:
                               label=relation_words(r.relation) or r.relation)
                     variants.append(([*path, hop], ext_fit + gain / w["fit"], r.classes[0] if r.classes else "", []))
             for hops, vfit, type_label, end_rels in variants:
-                plans.extend(self._with_structure(question, cues, topic, hops, base + w["fit"] * vfit, vfit,
+                plans.extend(self._with_structure(question, cues, topic, hops, base + w_fit * vfit, vfit,
                                                   type_label, end_rels, e, asked))
         self._second_topics(cues, [t for t in topics if t.id not in classes], flat, ends, plans)
         return plans
