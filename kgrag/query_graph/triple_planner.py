@@ -199,10 +199,11 @@ def _nested(topic: TopicCandidate, topics: Sequence[TopicCandidate]) -> bool:
 
 def _structured(cues: Cues, topics: Sequence[TopicCandidate]) -> bool:
     """Whether the question asks more than a look-up along one chain: a count, comparison, superlative, an
-    explicit type noun ("which country") or a second well-linked name. A plain question ("who are X's parents")
+    explicit type noun ("which country"), a value kind (when / how tall) or a second well-linked name. A plain question ("who are X's parents")
     trusts the chain's meaning score and lets the answer type only break near-ties (``plain_fit``): relation
     words that merely say the asked kind (a nationality read backwards for "who") would beat the right chain."""
     return bool(cues.is_count or cues.comparison or cues.superlative or cues.answer_words
+                or cues.answer_kind in ("year", "date", "number")  # a value kind: told by the values, not words
                 or len({(t.mention or t.name).lower() for t in topics if t.score >= 0.9}) > 1)
 
 
