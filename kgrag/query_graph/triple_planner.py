@@ -67,7 +67,7 @@ from kgrag.search.keywords import STOPWORDS
 __all__ = ["ChainSource", "Planned", "TopicCandidate", "TriplePlanner", "relation_words"]
 
 WEIGHTS = {"fit": 0.6, "ext_rel": 0.5, "ext": 0.08, "constraint": 0.5, "second": 0.3, "unused": 0.35,
-           "class": 0.6, "link": 0.3, "count_value": 0.5, "words": 0.5, "typed_unused": 0.7, "plain_fit": 0.15}
+           "class": 0.6, "link": 0.3, "count_value": 0.5, "words": 0.5, "typed_unused": 0.7, "plain_fit": 0.05}
 _DATE_TYPES = ("date", "gYear", "dateTime", "gYearMonth", "dateTimeStamp")
 _NUMBER_TYPES = ("integer", "int", "decimal", "double", "float", "long", "short", "nonNegativeInteger",
                  "positiveInteger", "nonPositiveInteger", "negativeInteger", "unsignedInt", "unsignedLong")
