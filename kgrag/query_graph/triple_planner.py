@@ -34,8 +34,9 @@ Stages (every topic candidate, jointly scored):
    before 1880", "the oldest university"), the constraint on their own literal relations (read on a sample of
    40); it competes as a chain of score 1.0 would, less 0.7 per name of the question it ignores.
 
-Score of a plan = chain score + 0.6 × answer-type fit + 0.5 × the fit of a constraint's / superlative's
-relation + 0.3 × a second topic's chain − 0.35 per cue the plan leaves unused (a comparison, a superlative, "how
+Score of a plan = chain score + 0.6 × answer-type fit (0.05 on a plain question: no count, comparison,
+superlative, type noun, value kind or second name; there the chain's meaning decides, the type breaks near-ties)
++ 0.5 × the fit of a constraint's / superlative's relation + 0.3 × a second topic's chain − 0.35 per cue the plan leaves unused (a comparison, a superlative, "how
 many", a type word that fits no end, a second name: the other names of a plan from any topic) − 0.35 for a
 two-hop chain that walks through another topic of the question − 0.6 for a class node as topic − 0.3 × (1 − link
 similarity) + 0.5 × the share of the question's words its relations say (words alike by stem and length).
