@@ -305,3 +305,20 @@ def test_the_agent_answers_over_a_class_on_the_demo_kg(demo_untrained_settings) 
     assert plan.describe() in state["answer"] and "checked on the store" not in state["answer"]
     youngest = _ask("Who is the youngest person?")
     assert youngest["answers"] == ["Mariana Nakamura"]
+
+
+def test_plural_type_words_keep_their_stem_and_plain_questions_trust_the_chain() -> None:
+    from kgrag.query_graph.cues import read_cues
+    from kgrag.query_graph.triple_planner import _stem, _structured
+
+    # "languages spoken" names a language; "places" a place ("es" goes only after s / x / z / ch / sh)
+    assert [_stem(w) for w in ("languages", "places", "countries", "boxes", "churches", "class")] == \
+        ["language", "place", "country", "box", "church", "class"]
+    curie = [TopicCandidate("e.curie_1", "Marie Curie", "Marie Curie", 1.0)]
+    assert not _structured(read_cues("who are Marie Curie's parents?"), curie)
+    assert not _structured(read_cues("where was Marie Curie born?"), curie)
+    for asked in ("In which country was Marie Curie born?", "When was Marie Curie born?",
+                  "How many prizes did Marie Curie win?"):
+        assert _structured(read_cues(asked), curie), asked
+    two = [*curie, TopicCandidate("e.sorbonne", "Sorbonne", "Sorbonne", 1.0)]
+    assert _structured(read_cues("where did Marie Curie meet Sorbonne?"), two)

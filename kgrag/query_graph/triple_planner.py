@@ -34,8 +34,9 @@ Stages (every topic candidate, jointly scored):
    before 1880", "the oldest university"), the constraint on their own literal relations (read on a sample of
    40); it competes as a chain of score 1.0 would, less 0.7 per name of the question it ignores.
 
-Score of a plan = chain score + 0.6 × answer-type fit + 0.5 × the fit of a constraint's / superlative's
-relation + 0.3 × a second topic's chain − 0.35 per cue the plan leaves unused (a comparison, a superlative, "how
+Score of a plan = chain score + 0.6 × answer-type fit (0.05 on a plain question: no count, comparison,
+superlative, type noun, value kind or second name; there the chain's meaning decides, the type breaks near-ties)
++ 0.5 × the fit of a constraint's / superlative's relation + 0.3 × a second topic's chain − 0.35 per cue the plan leaves unused (a comparison, a superlative, "how
 many", a type word that fits no end, a second name: the other names of a plan from any topic) − 0.35 for a
 two-hop chain that walks through another topic of the question − 0.6 for a class node as topic − 0.3 × (1 − link
 similarity) + 0.5 × the share of the question's words its relations say (words alike by stem and length).
@@ -67,7 +68,7 @@ from kgrag.search.keywords import STOPWORDS
 __all__ = ["ChainSource", "Planned", "TopicCandidate", "TriplePlanner", "relation_words"]
 
 WEIGHTS = {"fit": 0.6, "ext_rel": 0.5, "ext": 0.08, "constraint": 0.5, "second": 0.3, "unused": 0.35,
-           "class": 0.6, "link": 0.3, "count_value": 0.5, "words": 0.5, "typed_unused": 0.7}
+           "class": 0.6, "link": 0.3, "count_value": 0.5, "words": 0.5, "typed_unused": 0.7, "plain_fit": 0.05}
 _DATE_TYPES = ("date", "gYear", "dateTime", "gYearMonth", "dateTimeStamp")
 _NUMBER_TYPES = ("integer", "int", "decimal", "double", "float", "long", "short", "nonNegativeInteger",
                  "positiveInteger", "nonPositiveInteger", "negativeInteger", "unsignedInt", "unsignedLong")
@@ -127,9 +128,12 @@ def _stem(word: str) -> str:
     word = word.lower()
     if word in _IRREGULAR:
         return _IRREGULAR[word]
-    for suffix in ("ies", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    if word.endswith("ies") and len(word) >= 6:
+        return word[:-3] + "y"
+    if word.endswith("es") and word[:-2].endswith(("s", "x", "z", "ch", "sh")) and len(word) >= 5:
+        return word[:-2]  # "boxes", "churches"; but "languages", "places" only lose their "s"
+    if word.endswith("s") and not word.endswith("ss") and len(word) >= 4:
+        return word[:-1]
     return word
 
 
@@ -192,6 +196,16 @@ def _nested(topic: TopicCandidate, topics: Sequence[TopicCandidate]) -> bool:
     return bool(mine) and any(mine != t.mention.lower().strip() and re.search(rf"(?<!\w){re.escape(mine)}(?!\w)",
                                                                             t.mention.lower())
                               and t.score >= topic.score for t in topics)
+
+
+def _structured(cues: Cues, topics: Sequence[TopicCandidate]) -> bool:
+    """Whether the question asks more than a look-up along one chain: a count, comparison, superlative, an
+    explicit type noun ("which country"), a value kind (when / how tall) or a second well-linked name. A plain question ("who are X's parents")
+    trusts the chain's meaning score and lets the answer type only break near-ties (``plain_fit``): relation
+    words that merely say the asked kind (a nationality read backwards for "who") would beat the right chain."""
+    return bool(cues.is_count or cues.comparison or cues.superlative or cues.answer_words
+                or cues.answer_kind in ("year", "date", "number")  # a value kind: told by the values, not words
+                or len({(t.mention or t.name).lower() for t in topics if t.score >= 0.9}) > 1)
 
 
 _LAST_WORD = re.compile(r"([A-Za-z]+)\s*$")
@@ -424,7 +438,9 @@ class TriplePlanner:
         if value_kind:
             return 0.1
         asked_stems = {_stem(w) for w in asked.split()}
-        heads = {_stem(c.split()[-1]) for c in classes if c.split()} | ({_stem(_head(end_words))} if end_words else set())
+        # the relation's end words name the type by their head ("place of birth") or, in a property name that
+        # starts with its plural noun ("languages spoken", "countries spoken in"), by any of their words
+        heads = {_stem(c.split()[-1]) for c in classes if c.split()} | {_stem(w) for w in end_words.split()}
         if asked_stems & heads:
             return 1.0
         # a known class that is not the asked one counts less than its likeness; its names then say nothing more
@@ -559,6 +575,7 @@ class TriplePlanner:
         asked = self._asked(cues)
         by_id = {t.id: t for t in topics}
         masked = cues.masked()
+        structured = _structured(cues, topics)
         plans: list[QueryGraph] = []
         for i, (c, e) in enumerate(zip(flat, ends, strict=True)):
             if not e.names:
@@ -576,6 +593,7 @@ class TriplePlanner:
             prior = -w["class"] * (t.id in classes) - w["link"] * (1.0 - max(0.0, min(1.0, t.score))) \
                 - w["unused"] * (e.other_topic and len(c.steps) == 2)  # walks past another named topic
             base = c.score + prior
+            w_fit = w["fit"] if structured else w["plain_fit"]
             variants: list[tuple[list[Hop], float, str, list[_Rel]]] = [(path, fit, e.classes[0] if e.classes
                                                                          else "", rels.get(i, []))]
             can_extend = len(c.steps) == 1 or (len(c.steps) == 2 and c.via == "cvt")
@@ -595,7 +613,7 @@ class TriplePlanner:
                               label=relation_words(r.relation) or r.relation)
                     variants.append(([*path, hop], ext_fit + gain / w["fit"], r.classes[0] if r.classes else "", []))
             for hops, vfit, type_label, end_rels in variants:
-                plans.extend(self._with_structure(question, cues, topic, hops, base + w["fit"] * vfit, vfit,
+                plans.extend(self._with_structure(question, cues, topic, hops, base + w_fit * vfit, vfit,
                                                   type_label, end_rels, e, asked))
         self._second_topics(cues, [t for t in topics if t.id not in classes], flat, ends, plans)
         return plans
