@@ -21,7 +21,7 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
-from kgrag.agent.kg.query_plan import query_graph_result
+from kgrag.agent.kg.query_plan import Proposer, query_graph_result
 from kgrag.agent.turn.state import ToolCall
 from kgrag.errors import KgragError
 from kgrag.hrag.gflownet.llm_answer import verbalise_path
@@ -113,12 +113,13 @@ def _rank_chains(kg: TripleKG, question: str, entities: Any, topics: list[TopicL
     return result, ""
 
 
-def _query_graph(kg: TripleKG, question: str, topics: Any) -> tuple[dict[str, Any], str]:
+def _query_graph(kg: TripleKG, question: str, topics: Any, propose: Proposer | None = None
+                 ) -> tuple[dict[str, Any], str]:
     if not isinstance(topics, list) or not topics or not all(
             isinstance(t, dict) and isinstance(t.get("entity_id"), str) for t in topics):
         return {"text": "[query_graph needs a list of topics, each with an entity_id]"}, "bad arguments"
     try:
-        return query_graph_result(kg, question, topics[:4]), ""
+        return query_graph_result(kg, question, topics[:4], propose), ""
     except ValueError as exc:  # an id or relation that cannot name a term
         return {"text": f"[query_graph: {exc}]"}, str(exc)
 
@@ -147,7 +148,7 @@ def _string(args: dict[str, Any], key: str) -> str | None:
 
 
 def _dispatch(kg: TripleKG, session: KGSession, name: str, args: Any, question: str, topics: list[TopicLink],
-              k: int) -> tuple[dict[str, Any], str]:
+              k: int, propose: Proposer | None = None) -> tuple[dict[str, Any], str]:
     if not isinstance(args, dict):
         return {"text": "[arguments must be a JSON object]"}, "arguments are not a JSON object"
     if name == "reason_paths":
@@ -157,7 +158,7 @@ def _dispatch(kg: TripleKG, session: KGSession, name: str, args: Any, question: 
     if name == "rank_chains":
         return _rank_chains(kg, _string(args, "question") or question, args.get("entities"), topics)
     if name == "query_graph":
-        return _query_graph(kg, _string(args, "question") or question, args.get("topics"))
+        return _query_graph(kg, _string(args, "question") or question, args.get("topics"), propose)
     if name == "get_relations":
         entity = _string(args, "entity")
         if entity is None:
@@ -178,11 +179,12 @@ def _dispatch(kg: TripleKG, session: KGSession, name: str, args: Any, question: 
 
 
 def run_kg_call(kg: TripleKG, session: KGSession, call: ToolCall, question: str, topics: list[TopicLink],
-                k: int = 10) -> ToolCall:
-    """Run one call; the returned copy has ``result`` (with ``text``), ``ms`` and, when it failed, ``error``."""
+                k: int = 10, propose: Proposer | None = None) -> ToolCall:
+    """Run one call; the returned copy has ``result`` (with ``text``), ``ms`` and, when it failed, ``error``
+    (``propose``: the LLM's query graph, for ``query_graph``)."""
     started = time.perf_counter()
     try:
-        result, error = _dispatch(kg, session, call.get("name", ""), call.get("args"), question, topics, k)
+        result, error = _dispatch(kg, session, call.get("name", ""), call.get("args"), question, topics, k, propose)
     except KgragError as exc:  # the store or the reasoner failed: said, the session stays usable
         result, error = {"text": f"[KG query failed: {exc}]"}, str(exc)
     done = ToolCall(**call, result=result, ms=round((time.perf_counter() - started) * 1000, 2))

@@ -10,23 +10,32 @@ literal or not; a count's single number), ``items`` (what was counted or ranked)
 path's triples with names and ids, each hop's direction, whether the store holds each triple), ``checked`` /
 ``total`` (answers whose path was checked, of all), ``not_applied`` (constraints the graph could not apply),
 ``sparql``, ``text`` (the tool's one-screen view), and ``reason`` when no plan could be built.
+
+With ``propose`` (the LLM's query graph, :func:`kgrag.query_graph.llm_proposal.propose_query_graph` bound to a
+client), the LLM is shown the linked topics and the relations of the LLM-free candidates and of the first topic;
+its plan, when it holds and returns answers, is the one executed (``source: "llm"``) and the LLM-free best joins
+the candidates; else the LLM-free best is executed and ``llm_note`` says why.
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kgrag.graph.iri import ENTITY_ID_RE
-from kgrag.query_graph.plan import QueryGraph
+from kgrag.query_graph.plan import QueryGraph, Topic
 from kgrag.query_graph.sparql import QueryExecutor
 from kgrag.query_graph.triple_planner import TopicCandidate, TriplePlanner
 
 if TYPE_CHECKING:  # pragma: no cover
     from kgrag.agent.kg.triple_kg import TripleKG
 
-__all__ = ["query_graph_result", "topic_candidates"]
+__all__ = ["Proposer", "query_graph_result", "topic_candidates"]
+
+#: the LLM's plan of a question over the shown topics and relations: ``(plan, "")`` or ``(None, why)``
+Proposer = Callable[[str, list[Topic], Mapping[str, str]], tuple[QueryGraph | None, str]]
 
 _PARTS: weakref.WeakKeyDictionary[Any, tuple[TriplePlanner, QueryExecutor]] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
@@ -60,25 +69,55 @@ def topic_candidates(links: list[dict[str, Any]]) -> list[TopicCandidate]:
     return list(out.values())
 
 
-def query_graph_result(kg: TripleKG, question: str, links: list[dict[str, Any]]) -> dict[str, Any]:
+def _shown_relations(kg: TripleKG, plans: list[QueryGraph], first_topic: str) -> dict[str, str]:
+    """The relations an LLM may use: those of the LLM-free candidates (with their labels), then the first topic's."""
+    shown: dict[str, str] = {}
+    for plan in plans:
+        hops = [*plan.path, *(plan.entity_constraint.path if plan.entity_constraint else [])]
+        for hop in hops:
+            shown.setdefault(hop.relation, hop.label or hop.relation)
+        for part in (plan.literal_constraint, plan.aggregation):
+            if part is not None and part.relation:
+                shown.setdefault(part.relation, part.label or part.relation)
+    for relation in kg.client.relations(first_topic, limit=100):
+        shown.setdefault(relation, relation)
+    return shown
+
+
+def query_graph_result(kg: TripleKG, question: str, links: list[dict[str, Any]],
+                       propose: Proposer | None = None) -> dict[str, Any]:
     """Plan and run (see the module docstring); ValueError for an id that cannot name a term."""
     planner, executor = _parts(kg)
     def answers_of(plan: QueryGraph) -> frozenset[str]:
         return frozenset(a.id for a in executor.run(plan).answers)
 
-    planned = planner.plan(question, topic_candidates(links)[:4], answers_of)
+    topics = topic_candidates(links)[:4]
+    planned = planner.plan(question, topics, answers_of)
     if planned.best is None:
         return {"query_graph": None, "candidates": [], "answers": [], "reason": planned.reason,
                 "text": f"No query graph: {planned.reason}"}
-    best = planned.best
-    run = executor.run(best)
+    best, candidates, llm_note = planned.best, list(planned.candidates), ""
+    run = None
+    if propose is not None and topics:
+        shown = [Topic(name=t.name[:500], id=t.id) for t in topics]
+        proposal, why = propose(question, shown, _shown_relations(kg, [best, *candidates], topics[0].id))
+        if proposal is not None:
+            tried = executor.run(proposal.model_copy(update={"confidence": best.confidence}))
+            if tried.answers:
+                best, candidates, run = proposal.model_copy(update={"confidence": best.confidence}), \
+                    [planned.best, *candidates], tried
+            else:
+                llm_note = "the LLM's query graph found no answer; the LLM-free plan was used"
+        else:
+            llm_note = f"the LLM's query graph was not used ({why}); the LLM-free plan was used"
+    run = run or executor.run(best)
     answers = [{"name": a.label, "entity_id": a.id, "is_literal": a.is_literal} for a in run.answers]
     items = [{"name": a.label, "entity_id": a.id, "is_literal": a.is_literal} for a in run.items]
     result: dict[str, Any] = {
         "query_graph": best.model_dump(), "candidates": [c.model_dump() for c in planned.candidates],
         "answers": answers, "items": items, "count": run.count, "evidence": run.evidence,
         "checked": run.checked, "total": len(run.items), "not_applied": run.not_applied, "sparql": run.sparql,
-        "reason": "",
+        "reason": "", "llm_note": llm_note,
     }
     shown = " | ".join(a["name"] for a in answers[:30]) + (f" | … ({len(answers) - 30} more)" if len(answers) > 30
                                                            else "")

@@ -37,6 +37,7 @@ from typing import Any
 from kgrag.agent.kg.calls import run_kg_call
 from kgrag.agent.kg.llm import llm_plan, result_messages
 from kgrag.agent.kg.needs import TripleRun
+from kgrag.agent.kg.query_plan import Proposer
 from kgrag.agent.kg.triple_kg import TopicLink, TripleKG, new_session_id
 from kgrag.agent.turn.messages import answer_message, question_from, question_update
 from kgrag.agent.turn.node import (
@@ -51,6 +52,7 @@ from kgrag.agent.turn.node import (
 from kgrag.agent.turn.state import AgentState, ToolCall, fresh_turn
 from kgrag.errors import KgragError
 from kgrag.query_graph.cues import read_cues
+from kgrag.query_graph.llm_proposal import propose_query_graph
 from kgrag.query_graph.plan import QueryGraph
 from kgrag.search.keywords import STOPWORDS
 
@@ -250,7 +252,21 @@ def plan(state: AgentState, run: TripleRun) -> tuple[Update, str]:
         note = f"tool-call budget ({run.settings.max_tool_calls}) spent"
         errors = [note] if state.get("planner") == "llm" else []
         return {"pending": [], "done": True, "errors": errors}, note
+    if state.get("planner") == "llm" and run.settings.query_graphs and _structured(state["question"]):
+        # a count, comparison or superlative: the LLM proposes the query graph inside the query_graph tool
+        # (kgrag.agent.kg.query_plan), the same executor runs it, the LLM-free plan is the fallback
+        return _rules_plan(state, run)
     return planned(state, run, llm_plan, _rules_plan)
+
+
+def _proposer(state: AgentState, run: TripleRun) -> Proposer | None:
+    """The LLM's query graph for the ``query_graph`` tool, when this turn plans with an LLM."""
+    if state.get("planner") != "llm" or not run.settings.query_graphs:
+        return None
+    client = run.resources.llm()
+    if client is None:
+        return None
+    return lambda question, topics, relations: propose_query_graph(client, question, topics, relations)
 
 
 @traced("tools")
@@ -263,7 +279,8 @@ def tools(state: AgentState, run: TripleRun) -> tuple[Update, str]:
     topics = _topics(state)
     with kg.session(state["session_id"], _turn(state), state["question"], topics,
                     max_calls=run.settings.max_tool_calls) as session:
-        done = [run_kg_call(kg, session, c, state["question"], topics) for c in pending[:room]]
+        propose = _proposer(state, run)
+        done = [run_kg_call(kg, session, c, state["question"], topics, propose=propose) for c in pending[:room]]
     over = [ToolCall(**c, result={"text": "[the tool-call budget of this run is spent]"},
                      error="the tool-call budget of this run is spent") for c in pending[room:]]
     update: Update = {"tool_calls": calls + done + over, "pending": []}
