@@ -35,6 +35,7 @@ import numpy as np
 
 from kgrag.graph.iri import NAME_PREDICATE, RELATION_RE
 from kgrag.graph.sparql import entity_term, iri, literal, relation_term
+from kgrag.query_graph.sparql import Answer
 from kgrag.rank.bm25 import BM25Index
 from kgrag.search.keywords import STOPWORDS
 
@@ -158,15 +159,8 @@ class Chain:
                 "ends": self.ends}
 
 
-@dataclass(frozen=True)
-class End:
-    id: str  # local id, full foreign IRI, or a literal's value
-    name: str
-    is_literal: bool = False
-
-    @property
-    def label(self) -> str:
-        return self.name or self.id
+#: an end of a chain: the query-graph executor's answer (a local id, a full foreign IRI or a literal's value)
+End = Answer
 
 
 @dataclass
