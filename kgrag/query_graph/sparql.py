@@ -24,6 +24,7 @@ Contract:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,24 @@ TYPE_RELATIONS = ("type", "type.object.type", "common.topic.notable_types", "P31
 ROW_LIMIT = 2000
 #: answers whose paths are shown (and checked on the store)
 EVIDENCE_ANSWERS = 5
+
+
+def _term_text(term: Term) -> str:
+    if term.kind == "literal":
+        return literal(term.value, lang=term.lang, datatype=None if term.lang else term.datatype)
+    return iri(term.value)
+
+
+def held_triples(client: KGClient, triples: Sequence[tuple[Term, str, Term]]) -> list[bool]:
+    """Whether the client's store holds each ``(term, relation local name, term)`` triple (one query)."""
+    if not triples:
+        return []
+    base = client.base
+    values = " ".join(f"({_term_text(h)} {relation_term(base, r)} {_term_text(t)})" for h, r, t in triples)
+    rows = client.store.select(f"SELECT ?s ?p ?o WHERE {{ VALUES (?s ?p ?o) {{ {values} }} ?s ?p ?o }}",
+                               timeout=client.timeout)
+    found = {(r["s"].value, r["p"].value, r["o"].value) for r in rows}
+    return [(h.value, base + r, t.value) in found for h, r, t in triples]
 
 
 def node_term(base: str, node_id: str) -> str:
@@ -335,19 +354,9 @@ class QueryExecutor:
             })
         return out
 
-    def _term(self, term: Term) -> str:
-        if term.kind == "literal":
-            return literal(term.value, lang=term.lang, datatype=None if term.lang else term.datatype)
-        return iri(term.value)
-
     def held(self, triples: list[tuple[Term, str, Term]]) -> list[bool]:
         """Whether the store holds each triple (one query)."""
-        if not triples:
-            return []
-        values = " ".join(f"({self._term(h)} {relation_term(self.base, r)} {self._term(t)})" for h, r, t in triples)
-        rows = self._select(f"SELECT ?s ?p ?o WHERE {{ VALUES (?s ?p ?o) {{ {values} }} ?s ?p ?o }}")
-        found = {(r["s"].value, r["p"].value, r["o"].value) for r in rows}
-        return [(h.value, self.base + r, t.value) in found for h, r, t in triples]
+        return held_triples(self.client, triples)
 
 
 def _uri(value: str) -> Term:

@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kgrag.graph.iri import NAME_PREDICATE, RELATION_RE
-from kgrag.graph.sparql import entity_term, iri, literal, relation_term
-from kgrag.query_graph.sparql import Answer
+from kgrag.graph.sparql import entity_term, literal, relation_term
+from kgrag.query_graph.sparql import Answer, held_triples
 from kgrag.rank.bm25 import BM25Index
 from kgrag.search.keywords import STOPWORDS
 
@@ -222,11 +222,6 @@ class ZeroShotChainRanker:
         value = term.value
         return value[len(self.base):] if term.kind == "uri" and value.startswith(self.base) else value
 
-    def _term(self, term: Term) -> str:
-        if term.kind == "literal":
-            return literal(term.value, lang=term.lang, datatype=None if term.lang else term.datatype)
-        return iri(term.value)
-
     _AGG = ("(COUNT(DISTINCT ?x) AS ?n) (COUNT(DISTINCT ?nx) AS ?named) (COUNT(DISTINCT ?lx) AS ?lits) "
             "(MAX(?dt) AS ?datatype)")
 
@@ -341,12 +336,7 @@ class ZeroShotChainRanker:
 
     def held(self, triples: Sequence[tuple[Term, str, Term]]) -> list[bool]:
         """Whether the store holds each triple (one query)."""
-        if not triples:
-            return []
-        values = " ".join(f"({self._term(h)} {relation_term(self.base, r)} {self._term(t)})" for h, r, t in triples)
-        rows = self._select(f"SELECT ?s ?p ?o WHERE {{ VALUES (?s ?p ?o) {{ {values} }} ?s ?p ?o }}")
-        found = {(r["s"].value, r["p"].value, r["o"].value) for r in rows}
-        return [(h.value, self.base + r, t.value) in found for h, r, t in triples]
+        return held_triples(self.client, triples)
 
     # ------------------------------------------------------------------ scoring
     def score(self, question: str, chains: Sequence[Chain]) -> np.ndarray:
