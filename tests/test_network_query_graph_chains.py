@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from fixtures.library_kn import ask_network, load_network, settings_on
 
-from kgrag.cli.kn import kn_app
-from kgrag.config import Settings, get_settings
+from kgrag.config import Settings
 from kgrag.network.loaders.declarative import load_declarative
 from kgrag.query_graph.network_executor import linked_value
 from kgrag.query_graph.network_planner import LinkedTopic, has_structure, plan_network, relational_noun
@@ -115,33 +114,16 @@ NAMES = dict(COMPOSERS) | dict(TOWNS)
 @pytest.fixture(scope="module")
 def operas_db(tmp_path_factory: pytest.TempPathFactory) -> str:
     root = tmp_path_factory.mktemp("operas")
-    db = f"sqlite:///{root / 'kn.db'}"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("KGRAG_WORK_DIR", str(root / "work"))
-        for var in ("KGRAG_LLM_BASE_URL", "KGRAG_DATABASE_URL", "KGRAG_SPARQL_ENDPOINT"):
-            mp.delenv(var, raising=False)
-        get_settings.cache_clear()
-        try:
-            result = CliRunner().invoke(kn_app, ["load", str(write_operas(root / "files")), "--db", db])
-        finally:
-            get_settings.cache_clear()
-    assert result.exit_code == 0, result.output
-    return db
+    return load_network(write_operas(root / "files"), root)[0]
 
 
 @pytest.fixture
 def operas(operas_db: str, work_settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[Settings]:
-    monkeypatch.setenv("KGRAG_DATABASE_URL", operas_db)
-    get_settings.cache_clear()
-    yield get_settings()
-    get_settings.cache_clear()
+    yield from settings_on(operas_db, monkeypatch)
 
 
 def ask(question: str, **context: Any) -> dict:
-    from graphs.agent.context import AgentContext
-    from graphs.agent.graph import graph
-
-    return graph.invoke({"question": question, "kn_id": "operas"}, context=AgentContext(**context))
+    return ask_network("operas", question, **context)
 
 
 def test_value_nodes_and_relational_nouns_are_read_from_the_schema(tmp_path: Path) -> None:
