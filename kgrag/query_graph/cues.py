@@ -247,6 +247,17 @@ def _zh_run(text: str) -> str:
     return cut[:6]
 
 
+def _between(m: re.Match[str], kind: Literal["year", "number"], words: tuple[str, ...] = ()) -> Comparison:
+    """``between`` the match's first two numbers, in either order (both readers)."""
+    low, high = sorted((float(m.group(1)), float(m.group(2))))
+    return Comparison("between", low, kind, m.group(0), value2=high, words=words, span=m.span())
+
+
+def _decade(m: re.Match[str], start: float) -> Comparison:
+    """The ten years from ``start`` (the 1990s, 90年代)."""
+    return Comparison("between", start, "year", m.group(0), value2=start + 9, span=m.span())
+
+
 def _zh_number(text: str, unit: str | None) -> float:
     return float(text) * _ZH_UNITS.get(unit or "", 1.0)
 
@@ -254,17 +265,13 @@ def _zh_number(text: str, unit: str | None) -> float:
 def _zh_comparison(question: str) -> Comparison | None:
     m = _ZH_BETWEEN_YEARS.search(question)
     if m:
-        low, high = sorted((float(m.group(1)), float(m.group(2))))
-        return Comparison("between", low, "year", m.group(0), value2=high, span=m.span())
+        return _between(m, "year")
     m = _ZH_DECADE.search(question)
     if m:
-        start = float(m.group(1))
-        return Comparison("between", start, "year", m.group(0), value2=start + 9, span=m.span())
+        return _decade(m, float(m.group(1)))
     m = _ZH_BETWEEN_NUM.search(question)
     if m:
-        low, high = sorted((float(m.group(1)), float(m.group(2))))
-        words = (m.group(3),) if m.group(3) else ()
-        return Comparison("between", low, "number", m.group(0), value2=high, words=words, span=m.span())
+        return _between(m, "number", (m.group(3),) if m.group(3) else ())
     m = _ZH_NUM_CMP.search(question)
     if m:
         unit_word = _zh_run(m.group(4) or "")
@@ -381,17 +388,13 @@ def _number(text: str, unit: str | None) -> float:
 def _comparison(question: str) -> Comparison | None:
     m = _BETWEEN_YEARS.search(question)
     if m:
-        low, high = sorted((float(m.group(1)), float(m.group(2))))
-        return Comparison("between", low, "year", m.group(0), value2=high, span=m.span())
+        return _between(m, "year")
     m = _DECADE.search(question)
     if m:
-        start = float(m.group(1) or m.group(2))
-        return Comparison("between", start, "year", m.group(0), value2=start + 9, span=m.span())
+        return _decade(m, float(m.group(1) or m.group(2)))
     m = _BETWEEN_NUM.search(question)
     if m:
-        low, high = sorted((float(m.group(1)), float(m.group(2))))
-        words = (m.group(3).lower(),) if m.group(3) else ()
-        return Comparison("between", low, "number", m.group(0), value2=high, words=words, span=m.span())
+        return _between(m, "number", (m.group(3).lower(),) if m.group(3) else ())
     m = _NUM_CMP.search(question)
     if m:
         op_text = m.group(1).lower()
