@@ -590,8 +590,13 @@ async function start() {
     if (again) again();
   });
   const q = params.get("q");
-  if (wanted) PAGE.source = wanted;  // the source the address names, before the list arrives: a question asked
-  document.body.dataset.ready = "true";  // meanwhile goes to it (loadSources selects the same one)
+  if (wanted) {  // the source the address names, shown and used before the list arrives: a question asked
+    PAGE.source = wanted;  // meanwhile goes to it (loadSources selects the same one)
+    const value = `${wanted.kind}:${wanted.id}`;
+    $("#source").replaceChildren(el("option", {value}, wanted.id));
+    $("#source").value = value;
+  }
+  document.body.dataset.ready = "true";
   await loadSources(wanted, async () => {
     if (params.get("tab")) showTab(params.get("tab"));
     if (q !== null) await ask(q);
