@@ -39,6 +39,7 @@ from kgrag.agent.kg.llm import llm_plan, result_messages
 from kgrag.agent.kg.needs import TripleRun
 from kgrag.agent.kg.query_plan import Proposer
 from kgrag.agent.kg.triple_kg import TopicLink, TripleKG, new_session_id
+from kgrag.agent.turn.confidence import settle
 from kgrag.agent.turn.messages import answer_message, question_from, question_update
 from kgrag.agent.turn.node import (
     HISTORY_TURNS,
@@ -340,7 +341,8 @@ def _checked_text(checked: int, total: int) -> str:
 def _query_graph_answer(result: dict[str, Any], run: TripleRun) -> tuple[list[str], str, list[dict[str, Any]],
                                                                          list[dict[str, Any]], Update]:
     """(values, text, ranked, evidence, the state's plan fields) of an executed query graph (issue 44 §4): the
-    text names the plan, what it could not use or apply, what was checked; below ``min_confidence`` it abstains."""
+    text names the plan, what it could not apply, what was checked (the answer node's ``settle`` adds the unused
+    cues and abstains below ``min_confidence``)."""
     plan = QueryGraph.model_validate(result["query_graph"])
     unused = list(plan.unused)
     fields: Update = {"query_graph": result["query_graph"], "query_graph_candidates": result.get("candidates", []),
@@ -351,16 +353,10 @@ def _query_graph_answer(result: dict[str, Any], run: TripleRun) -> tuple[list[st
     evidence = [{"answer": e["answer"], "entity_id": e["entity_id"], "score": round(plan.score, 4),
                  "path": plan.describe(), "triples": e["triples"], "id_triples": e["id_triples"], "hops": e["hops"],
                  "verified": all(e["held"]) if e["held"] else None} for e in result.get("evidence", [])]
-    caveats = "".join(f" I could not apply '{u}'." for u in unused)
-    caveats += "".join(f" Not applied: {note}." for note in result.get("not_applied", []))
+    # the unused cues and the abstention below min_confidence: kgrag.agent.turn.confidence.settle (as on a network)
+    caveats = "".join(f" Not applied: {note}." for note in result.get("not_applied", []))
     shown = ", ".join(names[: run.settings.max_listed])
     more = f" (and {len(names) - run.settings.max_listed} more)" if len(names) > run.settings.max_listed else ""
-    if plan.confidence < run.settings.min_confidence:
-        guess = f"{shown}{more}" if names else "no answer"
-        text = (f"I am not sure enough to answer (confidence {plan.confidence:.2f} < {run.settings.min_confidence:.2f})."
-                f" My best guess is {guess}, from the plan: {plan.describe()}.{caveats}")
-        fields["withheld"] = names  # the best guess, scored by agent-eval at full coverage
-        return [], text, [], evidence, fields
     counted = ""
     if result.get("count") is not None:
         counted = f" Counted: {', '.join(i['name'] for i in result.get('items', [])[:10])}" + (
@@ -436,4 +432,6 @@ def answer(state: AgentState, run: TripleRun) -> tuple[Update, str]:
                                                             for a in ranked],
               "evidence": evidence, "history": history, "done": True, "messages": [answer_message(text)],
               **plan_fields}
-    return update, f"{len(values)} answers; {len(evidence)} paths"
+    if plan_fields:  # a query graph's answer: its unused cues said, withheld below min_confidence
+        update = settle(update, run.settings)
+    return update, f"{len(update['answers'])} answers; {len(evidence)} paths"

@@ -41,7 +41,7 @@ def settle(update: dict[str, Any], settings: AgentSettings) -> dict[str, Any]:
     if values and confidence < settings.min_confidence:
         shown = ", ".join(values[: settings.max_listed])
         text = (f"I am not sure enough to answer (confidence {confidence:.2f}, below {settings.min_confidence:.2f}). "
-                f"My best guess would be: {shown} — from: {text}")
+                f"My best guess is {shown}, from: {text}")
         update["withheld"] = values
         update["answers"] = []
         update["ranked"] = []
