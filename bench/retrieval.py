@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from bench.common import write_result
-from bench.ppr import networkx_ppr, to_networkx
+from bench.networkx_reference import networkx_ppr, to_networkx
 from kgrag.config import get_settings
 from kgrag.hrag.retrieval import pipeline
 from kgrag.hrag.retrieval.evaluate import evaluate_samples, load_trained
