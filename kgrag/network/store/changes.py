@@ -57,6 +57,10 @@ __all__ = ["ChangeStats", "NetworkChanges", "StoreChanges"]
 
 #: ids per ``IN (…)`` list of a read
 IN_BATCH = 500
+#: the most instance and link keys a change records in the network's stats (``stats["change"]``: what an
+#: in-memory index of the previous version needs to move forward, kgrag.modes.index_delta); larger changes record
+#: none and such indexes are rebuilt (the stats are read per question: the record stays small)
+CHANGE_RECORD_LIMIT = 5_000
 #: times a change is planned again when another writer changed the network between planning and writing
 RETRIES = 5
 
@@ -498,12 +502,25 @@ class StoreChanges:
                 new_stats.pop(key, None)
             if plan.source is not None:
                 new_stats["source"] = plan.source
+            new_stats["change"] = self._record(plan)
             values: dict[str, Any] = {"stats": new_stats, "name": plan.network.name,
                                       "comment": plan.network.comment}
             if counts["vectors"] and not plan.stats.get("embedder") and plan.rows["vectors"]:
                 values["embedder"] = plan.embedder_name
             conn.execute(update(t.networks).where(t.networks.c.kn_id == kn_id).values(**values))
         return links_before + len(plan.new_links) - counts["links"]
+
+    @staticmethod
+    def _record(plan: _Plan) -> dict[str, Any]:
+        """What this change touched, for in-memory indexes of the version it was applied to (module constant
+        :data:`CHANGE_RECORD_LIMIT`): instances removed or rewritten, links added and removed explicitly (a
+        deleted instance's links go with it), and whether the schema changed."""
+        touched = sorted({*plan.remove, *((i.object_type_id, i.id) for i in plan.rewrite)})
+        record: dict[str, Any] = {"from": plan.base_version, "schema": plan.schema_changed, "instances": None}
+        if len(touched) + len(plan.new_links) + len(plan.gone_links) <= CHANGE_RECORD_LIMIT:
+            record.update(instances=[list(k) for k in touched], links_added=[list(k) for k in plan.new_links],
+                          links_removed=[list(k) for k in plan.gone_links])
+        return record
 
     def _drop_text_rows(self, conn: Connection, kn_id: str, keys: list[dict[str, Any]]) -> list[str]:
         """Remove the text rows of ``keys`` (``{"kind", "type_id", "item_id"}``) — from the FTS5 index first on
