@@ -18,7 +18,8 @@ absent, which takes minutes and is not timed):
    wall time, and its ratio to the full load (target ≤ 0.05);
 5. the served answers polled until both name lookups reflect the change on ``--confirm`` consecutive requests
    (the workers answer in turn): seconds from the sync's commit to the first reflecting answer and to the
-   confirmed one (target ≤ 2 s, no restart); also the first ``/api/query`` (query modes, local) after it.
+   confirmed one (target ≤ 2 s, no restart); also the first ``/api/query`` (query modes, local) after it, whose
+   in-memory index of the old version (built before the change) is moved forward, not rebuilt.
 
 Writes ``bench/results/kn_update.json``.
 """
@@ -172,6 +173,9 @@ def main() -> None:
     served: dict[str, Any] = {}
     with server_process(command, env, folder / "serve.log", f"{url}/healthz", "kgrag serve", 300), \
             httpx.Client() as client:
+        modes_body = {"query": inserted, "kn_id": "medical", "param": {"mode": "local", "only_need_context": True}}
+        for _ in range(2 * args.workers):  # each worker's query-modes index of the old version built
+            client.post(f"{url}/api/query", json=modes_body, timeout=300).raise_for_status()
         before = [_reflects(client, url, deleted, inserted) for _ in range(2 * args.workers)]  # every worker warm
         assert not any(b["kn_search_deleted_gone"] or b["kn_search_inserted_found"] for b in before), before
         progress(f"served answers before the change: {before[-1]}")
@@ -192,9 +196,7 @@ def main() -> None:
             if streak >= args.confirm:
                 confirmed = now
         start = time.perf_counter()
-        reply = client.post(f"{url}/api/query", json={"query": inserted, "kn_id": "medical",
-                                                      "param": {"mode": "local", "only_need_context": True}},
-                            timeout=300)
+        reply = client.post(f"{url}/api/query", json=modes_body, timeout=300)
         served = {"reflect_first_s": round(first, 3) if first is not None else None,
                   "reflect_confirmed_s": round(confirmed, 3) if confirmed is not None else None,
                   "polls": polls, "query_modes_first_request_s": round(time.perf_counter() - start, 3),
