@@ -459,8 +459,7 @@ class StoreChanges:
         self._derive(plan, embedder)
         stats.version = uuid.uuid4().hex
         stats.links_deleted = self._write(plan, stats.version)
-        self.core.forget(plan.kn_id)
-        self.index.forget(plan.kn_id)
+        self.core.forget(plan.kn_id)  # the index's caches stay: keyed by version, they move forward by the record
         stats.seconds = time.perf_counter() - start
         return stats
 

@@ -147,6 +147,21 @@ class StoreCore:
             raise NetworkNotFound(kn_id)
         return {**row.stats, "version": row.version, "loaded_at": row.loaded_at, "embedder": row.embedder}
 
+    def touched_since(self, kn_id: str, old_version: str, version: str) -> list[tuple[str, str]] | None:
+        """The ``(object type, id)`` of every instance the one incremental change from ``old_version`` to
+        ``version`` removed or rewrote (its record in the stats, :mod:`kgrag.network.store.changes`), or None when
+        the stored version is not ``version`` or no such record leads there: a per-version cache of
+        ``old_version`` can then be moved forward by re-reading only those instances' rows."""
+        with self.engine.connect() as conn:
+            row = conn.execute(select(t.networks.c.version, t.networks.c.stats)
+                               .where(t.networks.c.kn_id == kn_id)).first()
+        if row is None or row.version != version:
+            return None
+        change = (row.stats or {}).get("change") or {}
+        if change.get("from") != old_version or change.get("instances") is None:
+            return None
+        return [(k[0], k[1]) for k in change["instances"]]
+
     def recorded_embedder(self, kn_id: str) -> str:
         """The ``model_name`` of the embedder ``kn_id``'s vectors were made with (``""``: none recorded)."""
         with self.engine.connect() as conn:
