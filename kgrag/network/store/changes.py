@@ -147,6 +147,23 @@ def _by_type(keys: Iterable[InstanceKey]) -> dict[str, list[str]]:
     return out
 
 
+def _checked_links(network: KnowledgeNetwork, links: list[Link], ids_by_type: dict[str, set[str]]
+                   ) -> list[LinkKey]:
+    """The distinct ``(relation, source, target)`` of ``links`` in order; ``ValueError`` for an unknown
+    relation type or an endpoint of the wrong type (:func:`~kgrag.network.store.rows.link_rows`' checks and
+    messages, without building its rows)."""
+    ends = {rt.id: (ids_by_type[rt.source_object_type_id], ids_by_type[rt.target_object_type_id])
+            for rt in network.relation_types}
+    out: dict[LinkKey, None] = {}
+    for link in links:
+        key = (link.relation_type_id, link.source_id, link.target_id)
+        sets = ends.get(key[0])
+        if sets is None or key[1] not in sets[0] or key[2] not in sets[1]:
+            link_rows(network, [link], ids_by_type)  # raises, naming the link
+        out[key] = None
+    return list(out)
+
+
 def _index_definition(ot: ObjectType) -> tuple[Any, ...]:
     """What of an object type decides its instances' derived rows: display key, match and knn fields."""
     return (ot.display_key, tuple(p.name for p in ot.data_properties if "match" in p.condition_operations),
@@ -305,8 +322,7 @@ class StoreChanges:
             if inst.id in known:
                 raise ValueError(f"duplicate instance id {inst.id!r} of object type {inst.object_type_id!r}")
             known.add(inst.id)
-        desired_links = [(r["relation_type_id"], r["source_id"], r["target_id"])
-                         for r in link_rows(network, links, ids_by_type)]
+        desired_links = _checked_links(network, links, ids_by_type)
         old_types = {ot.id: ot for ot in stored_network.object_types}
         reindex = {ot.id for ot in network.object_types
                    if ot.id in old_types and _index_definition(ot) != _index_definition(old_types[ot.id])}
@@ -422,9 +438,16 @@ class StoreChanges:
 
     @staticmethod
     def _all_links(conn: Connection, kn_id: str) -> set[LinkKey]:
-        lk = t.links
-        return {(r[0], r[1], r[2]) for r in conn.execute(
-            select(lk.c.relation_type_id, lk.c.source_id, lk.c.target_id).where(lk.c.kn_id == kn_id))}
+        """Every stored link of the network, read through the driver's cursor (a quarter million rows: the
+        result-row objects cost more than the read)."""
+        marker = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        try:
+            cursor.execute(f"SELECT relation_type_id, source_id, target_id FROM kn_links WHERE kn_id = {marker}",
+                           (kn_id,))
+            return set(map(tuple, cursor.fetchall()))
+        finally:
+            cursor.close()
 
     # ------------------------------------------------------------------ derived rows
     def _derive(self, plan: _Plan, embedder: TextEmbedder) -> None:
