@@ -19,7 +19,8 @@ absent, which takes minutes and is not timed):
 5. the served answers polled until both name lookups reflect the change on ``--confirm`` consecutive requests
    (one request at a time, the four probes in turn, the workers answering as the kernel spreads them): seconds
    from the sync's commit until each probe's first right answer (``reflect_first_s``: the last of those; target
-   ≤ 2 s, no restart) and until every probe was right ``--confirm`` rounds in a row; also the first ``/api/query`` (query modes, local) after it, whose
+   ≤ 2 s, no restart) and until every probe was right ``--confirm`` rounds in a row; also the first
+   ``/api/query`` (query modes, local) after it, whose
    in-memory index of the old version (built before the change) is moved forward, not rebuilt.
 
 Writes ``bench/results/kn_update.json``.
@@ -108,7 +109,8 @@ def _names_found(client: Any, url: str, name: str) -> set[str]:
 
 
 def _topic(client: Any, url: str, name: str) -> str:
-    reply = client.post(f"{url}/agent/ask", json={"question": f"{name}有哪些症状", "kn_id": "medical"}, timeout=120)
+    body = {"question": f"{name}有哪些症状", "kn_id": "medical"}
+    reply = client.post(f"{url}/agent/ask", json=body, timeout=120)
     reply.raise_for_status()
     return str((reply.json().get("topic") or {}).get("name", ""))
 
@@ -210,7 +212,8 @@ def main() -> None:
         reply = client.post(f"{url}/api/query", json=modes_body, timeout=300)
         served = {"reflect_first_s": first_all, "reflect_first_by_probe_s": first,
                   "reflect_confirmed_s": round(confirmed, 3) if confirmed is not None else None,
-                  "requests": polls, "first_request_latencies_s": latencies[:8], "query_modes_first_request_s": round(time.perf_counter() - start, 3),
+                  "requests": polls, "first_request_latencies_s": latencies[:8],
+                  "query_modes_first_request_s": round(time.perf_counter() - start, 3),
                   "query_modes_reflects": reply.status_code == 200 and inserted in reply.json().get("context", "")}
     figures = {
         "instances": len(instances), "links": len(links),

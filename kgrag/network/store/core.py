@@ -9,8 +9,10 @@ restarted server costs no failed request once it is back), creates the tables, a
 :meth:`StoreCore.get_network`, :meth:`StoreCore.network_version`, :meth:`StoreCore.list_networks`,
 :meth:`StoreCore.network_stats`. Schemas are cached per network version: a read trusts the cached version for
 :data:`SCHEMA_RECHECK_SECONDS`, :meth:`StoreCore.forget` (called by loads and deletes through this store)
-invalidates it at once. An unknown ``kn_id`` raises :class:`NetworkNotFound`; an unknown object type
-``ValueError``. The other parts of the store (:mod:`~kgrag.network.store.index`,
+invalidates it at once; :meth:`StoreCore.touched_since` tells a per-version cache which instances the one
+incremental change since its version touched (so it can re-read those rows only). An unknown ``kn_id`` raises
+:class:`NetworkNotFound`; an unknown object type ``ValueError``. The other parts of the store
+(:mod:`~kgrag.network.store.index`,
 :mod:`~kgrag.network.store.load`, :mod:`~kgrag.network.store.query`) receive one core and keep their own caches.
 """
 

@@ -16,7 +16,9 @@ texts the embedder can embed (others get no vector, and a knn query made of them
 (:meth:`StoreIndex.search_object_types`, :meth:`StoreIndex.search_relation_types`) combines the two per type
 with a noisy-OR. The index also holds the embedders: :attr:`StoreIndex.embedder` (the store's own, created on
 first need) and :meth:`StoreIndex.embedder_for` (the model a network's vectors were made with, so queries land in
-the same space); its caches are per network version and :meth:`StoreIndex.forget` drops a reloaded network's.
+the same space); its caches are per network version and :meth:`StoreIndex.forget` drops a reloaded network's;
+after an incremental change an object type's vector index is moved forward by re-reading only the touched
+instances' vectors (:meth:`~kgrag.network.store.core.StoreCore.touched_since`).
 Everything here reads; the rows are written by :mod:`kgrag.network.store.load`.
 """
 
