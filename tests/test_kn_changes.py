@@ -251,3 +251,14 @@ def test_caches_move_forward_like_a_fresh_read(store: NetworkStore, db_url: str)
     assert store.knn_scores(KN, "instance", "Book", ["title"], "Zorblax Chronicles", 3) == \
         fresh.knn_scores(KN, "instance", "Book", ["title"], "Zorblax Chronicles", 3)
     fresh.close()
+
+
+def test_rows_stored_without_a_hash_are_compared_by_their_properties(store: NetworkStore) -> None:
+    """A store written before the content-hash column: the hashes are computed from the stored properties (and
+    written back), nothing is taken for changed, the version stays."""
+    with store.engine.begin() as conn:
+        conn.execute(t.instances.update().where(t.instances.c.kn_id == KN).values(content_hash=None))
+    version = store.network_version(KN)
+    stats = store.sync(*load_declarative(LIBRARY))
+    assert stats.instances_unchanged == 36 and not stats.changed and stats.version == version
+    assert None not in {r[0] for r in _rows(store, t.instances, "content_hash")}
