@@ -22,7 +22,6 @@ from kgrag.config import get_settings
 from kgrag.errors import KgragError
 from kgrag.network.loaders import check_kn_id
 from kgrag.network.schema.model import Condition
-from kgrag.terminal.tables import figures_table
 
 __all__ = ["TEMPLATE_QUESTIONS", "kn_app", "template_files"]
 
@@ -81,14 +80,16 @@ def load_cmd(
     stats = sync_named(name, store, data_dir, log=lambda line: console.print(escape(line)), kn_id=kn_id,
                        full=full)
     counts = store.network_stats(stats.kn_id)
-    console.print(figures_table(
-        f"loaded {stats.kn_id}" + (" (in full)" if stats.full_reload else " (the difference)"),
-        ("inserted", "updated", "deleted", "unchanged", "links +", "links -", "instances", "links", "version",
-         "seconds"),
-        (stats.instances_inserted, stats.instances_updated, stats.instances_deleted, stats.instances_unchanged,
-         stats.links_inserted, stats.links_deleted, counts.get("instances", ""), counts.get("links", ""),
-         stats.version[:12], f"{stats.seconds:.1f}"),
-    ))
+    table = Table(title=f"loaded {stats.kn_id}" + (" (in full)" if stats.full_reload else " (the difference)"),
+                  show_header=True, header_style="bold")
+    for col in ("", "inserted", "updated", "deleted", "unchanged", "stored"):
+        table.add_column(col, justify="left" if not col else "right")
+    table.add_row("instances", str(stats.instances_inserted), str(stats.instances_updated),
+                  str(stats.instances_deleted), str(stats.instances_unchanged), str(counts.get("instances", "")))
+    table.add_row("links", str(stats.links_inserted), "—", str(stats.links_deleted), "—",
+                  str(counts.get("links", "")))
+    console.print(table)
+    console.print(f"version {stats.version[:12]} · {stats.seconds:.1f} s", highlight=False)
     if stats.full_reload:
         console.print(f"full reload: {escape(stats.note)}", highlight=False, soft_wrap=True)
     elif stats.note:
