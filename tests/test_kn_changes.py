@@ -231,6 +231,7 @@ def test_caches_move_forward_like_a_fresh_read(store: NetworkStore, db_url: str)
     touched rows re-read) and equal what a fresh store reads."""
     store.knn_scores(KN, "instance", "Book", ["title"], "The Hobbit", 5)
     store.instance_names(KN)
+    store.queries.list_members(KN, "Book", "title")
     old = store.network_version(KN)
     stats = store.apply_changes(KN, NetworkChanges(
         upsert_instances=[*MIXED.upsert_instances,
@@ -248,6 +249,9 @@ def test_caches_move_forward_like_a_fresh_read(store: NetworkStore, db_url: str)
     assert vectors(store) == vectors(fresh) and any(i == "b:zorblax" for i, _, _ in vectors(store))
     assert store.instance_names(KN) == fresh.instance_names(KN)
     assert ("Book", "b:1984", "Nineteen") in store.instance_names(KN)
+    members = {k: sorted(v) for k, v in store.queries.list_members(KN, "Book", "title").items()}
+    assert members == {k: sorted(v) for k, v in fresh.queries.list_members(KN, "Book", "title").items()}
+    assert members["Nineteen"] == ["b:1984"] and "1984" not in members and "The Hobbit" not in members
     assert store.knn_scores(KN, "instance", "Book", ["title"], "Zorblax Chronicles", 3) == \
         fresh.knn_scores(KN, "instance", "Book", ["title"], "Zorblax Chronicles", 3)
     fresh.close()
