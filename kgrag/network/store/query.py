@@ -34,6 +34,14 @@ BATCH_TYPES = 400
 WHOLE_MATCH = 10_000
 
 
+def _add_members(index: dict[str, list[str]], rows: Any) -> None:
+    """Add ``(instance id, field value)`` rows to a :meth:`StoreQueries.list_members` index."""
+    for instance_id, value in rows:
+        for item in dict.fromkeys(value if isinstance(value, list) else [value]):
+            if isinstance(item, str):
+                index.setdefault(item, []).append(instance_id)
+
+
 def list_fields(ot: ObjectType) -> list[str]:
     """The names of an object type's list-valued data properties (``contain`` means membership there)."""
     return [p.name for p in ot.data_properties if is_list_type(p.type)]
@@ -81,17 +89,42 @@ class StoreQueries:
         if cached is not None and cached[0] == version:
             return cached[1]
         ti = t.instances
-        index: dict[str, list[str]] = {}
-        with self.core.engine.connect() as conn:
-            rows = conn.execute(select(ti.c.id, ti.c.properties[field_name]).where(
-                ti.c.kn_id == kn_id, ti.c.object_type_id == object_type_id))
-            for instance_id, value in rows:
-                for item in dict.fromkeys(value if isinstance(value, list) else [value]):
-                    if isinstance(item, str):
-                        index.setdefault(item, []).append(instance_id)
-        with self.core.lock:
-            self._members = {k: v for k, v in self._members.items() if v[0] == version or k[0] != kn_id}
+        index = self._members_moved_forward(kn_id, version, object_type_id, field_name, cached) if cached else None
+        if index is None:
+            index = {}
+            with self.core.engine.connect() as conn:
+                rows = conn.execute(select(ti.c.id, ti.c.properties[field_name]).where(
+                    ti.c.kn_id == kn_id, ti.c.object_type_id == object_type_id))
+                _add_members(index, rows)
+        with self.core.lock:  # one entry per field: an older version's is replaced (or moved forward) on use
             self._members[key] = (version, index)
+        return index
+
+    def _members_moved_forward(self, kn_id: str, version: str, object_type_id: str, field_name: str,
+                               cached: tuple[str, dict[str, list[str]]]) -> dict[str, list[str]] | None:
+        """The cached item index moved to ``version`` by the one change that led there: the touched instances'
+        ids dropped, their current values read back (:meth:`StoreCore.touched_since`); None when none leads
+        there."""
+        touched = self.core.touched_since(kn_id, cached[0], version)
+        if touched is None:
+            return None
+        ids = sorted({item_id for type_id, item_id in touched if type_id == object_type_id})
+        if not ids:
+            return cached[1]
+        ti = t.instances
+        with self.core.engine.connect() as conn:
+            rows = [tuple(r) for start in range(0, len(ids), 500) for r in conn.execute(
+                select(ti.c.id, ti.c.properties[field_name]).where(
+                    ti.c.kn_id == kn_id, ti.c.object_type_id == object_type_id, ti.c.id.in_(ids[start:start + 500])))]
+            if self.core._version(conn, kn_id) != version:
+                return None
+        gone = set(ids)
+        index: dict[str, list[str]] = {}
+        for item, holders in cached[1].items():
+            kept = [h for h in holders if h not in gone]
+            if kept:
+                index[item] = kept
+        _add_members(index, rows)
         return index
 
     def warm_list_members(self, kn_id: str) -> int:
@@ -317,13 +350,36 @@ class StoreQueries:
         if cached is not None and cached[0] == version:
             return cached[1]
         ti = t.instances
-        with self.core.engine.connect() as conn:
-            rows = [(r[0], r[1], r[2]) for r in conn.execute(
-                select(ti.c.object_type_id, ti.c.id, ti.c.name).where(ti.c.kn_id == kn_id)
-                .order_by(ti.c.object_type_id, ti.c.id))]
+        rows = self._names_moved_forward(kn_id, version, cached) if cached is not None else None
+        if rows is None:
+            with self.core.engine.connect() as conn:
+                rows = [(r[0], r[1], r[2]) for r in conn.execute(
+                    select(ti.c.object_type_id, ti.c.id, ti.c.name).where(ti.c.kn_id == kn_id)
+                    .order_by(ti.c.object_type_id, ti.c.id))]
         with self.core.lock:
             self._names[kn_id] = (version, rows)
         return rows
+
+    def _names_moved_forward(self, kn_id: str, version: str, cached: tuple[str, list[tuple[str, str, str]]]
+                             ) -> list[tuple[str, str, str]] | None:
+        """The cached names moved to ``version`` by the one change that led there (only the touched instances'
+        names read: :meth:`StoreCore.touched_since`), in the same (type, id) order; None when none leads there."""
+        touched = self.core.touched_since(kn_id, cached[0], version)
+        if touched is None:
+            return None
+        ti = t.instances
+        by_type: dict[str, list[str]] = {}
+        for type_id, item_id in touched:
+            by_type.setdefault(type_id, []).append(item_id)
+        with self.core.engine.connect() as conn:
+            fresh = [(r[0], r[1], r[2]) for type_id, ids in by_type.items() for start in range(0, len(ids), 500)
+                     for r in conn.execute(select(ti.c.object_type_id, ti.c.id, ti.c.name).where(
+                         ti.c.kn_id == kn_id, ti.c.object_type_id == type_id, ti.c.id.in_(ids[start:start + 500])))]
+            if self.core._version(conn, kn_id) != version:
+                return None
+        gone = set(touched)
+        return sorted([row for row in cached[1] if (row[0], row[1]) not in gone] + fresh,
+                      key=lambda row: (row[0], row[1]))
 
     def link_cardinality(self, kn_id: str, relation_type_id: str) -> tuple[int, int, int]:
         """``(most targets of one source, most sources of one target, links)`` of one relation type. Computed for
