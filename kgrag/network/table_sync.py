@@ -119,18 +119,48 @@ def source_record(path: Path) -> dict[str, str]:
     return {"kind": "file", "path": str(path.resolve())}
 
 
+def _live_links(network: KnowledgeNetwork, tables: list[tuple[str, TableSource]], links: list[Link],
+                deleted: set[tuple[str, str]]) -> list[Link]:
+    """``links`` but those with an endpoint tombstoned in its instance table (in ``deleted``, or marked deleted in
+    the table now): a soft-deleted row's link rows usually stay behind, and its links go with it. An endpoint
+    that is neither live nor tombstoned stays, and the store rejects the change naming it."""
+    ends = {rt.id: (rt.source_object_type_id, rt.target_object_type_id) for rt in network.relation_types}
+    wanted: dict[str, set[str]] = {}
+    for link in links:
+        source_type, target_type = ends[link.relation_type_id]
+        wanted.setdefault(source_type, set()).add(link.source_id)
+        wanted.setdefault(target_type, set()).add(link.target_id)
+    dead = set(deleted)
+    for where, source in tables:
+        ids = wanted.get(source.object_type or "") if not source.is_links and source.deleted_column else None
+        if ids:
+            with TableReader(source, where) as reader:
+                dead.update((source.object_type or "", i) for i in reader.tombstoned(sorted(ids)))
+    if not dead:
+        return links
+    return [link for link in links
+            if (ends[link.relation_type_id][0], link.source_id) not in dead
+            and (ends[link.relation_type_id][1], link.target_id) not in dead]
+
+
 def _full_scan(store: NetworkStore, path: Path, network: KnowledgeNetwork, data: Any,
                tables: list[tuple[str, TableSource]], stored: KnowledgeNetwork | None,
                report: SyncReport) -> dict[str, str | None]:
     instances, links = read_file_entries(path, network, data)
     watermarks: dict[str, str | None] = {}
+    dead: set[tuple[str, str]] = set()
     for where, source in tables:
         with TableReader(source, where) as reader:
             batch = reader.read(network)
         instances.extend(batch.instances)
         links.extend(batch.links)
+        dead.update((source.object_type or "", i) for i in batch.deleted_ids)
         report.rows_read += batch.rows
         watermarks[source.key] = None if batch.high_water is None else watermark_text(batch.high_water)
+    if dead:  # links of tombstoned rows go with them (see _live_links)
+        ends = {rt.id: (rt.source_object_type_id, rt.target_object_type_id) for rt in network.relation_types}
+        links = [lk for lk in links if (ends.get(lk.relation_type_id, ("", ""))[0], lk.source_id) not in dead
+                 and (ends.get(lk.relation_type_id, ("", ""))[1], lk.target_id) not in dead]
     with tokenize_cache():
         embedder = network_embedder(network, instances, get_settings()) if stored is None else None
         stats: ChangeStats = store.sync(network, instances, links, embedder=embedder, source=source_record(path))
@@ -162,9 +192,10 @@ def _incremental(store: NetworkStore, network: KnowledgeNetwork, tables: list[tu
         gone_links.update(((lk.relation_type_id, lk.source_id, lk.target_id), lk) for lk in batch.deleted_links)
     # a key both live and tombstoned (two rows, two tables): the live row wins; deleting what is not stored is
     # a no-op in the store
-    changes = NetworkChanges(upsert_instances=list(upserts.values()),
-                             delete_instances=[k for k in deletes if k not in upserts],
-                             upsert_links=list(new_links.values()),
+    deleted = {k for k in deletes if k not in upserts}
+    links = _live_links(network, tables, list(new_links.values()), deleted)
+    changes = NetworkChanges(upsert_instances=list(upserts.values()), delete_instances=sorted(deleted),
+                             upsert_links=links,
                              delete_links=[lk for k, lk in gone_links.items() if k not in new_links])
     with tokenize_cache():
         stats = store.apply_changes(network.kn_id, changes)

@@ -278,6 +278,30 @@ class TableReader:
         assert self._engine is not None
         return self._engine.connect()
 
+    def tombstoned(self, ids: list[str]) -> set[str]:
+        """Which of ``ids`` are rows of this (instance) table marked deleted (empty without a deleted_column)."""
+        if not ids or self.source.deleted_column is None or self.source.is_links:
+            return set()
+        key = self.column(self.source.id_column, "id_column")
+        dead = self.column(self.source.deleted_column, "deleted_column")
+        try:
+            kind = key.type.python_type
+        except NotImplementedError:
+            kind = str
+        typed: dict[Any, str] = {}
+        for raw in ids:
+            try:
+                typed[kind(raw) if kind in (int, str) else raw] = raw
+            except ValueError:
+                continue  # "x" is no row of an integer key
+        out: set[str] = set()
+        keys = list(typed)
+        with self._connect() as conn:
+            for start in range(0, len(keys), 500):
+                rows = conn.execute(select(key, dead).where(key.in_(keys[start:start + 500])))
+                out.update(str(row[0]) for row in rows if _is_deleted(row[1]))
+        return out
+
     def read(self, network: KnowledgeNetwork, since: Any = None) -> TableBatch:
         """Rows with an incremental key ``>= since`` (every row when ``since`` is None), split into live ones and
         tombstones; with ``since`` None tombstoned rows are simply skipped (nothing stored to delete is known)."""
