@@ -1,7 +1,7 @@
 """``kgrag kn …``: start, load, list, inspect and query knowledge networks (attached to ``kgrag`` by
 :mod:`kgrag.cli`; a test may run ``kn_app`` alone). The database is ``Settings.db_url`` unless ``--db`` is given.
 
-    kgrag kn load demo && kgrag kn query demo Person --condition '{"operation":"match","field":"name","value":"kamau"}'
+    kgrag kn load demo && kgrag kn list && kgrag kn query demo Person --condition '{"operation":"match","field":"name","value":"kamau"}'
     kgrag kn init my-net && kgrag kn load my-net/my-net.yaml && kgrag ask "Who wrote 1984?" --kn my-net
 """
 
@@ -58,26 +58,40 @@ def load_cmd(
         "--kn-id", help="Load it under this network id instead (letters, digits, _ . -).")] = None,
     db: DbOption = None,
     data_dir: Annotated[Path | None, typer.Option(help="Override KGRAG_DATA_DIR (medical, metaqa).")] = None,
+    full: Annotated[bool, typer.Option(
+        "--full", help="Replace the whole network (every row re-derived) instead of applying the difference.")] = False,
 ) -> None:
-    """Build a network and load it (idempotent: replaces the earlier version of the same kn_id in one
-    transaction).
+    """Build a network and load it: a stored network gets only the difference (instances by id, each
+    content-hashed; links by relation, source, target) in one transaction that bumps its version; an absent one,
+    or --full, is loaded in full.
 
     Embeddings go through the on-disk cache, so the first load of medical/metaqa takes minutes and later
-    loads seconds. Prints the counts stored and the seconds taken. A missing file, invalid YAML/JSON, an
-    invalid schema or a data cell that does not fit its property's type is one error line naming the file.
+    loads seconds. Prints the instances inserted / updated / deleted / unchanged, the links inserted / deleted,
+    the network's counts, its version and the seconds taken, and why when a change had to reload in full. A
+    missing file, invalid YAML/JSON, an invalid schema or a data cell that does not fit its property's type is
+    one error line naming the file.
     """
     # on use: the loaders pull the embedding stack (~0.3 s at import), which `kgrag --help` skips
-    from kgrag.network.loaders.registry import load_named
+    from kgrag.network.loaders.registry import sync_named
 
     if kn_id is not None:
         check_kn_id(kn_id, "--kn-id")
-    stats = load_named(name, _store(db), data_dir, log=lambda line: console.print(escape(line)), kn_id=kn_id)
+    store = _store(db)
+    stats = sync_named(name, store, data_dir, log=lambda line: console.print(escape(line)), kn_id=kn_id,
+                       full=full)
+    counts = store.network_stats(stats.kn_id)
     console.print(figures_table(
-        f"loaded {stats.kn_id}",
-        ("object types", "relation types", "instances", "links", "text rows", "vectors", "seconds"),
-        (stats.object_types, stats.relation_types, stats.instances, stats.links, stats.text_rows, stats.vectors,
-         f"{stats.seconds:.1f}"),
+        f"loaded {stats.kn_id}" + (" (in full)" if stats.full_reload else " (the difference)"),
+        ("inserted", "updated", "deleted", "unchanged", "links +", "links -", "instances", "links", "version",
+         "seconds"),
+        (stats.instances_inserted, stats.instances_updated, stats.instances_deleted, stats.instances_unchanged,
+         stats.links_inserted, stats.links_deleted, counts.get("instances", ""), counts.get("links", ""),
+         stats.version[:12], f"{stats.seconds:.1f}"),
     ))
+    if stats.full_reload:
+        console.print(f"full reload: {escape(stats.note)}", highlight=False, soft_wrap=True)
+    elif stats.note:
+        console.print(escape(stats.note), highlight=False, soft_wrap=True)
 
 
 #: the starting-point network ``kn init`` writes (package data; the same files as examples/library/)
@@ -140,22 +154,73 @@ def init_cmd(
         console.print(f"  {escape(line)}", highlight=False, soft_wrap=True)
 
 
+def _updated(loaded_at: float | None) -> str:
+    """A network's last change in local time, ISO to the second."""
+    from datetime import datetime
+
+    return datetime.fromtimestamp(loaded_at).isoformat(timespec="seconds") if loaded_at else ""
+
+
 @kn_app.command("list")
 @network_errors
-def list_cmd(db: DbOption = None) -> None:
-    """List the loaded networks with their instance and link counts."""
+def list_cmd(
+    db: DbOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per network.")] = False,
+) -> None:
+    """List the loaded networks with their instance and link counts, version and last update."""
     store = _store(db)
     networks = store.list_networks()
+    rows = []
+    for kn_id, name in networks:
+        stats = store.network_stats(kn_id)
+        rows.append({"kn_id": kn_id, "name": name, "instances": stats.get("instances"), "links": stats.get("links"),
+                     "version": stats["version"], "updated": _updated(stats.get("loaded_at")),
+                     "source": stats.get("source")})
+    if as_json:
+        for row in rows:
+            print(json.dumps(row, ensure_ascii=False))
+        return
     if not networks:
         console.print("no knowledge networks loaded; try `kgrag kn load demo`")
         return
     table = Table(show_header=True, header_style="bold")
-    for col in ("kn_id", "name", "instances", "links"):
-        table.add_column(col)
-    for kn_id, name in networks:
-        stats = store.network_stats(kn_id)
-        table.add_row(kn_id, name, str(stats.get("instances", "")), str(stats.get("links", "")))
+    for col in ("kn_id", "name", "instances", "links", "version", "updated"):
+        table.add_column(col, no_wrap=col in ("version", "updated"))
+    for row in rows:
+        table.add_row(escape(row["kn_id"]), escape(row["name"]), str(row["instances"] if row["instances"] is not None
+                                                                     else ""),
+                      str(row["links"] if row["links"] is not None else ""), row["version"][:12], row["updated"])
     console.print(table)
+
+
+@kn_app.command("remove")
+@network_errors
+def remove_cmd(
+    kn_id: Annotated[str, typer.Argument(help="The network to remove (see `kgrag kn list`).", show_default=False)],
+    db: DbOption = None,
+) -> None:
+    """Remove a network: its rows, text index, vectors, term statistics and trained domain vectors, in one
+    transaction; every process serving it sees it gone on its next request. A built-in network's id (medical,
+    metaqa, demo, synthetic) is refused: reload it with `kgrag kn load NAME` instead."""
+    import shutil
+
+    from kgrag.errors import NetworkNotFound
+    from kgrag.network.loaders.registry import NAMED_NETWORKS
+    from kgrag.rank.train_domain import domain_model_dir
+
+    if kn_id in NAMED_NETWORKS:
+        raise KgragError(f"{kn_id!r} is a built-in network: not removed (reload it with `kgrag kn load {kn_id}`)")
+    store = _store(db)
+    stats = store.network_stats(kn_id)  # NetworkNotFound: rc 1, naming the loaded networks' command
+    if not store.delete(kn_id):
+        raise NetworkNotFound(kn_id)
+    vectors = domain_model_dir(get_settings(), kn_id)
+    trained = vectors.is_dir()
+    if trained:
+        shutil.rmtree(vectors)
+    console.print(f"removed {escape(kn_id)}: {stats.get('instances', 0)} instances, {stats.get('links', 0)} links"
+                  + (f"; its domain vectors {escape(str(vectors))}" if trained else ""),
+                  highlight=False, soft_wrap=True)
 
 
 @kn_app.command("show")

@@ -1,16 +1,21 @@
 """Named networks: ``load_named(name, store, data_dir, kn_id=None)`` builds and loads ``medical|metaqa|demo|synthetic``
 (kn_id = the name) or a declarative schema file (``clinic.yaml``: kn_id from the file, else its stem); ``kn_id``
 overrides either (:func:`check_kn_id` says what an id may hold). ``build_named`` only builds
-``(network, instances, links)``.
+``(network, instances, links)``; ``sync_named`` applies only the difference to a stored network
+(:meth:`kgrag.network.store.NetworkStore.sync`; absent: a full load). Both record where the network came from in
+its stats (``stats["source"]``: :func:`network_source`), from which the daily refresh re-syncs it.
 
     load_named("demo", NetworkStore("sqlite:///work/kn.db"))   # -> LoadStats(kn_id="demo", …)
     load_named("examples/library/library.yaml", store, kn_id="books")   # -> LoadStats(kn_id="books", …)
+    sync_named("examples/library/library.yaml", store)   # -> ChangeStats(instances_inserted=…, …)
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from kgrag.config import get_settings
 from kgrag.errors import KgragError
@@ -20,11 +25,12 @@ from kgrag.network.loaders.demo import demo_network
 from kgrag.network.loaders.medical import load_medical
 from kgrag.network.loaders.metaqa import load_metaqa
 from kgrag.network.loaders.synthetic import synthetic_network
-from kgrag.network.store import LoadStats, NetworkStore
+from kgrag.network.store import ChangeStats, LoadStats, NetworkStore
 from kgrag.network.text.embedding import network_embedder
 from kgrag.rank.tokenize import tokenize_cache
 
-__all__ = ["NAMED_NETWORKS", "SCHEMA_SUFFIXES", "build_named", "check_kn_id", "load_named"]
+__all__ = ["NAMED_NETWORKS", "SCHEMA_SUFFIXES", "build_named", "check_kn_id", "load_named", "network_source",
+           "sync_named"]
 
 NAMED_NETWORKS = ("medical", "metaqa", "demo", "synthetic")
 #: a schema file of the declarative loader (kgrag.network.loaders.declarative): kn_id from the file or its stem
@@ -54,6 +60,17 @@ def build_named(name: str, data_dir: str | Path | None = None, kn_id: str | None
                      f"({', '.join(SCHEMA_SUFFIXES)})")
 
 
+def network_source(name: str, data_dir: str | Path | None = None) -> dict[str, Any]:
+    """Where network ``name`` comes from, as its stats record it: ``{"kind": "builtin", "name": …}`` (plus the
+    ``data_dir`` when one was given) or ``{"kind": "file", "path": <absolute schema file>}``."""
+    if name in NAMED_NETWORKS:
+        source: dict[str, Any] = {"kind": "builtin", "name": name}
+        if data_dir is not None:
+            source["data_dir"] = str(Path(data_dir).resolve())
+        return source
+    return {"kind": "file", "path": str(Path(name).resolve())}
+
+
 def load_named(name: str, store: NetworkStore, data_dir: str | Path | None = None,
                log: Callable[[str], None] | None = None, kn_id: str | None = None) -> LoadStats:
     """Build network ``name`` and load it into ``store`` (idempotent: replaces any earlier load), with Chinese
@@ -62,4 +79,24 @@ def load_named(name: str, store: NetworkStore, data_dir: str | Path | None = Non
     network, instances, links = build_named(name, data_dir, kn_id)
     with tokenize_cache():
         embedder = network_embedder(network, instances, get_settings(), log=log)
-        return store.load(network, instances, links, embedder=embedder)
+        return store.load(network, instances, links, embedder=embedder, source=network_source(name, data_dir))
+
+
+def sync_named(name: str, store: NetworkStore, data_dir: str | Path | None = None,
+               log: Callable[[str], None] | None = None, kn_id: str | None = None, full: bool = False
+               ) -> ChangeStats:
+    """Build network ``name`` and apply only its difference to the stored network (absent, or ``full``: a full
+    load, as :func:`load_named`)."""
+    start = time.perf_counter()
+    network, instances, links = build_named(name, data_dir, kn_id)
+    source = network_source(name, data_dir)
+    with tokenize_cache():
+        embedder = network_embedder(network, instances, get_settings(), log=log)
+        if full:
+            loaded = store.load(network, instances, links, embedder=embedder, source=source)
+            return ChangeStats(kn_id=loaded.kn_id, version=loaded.version, instances_inserted=loaded.instances,
+                               links_inserted=loaded.links, full_reload=True, note="--full: replaced in full",
+                               seconds=time.perf_counter() - start)
+        stats = store.sync(network, instances, links, embedder=embedder, source=source)
+    stats.seconds = time.perf_counter() - start
+    return stats

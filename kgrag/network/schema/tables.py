@@ -1,12 +1,13 @@
 """SQL schema of the knowledge-network store (SQLAlchemy Core, portable SQL).
 
-Tables (every row carries ``kn_id``; a network is replaced as a whole, in one transaction)::
+Tables (every row carries ``kn_id``; a network is replaced as a whole, or changed row by row by
+:mod:`kgrag.network.store.changes`, in one transaction)::
 
     kn_networks       kn_id PK, name, comment, version (uuid of the load), embedder model, loaded_at, stats JSON
     kn_object_types   (kn_id, id) PK, name, comment, position, schema JSON (the pydantic ObjectType)
     kn_relation_types (kn_id, id) PK, name, comment, source/target object type ids, position, schema JSON
     kn_action_types   (kn_id, id) PK, name, comment, position, schema JSON
-    kn_instances      (kn_id, object_type_id, id) PK, name, properties JSON
+    kn_instances      (kn_id, object_type_id, id) PK, name, properties JSON, content_hash (sha1 of the properties)
     kn_links          kn_id, relation_type_id, source_id, target_id (indexed both ways)
     kn_vectors        kn_id, kind, type_id, item_id, field, vector (float32 bytes, L2-normalised)
     kn_text_rows      id, text, scope, kn_id, kind, type_id, item_id, field: what ``match`` searches (see below)
@@ -104,6 +105,9 @@ instances = Table(
     Column("id", _key(1000), primary_key=True),
     Column("name", Text, nullable=False),
     Column("properties", JSON, nullable=False),
+    # sha1 of the canonical JSON of ``properties`` (kgrag.network.store.rows.content_hash): what an incremental
+    # change compares; NULL in rows written before the column existed (then computed from ``properties``)
+    Column("content_hash", String(40), nullable=True),
     Index("ix_kn_instances_name", "kn_id", "object_type_id", "name"),  # == on the display key
 )
 
@@ -128,6 +132,7 @@ vectors = Table(
     Column("field", _key(300), nullable=False),
     Column("vector", LargeBinary, nullable=False),
     Index("ix_kn_vectors_type", "kn_id", "kind", "type_id"),
+    Index("ix_kn_vectors_item", "kn_id", "kind", "type_id", "item_id"),  # an incremental change's deletes
 )
 
 #: text chunks of instances' long texts (``kgrag.network.text.chunking``), read by the query modes
@@ -143,6 +148,7 @@ chunks = Table(
     Column("text", Text, nullable=False),
     Column("tokens", Integer, nullable=False),
     Column("source_ids", JSON, nullable=False),
+    Index("ix_kn_chunks_doc", "kn_id", "object_type_id", "doc_id"),  # the chunks of one instance
 )
 
 #: the rows of the text index (a plain table on every dialect; on SQLite ``kn_text`` indexes it, see below)
@@ -158,6 +164,7 @@ text_index = Table(
     Column("item_id", _key(1000), nullable=False),
     Column("field", _key(300), nullable=False),
     Index("ix_kn_text_rows_kn", "kn_id"),
+    Index("ix_kn_text_rows_item", "kn_id", "kind", "type_id", "item_id"),  # an incremental change's deletes
 )
 
 #: FTS5 over ``kn_text_rows`` as external content: a MATCH reads only the index (rowid + bm25), never the
@@ -202,6 +209,27 @@ def _migrate_inline_fts(conn: Connection) -> None:
     conn.exec_driver_sql("ANALYZE")  # those stores predate the planner statistics taken at every load
 
 
+#: indexes an incremental change deletes by (stores created before them get them on first open)
+_INCREMENTAL_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS ix_kn_vectors_item ON kn_vectors (kn_id, kind, type_id, item_id)",
+    "CREATE INDEX IF NOT EXISTS ix_kn_chunks_doc ON kn_chunks (kn_id, object_type_id, doc_id)",
+    "CREATE INDEX IF NOT EXISTS ix_kn_text_rows_item ON kn_text_rows (kn_id, kind, type_id, item_id)",
+)
+
+
+def _migrate_incremental(conn: Connection) -> None:
+    """Stores written before incremental changes: add ``kn_instances.content_hash`` (NULL: computed from the
+    properties when compared) and the indexes of :data:`_INCREMENTAL_INDEXES` (runs once, loses nothing)."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("ALTER TABLE kn_instances ADD COLUMN IF NOT EXISTS content_hash VARCHAR(40)")
+    else:
+        columns = {row[1] for row in conn.exec_driver_sql("PRAGMA table_info(kn_instances)")}
+        if "content_hash" not in columns:
+            conn.exec_driver_sql("ALTER TABLE kn_instances ADD COLUMN content_hash VARCHAR(40)")
+    for ddl in _INCREMENTAL_INDEXES:
+        conn.exec_driver_sql(ddl)
+
+
 def scope_token(kn_id: str, kind: str, type_id: str, field: str) -> str:
     """The single FTS token naming one (network, kind, type, field) slice of the text index."""
     return "s" + hashlib.sha1(f"{kn_id}\0{kind}\0{type_id}\0{field}".encode()).hexdigest()[:24]
@@ -230,6 +258,7 @@ def create_schema(conn: Connection) -> None:
     metadata.create_all(conn)
     # stores created before this index existed get it too (create_all only adds indexes with new tables)
     conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_kn_instances_name ON kn_instances (kn_id, object_type_id, name)")
+    _migrate_incremental(conn)
     if conn.dialect.name == "sqlite":
         _migrate_inline_fts(conn)
         conn.exec_driver_sql(FTS5_DDL)

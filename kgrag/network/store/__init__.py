@@ -9,7 +9,7 @@ PostgreSQL (``postgresql+psycopg://…``) is the scale path and gives the same r
 tokens with FTS5's bm25 computed in SQL, exact float32 vectors in ``bytea`` (no pgvector in Debian bookworm), see
 :mod:`kgrag.network.schema.tables` and :mod:`kgrag.network.store.index`.
 
-:class:`NetworkStore` is a facade over four parts, one module each, each with its own state; the core is handed
+:class:`NetworkStore` is a facade over five parts, one module each, each with its own state; the core is handed
 to the others explicitly:
 
 - :mod:`~kgrag.network.store.core` — :class:`StoreCore`: engine, dialect, schema reads and their per-version
@@ -18,6 +18,8 @@ to the others explicitly:
   ``match_scores``, ``knn_scores``, ``representable``, ``search_object_types`` / ``search_relation_types``.
 - :mod:`~kgrag.network.store.load` — :class:`StoreLoader` (core, index): ``load`` (validation, derived rows, one
   transaction) and ``delete``; the rows are derived by the pure steps of :mod:`~kgrag.network.store.rows`.
+- :mod:`~kgrag.network.store.changes` — :class:`StoreChanges` (core, index, loader): ``apply_changes`` (upserts
+  and deletes of instances and links) and ``sync`` (the difference to a desired full state), one transaction each.
 - :mod:`~kgrag.network.store.query` — :class:`StoreQueries` (core, index): ``query_instances``, ``compile``,
   ``get_instances``, ``sample_instance``, counts, ``instance_names``, ``link_cardinality``, ``query_path``.
 
@@ -36,6 +38,7 @@ from sqlalchemy import Engine
 
 from kgrag.network.schema.conditions import Plan
 from kgrag.network.schema.model import Condition, Instance, InstanceHit, KnowledgeNetwork, Link, PathHit
+from kgrag.network.store.changes import ChangeStats, NetworkChanges, StoreChanges
 from kgrag.network.store.core import SCHEMA_RECHECK_SECONDS, StoreCore
 from kgrag.network.store.index import Key, StoreIndex, fts_query, index_tokens
 from kgrag.network.store.load import LoadStats, StoreLoader
@@ -43,7 +46,7 @@ from kgrag.network.store.query import StoreQueries, list_fields
 from kgrag.rank.embedder_factory import TextEmbedder
 from kgrag.rank.sentence_embedder import Embedder
 
-__all__ = ["LoadStats", "NetworkStore", "fts_query", "index_tokens", "list_fields"]
+__all__ = ["ChangeStats", "LoadStats", "NetworkChanges", "NetworkStore", "fts_query", "index_tokens", "list_fields"]
 
 
 class NetworkStore:
@@ -59,6 +62,7 @@ class NetworkStore:
         self.index = StoreIndex(self.core, embedder)
         self.loader = StoreLoader(self.core, self.index)
         self.queries = StoreQueries(self.core, self.index)
+        self.changes = StoreChanges(self.core, self.index, self.loader)
 
     # ------------------------------------------------------------------ core
     @property
@@ -165,13 +169,30 @@ class NetworkStore:
         instances: Iterable[Instance],
         links: Iterable[Link],
         embedder: TextEmbedder | None = None,
+        source: dict[str, Any] | None = None,
     ) -> LoadStats:
         """Replace network ``network.kn_id`` by this one, in one transaction: :meth:`StoreLoader.load`."""
-        return self.loader.load(network, instances, links, embedder)
+        return self.loader.load(network, instances, links, embedder, source)
 
     def delete(self, kn_id: str) -> bool:
         """Remove a network (one transaction); False when it was not there."""
         return self.loader.delete(kn_id)
+
+    def apply_changes(self, kn_id: str, changes: NetworkChanges, embedder: TextEmbedder | None = None
+                      ) -> ChangeStats:
+        """Upsert / delete instances and links of ``kn_id`` in one transaction: :meth:`StoreChanges.apply_changes`."""
+        return self.changes.apply_changes(kn_id, changes, embedder)
+
+    def sync(
+        self,
+        network: KnowledgeNetwork,
+        instances: Iterable[Instance],
+        links: Iterable[Link],
+        embedder: TextEmbedder | None = None,
+        source: dict[str, Any] | None = None,
+    ) -> ChangeStats:
+        """Apply only the difference to this desired full state (absent: a full load): :meth:`StoreChanges.sync`."""
+        return self.changes.sync(network, instances, links, embedder, source)
 
     # ------------------------------------------------------------------ queries
     def compile(self, kn_id: str, object_type_id: str, condition: Condition | None, limit: int) -> Plan | None:

@@ -62,6 +62,7 @@ class LoadStats:
     seconds: float
     prepare_seconds: float
     write_seconds: float
+    version: str = ""  # the version the load wrote
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -99,8 +100,11 @@ class StoreLoader:
         instances: Iterable[Instance],
         links: Iterable[Link],
         embedder: TextEmbedder | None = None,
+        source: dict[str, Any] | None = None,
     ) -> LoadStats:
         """Replace network ``network.kn_id`` by this one, in one transaction (see the module docstring).
+
+        ``source`` (where the network came from, e.g. ``{"kind": "file", "path": …}``) is kept in its stats.
 
         ``embedder`` (default: the store's) makes every vector of this network; its ``model_name`` is recorded
         and later queries of the network embed with the same model (:meth:`StoreIndex.embedder_for`).
@@ -111,6 +115,8 @@ class StoreLoader:
         """
         start = time.perf_counter()
         rows = self.prepare(network, instances, links, embedder or self.index.embedder)
+        if source is not None:
+            rows["network"][0]["stats"]["source"] = source
         prepared = time.perf_counter()
         self.write(network.kn_id, rows)
         done = time.perf_counter()
@@ -127,6 +133,7 @@ class StoreLoader:
             seconds=done - start,
             prepare_seconds=prepared - start,
             write_seconds=done - prepared,
+            version=rows["network"][0]["version"],
         )
 
     def prepare(

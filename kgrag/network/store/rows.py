@@ -14,6 +14,8 @@ gets both, over ``"name comment"`` (the text index adds the id). An inconsistent
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 import uuid
 from collections.abc import Iterable
@@ -31,6 +33,7 @@ __all__ = [
     "Rows",
     "check_schema",
     "chunk_rows",
+    "content_hash",
     "index_types",
     "instance_rows",
     "link_rows",
@@ -48,6 +51,13 @@ def _value_text(value: Any) -> str:
     if isinstance(value, list | tuple):
         return " ".join(_value_text(v) for v in value)
     return str(value)
+
+
+def content_hash(properties: dict[str, Any]) -> str:
+    """sha1 of the canonical JSON of an instance's properties (keys sorted): equal for equal content, whatever
+    the order the properties were given in; what an incremental change compares (``kn_instances.content_hash``)."""
+    canonical = json.dumps(properties, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha1(canonical.encode("utf-8")).hexdigest()
 
 
 @dataclass
@@ -149,6 +159,7 @@ def instance_rows(network: KnowledgeNetwork, instances: list[Instance], object_t
                 "id": inst.id,
                 "name": _value_text(name) if name is not None else inst.id,
                 "properties": inst.properties,
+                "content_hash": content_hash(inst.properties),
             }
         )
         _index_instance(kn, ot.id, inst, match_fields[ot.id], knn_fields[ot.id], text_rows, pending)
