@@ -9,13 +9,16 @@ The schema file names its tables in its ``data`` section (:mod:`kgrag.network.lo
 - a **full scan** — every live row of every table and every file of the schema read, and the whole desired
   state handed to :meth:`NetworkStore.sync` (a content-hashed diff: only what differs is written; a network not
   yet stored is loaded in full) — on the first run, when asked (``full_scan=True``, ``--full-scan``), every
-  ``full_scan_every``-th run, when a table has no ``incremental_column`` or no watermark yet, or when the schema
-  file's network (types, properties) differs from the stored one. A full scan sees every deletion, tombstoned or
+  ``full_scan_every``-th run, when a table has no watermark yet (a new entry), or when the schema file's network
+  (types, properties) differs from the stored one. A full scan sees every deletion, tombstoned or
   not, and every row an incremental read could miss (a row committed late with a key below the watermark);
 - else **incremental** — from each table only the rows whose incremental key is ``>=`` its stored watermark:
   live rows become upserts (an unchanged row is a no-op: the store compares content hashes), tombstoned rows
   deletions (of the instances / links that are stored), all applied by :meth:`NetworkStore.apply_changes` in one
-  transaction. The schema's file entries are re-read on full scans only.
+  transaction. A table without an ``incremental_column`` (a small lookup table) is read whole, its rows upserted
+  the same way. The schema's file entries are re-read on full scans only. A live link row whose endpoint is
+  tombstoned in its instance table is left out (soft deletes leave link rows behind; the instance's links go
+  with it); an endpoint that is neither live nor tombstoned rejects the sync.
 
 Deletions: a table with a ``deleted_column`` has them applied on the next incremental run; one without has them
 applied by the next full scan (``full_scan_every`` runs, default :data:`FULL_SCAN_EVERY`: a week of daily runs).
@@ -105,8 +108,6 @@ def full_scan_reason(network: KnowledgeNetwork, stored: KnowledgeNetwork | None,
     if stored.model_dump(exclude={"text"}) != network.model_dump(exclude={"text"}):
         return "the schema changed"
     for source in sources:
-        if source.incremental_column is None:
-            return f"{source.key} has no incremental_column"
         if source.key not in progress.watermarks:
             return f"{source.key} has no watermark yet"
     if full_scan_every > 0 and progress.runs_since_full_scan + 1 >= full_scan_every:

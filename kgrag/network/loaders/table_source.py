@@ -29,8 +29,8 @@ A schema file's ``data`` section (:mod:`kgrag.network.loaders.declarative`) may 
 - ``incremental_column`` (optional): a column that grows whenever a row is inserted or changed (an integer
   sequence, a timestamp). A sync reads only the rows whose key is ``>=`` the watermark stored after the previous
   run (``>=``, not ``>``: rows sharing the last key are read again, which the content-hashed upsert makes a no-op,
-  so a row written in the same second/tick as the watermark is never skipped). Without one, every sync is a full
-  scan of the table.
+  so a row written in the same second/tick as the watermark is never skipped). Without one, every sync reads the
+  whole table (fine for small lookup tables).
 - ``deleted_column`` (optional): a tombstone — a row whose value there is true (a boolean true, a non-zero number,
   ``'true'``/``'t'``/``'yes'``/``'y'``/``'1'``, or any non-NULL timestamp) is a deletion; the incremental read sees
   it as it sees any change. Tables without one have deletions seen by the full id scan (every Nth run, see
