@@ -36,7 +36,7 @@ class NetworkResources:
         self.settings = settings
         self._lock = threading.Lock()
         self._store: NetworkStore | None = None
-        self._rankers: dict[str, IntentRanker | None] = {}
+        self._rankers: dict[str, tuple[str, IntentRanker | None]] = {}  # kn_id -> (network version, ranker)
         self._planners: dict[str, tuple[str, IntentPlanner]] = {}  # kn_id -> (network version, planner)
 
     @property
@@ -56,10 +56,13 @@ class NetworkResources:
 
     def ranker(self, kn_id: str) -> IntentRanker | None:
         """The latest trained intent ranker whose labels all name this network's relation types and properties
-        (so a ranker trained on one network is never used on another), or None."""
+        (so a ranker trained on one network is never used on another), or None; checked again once the
+        network's version changes (a schema change may add or drop what its labels name)."""
+        version = self.store.network_version(kn_id)
         with self._lock:
-            if kn_id in self._rankers:
-                return self._rankers[kn_id]
+            cached = self._rankers.get(kn_id)
+            if cached is not None and cached[0] == version:
+                return cached[1]
         try:
             ranker = load_latest_intent(self.settings)
         except Exception as exc:  # noqa: BLE001 - a broken checkpoint means "no ranker", said in the log
@@ -68,7 +71,7 @@ class NetworkResources:
         if ranker is not None and not ranker_fits(ranker.labels, self.network(kn_id)):
             ranker = None
         with self._lock:
-            self._rankers[kn_id] = ranker
+            self._rankers[kn_id] = (version, ranker)
         return ranker
 
     def intent_planner(self, kn_id: str) -> IntentPlanner:
