@@ -24,6 +24,7 @@ from prefect.cache_policies import NO_CACHE
 from flows.artifact_keys import artifact_key
 from flows.train_intent import train_intent
 from kgrag.config import get_settings
+from kgrag.errors import NetworkNotFound
 from kgrag.main_job.parts import ensure_network
 from kgrag.network.source_sync import sync_network
 from kgrag.network.store import NetworkStore
@@ -72,6 +73,8 @@ def sync_one(kn_id: str, full_scan: bool = False, full_scan_every: int = FULL_SC
     store = NetworkStore(get_settings().db_url)
     try:
         report = sync_network(store, kn_id, full_scan=full_scan, full_scan_every=full_scan_every)
+    except NetworkNotFound:  # removed since the list was read
+        report = SyncReport(kn_id=kn_id, source="", mode="skipped", reason="removed before its sync")
     finally:
         store.close()
     create_markdown_artifact(key=artifact_key("kn-sync", kn_id), markdown=sync_markdown(report),

@@ -6,6 +6,7 @@ syncs every network and publishes its counts as a keyed artifact."""
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import sqlalchemy as sa
 from fixtures.postgres import database_url
 
 from kgrag.errors import KgragError
+from kgrag.network.loaders.registry import sync_named
 from kgrag.network.store import NetworkStore
 from kgrag.network.store.sync_state import SyncState
 from kgrag.network.table_sync import sync_table_network
@@ -44,6 +46,7 @@ data:
        target_column: course_code, incremental_column: changed_at, deleted_column: deleted}
 """
 T0 = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "library" / "library.yaml"
 
 
 def _tables(metadata: sa.MetaData) -> tuple[sa.Table, sa.Table, sa.Table]:
@@ -239,7 +242,17 @@ def test_the_daily_flow_syncs_every_network_and_publishes_its_counts(
     markdown = _artifact("kn-sync-school").data
     assert "| instances inserted | 1 |" in markdown and "| instances deleted | 1 |" in markdown
 
-    full = kn_refresh(kn_id=None, full_scan=True)["synced"]["school"]
-    assert full["mode"] == "full scan" and full["counts"]["instances_deleted"] == 1  # the teacher deleted outright
-    assert "| instances deleted | 1 |" in _artifact("kn-sync-school").data
+    # a file-bound network whose schema file is gone fails the run, naming it, after the others synced
+    library = path.parent / "library"
+    shutil.copytree(EXAMPLE.parent, library)
+    store = NetworkStore(store_url)
+    try:
+        sync_named(str(library / "library.yaml"), store)
+    finally:
+        store.close()
+    (library / "library.yaml").unlink()
+    with pytest.raises(RuntimeError, match=r"sync failed for library: .*schema file .* is gone"):
+        kn_refresh(kn_id=None, full_scan=True)
+    full = _artifact("kn-sync-school")
+    assert "full scan" in full.description and "| instances deleted | 1 |" in full.data  # the teacher deleted outright
     get_settings.cache_clear()
