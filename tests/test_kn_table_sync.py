@@ -176,6 +176,25 @@ def test_the_full_scan_comes_every_nth_run_and_when_the_schema_changes(school, t
     store.close()
 
 
+def test_a_lookback_window_reads_rows_committed_late_below_the_watermark(school, tmp_path) -> None:
+    source, path = school
+    path.write_text(SCHEMA.replace("incremental_column: version,", "incremental_column: version, lookback: 2,"),
+                    encoding="utf-8")
+    store = NetworkStore(f"sqlite:///{tmp_path / 'kn.db'}")
+    sync_table_network(store, path)  # watermark 4
+    source.run(source.courses.insert().values(code="late", course_title="Latin", credits=3, version=3,
+                                              deleted=False),
+               source.courses.insert().values(code="older", course_title="Logic", credits=3, version=1,
+                                              deleted=False))
+    late = sync_table_network(store, path)
+    assert late.mode == "incremental" and late.counts()["instances_inserted"] == 1
+    assert late.watermarks["instances:Course:courses"] == 4  # not moved back by the window
+    assert store.get_instances("school", "Course", ["late", "older"])[0].id == "late"
+    assert len(store.get_instances("school", "Course", ["older"])) == 0  # outside the window: the full scan's
+    assert sync_table_network(store, path, full_scan=True).counts()["instances_inserted"] == 1
+    store.close()
+
+
 @pytest.mark.parametrize(("old", "new", "message"), [
     ("columns: {title: course_title}", "columns: {title: headline}", "columns.title 'headline' is not a column"),
     ("table: teaching", "table: lessons", "table 'lessons' not found"),

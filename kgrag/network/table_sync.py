@@ -28,7 +28,8 @@ updates) rather than an id-only pass.
 Watermarks (:mod:`kgrag.network.store.sync_state`) are advanced right **after** the change commits, never
 before: a crash in between leaves the old watermark, so the next run reads the same rows again, and applying
 them again changes nothing (unchanged content is a no-op, already-deleted ids are skipped) — no row is lost and
-none is applied twice. The new watermark is the largest key the read saw. A change the store rejects (a link to
+none is applied twice. The new watermark is the largest key the read saw (never below the previous one);
+a table's ``lookback`` re-reads a window below it for rows committed late (kgrag.network.loaders.table_source). A change the store rejects (a link to
 an instance that is not there, an unknown type, a duplicate id) is a :class:`KgragError` naming it; nothing is
 applied and the watermarks stay where they were.
 """
@@ -182,7 +183,9 @@ def _incremental(store: NetworkStore, network: KnowledgeNetwork, tables: list[tu
         with TableReader(source, where) as reader:
             batch = reader.read(network, since)
         report.rows_read += batch.rows
-        watermarks[source.key] = previous if batch.high_water is None else watermark_text(batch.high_water)
+        # never backwards (a lookback read may see only keys below the last watermark)
+        high = batch.high_water if since is None or batch.high_water is None else max(batch.high_water, since)
+        watermarks[source.key] = previous if high is None else watermark_text(high)
         for inst in batch.instances:
             key = (inst.object_type_id, inst.id)
             if key in upserts:

@@ -30,7 +30,10 @@ A schema file's ``data`` section (:mod:`kgrag.network.loaders.declarative`) may 
   sequence, a timestamp). A sync reads only the rows whose key is ``>=`` the watermark stored after the previous
   run (``>=``, not ``>``: rows sharing the last key are read again, which the content-hashed upsert makes a no-op,
   so a row written in the same second/tick as the watermark is never skipped). Without one, every sync reads the
-  whole table (fine for small lookup tables).
+  whole table (fine for small lookup tables). ``lookback`` (optional, default 0) widens each read to keys ``>=``
+  watermark − lookback (seconds for a timestamp or date key, units for a number key): a row written by a
+  transaction that committed after a later one (its key below the watermark when the sync ran) is then still
+  read by the next run; the full scan catches it otherwise.
 - ``deleted_column`` (optional): a tombstone — a row whose value there is true (a boolean true, a non-zero number,
   ``'true'``/``'t'``/``'yes'``/``'y'``/``'1'``, or any non-NULL timestamp) is a deletion; the incremental read sees
   it as it sees any change. Tables without one have deletions seen by the full id scan (every Nth run, see
@@ -46,6 +49,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -60,7 +64,8 @@ from kgrag.errors import KgragError
 from kgrag.network.schema.conditions import is_list_type
 from kgrag.network.schema.model import Instance, KnowledgeNetwork, Link
 
-__all__ = ["TableBatch", "TableReader", "TableSource", "parse_table_source", "watermark_text", "watermark_value"]
+__all__ = ["TableBatch", "TableReader", "TableSource", "parse_table_source", "watermark_text", "watermark_value",
+           "widened"]
 
 _TRUE_TEXT = frozenset({"true", "t", "yes", "y", "1"})
 _INTEGER = frozenset({"integer", "int", "long", "short"})
@@ -83,6 +88,7 @@ class TableSource(BaseModel):
     target_column: str = "target_id"
     columns: dict[str, str] = Field(default_factory=dict)
     incremental_column: str | None = None
+    lookback: float = Field(default=0, ge=0)
     deleted_column: str | None = None
 
     @model_validator(mode="after")
@@ -160,6 +166,22 @@ def watermark_value(text: str) -> Any:
         if "decimal" in value:
             return Decimal(value["decimal"])
     return value
+
+
+def widened(since: Any, lookback: float, where: str) -> Any:
+    """``since`` moved back by ``lookback`` (seconds for timestamps and dates, units for numbers)."""
+    if not lookback or since is None:
+        return since
+    if isinstance(since, dt.datetime):
+        return since - dt.timedelta(seconds=lookback)
+    if isinstance(since, dt.date):
+        return since - dt.timedelta(days=math.ceil(lookback / 86400))
+    if isinstance(since, bool) or not isinstance(since, int | float | Decimal):
+        raise KgragError(f"{where}: lookback needs a number, date or timestamp incremental_column, "
+                         f"not {type(since).__name__}")
+    if isinstance(since, int):
+        return since - math.ceil(lookback)
+    return since - type(since)(str(lookback)) if isinstance(since, Decimal) else since - lookback
 
 
 def _is_deleted(value: Any) -> bool:
@@ -320,7 +342,7 @@ class TableReader:
         if since is not None:
             if inc is None:
                 raise KgragError(f"{self.where}: an incremental read needs incremental_column")
-            query = query.where(inc >= since)
+            query = query.where(inc >= widened(since, src.lookback, self.where))
         batch = TableBatch()
         n_key, n_props = len(key_cols), len(props)
         try:
