@@ -195,6 +195,30 @@ def test_a_lookback_window_reads_rows_committed_late_below_the_watermark(school,
     store.close()
 
 
+def test_kn_load_then_kn_sync_on_the_command_line(school, tmp_path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from kgrag.cli.kn import kn_app
+
+    source, path = school
+    db = f"sqlite:///{tmp_path / 'kn.db'}"
+    loaded = CliRunner().invoke(kn_app, ["load", str(path), "--db", db])
+    assert loaded.exit_code == 0, loaded.output
+    first = CliRunner().invoke(kn_app, ["sync", "school", "--db", db, "--json"])
+    assert first.exit_code == 0, first.output
+    assert json.loads(first.output)[0]["reason"] == "no sync recorded yet"  # kn load read the tables, no watermark
+    source.change()
+    day = CliRunner().invoke(kn_app, ["sync", "--db", db, "--json"])  # every network
+    (report,) = json.loads(day.output)
+    assert report["mode"] == "incremental" and report["counts"]["instances_updated"] == 1, day.output
+    table = CliRunner().invoke(kn_app, ["sync", "school", "--db", db, "--full-scan"], env={"COLUMNS": "200"})
+    assert table.exit_code == 0 and "full scan" in table.output and "asked" in table.output, table.output
+    gone = CliRunner().invoke(kn_app, ["sync", "nowhere", "--db", db])
+    assert gone.exit_code == 1 and "no knowledge network 'nowhere'" in gone.output
+
+
 @pytest.mark.parametrize(("old", "new", "message"), [
     ("columns: {title: course_title}", "columns: {title: headline}", "columns.title 'headline' is not a column"),
     ("table: teaching", "table: lessons", "table 'lessons' not found"),
