@@ -224,3 +224,30 @@ def test_sync_of_a_changed_text_config_reloads_in_full(store: NetworkStore) -> N
     stats = store.sync(network, instances, links)
     assert stats.full_reload and "text (chunking)" in stats.note
     assert store.network_stats(KN)["chunks"] == sum(1 for i in instances if i.object_type_id == "Book")
+
+
+def test_caches_move_forward_like_a_fresh_read(store: NetworkStore, db_url: str) -> None:
+    """A store's per-version vector index and instance names, warm before a change, are moved forward by it (the
+    touched rows re-read) and equal what a fresh store reads."""
+    store.knn_scores(KN, "instance", "Book", ["title"], "The Hobbit", 5)
+    store.instance_names(KN)
+    old = store.network_version(KN)
+    stats = store.apply_changes(KN, NetworkChanges(
+        upsert_instances=[*MIXED.upsert_instances,
+                          Instance(object_type_id="Book", id="b:1984",
+                                   properties={**_book(store, "b:1984").properties, "title": "Nineteen"})],
+        delete_instances=MIXED.delete_instances, upsert_links=MIXED.upsert_links))
+    assert store.core.touched_since(KN, old, stats.version) == [("Book", "b:1984"), ("Book", "b:hobbit"),
+                                                                ("Book", "b:zorblax")]
+    fresh = NetworkStore(db_url, embedder=store.embedder)
+
+    def vectors(s: NetworkStore) -> set[tuple[str, str, bytes]]:
+        index = s.index._vector_index(KN, stats.version, "instance", "Book")
+        return {(i, f, v.tobytes()) for i, f, v in zip(index.ids, index.fields, index.matrix, strict=True)}
+
+    assert vectors(store) == vectors(fresh) and any(i == "b:zorblax" for i, _, _ in vectors(store))
+    assert store.instance_names(KN) == fresh.instance_names(KN)
+    assert ("Book", "b:1984", "Nineteen") in store.instance_names(KN)
+    assert store.knn_scores(KN, "instance", "Book", ["title"], "Zorblax Chronicles", 3) == \
+        fresh.knn_scores(KN, "instance", "Book", ["title"], "Zorblax Chronicles", 3)
+    fresh.close()

@@ -1,8 +1,9 @@
 """``kgrag kn …``: start, load, sync, list, inspect and query knowledge networks (attached to ``kgrag`` by
 :mod:`kgrag.cli`; a test may run ``kn_app`` alone). The database is ``Settings.db_url`` unless ``--db`` is given.
 
-    kgrag kn load demo && kgrag kn list && kgrag kn query demo Person --condition '{"operation":"match","field":"name","value":"kamau"}'
+    kgrag kn load demo && kgrag kn query demo Person --condition '{"operation":"match","field":"name","value":"kamau"}'
     kgrag kn init my-net && kgrag kn load my-net/my-net.yaml && kgrag ask "Who wrote 1984?" --kn my-net
+    kgrag kn load my-net/my-net.yaml   # after editing its files: the difference only; kgrag kn list / remove
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from kgrag.errors import LLMError
 from kgrag.modes.context import build_context
-from kgrag.modes.index import ModeIndex
+from kgrag.modes.index_delta import current_index
 from kgrag.modes.keywords import mode_keywords
 from kgrag.modes.params import QueryParam, QueryResult
 from kgrag.modes.prompt import build_messages, prompt_text
@@ -71,7 +71,7 @@ def kg_query(
 
     keywords = mode_keywords(query, store, kn_id, param, llm)
     lap("keywords")
-    index = ModeIndex.for_store(store, kn_id)
+    index = current_index(store, kn_id)
     lap("index")
     hits = run_search(index, param.mode, keywords, query, param)
     lap("search")

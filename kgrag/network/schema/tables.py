@@ -210,24 +210,29 @@ def _migrate_inline_fts(conn: Connection) -> None:
 
 
 #: indexes an incremental change deletes by (stores created before them get them on first open)
-_INCREMENTAL_INDEXES = (
-    "CREATE INDEX IF NOT EXISTS ix_kn_vectors_item ON kn_vectors (kn_id, kind, type_id, item_id)",
-    "CREATE INDEX IF NOT EXISTS ix_kn_chunks_doc ON kn_chunks (kn_id, object_type_id, doc_id)",
-    "CREATE INDEX IF NOT EXISTS ix_kn_text_rows_item ON kn_text_rows (kn_id, kind, type_id, item_id)",
-)
+_INCREMENTAL_INDEXES = {
+    "ix_kn_vectors_item": "CREATE INDEX IF NOT EXISTS ix_kn_vectors_item ON kn_vectors (kn_id, kind, type_id, item_id)",
+    "ix_kn_chunks_doc": "CREATE INDEX IF NOT EXISTS ix_kn_chunks_doc ON kn_chunks (kn_id, object_type_id, doc_id)",
+    "ix_kn_text_rows_item": "CREATE INDEX IF NOT EXISTS ix_kn_text_rows_item ON kn_text_rows "
+                            "(kn_id, kind, type_id, item_id)",
+}
 
 
-def _migrate_incremental(conn: Connection) -> None:
+def _migrate_incremental(conn: Connection, present: set[str]) -> None:
     """Stores written before incremental changes: add ``kn_instances.content_hash`` (NULL: computed from the
-    properties when compared) and the indexes of :data:`_INCREMENTAL_INDEXES` (runs once, loses nothing)."""
+    properties when compared) and the indexes of :data:`_INCREMENTAL_INDEXES` that ``present`` lacks (runs once,
+    loses nothing)."""
     if conn.dialect.name == "postgresql":
-        conn.exec_driver_sql("ALTER TABLE kn_instances ADD COLUMN IF NOT EXISTS content_hash VARCHAR(40)")
+        columns = {row[0] for row in conn.exec_driver_sql(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name = 'kn_instances'")}
     else:
         columns = {row[1] for row in conn.exec_driver_sql("PRAGMA table_info(kn_instances)")}
-        if "content_hash" not in columns:
-            conn.exec_driver_sql("ALTER TABLE kn_instances ADD COLUMN content_hash VARCHAR(40)")
-    for ddl in _INCREMENTAL_INDEXES:
-        conn.exec_driver_sql(ddl)
+    if "content_hash" not in columns:
+        conn.exec_driver_sql("ALTER TABLE kn_instances ADD COLUMN content_hash VARCHAR(40)")
+    for name, ddl in _INCREMENTAL_INDEXES.items():
+        if name not in present:
+            conn.exec_driver_sql(ddl)
 
 
 def scope_token(kn_id: str, kind: str, type_id: str, field: str) -> str:
@@ -250,22 +255,40 @@ text_terms = Table(
 DATA_TABLES = (object_types, relation_types, action_types, instances, links, vectors, text_index, chunks)
 
 
+def _indexes(conn: Connection) -> set[str]:
+    """Names of the indexes that exist (read from the catalog: no lock on any table)."""
+    if conn.dialect.name == "postgresql":
+        sql = "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()"
+    else:
+        sql = "SELECT name FROM sqlite_master WHERE type = 'index'"
+    return {row[0] for row in conn.exec_driver_sql(sql)}
+
+
 def create_schema(conn: Connection) -> None:
     """Create every table (idempotent); the text index is FTS5 on SQLite, a plain table + GIN index + term
-    statistics on PostgreSQL (where concurrent creators are serialised by an advisory lock)."""
+    statistics on PostgreSQL (where concurrent creators are serialised by an advisory lock). Indexes and columns
+    added since a store was created are added when the catalog lacks them — only then: on PostgreSQL even a
+    ``CREATE INDEX IF NOT EXISTS`` / ``ALTER TABLE … IF NOT EXISTS`` locks its table, and a store opening while a
+    load or change writes would wait for it (or deadlock with it)."""
     if conn.dialect.name == "postgresql":
         conn.exec_driver_sql("SELECT pg_advisory_xact_lock(8154000001)")  # two stores opening a fresh database
     metadata.create_all(conn)
+    if conn.dialect.name == "postgresql":
+        pg_metadata.create_all(conn)
+    present = _indexes(conn)
     # stores created before this index existed get it too (create_all only adds indexes with new tables)
-    conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_kn_instances_name ON kn_instances (kn_id, object_type_id, name)")
-    _migrate_incremental(conn)
+    if "ix_kn_instances_name" not in present:
+        conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_kn_instances_name ON kn_instances "
+                             "(kn_id, object_type_id, name)")
+    _migrate_incremental(conn, present)
     if conn.dialect.name == "sqlite":
         _migrate_inline_fts(conn)
         conn.exec_driver_sql(FTS5_DDL)
     elif conn.dialect.name == "postgresql":
-        pg_metadata.create_all(conn)
-        conn.exec_driver_sql(
-            "CREATE INDEX IF NOT EXISTS ix_kn_text_terms ON kn_text_rows "
-            "USING GIN (string_to_array(translate(text, '.', ' '), ' '))"
-        )
-        conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_kn_text_scope ON kn_text_rows (scope)")
+        if "ix_kn_text_terms" not in present:
+            conn.exec_driver_sql(
+                "CREATE INDEX IF NOT EXISTS ix_kn_text_terms ON kn_text_rows "
+                "USING GIN (string_to_array(translate(text, '.', ' '), ' '))"
+            )
+        if "ix_kn_text_scope" not in present:
+            conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_kn_text_scope ON kn_text_rows (scope)")

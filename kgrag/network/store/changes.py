@@ -57,6 +57,10 @@ __all__ = ["ChangeStats", "NetworkChanges", "StoreChanges"]
 
 #: ids per ``IN (…)`` list of a read
 IN_BATCH = 500
+#: the most instance and link keys a change records in the network's stats (``stats["change"]``: what an
+#: in-memory index of the previous version needs to move forward, kgrag.modes.index_delta); larger changes record
+#: none and such indexes are rebuilt (the stats are read per question: the record stays small)
+CHANGE_RECORD_LIMIT = 5_000
 #: times a change is planned again when another writer changed the network between planning and writing
 RETRIES = 5
 
@@ -141,6 +145,23 @@ def _by_type(keys: Iterable[InstanceKey]) -> dict[str, list[str]]:
     for type_id, item_id in keys:
         out[type_id].append(item_id)
     return out
+
+
+def _checked_links(network: KnowledgeNetwork, links: list[Link], ids_by_type: dict[str, set[str]]
+                   ) -> list[LinkKey]:
+    """The distinct ``(relation, source, target)`` of ``links`` in order; ``ValueError`` for an unknown
+    relation type or an endpoint of the wrong type (:func:`~kgrag.network.store.rows.link_rows`' checks and
+    messages, without building its rows)."""
+    ends = {rt.id: (ids_by_type[rt.source_object_type_id], ids_by_type[rt.target_object_type_id])
+            for rt in network.relation_types}
+    out: dict[LinkKey, None] = {}
+    for link in links:
+        key = (link.relation_type_id, link.source_id, link.target_id)
+        sets = ends.get(key[0])
+        if sets is None or key[1] not in sets[0] or key[2] not in sets[1]:
+            link_rows(network, [link], ids_by_type)  # raises, naming the link
+        out[key] = None
+    return list(out)
 
 
 def _index_definition(ot: ObjectType) -> tuple[Any, ...]:
@@ -301,8 +322,7 @@ class StoreChanges:
             if inst.id in known:
                 raise ValueError(f"duplicate instance id {inst.id!r} of object type {inst.object_type_id!r}")
             known.add(inst.id)
-        desired_links = [(r["relation_type_id"], r["source_id"], r["target_id"])
-                         for r in link_rows(network, links, ids_by_type)]
+        desired_links = _checked_links(network, links, ids_by_type)
         old_types = {ot.id: ot for ot in stored_network.object_types}
         reindex = {ot.id for ot in network.object_types
                    if ot.id in old_types and _index_definition(ot) != _index_definition(old_types[ot.id])}
@@ -418,9 +438,16 @@ class StoreChanges:
 
     @staticmethod
     def _all_links(conn: Connection, kn_id: str) -> set[LinkKey]:
-        lk = t.links
-        return {(r[0], r[1], r[2]) for r in conn.execute(
-            select(lk.c.relation_type_id, lk.c.source_id, lk.c.target_id).where(lk.c.kn_id == kn_id))}
+        """Every stored link of the network, read through the driver's cursor (a quarter million rows: the
+        result-row objects cost more than the read)."""
+        marker = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        try:
+            cursor.execute(f"SELECT relation_type_id, source_id, target_id FROM kn_links WHERE kn_id = {marker}",
+                           (kn_id,))
+            return set(map(tuple, cursor.fetchall()))
+        finally:
+            cursor.close()
 
     # ------------------------------------------------------------------ derived rows
     def _derive(self, plan: _Plan, embedder: TextEmbedder) -> None:
@@ -455,8 +482,7 @@ class StoreChanges:
         self._derive(plan, embedder)
         stats.version = uuid.uuid4().hex
         stats.links_deleted = self._write(plan, stats.version)
-        self.core.forget(plan.kn_id)
-        self.index.forget(plan.kn_id)
+        self.core.forget(plan.kn_id)  # the index's caches stay: keyed by version, they move forward by the record
         stats.seconds = time.perf_counter() - start
         return stats
 
@@ -498,12 +524,25 @@ class StoreChanges:
                 new_stats.pop(key, None)
             if plan.source is not None:
                 new_stats["source"] = plan.source
+            new_stats["change"] = self._record(plan)
             values: dict[str, Any] = {"stats": new_stats, "name": plan.network.name,
                                       "comment": plan.network.comment}
             if counts["vectors"] and not plan.stats.get("embedder") and plan.rows["vectors"]:
                 values["embedder"] = plan.embedder_name
             conn.execute(update(t.networks).where(t.networks.c.kn_id == kn_id).values(**values))
         return links_before + len(plan.new_links) - counts["links"]
+
+    @staticmethod
+    def _record(plan: _Plan) -> dict[str, Any]:
+        """What this change touched, for in-memory indexes of the version it was applied to (module constant
+        :data:`CHANGE_RECORD_LIMIT`): instances removed or rewritten, links added and removed explicitly (a
+        deleted instance's links go with it), and whether the schema changed."""
+        touched = sorted({*plan.remove, *((i.object_type_id, i.id) for i in plan.rewrite)})
+        record: dict[str, Any] = {"from": plan.base_version, "schema": plan.schema_changed, "instances": None}
+        if len(touched) + len(plan.new_links) + len(plan.gone_links) <= CHANGE_RECORD_LIMIT:
+            record.update(instances=[list(k) for k in touched], links_added=[list(k) for k in plan.new_links],
+                          links_removed=[list(k) for k in plan.gone_links])
+        return record
 
     def _drop_text_rows(self, conn: Connection, kn_id: str, keys: list[dict[str, Any]]) -> list[str]:
         """Remove the text rows of ``keys`` (``{"kind", "type_id", "item_id"}``) — from the FTS5 index first on

@@ -9,8 +9,10 @@ restarted server costs no failed request once it is back), creates the tables, a
 :meth:`StoreCore.get_network`, :meth:`StoreCore.network_version`, :meth:`StoreCore.list_networks`,
 :meth:`StoreCore.network_stats`. Schemas are cached per network version: a read trusts the cached version for
 :data:`SCHEMA_RECHECK_SECONDS`, :meth:`StoreCore.forget` (called by loads and deletes through this store)
-invalidates it at once. An unknown ``kn_id`` raises :class:`NetworkNotFound`; an unknown object type
-``ValueError``. The other parts of the store (:mod:`~kgrag.network.store.index`,
+invalidates it at once; :meth:`StoreCore.touched_since` tells a per-version cache which instances the one
+incremental change since its version touched (so it can re-read those rows only). An unknown ``kn_id`` raises
+:class:`NetworkNotFound`; an unknown object type ``ValueError``. The other parts of the store
+(:mod:`~kgrag.network.store.index`,
 :mod:`~kgrag.network.store.load`, :mod:`~kgrag.network.store.query`) receive one core and keep their own caches.
 """
 
@@ -146,6 +148,21 @@ class StoreCore:
         if row is None:
             raise NetworkNotFound(kn_id)
         return {**row.stats, "version": row.version, "loaded_at": row.loaded_at, "embedder": row.embedder}
+
+    def touched_since(self, kn_id: str, old_version: str, version: str) -> list[tuple[str, str]] | None:
+        """The ``(object type, id)`` of every instance the one incremental change from ``old_version`` to
+        ``version`` removed or rewrote (its record in the stats, :mod:`kgrag.network.store.changes`), or None when
+        the stored version is not ``version`` or no such record leads there: a per-version cache of
+        ``old_version`` can then be moved forward by re-reading only those instances' rows."""
+        with self.engine.connect() as conn:
+            row = conn.execute(select(t.networks.c.version, t.networks.c.stats)
+                               .where(t.networks.c.kn_id == kn_id)).first()
+        if row is None or row.version != version:
+            return None
+        change = (row.stats or {}).get("change") or {}
+        if change.get("from") != old_version or change.get("instances") is None:
+            return None
+        return [(k[0], k[1]) for k in change["instances"]]
 
     def recorded_embedder(self, kn_id: str) -> str:
         """The ``model_name`` of the embedder ``kn_id``'s vectors were made with (``""``: none recorded)."""

@@ -16,7 +16,9 @@ texts the embedder can embed (others get no vector, and a knn query made of them
 (:meth:`StoreIndex.search_object_types`, :meth:`StoreIndex.search_relation_types`) combines the two per type
 with a noisy-OR. The index also holds the embedders: :attr:`StoreIndex.embedder` (the store's own, created on
 first need) and :meth:`StoreIndex.embedder_for` (the model a network's vectors were made with, so queries land in
-the same space); its caches are per network version and :meth:`StoreIndex.forget` drops a reloaded network's.
+the same space); its caches are per network version and :meth:`StoreIndex.forget` drops a reloaded network's;
+after an incremental change an object type's vector index is moved forward by re-reading only the touched
+instances' vectors (:meth:`~kgrag.network.store.core.StoreCore.touched_since`).
 Everything here reads; the rows are written by :mod:`kgrag.network.store.load`.
 """
 
@@ -370,6 +372,12 @@ class StoreIndex:
         cached = self._vectors.get(key)
         if cached is not None and cached[0] == version:
             return cached[1]
+        if cached is not None and kind == "instance":
+            moved = self._moved_forward(kn_id, version, type_id, cached)
+            if moved is not None:
+                with self.core.lock:
+                    self._vectors[key] = (version, moved)
+                return moved
         v = t.vectors
         with self.core.engine.connect() as conn:
             rows = conn.execute(
@@ -389,6 +397,38 @@ class StoreIndex:
         with self.core.lock:
             self._vectors[key] = (version, index)
         return index
+
+    def _moved_forward(self, kn_id: str, version: str, type_id: str, cached: tuple[str, _VectorIndex]
+                       ) -> _VectorIndex | None:
+        """The cached index of an object type's instance vectors moved to ``version`` by the one change that led
+        there (:meth:`StoreCore.touched_since`): the touched instances' rows dropped and their current vectors
+        read back — a few rows instead of the type's whole matrix. None when no such change leads there."""
+        touched = self.core.touched_since(kn_id, cached[0], version)
+        if touched is None:
+            return None
+        ids = sorted({item_id for tid, item_id in touched if tid == type_id})
+        old = cached[1]
+        if not ids:
+            return old
+        v = t.vectors
+        with self.core.engine.connect() as conn:
+            rows = [r for start in range(0, len(ids), 500) for r in conn.execute(
+                select(v.c.item_id, v.c.field, v.c.vector).where(
+                    v.c.kn_id == kn_id, v.c.kind == "instance", v.c.type_id == type_id,
+                    v.c.item_id.in_(ids[start:start + 500])))]
+            if self.core._version(conn, kn_id) != version:  # another change committed meanwhile
+                return None
+        keep = ~np.isin(old.ids.astype(str), np.array(ids, dtype=str)) if len(old.ids) else np.zeros(0, bool)
+        dim = old.matrix.shape[1] if len(old.ids) else (len(rows[0].vector) // 4 if rows else 1)
+        if rows and len(rows[0].vector) != 4 * dim:
+            return None
+        added = (np.frombuffer(b"".join(r.vector for r in rows), dtype=np.float32).reshape(len(rows), dim)
+                 if rows else np.zeros((0, dim), np.float32))
+        return _VectorIndex(
+            np.concatenate([old.ids[keep], np.array([r.item_id for r in rows], dtype=object)]),
+            np.concatenate([old.fields[keep], np.array([r.field for r in rows], dtype=object)]),
+            np.concatenate([old.matrix[keep] if len(old.ids) else np.zeros((0, dim), np.float32), added]),
+        )
 
     def warm_vector_indexes(self, kn_id: str) -> int:
         """Load the instance vector index of every object type of ``kn_id`` (what a first knn query would read) and

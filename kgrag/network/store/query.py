@@ -317,13 +317,36 @@ class StoreQueries:
         if cached is not None and cached[0] == version:
             return cached[1]
         ti = t.instances
-        with self.core.engine.connect() as conn:
-            rows = [(r[0], r[1], r[2]) for r in conn.execute(
-                select(ti.c.object_type_id, ti.c.id, ti.c.name).where(ti.c.kn_id == kn_id)
-                .order_by(ti.c.object_type_id, ti.c.id))]
+        rows = self._names_moved_forward(kn_id, version, cached) if cached is not None else None
+        if rows is None:
+            with self.core.engine.connect() as conn:
+                rows = [(r[0], r[1], r[2]) for r in conn.execute(
+                    select(ti.c.object_type_id, ti.c.id, ti.c.name).where(ti.c.kn_id == kn_id)
+                    .order_by(ti.c.object_type_id, ti.c.id))]
         with self.core.lock:
             self._names[kn_id] = (version, rows)
         return rows
+
+    def _names_moved_forward(self, kn_id: str, version: str, cached: tuple[str, list[tuple[str, str, str]]]
+                             ) -> list[tuple[str, str, str]] | None:
+        """The cached names moved to ``version`` by the one change that led there (only the touched instances'
+        names read: :meth:`StoreCore.touched_since`), in the same (type, id) order; None when none leads there."""
+        touched = self.core.touched_since(kn_id, cached[0], version)
+        if touched is None:
+            return None
+        ti = t.instances
+        by_type: dict[str, list[str]] = {}
+        for type_id, item_id in touched:
+            by_type.setdefault(type_id, []).append(item_id)
+        with self.core.engine.connect() as conn:
+            fresh = [(r[0], r[1], r[2]) for type_id, ids in by_type.items() for start in range(0, len(ids), 500)
+                     for r in conn.execute(select(ti.c.object_type_id, ti.c.id, ti.c.name).where(
+                         ti.c.kn_id == kn_id, ti.c.object_type_id == type_id, ti.c.id.in_(ids[start:start + 500])))]
+            if self.core._version(conn, kn_id) != version:
+                return None
+        gone = set(touched)
+        return sorted([row for row in cached[1] if (row[0], row[1]) not in gone] + fresh,
+                      key=lambda row: (row[0], row[1]))
 
     def link_cardinality(self, kn_id: str, relation_type_id: str) -> tuple[int, int, int]:
         """``(most targets of one source, most sources of one target, links)`` of one relation type. Computed for
