@@ -10,6 +10,7 @@ the links schemathesis infers (a KG session made by ``POST /api/kg/query``, then
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -37,9 +38,9 @@ KEY = "schemathesis-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
 CHECKS = [not_a_server_error, response_schema_conformance]
 EXAMPLES = {GenerationMode.POSITIVE: 25, GenerationMode.NEGATIVE: 10}
-#: operations that search the medical network cost ~0.05–3 s a call on 2 busy cores: fewer examples
+#: operations that search (or change) the medical network cost ~0.05–3 s a call on 2 busy cores: fewer examples
 HEAVY = {GenerationMode.POSITIVE: 8, GenerationMode.NEGATIVE: 5}
-HEAVY_PATHS = ("/api/agent-retrieval/", "/api/query")
+HEAVY_PATHS = ("/api/agent-retrieval/", "/api/query", "/api/kn/{kn_id}/")
 #: real values a generated field takes 3 times in 4, so the searches reach the data
 REAL: dict[str, list[Any]] = {
     "kn_id": ["medical"],
@@ -48,6 +49,8 @@ REAL: dict[str, list[Any]] = {
               '<kg-query>get_relations("Carnival Lights")</kg-query>'],
     "object_type": ["Disease", "Symptom"],
     "relation_type_path": [["has_symptom"], ["common_drug"]],
+    "object_type_id": ["Disease", "Symptom"],
+    "relation_type_id": ["has_symptom"],
 }
 
 
@@ -63,7 +66,11 @@ class Tally:
 def server(medical_db: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The app (demo KG prepared, medical network, bearer auth) under uvicorn on a free port."""
     work = tmp_path_factory.mktemp("schemathesis") / "work"
-    settings = Settings(work_dir=work, database_url=medical_db, llm_base_url="", sparql_endpoint="", api_key=KEY,
+    # the change routes (PUT /api/kn/{kn_id}/instances, …) write: fuzz a copy, not the session's medical network
+    copy = work.parent / "kn.db"
+    with sqlite3.connect(medical_db.removeprefix("sqlite:///")) as source, sqlite3.connect(copy) as target:
+        source.backup(target)
+    settings = Settings(work_dir=work, database_url=f"sqlite:///{copy}", llm_base_url="", sparql_endpoint="", api_key=KEY,
                         request_timeout=300)  # the first search loads the vectors (15–40 s on 2 busy cores)
     out = settings.dataset_dir("demo")
     fingerprint = steps.input_fingerprint("demo", settings.data_dir)

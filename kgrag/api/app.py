@@ -21,7 +21,7 @@ from fastapi.responses import JSONResponse
 from graphs.agent.context import AgentContext
 from graphs.agent.graph import graph as agent_graph
 from kgrag import __version__
-from kgrag.api import kg_tools, kn_query, kn_search, query_modes
+from kgrag.api import kg_tools, kn_changes, kn_query, kn_search, query_modes
 from kgrag.api.agent_routes import agent_router
 from kgrag.api.security import harden
 from kgrag.api.warmup import kg_questions, kn_questions, warm_agent
@@ -126,6 +126,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.kg_sessions = SessionStore()
     app.state.kn_search_cache = KnSearchCache(settings.kn_search_cache_size)
     app.include_router(kg_tools.router)
+    app.include_router(kn_changes.router)  # writes: only here, behind the API key (not on langgraph_app)
     _add_retrieval(app)
     _add_agent_and_console(app)
     harden(app, settings)  # bearer auth, body limit, handler timeout, CORS (KGRAG_API_KEY, … see security.py)

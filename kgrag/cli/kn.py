@@ -1,4 +1,4 @@
-"""``kgrag kn …``: start, load, list, inspect and query knowledge networks (attached to ``kgrag`` by
+"""``kgrag kn …``: start, load, sync, list, inspect and query knowledge networks (attached to ``kgrag`` by
 :mod:`kgrag.cli`; a test may run ``kn_app`` alone). The database is ``Settings.db_url`` unless ``--db`` is given.
 
     kgrag kn load demo && kgrag kn query demo Person --condition '{"operation":"match","field":"name","value":"kamau"}'
@@ -292,3 +292,39 @@ def query_cmd(
     for hit in _store(db).query_instances(kn_id, object_type, cond, limit):
         console.print(json.dumps(hit.model_dump(), ensure_ascii=False), markup=False, highlight=False,
                       soft_wrap=True)
+
+
+@kn_app.command("sync")
+@network_errors
+def sync_cmd(
+    kn_id: Annotated[str | None, typer.Argument(
+        help="The network to sync (see `kgrag kn list`); omitted: every network.", show_default=False)] = None,
+    full_scan: Annotated[bool, typer.Option(
+        "--full-scan", help="Read every row of a table-bound network (sees rows deleted without a tombstone).")] = False,
+    full_scan_every: Annotated[int, typer.Option(
+        help="A full scan of a table-bound network every N syncs (0: only when asked or needed).", min=0)] = 7,
+    db: DbOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print each network's sync report as JSON.")] = False,
+) -> None:
+    """Sync networks from their sources now, as the daily `knowledge-network-daily` run does: a schema file's
+    files are re-read and their difference applied; a network bound to database tables reads only the rows past
+    each table's watermark (kgrag/network/table_sync.py); a built-in network is left as it is."""
+    from kgrag.network.source_sync import sync_network
+
+    store = _store(db)
+    try:
+        names = [kn_id] if kn_id else [name for name, _ in store.list_networks()]
+        reports = [sync_network(store, name, full_scan=full_scan, full_scan_every=full_scan_every) for name in names]
+    finally:
+        store.close()
+    if as_json:
+        console.print_json(json.dumps([{**r.as_dict(), "counts": r.counts()} for r in reports], default=str))
+        return
+    table = Table("network", "mode", "why", "inserted", "updated", "deleted", "unchanged", "links +", "links −",
+                  "rows read", "seconds", title="kn sync")
+    for r in reports:
+        c = r.counts()
+        table.add_row(escape(r.kn_id), r.mode, escape(r.reason), *(str(c[k]) for k in (
+            "instances_inserted", "instances_updated", "instances_deleted", "instances_unchanged", "links_inserted",
+            "links_deleted")), str(r.rows_read), f"{r.seconds:.2f}")
+    console.print(table)

@@ -32,6 +32,19 @@ CSV cell is converted by the declared property type: integer/float → number, b
 ``source_id`` and ``target_id`` (a ``relation_type_id`` column/field may replace the entry's ``relation_type``).
 When a file has no id column, ids are ``<object type>:<display key value>``. An error in a data file names the file and
 the line a record starts on (CSV, JSONL) or its position in the list (JSON: ``file item N``).
+
+An entry may name a database ``table`` instead of a ``file`` (a network bound to a table, kept in step by the
+daily sync :mod:`kgrag.network.table_sync`)::
+
+      instances:
+        - {object_type: Disease, table: diseases, url_env: CLINIC_DB_URL, id_column: id,
+           incremental_column: updated_at, deleted_column: deleted}
+      links:
+        - {relation_type: has_symptom, table: disease_symptoms, url_env: CLINIC_DB_URL,
+           source_column: disease_id, target_column: symptom_id}
+
+Every setting of such an entry: :mod:`kgrag.network.loaders.table_source`. Loading the schema file reads every
+live row of each table (tombstoned rows left out).
 """
 
 from __future__ import annotations
@@ -46,10 +59,11 @@ from pydantic import ValidationError
 
 from kgrag.errors import KgragError
 from kgrag.network.loaders import NetworkData
+from kgrag.network.loaders.table_source import TableReader, TableSource, parse_table_source
 from kgrag.network.schema.conditions import is_list_type
 from kgrag.network.schema.model import Instance, KnowledgeNetwork, Link, ObjectType
 
-__all__ = ["load_declarative", "located_records", "read_records"]
+__all__ = ["load_declarative", "located_records", "read_file_entries", "read_records", "read_schema", "table_sources"]
 
 _NUMERIC = {"integer", "int", "long", "short"}
 _FLOAT = {"float", "double", "decimal", "number", "numeric"}
@@ -165,8 +179,35 @@ def _read_schema(path: Path) -> Any:
         raise KgragError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
 
 
-def load_declarative(schema_path: str | Path, kn_id: str | None = None) -> NetworkData:
-    """Read the schema file and every data file it names (see the module docstring)."""
+def table_sources(path: Path, network: KnowledgeNetwork, data: Any) -> list[tuple[str, TableSource]]:
+    """``(where, source)`` of each ``data`` entry naming a table (:mod:`kgrag.network.loaders.table_source`), in
+    declaration order, instances first; every entry is checked: a mapping with a ``file`` or a ``table`` whose
+    object / relation type the network declares (else a one-line :class:`KgragError` naming the entry)."""
+    if not isinstance(data, dict):
+        raise KgragError(f"{path}: data must be a mapping with instances and links lists")
+    kinds = {"instances": {ot.id for ot in network.object_types},
+             "links": {rt.id for rt in network.relation_types}}
+    out = []
+    for section, known in kinds.items():
+        for n, entry in enumerate(data.get(section) or [], 1):
+            where = f"{path}: data.{section} entry {n}"
+            if not isinstance(entry, dict) or not (entry.get("file") or entry.get("table")):
+                raise KgragError(f"{where} needs a file or a table (a mapping with file: … or table: …)")
+            if not entry.get("table"):
+                continue
+            if entry.get("file"):
+                raise KgragError(f"{where} names both a file and a table: keep one")
+            source = parse_table_source(entry, where)
+            name = source.relation_type if section == "links" else source.object_type
+            if name is None or name not in known:
+                what = "relation_type" if section == "links" else "object_type"
+                raise KgragError(f"{where}: {what} {name!r} is not declared by the network")
+            out.append((where, source))
+    return out
+
+
+def read_schema(schema_path: str | Path, kn_id: str | None = None) -> tuple[KnowledgeNetwork, Any]:
+    """The schema file's network (validated) and its ``data`` section as written (nothing read from it)."""
     path = Path(schema_path)
     if not path.is_file():
         raise KgragError(f"network schema file not found: {path}")
@@ -177,7 +218,7 @@ def load_declarative(schema_path: str | Path, kn_id: str | None = None) -> Netwo
     doc["kn_id"] = kn_id or doc.get("kn_id") or path.stem
     doc.setdefault("name", doc["kn_id"])
     try:
-        network = KnowledgeNetwork.model_validate(doc)
+        return KnowledgeNetwork.model_validate(doc), data
     except ValidationError as exc:
         first = exc.errors()[0]
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
@@ -185,21 +226,23 @@ def load_declarative(schema_path: str | Path, kn_id: str | None = None) -> Netwo
         raise KgragError(f"{path}: invalid network schema: {where}: {first['msg']}{more}") from None
     except ValueError as exc:
         raise KgragError(f"{path}: invalid network schema: {' '.join(str(exc).split())}") from None
+
+
+def read_file_entries(path: Path, network: KnowledgeNetwork, data: Any) -> tuple[list[Instance], list[Link]]:
+    """The instances and links of the ``data`` entries naming a file (entries naming a table are skipped)."""
     object_types = {ot.id: ot for ot in network.object_types}
     instances: list[Instance] = []
-    if not isinstance(data, dict):
-        raise KgragError(f"{path}: data must be a mapping with instances and links lists")
-    for section in ("instances", "links"):
-        for n, entry in enumerate(data.get(section) or [], 1):
-            if not isinstance(entry, dict) or not entry.get("file"):
-                raise KgragError(f"{path}: data.{section} entry {n} needs a file (a mapping with file: …)")
     for entry in data.get("instances") or []:
+        if entry.get("table"):
+            continue
         ot = object_types.get(entry.get("object_type", ""))
         if ot is None:
             raise KgragError(f"{path}: data.instances names unknown object type {entry.get('object_type')!r}")
         instances.extend(_instances(ot, path.parent / entry["file"], entry.get("id_column", "id")))
     links: list[Link] = []
     for entry in data.get("links") or []:
+        if entry.get("table"):
+            continue
         file = path.parent / entry["file"]
         for where, row in located_records(file):
             rel = row.get("relation_type_id") or entry.get("relation_type")
@@ -208,4 +251,18 @@ def load_declarative(schema_path: str | Path, kn_id: str | None = None) -> Netwo
             links.append(
                 Link(relation_type_id=rel, source_id=str(row["source_id"]), target_id=str(row["target_id"]))
             )
+    return instances, links
+
+
+def load_declarative(schema_path: str | Path, kn_id: str | None = None) -> NetworkData:
+    """Read the schema file and every data file and table it names (see the module docstring)."""
+    path = Path(schema_path)
+    network, data = read_schema(path, kn_id)
+    tables = table_sources(path, network, data)  # checks every entry first
+    instances, links = read_file_entries(path, network, data)
+    for where, source in tables:  # every live row (kgrag.network.loaders.table_source)
+        with TableReader(source, where) as reader:
+            batch = reader.read(network)
+        instances.extend(batch.instances)
+        links.extend(batch.links)
     return network, instances, links
