@@ -31,7 +31,15 @@ the vocabularies (one string per node and relation) are Python objects, never th
   edges; so is a same-language name that lost to a better-ranked one (``rdfs:label "Einstein"`` beside
   ``schema:name "Albert Einstein"``). Only names in the configured language (or untagged) are kept.
 - a malformed statement or line is reported with its file and line and skipped; past ``max_bad_lines`` the import
-  stops with an error. A missing file, an unknown format or no triple at all is a one-line error.
+  stops with an error, and with ``strict=True`` at the first one (``kgrag prepare --strict``). A missing file, an
+  unknown format or no triple at all is a one-line error.
+- what a malformed statement costs (``bad_lines`` counts the statements skipped, ``unread_lines`` the lines never
+  parsed): a TSV, N-Triples or N-Quads line is skipped alone. In Turtle / TriG / N3 pyoxigraph's parser drops input
+  up to the end of the statement the error is in (the next ``.``; measured: often the following statement too) and
+  resumes. Where it cannot resume — an unterminated string, long string or IRI swallows the rest of the file and
+  ends in "Unexpected end of file" — every line after the error's line is lost: counted as ``unread_lines`` (the
+  file's line count, read as the parser reads, minus that line) and reported with the error's ``file:line``. RDF/XML
+  and JSON-LD errors carry no line (reported as line 0) and may end the file's parse.
 """
 
 from __future__ import annotations
@@ -112,6 +120,7 @@ class TripleArrays:
     alias_nodes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))  # node of each other name
     alias_names: list[str] = field(default_factory=list)  # the other names, sorted by node, no repeats
     property_triples: int = 0  # triples about a property (its label, type, …): schema, not edges
+    unread_lines: int = 0  # lines the parser never read: after an error it could not resume from (see the docstring)
 
 
 def detect_format(path: Path) -> str:
@@ -152,8 +161,10 @@ def iri_label(key: str) -> str:
 class _Builder:
     """Interns nodes and relations and appends int triples (see :class:`TripleArrays`)."""
 
-    def __init__(self, lang: str, max_bad_lines: int, alias_predicates: Sequence[str] = ()) -> None:
+    def __init__(self, lang: str, max_bad_lines: int, alias_predicates: Sequence[str] = (),
+                 strict: bool = False) -> None:
         self.lang = lang.lower()
+        self.strict = strict
         self.alias_predicates = frozenset((*ALIAS_PREDICATES, *alias_predicates))
         self.alias_node = array("i")  # other names: node, text (see the module docstring)
         self.alias_text: list[str] = []
@@ -220,6 +231,8 @@ class _Builder:
         self.bad += 1
         if len(self.issues) < 1000:
             self.issues.append(LineIssue(path, line, reason))
+        if self.strict:
+            raise KgragError(f"{path}:{line}: {reason} (--strict: the import stops at the first malformed statement)")
         if self.bad > self.max_bad:
             raise KgragError(f"{path}:{line}: {reason} — more than {self.max_bad} malformed lines, the import stops "
                              f"(first: {self.issues[0]}); fix the file or raise --max-bad-lines")
@@ -344,7 +357,7 @@ class _Builder:
             literal_types=self.literal_types, id_style=id_style,
             issues=self.issues, bad_lines=self.bad, name_triples=self.name_triples, files=files,
             relation_labels=labels, alias_nodes=alias_nodes, alias_names=alias_names,
-            property_triples=self.property_triples)
+            property_triples=self.property_triples, unread_lines=sum(f.get("unread_lines", 0) for f in files))
 
 
 def _opaque_local(iri: str) -> str:
@@ -369,24 +382,72 @@ def _literal_key(term: ox.Literal, builder: _Builder) -> str:
     return key
 
 
-def _statements(parser: Iterator[ox.Quad], spath: str, builder: _Builder) -> Iterator[ox.Quad]:
+class _LineCounter:
+    """A binary reader that counts the lines read through it (the parser's reads: its line count is the file's)."""
+
+    def __init__(self, fh: IO[bytes]) -> None:
+        self.fh = fh
+        self.lines = 0
+        self.last = b"\n"
+
+    def read(self, size: int = -1) -> bytes:
+        chunk = self.fh.read(size)
+        if chunk:
+            self.lines += chunk.count(b"\n")
+            self.last = chunk[-1:]
+        return chunk
+
+    def total(self) -> int:
+        """Lines read so far, a last line without a newline included."""
+        return self.lines + (self.last != b"\n")
+
+
+_RUNAWAY = "Unexpected end"
+_PARSER_ERROR = re.compile(r"^Parser error (?:at line \d+ |between line \d+ )?(?:between columns?|columns?) (\d+)[^:]*: ")
+
+
+def _reason(message: str) -> str:
+    """pyoxigraph's message without what ``file:line`` already says: ``Parser error at line 25 between columns 23
+    and 28: A dot is expected … (line 25)`` → ``A dot is expected … (column 23)``."""
+    message = message.split(" (line")[0]
+    match = _PARSER_ERROR.match(message)
+    return f"{message[match.end():]} (column {match[1]})" if match else message  # pyoxigraph's message when an error ran to the end of the file
+
+
+def _statements(parser: Iterator[ox.Quad], spath: str, builder: _Builder, counter: _LineCounter,
+                report: dict) -> Iterator[ox.Quad]:
+    """The parser's quads; each syntax error becomes a bad line (its first line). An error that ran to the end of
+    the file from an earlier line (the parser could not resume) sets ``report``'s ``unread_after`` (that line) and
+    ``unread_lines`` (the lines after it)."""
     while True:
         try:
             yield next(parser)
         except StopIteration:
             return
         except SyntaxError as exc:
-            builder.bad_line(spath, exc.lineno or 0, str(exc).split(" (line")[0])
+            line = exc.lineno or 0
+            reason = _reason(str(exc))
+            if _RUNAWAY in reason and line:
+                if "unread_after" in report:  # the parser's second report of the same end of file
+                    continue
+                unread = max(0, counter.total() - line)
+                report.update(unread_after=line, unread_lines=unread)
+                if unread:
+                    reason += (f" — the parser could not resume: the {unread:,} lines after line {line} are lost "
+                               "(an unterminated string or IRI?)")
+            builder.bad_line(spath, line, reason)
 
 
-def _read_rdf(path: Path, fmt: str, file_no: int, builder: _Builder) -> int:
+def _read_rdf(path: Path, fmt: str, file_no: int, builder: _Builder, report: dict) -> int:
+    """Append the file's triples; ``report`` gets ``unread_lines`` / ``unread_after`` (see the module docstring)."""
     spath, count = str(path), 0
     node, relation, add, name = builder.node, builder.relation, builder.add, builder.name
     name_rank, lang_rank = builder.name_rank, builder.lang_rank
     name_or_alias, alias, alias_predicates = builder.name_or_alias, builder.alias, builder.alias_predicates
-    with _open(path) as fh:
+    with _open(path) as raw:
+        fh = _LineCounter(raw)
         parser = ox.parse(input=fh, format=_RDF_FORMATS[f".{fmt}"], lenient=True)
-        for quad in _statements(parser, spath, builder):
+        for quad in _statements(parser, spath, builder, fh, report):
             s, p, o = quad.subject, quad.predicate.value, quad.object
             skey = s.value if isinstance(s, ox.NamedNode) else f"_:{file_no}:{s.value}"
             if isinstance(o, ox.Literal):
@@ -463,9 +524,10 @@ def _read_lines(path: Path, builder: _Builder) -> int:
 
 def read_triple_files(paths: Sequence[str | Path], lang: str = "en", max_bad_lines: int = 1000,
                       progress: Callable[[str, int], None] | None = None,
-                      alias_predicates: Sequence[str] = ()) -> TripleArrays:
+                      alias_predicates: Sequence[str] = (), strict: bool = False) -> TripleArrays:
     """Read every file (see the module docstring); ``progress(path, triples)`` after each file;
-    ``alias_predicates``: IRIs of further other-name predicates (beside :data:`ALIAS_PREDICATES`)."""
+    ``alias_predicates``: IRIs of further other-name predicates (beside :data:`ALIAS_PREDICATES`); ``strict``: a
+    :class:`KgragError` (``file:line: reason``) at the first malformed statement or line instead of skipping it."""
     if not paths:
         raise KgragError("no triple files given (--triples PATH)")
     resolved = [Path(p).expanduser() for p in paths]
@@ -477,12 +539,13 @@ def read_triple_files(paths: Sequence[str | Path], lang: str = "en", max_bad_lin
     if "lines" in formats and len(set(formats)) > 1:
         raise KgragError("mix of RDF and head-relation-tail line files: import them as separate datasets (RDF "
                          "nodes are keyed by IRI, line nodes by their text)")
-    builder = _Builder(lang, max_bad_lines, alias_predicates)
+    builder = _Builder(lang, max_bad_lines, alias_predicates, strict)
     files = []
     for file_no, (path, fmt) in enumerate(zip(resolved, formats, strict=True)):
         bad_before = builder.bad
-        n = _read_lines(path, builder) if fmt == "lines" else _read_rdf(path, fmt, file_no, builder)
-        files.append({"path": str(path), "format": fmt, "triples": n, "bad_lines": builder.bad - bad_before})
+        report: dict = {"path": str(path), "format": fmt}
+        n = _read_lines(path, builder) if fmt == "lines" else _read_rdf(path, fmt, file_no, builder, report)
+        files.append({**report, "triples": n, "bad_lines": builder.bad - bad_before})
         if progress is not None:
             progress(str(path), n)
     if not builder.h:
