@@ -33,13 +33,15 @@ the vocabularies (one string per node and relation) are Python objects, never th
 - a malformed statement or line is reported with its file and line and skipped; past ``max_bad_lines`` the import
   stops with an error, and with ``strict=True`` at the first one (``kgrag prepare --strict``). A missing file, an
   unknown format or no triple at all is a one-line error.
-- what a malformed statement costs (``bad_lines`` counts the statements skipped, ``unread_lines`` the lines never
+- what a malformed statement costs (``bad_lines`` counts the parser's errors, ``unread_lines`` the lines never
   parsed): a TSV, N-Triples or N-Quads line is skipped alone. In Turtle / TriG / N3 pyoxigraph's parser drops input
   up to the end of the statement the error is in (the next ``.``; measured: often the following statement too) and
-  resumes. Where it cannot resume — an unterminated string, long string or IRI swallows the rest of the file and
-  ends in "Unexpected end of file" — every line after the error's line is lost: counted as ``unread_lines`` (the
-  file's line count, read as the parser reads, minus that line) and reported with the error's ``file:line``. RDF/XML
-  and JSON-LD errors carry no line (reported as line 0) and may end the file's parse.
+  resumes. It cannot get past an unterminated string, long string or IRI: that swallows the rest of the file and
+  ends in "Unexpected end of file"; the reader then parses again from the line after the error's line, with the
+  prefixes and base declared so far (each file's ``resumed_after`` lists those lines; the swallowed text may have
+  become one bogus literal). Only when that makes no progress (or after 100 resumes) are the lines after it lost:
+  ``unread_lines``, with the file's ``unread_after``. RDF/XML and JSON-LD errors carry no line (reported as line 0)
+  and may end the file's parse.
 """
 
 from __future__ import annotations
@@ -383,26 +385,35 @@ def _literal_key(term: ox.Literal, builder: _Builder) -> str:
 
 
 class _LineCounter:
-    """A binary reader that counts the lines read through it (the parser's reads: its line count is the file's)."""
+    """A binary reader that counts the lines read through it (the parser's reads: its line count is the file's);
+    ``header`` (the prefixes of a resumed parse) is read first, ``offset`` turns the parser's line numbers into
+    the file's."""
 
-    def __init__(self, fh: IO[bytes]) -> None:
+    def __init__(self, fh: IO[bytes], header: bytes = b"", offset: int = 0) -> None:
         self.fh = fh
+        self.header = header
+        self.offset = offset
         self.lines = 0
         self.last = b"\n"
 
     def read(self, size: int = -1) -> bytes:
-        chunk = self.fh.read(size)
+        if self.header:
+            chunk, self.header = self.header, b""
+        else:
+            chunk = self.fh.read(size)
         if chunk:
             self.lines += chunk.count(b"\n")
             self.last = chunk[-1:]
         return chunk
 
     def total(self) -> int:
-        """Lines read so far, a last line without a newline included."""
-        return self.lines + (self.last != b"\n")
+        """The file's lines read so far, a last line without a newline included."""
+        return self.lines + (self.last != b"\n") + self.offset
 
 
-_RUNAWAY = "Unexpected end"
+_RUNAWAY = "Unexpected end"  # pyoxigraph's message when an error ran to the end of the file
+_PREFIXED = frozenset({"ttl", "turtle", "trig", "n3"})  # formats whose prefixes a resumed parse must be given
+_MAX_RESUMES = 100  # per file: each costs a re-read of the file up to the resume line
 _PARSER_ERROR = re.compile(r"^Parser error (?:at line \d+ |between line \d+ )?(?:between columns?|columns?) (\d+)[^:]*: ")
 
 
@@ -411,79 +422,109 @@ def _reason(message: str) -> str:
     and 28: A dot is expected … (line 25)`` → ``A dot is expected … (column 23)``."""
     message = message.split(" (line")[0]
     match = _PARSER_ERROR.match(message)
-    return f"{message[match.end():]} (column {match[1]})" if match else message  # pyoxigraph's message when an error ran to the end of the file
+    return f"{message[match.end():]} (column {match[1]})" if match else message
 
 
 def _statements(parser: Iterator[ox.Quad], spath: str, builder: _Builder, counter: _LineCounter,
                 report: dict) -> Iterator[ox.Quad]:
-    """The parser's quads; each syntax error becomes a bad line (its first line). An error that ran to the end of
-    the file from an earlier line (the parser could not resume) sets ``report``'s ``unread_after`` (that line) and
-    ``unread_lines`` (the lines after it)."""
+    """The parser's quads; each syntax error becomes a bad line (its first line, in the file's numbering). An error
+    that ran to the end of the file from an earlier line (the parser cannot get past it: an unterminated string or
+    IRI) ends the parse and sets ``report["resume_at"]`` to that line: :func:`_read_rdf` parses again after it."""
     while True:
         try:
             yield next(parser)
         except StopIteration:
             return
         except SyntaxError as exc:
-            line = exc.lineno or 0
+            line = (exc.lineno or 0) and exc.lineno + counter.offset
             reason = _reason(str(exc))
             if _RUNAWAY in reason and line:
-                if "unread_after" in report:  # the parser's second report of the same end of file
-                    continue
-                unread = max(0, counter.total() - line)
-                report.update(unread_after=line, unread_lines=unread)
-                if unread:
-                    reason += (f" — the parser could not resume: the {unread:,} lines after line {line} are lost "
-                               "(an unterminated string or IRI?)")
+                after = counter.total() - line
+                if after > 0:
+                    report["resume_at"] = line
+                    reason += (f" — the parser could not get past line {line} (an unterminated string or IRI?): "
+                               f"parsing again from line {line + 1}")
+                builder.bad_line(spath, line, reason)
+                return
             builder.bad_line(spath, line, reason)
 
 
 def _read_rdf(path: Path, fmt: str, file_no: int, builder: _Builder, report: dict) -> int:
-    """Append the file's triples; ``report`` gets ``unread_lines`` / ``unread_after`` (see the module docstring)."""
-    spath, count = str(path), 0
+    """Append the file's triples; where the parser cannot get past an error (see :func:`_statements`) parse again
+    from the next line, with the prefixes and base declared so far, at most ``_MAX_RESUMES`` times — then the rest
+    of the file is lost: ``report`` gets ``unread_after`` (the line) and ``unread_lines`` (how many after it).
+    ``report["resumed_after"]``: the lines parsing started again after."""
+    count, skip = 0, 0
+    prefixes: dict[str, str] = {}
+    base: str | None = None
+    resumed: list[int] = []
+    while True:
+        with _open(path) as raw:
+            header = b""
+            if skip:
+                for _ in range(skip):  # only after a runaway error: the lines already parsed
+                    raw.readline()
+                if fmt in _PREFIXED:
+                    header = "".join(f"@prefix {p}: <{iri}> .\n" for p, iri in prefixes.items()).encode("utf-8")
+            fh = _LineCounter(raw, header, skip - header.count(b"\n"))
+            parser = ox.parse(input=fh, format=_RDF_FORMATS[f".{fmt}"], lenient=True, base_iri=base)
+            count += _add_quads(_statements(parser, str(path), builder, fh, report), str(path), file_no, builder)
+            at = report.pop("resume_at", None)
+            if at is None:
+                break
+            if at <= skip or len(resumed) >= _MAX_RESUMES:
+                report.update(unread_after=at, unread_lines=fh.total() - at)
+                break
+            resumed.append(at)
+            prefixes, base, skip = dict(getattr(parser, "prefixes", {}) or {}), getattr(parser, "base_iri", None), at
+    if resumed:
+        report["resumed_after"] = resumed
+    return count
+
+
+def _add_quads(quads: Iterator[ox.Quad], spath: str, file_no: int, builder: _Builder) -> int:
+    """Append the quads' triples, names and other names to ``builder``; returns the triples added."""
+    count = 0
     node, relation, add, name = builder.node, builder.relation, builder.add, builder.name
     name_rank, lang_rank = builder.name_rank, builder.lang_rank
     name_or_alias, alias, alias_predicates = builder.name_or_alias, builder.alias, builder.alias_predicates
-    with _open(path) as raw:
-        fh = _LineCounter(raw)
-        parser = ox.parse(input=fh, format=_RDF_FORMATS[f".{fmt}"], lenient=True)
-        for quad in _statements(parser, spath, builder, fh, report):
-            s, p, o = quad.subject, quad.predicate.value, quad.object
-            skey = s.value if isinstance(s, ox.NamedNode) else f"_:{file_no}:{s.value}"
-            if isinstance(o, ox.Literal):
-                rank = name_rank.get(p)
-                if rank is None and p.endswith(_OWN_NAME):  # Freebase's name predicate in another namespace
-                    rank = 0
-                elif p.endswith(_OWN_VALUE):  # kgrag's own export: the node's value, already its name
-                    builder.name_triples += 1
-                    continue
-                if rank is not None:
-                    name_or_alias(node(skey), lang_rank(o.language) * 10 + rank, o.value)
-                    builder.name_triples += 1
-                    continue
-                if p in alias_predicates or p.endswith(_OWN_ALIAS):
-                    if lang_rank(o.language) <= _ALIAS_LANG_RANK:
-                        alias(node(skey), o.value)
-                    builder.name_triples += 1
-                    continue
-                okey = _literal_key(o, builder)
-                tail = node(okey)
-                name(tail, -1, o.value)
-            elif isinstance(o, ox.NamedNode):
-                if p == DIRECT_CLAIM:  # wd:P19 wikibase:directClaim wdt:P19: schema, not an edge
-                    builder.direct_claims[o.value] = skey
-                    builder.property_triples += 1
-                    continue
-                tail = node(o.value)
-                if p in _TYPE_PREDICATES:
-                    builder.classes.add(tail)
-            elif isinstance(o, ox.BlankNode):
-                tail = node(f"_:{file_no}:{o.value}")
-            else:  # an RDF-star quoted triple: not a node of this graph
-                builder.bad_line(spath, 0, "quoted triples are not supported")
+    for quad in quads:
+        s, p, o = quad.subject, quad.predicate.value, quad.object
+        skey = s.value if isinstance(s, ox.NamedNode) else f"_:{file_no}:{s.value}"
+        if isinstance(o, ox.Literal):
+            rank = name_rank.get(p)
+            if rank is None and p.endswith(_OWN_NAME):  # Freebase's name predicate in another namespace
+                rank = 0
+            elif p.endswith(_OWN_VALUE):  # kgrag's own export: the node's value, already its name
+                builder.name_triples += 1
                 continue
-            add(node(skey), relation(p), tail)
-            count += 1
+            if rank is not None:
+                name_or_alias(node(skey), lang_rank(o.language) * 10 + rank, o.value)
+                builder.name_triples += 1
+                continue
+            if p in alias_predicates or p.endswith(_OWN_ALIAS):
+                if lang_rank(o.language) <= _ALIAS_LANG_RANK:
+                    alias(node(skey), o.value)
+                builder.name_triples += 1
+                continue
+            okey = _literal_key(o, builder)
+            tail = node(okey)
+            name(tail, -1, o.value)
+        elif isinstance(o, ox.NamedNode):
+            if p == DIRECT_CLAIM:  # wd:P19 wikibase:directClaim wdt:P19: schema, not an edge
+                builder.direct_claims[o.value] = skey
+                builder.property_triples += 1
+                continue
+            tail = node(o.value)
+            if p in _TYPE_PREDICATES:
+                builder.classes.add(tail)
+        elif isinstance(o, ox.BlankNode):
+            tail = node(f"_:{file_no}:{o.value}")
+        else:  # an RDF-star quoted triple: not a node of this graph
+            builder.bad_line(spath, 0, "quoted triples are not supported")
+            continue
+        add(node(skey), relation(p), tail)
+        count += 1
     return count
 
 
