@@ -64,6 +64,22 @@ def test_an_unterminated_string_is_parsed_past_from_the_next_line(tmp_path: Path
         read_triple_files([path], strict=True)
 
 
+def test_where_parsing_cannot_go_on_the_lines_lost_are_counted(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import kgrag.data.triples as triples
+
+    monkeypatch.setattr(triples, "_MAX_RESUMES", 0)
+    path = _write(tmp_path, "kg.ttl", _turtle('ex:bad rdfs:label """never closed .'))
+    graph = read_triple_files([path])
+    total_lines = 2 + 2 * PEOPLE + 1
+    assert graph.unread_lines == total_lines - 25 and graph.files[0]["unread_after"] == 25
+    assert len(graph.head) == BAD_AT + 1  # two thirds of the edges gone, and said so
+    headline = loss_report({"malformed_lines": graph.bad_lines, "unread_lines": graph.unread_lines,
+                            "files": graph.files, "malformed_examples": [str(i) for i in graph.issues]})[0]
+    assert headline == (f"the import lost data: 1 malformed statement or line skipped; {total_lines - 25} lines not "
+                        f"read after {path}:25 (the parser could not resume: their statements are lost)")
+
+
 @pytest.mark.parametrize(("name", "text", "line", "reason"), [
     ("kg.nt", "<http://e/a> <http://e/k> <http://e/b> .\n<http://e/b> <http://e/k> .\n"
               "<http://e/b> <http://e/k> <http://e/c> .\n", 2, "column"),

@@ -384,31 +384,28 @@ def _literal_key(term: ox.Literal, builder: _Builder) -> str:
     return key
 
 
-class _LineCounter:
-    """A binary reader that counts the lines read through it (the parser's reads: its line count is the file's);
-    ``header`` (the prefixes of a resumed parse) is read first, ``offset`` turns the parser's line numbers into
-    the file's."""
+class _Headed:
+    """A binary reader that reads ``header`` (the prefixes of a resumed parse) before the file."""
 
-    def __init__(self, fh: IO[bytes], header: bytes = b"", offset: int = 0) -> None:
+    def __init__(self, fh: IO[bytes], header: bytes) -> None:
         self.fh = fh
         self.header = header
-        self.offset = offset
-        self.lines = 0
-        self.last = b"\n"
 
     def read(self, size: int = -1) -> bytes:
         if self.header:
             chunk, self.header = self.header, b""
-        else:
-            chunk = self.fh.read(size)
-        if chunk:
-            self.lines += chunk.count(b"\n")
-            self.last = chunk[-1:]
-        return chunk
+            return chunk
+        return self.fh.read(size)
 
-    def total(self) -> int:
-        """The file's lines read so far, a last line without a newline included."""
-        return self.lines + (self.last != b"\n") + self.offset
+
+def _line_count(path: Path) -> int:
+    """The file's lines (a last line without a newline included); read again only after a runaway error."""
+    lines, last = 0, b"\n"
+    with _open(path) as fh:
+        while chunk := fh.read(1 << 20):
+            lines += chunk.count(b"\n")
+            last = chunk[-1:]
+    return lines + (last != b"\n")
 
 
 _RUNAWAY = "Unexpected end"  # pyoxigraph's message when an error ran to the end of the file
@@ -425,21 +422,23 @@ def _reason(message: str) -> str:
     return f"{message[match.end():]} (column {match[1]})" if match else message
 
 
-def _statements(parser: Iterator[ox.Quad], spath: str, builder: _Builder, counter: _LineCounter,
+def _statements(parser: Iterator[ox.Quad], path: Path, builder: _Builder, offset: int,
                 report: dict) -> Iterator[ox.Quad]:
     """The parser's quads; each syntax error becomes a bad line (its first line, in the file's numbering). An error
     that ran to the end of the file from an earlier line (the parser cannot get past it: an unterminated string or
-    IRI) ends the parse and sets ``report["resume_at"]`` to that line: :func:`_read_rdf` parses again after it."""
+    IRI) ends the parse and sets ``report["resume_at"]`` to that line: :func:`_read_rdf` parses again after it.
+    ``offset``: what turns the parser's line numbers into the file's."""
+    spath = str(path)
     while True:
         try:
             yield next(parser)
         except StopIteration:
             return
         except SyntaxError as exc:
-            line = (exc.lineno or 0) and exc.lineno + counter.offset
+            line = (exc.lineno or 0) and exc.lineno + offset
             reason = _reason(str(exc))
             if _RUNAWAY in reason and line:
-                after = counter.total() - line
+                after = _line_count(path) - line
                 if after > 0:
                     report["resume_at"] = line
                     reason += (f" — the parser could not get past line {line} (an unterminated string or IRI?): "
@@ -466,14 +465,15 @@ def _read_rdf(path: Path, fmt: str, file_no: int, builder: _Builder, report: dic
                     raw.readline()
                 if fmt in _PREFIXED:
                     header = "".join(f"@prefix {p}: <{iri}> .\n" for p, iri in prefixes.items()).encode("utf-8")
-            fh = _LineCounter(raw, header, skip - header.count(b"\n"))
-            parser = ox.parse(input=fh, format=_RDF_FORMATS[f".{fmt}"], lenient=True, base_iri=base)
-            count += _add_quads(_statements(parser, str(path), builder, fh, report), str(path), file_no, builder)
+            parser = ox.parse(input=_Headed(raw, header) if header else raw, format=_RDF_FORMATS[f".{fmt}"],
+                              lenient=True, base_iri=base)
+            quads = _statements(parser, path, builder, skip - header.count(b"\n"), report)
+            count += _add_quads(quads, str(path), file_no, builder)
             at = report.pop("resume_at", None)
             if at is None:
                 break
             if at <= skip or len(resumed) >= _MAX_RESUMES:
-                report.update(unread_after=at, unread_lines=fh.total() - at)
+                report.update(unread_after=at, unread_lines=_line_count(path) - at)
                 break
             resumed.append(at)
             prefixes, base, skip = dict(getattr(parser, "prefixes", {}) or {}), getattr(parser, "base_iri", None), at

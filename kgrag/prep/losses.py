@@ -28,6 +28,10 @@ def loss_headline(graph: dict, questions: dict | None = None) -> str:
         where = ", ".join(f"{f['path']}:{f['unread_after']}" for f in graph.get("files", ()) if f.get("unread_lines"))
         parts.append(f"{unread:,} lines not read after {where} (the parser could not resume: their statements "
                      "are lost)")
+    resumed = [f"{f['path']}:{line}" for f in graph.get("files", ()) for line in f.get("resumed_after", ())]
+    if resumed:
+        parts.append(f"parsed again after {', '.join(resumed[:3])}{' …' if len(resumed) > 3 else ''} (an "
+                     "unterminated string or IRI: the text up to there may have become one literal)")
     if bad_questions:
         parts.append(f"{bad_questions:,} malformed question line{'s' if bad_questions != 1 else ''} skipped")
     return "the import lost data: " + "; ".join(parts) if parts else ""
