@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from fixtures.settings import require_shared
 from typer.testing import CliRunner
 
 from kgrag.cli.kn import kn_app
@@ -149,8 +150,11 @@ def test_a_bad_update_through_kn_load_changes_nothing(library: Path, work_settin
     store.close()
 
 
-@pytest.mark.parametrize("name", ["demo", "synthetic"])
-def test_the_built_in_networks_name_their_instances_by_a_declared_display_key(name: str) -> None:
+@pytest.mark.parametrize(("name", "data"), [("demo", ""), ("synthetic", ""), ("metaqa", "metaqa/kb.txt"),
+                                            ("medical", "medical/diseases")])
+def test_the_built_in_networks_name_their_instances_by_a_declared_display_key(name: str, data: str) -> None:
+    if data:
+        require_shared(data)  # medical and metaqa read the shared data dir (skip without it)
     network, instances, _ = build_named(name)
     display = {ot.id: ot.display_key for ot in network.object_types}
     for ot in network.object_types:
