@@ -42,8 +42,8 @@ the vocabularies (one string per node and relation) are Python objects, never th
   become one bogus literal). Only when that makes no progress (or after 20 resumes) are the lines after it lost:
   ``unread_lines``, with the file's ``unread_after``. Two unterminated short strings cancel out: between them the
   parser reads with its quotes inverted and reaches the end of the file in step; what it drops there is reported
-  as errors but not parsed again (``bench/loud_import.py --breaks 3``: a third of the names lost). RDF/XML and JSON-LD errors carry no line (reported as line 0)
-  and may end the file's parse.
+  as errors but not parsed again (``bench/loud_import.py --breaks 3``: 22 % of the names lost). RDF/XML and
+  JSON-LD errors carry no line (reported as line 0) and may end the file's parse.
 """
 
 from __future__ import annotations
