@@ -413,7 +413,8 @@ def _line_count(path: Path) -> int:
 _RUNAWAY = "Unexpected end"  # pyoxigraph's message when an error ran to the end of the file
 _PREFIXED = frozenset({"ttl", "turtle", "trig", "n3"})  # formats whose prefixes a resumed parse must be given
 _MAX_RESUMES = 20  # per file: each costs a re-read of the file up to the resume line (and a line count)
-_PARSER_ERROR = re.compile(r"^Parser error (?:at line \d+ |between line \d+ )?(?:between columns?|columns?) (\d+)[^:]*: ")
+_PARSER_ERROR = re.compile(
+    r"^Parser error (?:at line \d+ |between line \d+ )?(?:between columns?|columns?) (\d+)[^:]*: ")
 
 
 def _reason(message: str) -> str:

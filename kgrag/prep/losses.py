@@ -22,8 +22,8 @@ def loss_headline(graph: dict, questions: dict | None = None) -> str:
     bad_questions = int((questions or {}).get("malformed_lines", 0))
     parts = []
     if skipped:
-        parts.append(f"{skipped:,} malformed statement{'s' if skipped != 1 else ''} or line{'s' if skipped != 1 else ''}"
-                     " skipped")
+        plural = "s" if skipped != 1 else ""
+        parts.append(f"{skipped:,} malformed statement{plural} or line{plural} skipped")
     if unread:
         where = ", ".join(f"{f['path']}:{f['unread_after']}" for f in graph.get("files", ()) if f.get("unread_lines"))
         parts.append(f"{unread:,} lines not read after {where} (the parser could not resume: their statements "

@@ -26,7 +26,8 @@ plus a ``data`` section naming the data files (paths relative to the schema file
         - {relation_type: has_symptom, file: has_symptom.csv}         # columns source_id, target_id
 
 Instance files: CSV with a header row (one column per property; the id column is not a property unless it is
-also declared as one or is the display key; empty cells are omitted), or JSON (a list of objects) / JSONL (one object per line). Each
+also declared as one or is the display key; empty cells are omitted), or JSON (a list of objects) / JSONL (one
+object per line). Each
 CSV cell is converted by the declared property type: integer/float → number, boolean → true/false, list types
 (``string[]``, ``list``, ``array``) → JSON array text or ``|``-separated items. Link files: CSV/JSON/JSONL with
 ``source_id`` and ``target_id`` (a ``relation_type_id`` column/field may replace the entry's ``relation_type``).
