@@ -50,8 +50,8 @@ def fingerprint_inputs(spec: DatasetSpec, data_dir: str) -> str:
 @task(name="build-graph", retries=2, retry_delay_seconds=2, retry_condition_fn=_not_a_user_error,
       cache_key_fn=_cache_key("graph"),
       cache_expiration=timedelta(days=30), persist_result=True)
-def build_graph(spec: DatasetSpec, data_dir: str, out_dir: str, fingerprint: str) -> dict:
-    return steps.build_graph(spec, Path(data_dir), Path(out_dir), fingerprint)
+def build_graph(spec: DatasetSpec, data_dir: str, out_dir: str, fingerprint: str, strict: bool = False) -> dict:
+    return steps.build_graph(spec, Path(data_dir), Path(out_dir), fingerprint, strict=strict)
 
 
 @task(name="load-oxigraph", retries=2, retry_delay_seconds=2, cache_key_fn=_cache_key("store"),
@@ -85,9 +85,10 @@ def summarise(dataset: str, out_dir: str, graph: dict, store: dict, questions: d
 
 @flow(name="prepare-data", log_prints=True)
 def prepare_data(dataset: str = "metaqa", data_dir: str | None = None, work_dir: str | None = None,
-                 seed: int | None = None, spec: dict | None = None) -> dict:
+                 seed: int | None = None, spec: dict | None = None, strict: bool = False) -> dict:
     """Prepare one dataset: a built-in or registered one by name, or the graph ``spec`` describes (an import:
-    :class:`~kgrag.data.spec.DatasetSpec` fields); returns the summary counts."""
+    :class:`~kgrag.data.spec.DatasetSpec` fields); returns the summary counts. ``strict``: the first malformed
+    statement or line (graph or questions) fails the flow with ``file:line: reason``; nothing is registered."""
     settings = get_settings()
     if work_dir:
         settings = settings.model_copy(update={"work_dir": Path(work_dir)})
@@ -98,9 +99,13 @@ def prepare_data(dataset: str = "metaqa", data_dir: str | None = None, work_dir:
     staging = imports.staging_dir(settings, the_spec, fp)
     out = str(staging or settings.dataset_dir(dataset))
     try:
-        graph = build_graph(the_spec, data, out, fp)
+        graph = build_graph(the_spec, data, out, fp, strict)
+        if strict:  # also a cached result of an earlier, lenient run
+            steps.check_strict("graph", graph)
         store = load_store(out, fp, the_spec.store)
         questions = prepare_questions(the_spec, data, out, fp, settings.seed if seed is None else seed)
+        if strict:
+            steps.check_strict("questions", questions)
         markdown = summarise(dataset, out, graph, store, questions)
     except BaseException:
         imports.discard(staging)  # the dataset's folder and registration stay as they were
@@ -118,12 +123,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dataset", default="metaqa", help="a built-in or registered dataset")
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--work-dir", default=None)
+    parser.add_argument("--strict", action="store_true", help="fail on the first malformed statement or line")
     args = parser.parse_args(argv)
     try:  # fail fast, with one clear line, before any Prefect machinery starts
         steps.check_inputs(args.dataset, Path(args.data_dir) if args.data_dir else get_settings().data_dir)
     except KgragError as exc:
         raise SystemExit(f"error: {exc}") from None
-    result = prepare_data(dataset=args.dataset, data_dir=args.data_dir, work_dir=args.work_dir)
+    result = prepare_data(dataset=args.dataset, data_dir=args.data_dir, work_dir=args.work_dir, strict=args.strict)
     print(result["markdown"])
 
 

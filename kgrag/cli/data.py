@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from kgrag.cli.above import above
-from kgrag.cli.output import console, friendly_errors
+from kgrag.cli.output import console, err_console, friendly_errors
 from kgrag.config import get_settings
 
 __all__ = ["data_app", "prepare"]
@@ -45,6 +45,9 @@ def prepare(
                                                               "other-name predicate (beside skos:altLabel, "
                                                               "schema:alternateName, common.topic.alias); "
                                                               "repeatable.")] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Fail on the first malformed statement or line (graph or "
+                                         "questions) with file:line: reason; nothing is registered. Without it "
+                                         "they are skipped, counted and the first reasons printed.")] = False,
 ) -> None:
     """Prepare a dataset (idempotent): CSR graph, Oxigraph store, resolved questions, summary. With --triples,
     import your own graph as dataset NAME (registered once every step succeeded; the same inputs again: a
@@ -54,7 +57,8 @@ def prepare(
     """
     from kgrag.prep.current import current_summary
     from kgrag.prep.register import import_spec, register_endpoint
-    from kgrag.prep.steps import check_inputs
+    from kgrag.prep.steps import check_inputs, check_strict
+    from kgrag.prep.summary import read_summary
     from kgrag.terminal.tables import markdown_table
 
     settings = get_settings()
@@ -68,15 +72,32 @@ def prepare(
     check_inputs(spec, data_dir or settings.data_dir)  # the flow checks them too; here before Prefect starts
     markdown = current_summary(spec, data_dir or settings.data_dir, settings)
     if markdown is not None:  # nothing changed since the last prepare: no flow to start, nothing to import
+        last = read_summary(settings.dataset_dir(spec.name))
+        if strict:  # the last (lenient) prepare of these very inputs skipped lines: strict fails on them now
+            check_strict("graph", last.get("graph", {}))
+            check_strict("questions", last.get("questions", {}))
         console.print(f"{spec.name} is prepared and its inputs are unchanged: nothing to redo (the last summary; "
                       f"{settings.dataset_dir(spec.name)})", highlight=False)
         console.print(markdown_table(markdown))
+        _print_losses(last.get("graph", {}), last.get("questions", {}))
         _print_try_next(spec.name)
         return
     result = above("flows.prepare_data").prepare_data(dataset=spec.name, data_dir=str(data_dir) if data_dir else None,
-                          spec=None if spec.builtin else spec.model_dump(mode="json"))
+                          spec=None if spec.builtin else spec.model_dump(mode="json"), strict=strict)
     console.print(markdown_table(result["markdown"]))
+    _print_losses(result["graph"], result["questions"])
     _print_try_next(spec.name)
+
+
+def _print_losses(graph: dict, questions: dict) -> None:
+    """What the import lost (:mod:`kgrag.prep.losses`), on stderr: the count and the first ``file:line: reason``."""
+    from kgrag.prep.losses import loss_report
+
+    lines = loss_report(graph, questions)
+    if lines:
+        err_console.print(f"[bold yellow]warning:[/] {escape(lines[0])}", highlight=False, soft_wrap=True)
+        for line in lines[1:]:
+            err_console.print(escape(line), highlight=False, soft_wrap=True)
 
 
 def _print_try_next(dataset: str) -> None:

@@ -41,9 +41,10 @@ def staging_dir(settings: Settings, spec: DatasetSpec, fingerprint: str) -> Path
 def commit(settings: Settings, spec: DatasetSpec, staging: Path) -> Path:
     """Swap the prepared ``staging`` folder in for the dataset's folder, then register the spec."""
     final = settings.dataset_dir(spec.name)
-    manifest = staging / MANIFEST
-    if manifest.is_file():  # paths recorded in the staging folder's results now live in the final one
-        manifest.write_text(manifest.read_text(encoding="utf-8").replace(str(staging), str(final)), encoding="utf-8")
+    for recorded in (staging / MANIFEST, staging / "summary.json"):  # paths recorded in the staging folder's
+        if recorded.is_file():  # results now live in the final one (the summary must equal the manifest's results)
+            recorded.write_text(recorded.read_text(encoding="utf-8").replace(str(staging), str(final)),
+                                encoding="utf-8")
     old = None
     if final.exists():
         old = staging.with_name(f"{staging.name}.old")

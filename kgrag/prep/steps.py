@@ -74,6 +74,17 @@ def input_fingerprint(dataset: str | DatasetSpec, data_dir: Path) -> str:
     return fingerprint_paths(check_inputs(spec, data_dir), extra=extra)
 
 
+def check_strict(step: str, result: dict) -> None:
+    """``--strict``: a :class:`KgragError` naming the first malformed line (``file:line: reason``) when the step's
+    result (``build_graph``'s or ``prepare_questions``') counts any — also a result recorded by an earlier,
+    lenient run, so a strict re-run of unchanged inputs fails the same way."""
+    malformed = result.get("malformed_lines", 0)
+    if malformed:
+        examples = result.get("malformed_examples") or ["(no example recorded)"]
+        what = "statements or lines" if step == "graph" else "question lines"
+        raise KgragError(f"{examples[0]} (--strict: {malformed:,} malformed {what}; the import stops at the first)")
+
+
 def _graph_counts(graph: CSRGraph, rdf_triples: int, issues: list, malformed: int) -> dict:
     return {
         "entities": graph.num_entities,
@@ -87,17 +98,22 @@ def _graph_counts(graph: CSRGraph, rdf_triples: int, issues: list, malformed: in
     }
 
 
-def build_graph(dataset: str | DatasetSpec, data_dir: Path, out_dir: Path, fingerprint: str) -> dict:
+def build_graph(dataset: str | DatasetSpec, data_dir: Path, out_dir: Path, fingerprint: str,
+                strict: bool = False) -> dict:
     """Read the dataset, write ``graph.npz`` (CSR, mapped by every reader) and, unless the spec turns the store
-    off, ``triples.nt`` for the store; returns counts and the seconds of each part."""
+    off, ``triples.nt`` for the store; returns counts and the seconds of each part. ``strict``: the first malformed
+    statement or line is a :class:`KgragError` (:func:`check_strict`), nothing written."""
     if step_is_current(out_dir, "graph", fingerprint):
-        return step_result(out_dir, "graph")
+        result = step_result(out_dir, "graph")
+        if strict:
+            check_strict("graph", result)
+        return result
     spec = spec_of(dataset)
     started = time.perf_counter()
     outputs = ["graph.npz", "triples.nt"]
     if spec.reader == "triples":
         arrays = read_triple_files(spec.triples, lang=spec.lang, max_bad_lines=spec.max_bad_lines,
-                                   alias_predicates=spec.alias_predicates)
+                                   alias_predicates=spec.alias_predicates, strict=strict)
         graph = imported_csr(arrays, spec.name, spec.namespace or imported_namespace(spec.name), spec.lang)
         graph.save(out_dir / "graph.npz")
         graph_seconds = time.perf_counter() - started
@@ -111,9 +127,12 @@ def build_graph(dataset: str | DatasetSpec, data_dir: Path, out_dir: Path, finge
         result.update(name_triples=arrays.name_triples, unnamed_nodes=graph.num_entities - result["named_entities"],
                       files=arrays.files, graph_seconds=round(graph_seconds, 2), other_names=len(graph.alias_names),
                       labelled_relations=sum(1 for label in graph.meta.get("relation_labels", ()) if label),
-                      property_triples=arrays.property_triples)
+                      property_triples=arrays.property_triples, unread_lines=arrays.unread_lines)
     else:
         kg: KGDataset = load_kg(spec, data_dir)
+        if strict:
+            check_strict("graph", {"malformed_lines": len(kg.issues), "malformed_examples": [str(kg.issues[0])]}
+                         if kg.issues else {})
         graph = CSRGraph.from_dataset(kg)
         graph.save(out_dir / "graph.npz")
         rdf_triples = write_ntriples(graph, kg, out_dir / "triples.nt")

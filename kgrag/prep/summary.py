@@ -17,6 +17,8 @@ def summary_rows(dataset: str, graph: dict, store: dict, questions: dict) -> lis
         ("triples (unique edges)", f"{graph['triples']:,}"),
         ("duplicate edges dropped", f"{graph['duplicates_dropped']:,}"),
         ("malformed KB lines", f"{graph['malformed_lines']:,}"),
+        *((("KB lines not read (the parser could not resume)", f"{graph['unread_lines']:,}"),)
+          if "unread_lines" in graph else ()),
         *((("unnamed (mediator / CVT) nodes", f"{graph['unnamed_nodes']:,}"),
            ("name triples read (names, not edges)", f"{graph['name_triples']:,}")) if "unnamed_nodes" in graph else ()),
         *((("other names of nodes (aliases)", f"{graph['other_names']:,}"),

@@ -26,12 +26,20 @@ plus a ``data`` section naming the data files (paths relative to the schema file
         - {relation_type: has_symptom, file: has_symptom.csv}         # columns source_id, target_id
 
 Instance files: CSV with a header row (one column per property; the id column is not a property unless it is
-also declared as one; empty cells are omitted), or JSON (a list of objects) / JSONL (one object per line). Each
+also declared as one or is the display key; empty cells are omitted), or JSON (a list of objects) / JSONL (one object per line). Each
 CSV cell is converted by the declared property type: integer/float → number, boolean → true/false, list types
 (``string[]``, ``list``, ``array``) → JSON array text or ``|``-separated items. Link files: CSV/JSON/JSONL with
 ``source_id`` and ``target_id`` (a ``relation_type_id`` column/field may replace the entry's ``relation_type``).
 When a file has no id column, ids are ``<object type>:<display key value>``. An error in a data file names the file and
 the line a record starts on (CSV, JSONL) or its position in the list (JSON: ``file item N``).
+
+Every row is checked before a store is touched, and one bad row rejects the whole load (or update): a malformed
+line (a stray or unterminated CSV quote, more or fewer cells than the header, JSONL that does not parse, text that
+is not UTF-8), a duplicate id within a type, a link of an unknown relation type, a link whose source or target is no
+instance of the relation's source / target type in the instance files. The display key must be a column (field) of
+each instance file of its type, and a display_key the schema declares must be one of the type's data properties
+(when it declares any): else answers would name instances by other columns (a table's rows: their link rows
+are checked against them too).
 
 An entry may name a database ``table`` instead of a ``file`` (a network bound to a table, kept in step by the
 daily sync :mod:`kgrag.network.table_sync`)::
@@ -82,15 +90,9 @@ def located_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
     suffix = path.suffix.lower()
     out: list[tuple[str, Any]] = []
     if suffix == ".csv":
-        with path.open(encoding="utf-8", newline="") as fh:
-            reader = csv.DictReader(fh)
-            start = 2  # the line after the header (a quoted cell may span lines)
-            for row in reader:
-                out.append((f"{path}:{start}", dict(row)))
-                start = reader.line_num + 1
-        return out
+        return _csv_records(path)
     if suffix == ".jsonl":
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        for n, line in enumerate(_text(path).splitlines(), 1):
             if line.strip():
                 try:
                     out.append((f"{path}:{n}", json.loads(line)))
@@ -98,7 +100,7 @@ def located_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
                     raise KgragError(f"{path}:{n}:{exc.colno}: not valid JSON: {exc.msg}") from None
     elif suffix == ".json":
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(_text(path))
         except json.JSONDecodeError as exc:
             raise KgragError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
         if not isinstance(data, list):
@@ -109,6 +111,37 @@ def located_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
     for where, row in out:
         if not isinstance(row, dict):
             raise KgragError(f"{where}: expected an object, not {type(row).__name__}")
+    return out
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise KgragError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+
+
+def _csv_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """The CSV rows (see :func:`located_records`); a malformed line — a stray or unterminated quote, more or fewer
+    cells than the header — is a :class:`KgragError` naming ``file:line``."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    start = 2  # the line after the header (a quoted cell may span lines)
+    try:
+        with path.open(encoding="utf-8", newline="") as fh:
+            reader = csv.DictReader(fh, strict=True)
+            header = reader.fieldnames or []
+            for row in reader:
+                if None in row or None in row.values():
+                    cells = len(header) + len(row.get(None) or ()) - sum(v is None for v in row.values())
+                    raise KgragError(f"{path}:{start}: {cells} cells, the header has {len(header)} "
+                                     f"({', '.join(header)})")
+                out.append((f"{path}:{start}", row))
+                start = reader.line_num + 1
+    except csv.Error as exc:
+        raise KgragError(f"{path}:{start}: malformed CSV: {exc}" + (" (an unterminated quote?)" if "end of data" in
+                                                                    str(exc) else "")) from None
+    except UnicodeDecodeError as exc:
+        raise KgragError(f"{path}:{start}: not UTF-8 text ({exc.reason})") from None
     return out
 
 
@@ -137,13 +170,17 @@ def _convert(value: Any, prop_type: str, where: str) -> Any:
     return value
 
 
-def _instances(ot: ObjectType, path: Path, id_column: str) -> list[Instance]:
+def _instances(ot: ObjectType, path: Path, id_column: str, seen: dict[tuple[str, str], str]) -> list[Instance]:
+    """The file's instances of ``ot``; ``seen`` ((type, id) → where, across files) catches a duplicate id. The
+    display key must be a column (field) of the file: a :class:`KgragError` naming the file, the type, the missing
+    column and the columns the file has."""
     types = {p.name: p.type for p in ot.data_properties}
     out = []
-    for where, row in located_records(path):
+    records = located_records(path)
+    for where, row in records:
         props = {}
         for key, value in row.items():
-            if key == id_column and key not in types:
+            if key == id_column and key not in types and key != ot.display_key:
                 continue
             if value is None or value == "":
                 continue
@@ -154,8 +191,63 @@ def _instances(ot: ObjectType, path: Path, id_column: str) -> list[Instance]:
             if name in (None, ""):
                 raise KgragError(f"{where}: no {id_column!r} and no {ot.display_key!r} to derive an id from")
             raw_id = f"{ot.id}:{name}"
+        first = seen.setdefault((ot.id, str(raw_id)), where)
+        if first != where:
+            raise KgragError(f"{where}: duplicate id {str(raw_id)!r} of object type {ot.id!r} (first on {first})")
         out.append(Instance(object_type_id=ot.id, id=str(raw_id), properties=props))
+    if records:
+        columns = list(dict.fromkeys(key for _, row in records for key in row))
+        if ot.display_key not in columns:
+            raise KgragError(f"{path}: object type {ot.id!r} has no display column {ot.display_key!r} (its "
+                             f"display_key); the file's columns: {', '.join(columns)} — add the column or set "
+                             "display_key to one of them")
     return out
+
+
+def _some(names: dict[str, Any] | list[str], shown: int = 10) -> str:
+    """The first ``shown`` names, comma-separated (``…`` when there are more)."""
+    names = list(names)
+    return ", ".join(names[:shown]) + (", …" if len(names) > shown else "")
+
+
+def _check_display_keys(network: KnowledgeNetwork, path: Path) -> None:
+    """A display_key the schema declares must be one of its type's data properties (a type that declares none
+    takes its file's columns as they come)."""
+    for ot in network.object_types:
+        names = [p.name for p in ot.data_properties]
+        if "display_key" in ot.model_fields_set and names and ot.display_key not in names:
+            raise KgragError(f"{path}: object type {ot.id!r}: display_key {ot.display_key!r} is not one of its "
+                             f"data_properties ({', '.join(names)})")
+
+
+def _links(network: KnowledgeNetwork, path: Path, entries: list[dict[str, Any]],
+           ids_by_type: dict[str, set[str]]) -> list[Link]:
+    """The links of the data.links entries; a row of an unknown relation type, or whose source / target is no
+    instance of the relation's source / target type (in the instance files), is a :class:`KgragError` at
+    ``file:line`` — before any store is touched."""
+    relation_types = {rt.id: rt for rt in network.relation_types}
+    known = _some(relation_types)
+    links: list[Link] = []
+    for entry in entries:
+        named = entry.get("relation_type")
+        if named and named not in relation_types:
+            raise KgragError(f"{path}: data.links names unknown relation type {named!r} (the network's: {known})")
+        for where, row in located_records(path.parent / entry["file"]):
+            rel = row.get("relation_type_id") or named
+            if not rel or not row.get("source_id") or not row.get("target_id"):
+                raise KgragError(f"{where}: a link needs relation_type, source_id and target_id")
+            rt = relation_types.get(str(rel))
+            if rt is None:
+                raise KgragError(f"{where}: unknown relation type {rel!r} (the network's: {known})")
+            link = Link(relation_type_id=rt.id, source_id=str(row["source_id"]), target_id=str(row["target_id"]))
+            for end, ident, type_id in (("source", link.source_id, rt.source_object_type_id),
+                                        ("target", link.target_id, rt.target_object_type_id)):
+                if ident not in ids_by_type.get(type_id, ()):
+                    other = [t for t, ids in ids_by_type.items() if ident in ids]
+                    what = f"an instance of {', '.join(map(repr, other))}, not of" if other else "no instance of"
+                    raise KgragError(f"{where}: {rt.id} link's {end} {ident!r} is {what} {type_id!r}")
+            links.append(link)
+    return links
 
 
 def _read_schema(path: Path) -> Any:
@@ -228,41 +320,40 @@ def read_schema(schema_path: str | Path, kn_id: str | None = None) -> tuple[Know
         raise KgragError(f"{path}: invalid network schema: {' '.join(str(exc).split())}") from None
 
 
-def read_file_entries(path: Path, network: KnowledgeNetwork, data: Any) -> tuple[list[Instance], list[Link]]:
-    """The instances and links of the ``data`` entries naming a file (entries naming a table are skipped)."""
+def read_file_entries(path: Path, network: KnowledgeNetwork, data: Any,
+                      more_instances: list[Instance] | None = None) -> tuple[list[Instance], list[Link]]:
+    """The instances and links of the ``data`` entries naming a file (entries naming a table are skipped); a link
+    row is checked against these instances and ``more_instances`` (a table's)."""
     object_types = {ot.id: ot for ot in network.object_types}
     instances: list[Instance] = []
+    seen: dict[tuple[str, str], str] = {}
     for entry in data.get("instances") or []:
         if entry.get("table"):
             continue
         ot = object_types.get(entry.get("object_type", ""))
         if ot is None:
-            raise KgragError(f"{path}: data.instances names unknown object type {entry.get('object_type')!r}")
-        instances.extend(_instances(ot, path.parent / entry["file"], entry.get("id_column", "id")))
-    links: list[Link] = []
-    for entry in data.get("links") or []:
-        if entry.get("table"):
-            continue
-        file = path.parent / entry["file"]
-        for where, row in located_records(file):
-            rel = row.get("relation_type_id") or entry.get("relation_type")
-            if not rel or not row.get("source_id") or not row.get("target_id"):
-                raise KgragError(f"{where}: a link needs relation_type, source_id and target_id")
-            links.append(
-                Link(relation_type_id=rel, source_id=str(row["source_id"]), target_id=str(row["target_id"]))
-            )
-    return instances, links
+            raise KgragError(f"{path}: data.instances names unknown object type {entry.get('object_type')!r} (the "
+                             f"network's: {_some(object_types)})")
+        instances.extend(_instances(ot, path.parent / entry["file"], entry.get("id_column", "id"), seen))
+    ids_by_type: dict[str, set[str]] = {ot_id: set() for ot_id in object_types}
+    for inst in (*instances, *(more_instances or ())):
+        ids_by_type.setdefault(inst.object_type_id, set()).add(inst.id)
+    entries = [e for e in data.get("links") or [] if not e.get("table")]
+    return instances, _links(network, path, entries, ids_by_type)
 
 
 def load_declarative(schema_path: str | Path, kn_id: str | None = None) -> NetworkData:
     """Read the schema file and every data file and table it names (see the module docstring)."""
     path = Path(schema_path)
     network, data = read_schema(path, kn_id)
+    _check_display_keys(network, path)
     tables = table_sources(path, network, data)  # checks every entry first
-    instances, links = read_file_entries(path, network, data)
+    table_instances: list[Instance] = []
+    table_links: list[Link] = []
     for where, source in tables:  # every live row (kgrag.network.loaders.table_source)
         with TableReader(source, where) as reader:
             batch = reader.read(network)
-        instances.extend(batch.instances)
-        links.extend(batch.links)
-    return network, instances, links
+        table_instances.extend(batch.instances)
+        table_links.extend(batch.links)
+    instances, links = read_file_entries(path, network, data, table_instances)
+    return network, instances + table_instances, links + table_links
