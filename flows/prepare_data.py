@@ -22,9 +22,10 @@ from kgrag.config import get_settings
 from kgrag.data.spec import DatasetSpec
 from kgrag.errors import KgragError
 from kgrag.fileio import png_data_url
+from kgrag.graph.kg_version import new_version, read_version, write_version
 from kgrag.prep import imports, steps
 from kgrag.prep.chart import write_chart
-from kgrag.prep.manifest import state_token
+from kgrag.prep.manifest import state_token, step_is_current
 from kgrag.prep.summary import summary_rows, write_summary
 
 
@@ -97,11 +98,14 @@ def prepare_data(dataset: str = "metaqa", data_dir: str | None = None, work_dir:
     fp = fingerprint_inputs(the_spec, data)
     staging = imports.staging_dir(settings, the_spec, fp)
     out = str(staging or settings.dataset_dir(dataset))
+    unchanged = all(step_is_current(Path(out), step, fp) for step in imports.PREP_STEPS)
     try:
         graph = build_graph(the_spec, data, out, fp)
         store = load_store(out, fp, the_spec.store)
         questions = prepare_questions(the_spec, data, out, fp, settings.seed if seed is None else seed)
         markdown = summarise(dataset, out, graph, store, questions)
+        if not (unchanged and read_version(Path(out))):  # a new version: every serving process follows it
+            write_version(Path(out), new_version(), store="oxigraph" if store.get("store_path") else None)
     except BaseException:
         imports.discard(staging)  # the dataset's folder and registration stay as they were
         raise

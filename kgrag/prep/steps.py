@@ -23,9 +23,10 @@ from kgrag.data.registry import dataset_spec, registered_specs
 from kgrag.data.spec import BUILTIN_SPECS, DatasetSpec, imported_namespace
 from kgrag.data.triples import detect_format, read_triple_files
 from kgrag.errors import KgragError
-from kgrag.graph import GraphStore, open_store
+from kgrag.graph import store_path
 from kgrag.graph.csr import CSRGraph
 from kgrag.graph.imported import imported_csr
+from kgrag.graph.live_stores import LiveStores
 from kgrag.graph.oxigraph_store import build_store
 from kgrag.graph.rdf import write_ntriples
 from kgrag.prep.manifest import fingerprint_paths, record_step, step_is_current, step_result
@@ -230,14 +231,15 @@ def read_prepared_questions(out_dir: Path) -> list[dict]:
         return [json.loads(line) for line in fh]
 
 
-def open_prepared_stores(settings: Settings) -> dict[str, GraphStore]:
+def open_prepared_stores(settings: Settings) -> LiveStores:
     """A store for every prepared dataset: its embedded store, or the SPARQL endpoint when one is configured
-    (the endpoint then holds that dataset's triples; the work dir keeps its vocabularies)."""
-    stores: dict[str, GraphStore] = {}
+    (the endpoint then holds that dataset's triples; the work dir keeps its vocabularies). Each lookup follows the
+    dataset's version (:class:`~kgrag.graph.live_stores.LiveStores`: ``kgrag kg update`` / a re-prepare)."""
+    names = []
     for name, spec in registered_specs(settings).items():
-        prepared = (settings.dataset_dir(name) / "oxigraph").is_dir()
+        prepared = store_path(name, settings).is_dir()
         graph = (settings.dataset_dir(name) / "graph.npz").is_file()
         remote = spec.endpoint is not None or (settings.sparql_endpoint and (graph or spec.reader == "endpoint"))
         if prepared or remote:
-            stores[name] = open_store(name, settings)
-    return stores
+            names.append(name)
+    return LiveStores(settings, names)

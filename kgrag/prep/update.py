@@ -32,7 +32,14 @@ from kgrag.errors import KgragError
 from kgrag.graph.csr import CSRGraph
 from kgrag.graph.delta import GraphDelta, graph_delta, store_update_text
 from kgrag.graph.iri import VALUE_PREDICATE
-from kgrag.graph.kg_version import VERSIONS_DIR, graph_file, new_version, read_version, store_dir, write_version
+from kgrag.graph.kg_version import (
+    VERSIONS_DIR,
+    graph_file,
+    new_version,
+    read_version,
+    store_dir,
+    write_version,
+)
 from kgrag.prep.manifest import MANIFEST, record_step, step_result
 from kgrag.prep.summary import read_summary, write_summary
 

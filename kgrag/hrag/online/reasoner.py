@@ -266,13 +266,16 @@ def answer_question(question: str, topics: Sequence[int] | None = None, *, k: in
     return reasoner.answer(question, topics, k=k)
 
 
-_LOADED: dict[tuple[str, str], HRAGReasoner] = {}
+_LOADED: dict[tuple[str, str], tuple[object, HRAGReasoner]] = {}
 
 
 def loaded_reasoner(dataset: str, settings: Settings) -> HRAGReasoner:
     """The process's reasoner for ``dataset`` under ``settings``' work dir, loaded on first use (the latest
     checkpoints then; :class:`kgrag.errors.KgragError` when there are none)."""
+    from kgrag.graph.kg_version import version_token
+
     key = (dataset, str(settings.work_dir))
-    if key not in _LOADED:
-        _LOADED[key] = HRAGReasoner.load(settings, dataset)
-    return _LOADED[key]
+    token = version_token(settings.dataset_dir(dataset))  # a new version of the KG (kgrag kg update): reload
+    if key not in _LOADED or _LOADED[key][0] != token:
+        _LOADED[key] = (token, HRAGReasoner.load(settings, dataset))
+    return _LOADED[key][1]
