@@ -45,7 +45,8 @@ from kgrag.prep.summary import read_summary, write_summary
 
 __all__ = ["UpdateStats", "commit_version", "endpoint_note", "read_delta_files", "update_kg"]
 
-#: a hook the tests use to stop an update at a named point (``KGRAG_UPDATE_PAUSE=point:seconds``)
+#: a hook the crash tests use to stop an update at a named point (``KGRAG_UPDATE_PAUSE=point:seconds``; the point's
+#: name is written to the file ``KGRAG_UPDATE_PAUSE_MARK`` names when it is reached)
 _PAUSE = "KGRAG_UPDATE_PAUSE"
 
 
@@ -81,6 +82,9 @@ def _pause(point: str) -> None:
     """Sleep at ``point`` when ``KGRAG_UPDATE_PAUSE`` names it (crash tests kill the process there)."""
     wanted = os.environ.get(_PAUSE, "")
     if wanted.partition(":")[0] == point:
+        mark = os.environ.get(f"{_PAUSE}_MARK")
+        if mark:
+            Path(mark).write_text(point, encoding="utf-8")
         time.sleep(float(wanted.partition(":")[2] or 5))
 
 

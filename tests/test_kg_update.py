@@ -1,0 +1,338 @@
+"""``kgrag kg update`` / ``kg remove`` / versions: a delta reaches the store, the CSR graph, the tools and the agent,
+and equals a fresh import of the changed files; bad input changes nothing; a SIGKILL anywhere leaves one whole
+version; readers during updates see one version per request; a served process follows without a restart."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from fixtures.kg_import import import_kg
+from typer.testing import CliRunner
+
+from kgrag.cli import app
+from kgrag.data.registry import register
+from kgrag.data.spec import DatasetSpec
+from kgrag.errors import KgragError
+from kgrag.graph import OxigraphStore
+from kgrag.graph.csr import CSRGraph
+from kgrag.graph.iri import NAME_PREDICATE, VALUE_PREDICATE
+from kgrag.graph.kg_version import VERSIONS_DIR, graph_file, read_version, store_dir, version_token
+from kgrag.prep.update import update_kg
+from kgrag.tools.factory import open_session
+
+runner = CliRunner()
+EX = "http://ex.org/"
+LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
+BASE = f"""<{EX}alice> <{EX}knows> <{EX}bob> .
+<{EX}bob> <{EX}knows> <{EX}carol> .
+<{EX}carol> <{EX}worksAt> <{EX}acme> .
+<{EX}acme> <{EX}founded> "1990"^^<http://www.w3.org/2001/XMLSchema#gYear> .
+<{EX}alice> <{LABEL}> "Alice" .
+<{EX}bob> <{LABEL}> "Bob" .
+<{EX}carol> <{LABEL}> "Carol" .
+<{EX}acme> <{LABEL}> "Acme Corp" .
+"""
+ADD = f"""<{EX}dave> <{EX}knows> <{EX}alice> .
+<{EX}dave> <{LABEL}> "Dave" .
+<{EX}alice> <{EX}bornIn> <{EX}paris> .
+<{EX}paris> <{LABEL}> "Paris" .
+<{EX}alice> <{EX}knows> <{EX}bob> .
+"""
+DELETE = f"""<{EX}carol> <{EX}worksAt> <{EX}acme> .
+<{EX}acme> <{EX}founded> "1990"^^<http://www.w3.org/2001/XMLSchema#gYear> .
+<{EX}acme> <{LABEL}> "Acme Corp" .
+<{EX}nobody> <{EX}knows> <{EX}bob> .
+"""
+
+
+def _lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
+
+
+@pytest.fixture
+def tiny(work_settings, tmp_path):
+    """KG ``tiny`` imported from BASE; the add / delete files and the changed full state written beside it."""
+    files = {"base": BASE, "add": ADD, "delete": DELETE}
+    paths = {}
+    for name, text in files.items():
+        paths[name] = tmp_path / f"{name}.nt"
+        paths[name].write_text(text, encoding="utf-8")
+    changed = [line for line in _lines(BASE) if line not in _lines(DELETE)]
+    changed += [line for line in _lines(ADD) if line not in changed]
+    paths["changed"] = tmp_path / "changed.nt"
+    paths["changed"].write_text("\n".join(changed) + "\n", encoding="utf-8")
+    import_kg(work_settings, "tiny", [paths["base"]])
+    return work_settings, paths
+
+
+def _current(settings, name: str) -> tuple[CSRGraph, OxigraphStore]:
+    folder = settings.dataset_dir(name)
+    record = read_version(folder)
+    return CSRGraph.load(graph_file(folder, record)), OxigraphStore(store_dir(folder, record), read_only=True)
+
+
+def _named_edges(graph: CSRGraph) -> set[tuple[str, str, str]]:
+    """The graph's edges as (head name or key, relation, tail name or key)."""
+    def label(row: int) -> str:
+        return graph.entity_names[row] or graph.entity_keys[row]
+
+    return {(label(h), graph.relations[r], label(t))
+            for h, r, t in zip(graph.head.tolist(), graph.rel.tolist(), graph.tail.tolist(), strict=True)}
+
+
+def _store_edges(graph: CSRGraph, store: OxigraphStore) -> set[tuple[str, str, str]]:
+    """The store's edges (not names or values) in the same form, names read from the store itself."""
+    base = graph.iri_base
+    rows = store.select(f"""SELECT ?s ?p ?o ?sn ?on WHERE {{ ?s ?p ?o . FILTER(isIRI(?o))
+        FILTER(?p NOT IN (<{base}{NAME_PREDICATE}>, <{base}{VALUE_PREDICATE}>))
+        OPTIONAL {{ ?s <{base}{NAME_PREDICATE}> ?sn }} OPTIONAL {{ ?o <{base}{NAME_PREDICATE}> ?on }} }}""")
+    ids = graph.id_index
+
+    def label(term, name) -> str:
+        return name.value if name is not None else graph.entity_keys[ids[term.value[len(base):]]]
+
+    return {(label(r["s"], r.get("sn")), r["p"].value[len(base):], label(r["o"], r.get("on"))) for r in rows}
+
+
+def _assert_whole(settings, name: str) -> CSRGraph:
+    """The committed version opens, and its store holds exactly its graph's edges (one version, never half)."""
+    graph, store = _current(settings, name)
+    try:
+        assert _store_edges(graph, store) == _named_edges(graph)
+    finally:
+        store.close()
+    return graph
+
+
+def test_update_reaches_store_graph_tools_and_equals_a_fresh_import(tiny) -> None:
+    settings, paths = tiny
+    before = read_version(settings.dataset_dir("tiny"))
+    stats = update_kg(settings, "tiny", [paths["add"]], [paths["delete"]])
+    assert (stats.triples_added, stats.triples_deleted, stats.already_present, stats.not_found) == (2, 2, 1, 1)
+    assert (stats.entities_new, stats.entities_gone, stats.relations_new) == (2, 2, 1)
+    assert stats.changed and stats.version != before["version"]
+    graph, store = _current(settings, "tiny")
+    base = graph.iri_base
+    acme = base + graph.entity_ids[graph.key_index[f"{EX}acme"]]
+    try:
+        # the store: the new edge is there, the deleted node has no triple left (edge, name, value)
+        dave = base + graph.entity_ids[graph.key_index[f"{EX}dave"]]
+        assert store.ask(f"ASK {{ <{dave}> <{base}knows> ?x . ?x <{base}{NAME_PREDICATE}> \"Alice\"@en }}")
+        assert store.select(f"SELECT * WHERE {{ {{ <{acme}> ?p ?o }} UNION {{ ?s ?p <{acme}> }} }}") == []
+        assert not store.select(f'SELECT ?s WHERE {{ ?s ?p "Acme Corp"@en }}')
+    finally:
+        store.close()
+    # the CSR graph: neighbours and names
+    carol = graph.key_index[f"{EX}carol"]
+    assert all("acme" not in h + t for h, _, t in graph.neighbourhood(carol))
+    assert graph.entity_names[graph.key_index[f"{EX}acme"]] == ""
+    assert graph.entity_names[graph.key_index[f"{EX}dave"]] == "Dave"
+    # the tools
+    session = open_session("tiny", settings=settings)
+    assert "bornIn" in session.run('get_relations("Alice")')
+    assert "Acme" not in session.run('get_relations("Carol")')
+    assert "Dave" in session.run('get_triples("Alice", ["knows"])')
+    # a fresh import of the changed files says the same
+    import_kg(settings, "fresh", [paths["changed"]])
+    fresh = _assert_whole(settings, "fresh")
+    updated = _assert_whole(settings, "tiny")
+    assert _named_edges(updated) == _named_edges(fresh)
+    named = {graph.entity_names[i] for i in range(graph.num_entities)} - {""}
+    assert named == {fresh.entity_names[i] for i in range(fresh.num_entities)} - {""}
+    # kg list: the version and when
+    rows = [json.loads(line) for line in runner.invoke(app, ["kg", "list", "--json"]).stdout.splitlines()]
+    row = next(r for r in rows if r["name"] == "tiny")
+    assert row["version"] == stats.version and row["updated_at"] and row["triples"] == updated.num_triples
+    # nothing new: no new version
+    again = update_kg(settings, "tiny", [paths["add"]], [])
+    assert not again.changed and again.version == stats.version and again.already_present == 3
+
+
+def test_bad_input_rejects_the_whole_update(tiny, tmp_path) -> None:
+    settings, paths = tiny
+    folder = settings.dataset_dir("tiny")
+    graph_bytes, record = (folder / "graph.npz").read_bytes(), read_version(folder)
+    bad = tmp_path / "bad.nt"
+    bad.write_text(f"<{EX}eve> <{EX}knows> <{EX}bob> .\nthis is not a triple\n", encoding="utf-8")
+    with pytest.raises(KgragError, match=r"bad\.nt:2: .*nothing applied"):
+        update_kg(settings, "tiny", [paths["add"], bad], [])
+    bad_tsv = tmp_path / "bad.tsv"
+    bad_tsv.write_text("a\tb\tc\nonly two\tfields\n", encoding="utf-8")
+    result = runner.invoke(app, ["kg", "update", "tiny", "--delete", str(bad_tsv)])
+    assert result.exit_code == 1
+    result = runner.invoke(app, ["kg", "update", "tiny", "--add", str(tmp_path / "missing.nt")])
+    assert result.exit_code == 1 and "missing.nt: file not found" in result.output
+    assert (folder / "graph.npz").read_bytes() == graph_bytes and read_version(folder) == record
+    assert not (folder / VERSIONS_DIR).exists()
+
+
+def test_cli_table_endpoint_only_kg_and_remove(tiny) -> None:
+    settings, paths = tiny
+    result = runner.invoke(app, ["kg", "update", "tiny", "--add", str(paths["add"]), "--delete", str(paths["delete"])])
+    assert result.exit_code == 0, result.output
+    for item in ("triples added", "triples deleted", "to delete, not found", "to add, already present",
+                 "entities new", "entities gone", "version", "seconds"):
+        assert item in result.output
+    register(DatasetSpec(name="remote", reader="endpoint", endpoint="http://127.0.0.1:9/sparql"), settings)
+    result = runner.invoke(app, ["kg", "update", "remote", "--add", str(paths["add"])])
+    assert result.exit_code == 1 and "nothing to update here" in result.output
+    rows = {json.loads(line)["name"]: json.loads(line) for line in
+            runner.invoke(app, ["kg", "list", "--json"]).stdout.splitlines()}
+    assert "endpoint" in rows["remote"]["updates"]
+    # remove: built-ins refused, unknown rc 1, an import gone everywhere
+    for name, message in (("demo", "built-in"), ("nosuch", "unknown KG")):
+        result = runner.invoke(app, ["kg", "remove", name])
+        assert result.exit_code == 1 and message in result.output
+    result = runner.invoke(app, ["kg", "remove", "tiny"])
+    assert result.exit_code == 0, result.output
+    assert not settings.dataset_dir("tiny").exists()
+    assert "tiny" not in runner.invoke(app, ["kg", "list", "--json"]).stdout
+    assert runner.invoke(app, ["kg", "update", "tiny", "--add", str(paths["add"])]).exit_code == 1
+
+
+def _update_child(settings, paths, env_extra: dict[str, str]) -> subprocess.Popen:
+    env = {**os.environ, "KGRAG_WORK_DIR": str(settings.work_dir), **env_extra}
+    return subprocess.Popen([sys.executable, "-m", "kgrag.cli", "kg", "update", "tiny", "--add", str(paths["add"]),
+                             "--delete", str(paths["delete"])], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize("point", ["after-backup", "after-store", "after-graph", "before-commit", "after-commit"])
+def test_sigkill_at_each_point_leaves_one_whole_version(tiny, tmp_path, point) -> None:
+    settings, paths = tiny
+    before = read_version(settings.dataset_dir("tiny"))["version"]
+    mark = tmp_path / "mark"
+    child = _update_child(settings, paths, {"KGRAG_UPDATE_PAUSE": f"{point}:120", "KGRAG_UPDATE_PAUSE_MARK": str(mark)})
+    try:
+        deadline = time.monotonic() + 120
+        while not mark.exists():
+            assert child.poll() is None, "the update ended before reaching its pause point"
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.wait(timeout=30)
+    graph = _assert_whole(settings, "tiny")
+    committed = read_version(settings.dataset_dir("tiny"))["version"] != before
+    assert committed == (point == "after-commit")
+    assert (f"{EX}dave" in graph.key_index) == committed
+    # the next update finishes the job (or finds nothing to do) and leaves no half-built folder
+    stats = update_kg(settings, "tiny", [paths["add"]], [paths["delete"]])
+    assert stats.changed != committed
+    _assert_whole(settings, "tiny")
+    assert not list((settings.dataset_dir("tiny") / VERSIONS_DIR).glob("*.building"))
+
+
+def test_sigkill_after_random_delays(tiny) -> None:
+    settings, paths = tiny
+    for delay in (0.3, 0.9, 1.5, 2.2, 3.0):
+        child = _update_child(settings, paths, {})
+        time.sleep(delay)
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+        _assert_whole(settings, "tiny")
+        graph = _assert_whole(settings, "tiny")
+        if f"{EX}dave" in graph.key_index and graph.entity_names[graph.key_index[f"{EX}dave"]]:  # it got through:
+            update_kg(settings, "tiny", [paths["delete"]], [paths["add"]])  # back to the start for the next try
+        _assert_whole(settings, "tiny")
+
+
+def test_concurrent_readers_see_one_version_per_request(tiny, tmp_path) -> None:
+    from kgrag.agent.kg.resources import TripleResources
+
+    settings, _ = tiny
+    batch = tmp_path / "batch.nt"
+    batch.write_text("".join(f"<{EX}p{i}> <{EX}knows> <{EX}p{i + 1}> .\n" for i in range(50)), encoding="utf-8")
+    resources = TripleResources(settings)
+    stop = threading.Event()
+    seen: list[tuple[int, int]] = []
+    errors: list[BaseException] = []
+
+    def reader() -> None:
+        try:
+            while not stop.is_set():
+                kg = resources.triple_kg("tiny")  # one request: one version of graph and store
+                base = kg.graph.iri_base
+                stored = kg.store.select(f"SELECT (COUNT(*) AS ?n) WHERE {{ ?s <{base}knows> ?o }}")
+                in_graph = int((kg.graph.rel == kg.graph.relation_index["knows"]).sum())
+                seen.append((int(stored[0]["n"].value), in_graph))
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=reader) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    try:
+        for i in range(6):
+            update_kg(settings, "tiny", [batch] if i % 2 == 0 else [], [] if i % 2 == 0 else [batch])
+            time.sleep(0.2)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=60)
+        resources.close()
+    assert not errors, errors
+    assert seen and all(stored == in_graph for stored, in_graph in seen)
+    assert {in_graph for _, in_graph in seen} <= {2, 52}
+    assert version_token(settings.dataset_dir("tiny")) is not None
+
+
+# -- the demo KG served: the agent, the KG tools route and the console follow an update without a restart -----------
+
+
+@pytest.fixture
+def served_demo(work_settings):
+    from kgrag.prep import steps
+
+    out = work_settings.dataset_dir("demo")
+    fingerprint = steps.input_fingerprint("demo", work_settings.data_dir)
+    steps.build_graph("demo", work_settings.data_dir, out, fingerprint)
+    steps.load_store(out, fingerprint)
+    return work_settings
+
+
+def test_a_served_process_answers_from_the_new_version(served_demo, tmp_path) -> None:
+    from fastapi.testclient import TestClient
+
+    from graphs.agent.context import AgentContext
+    from graphs.agent.graph import graph as agent
+    from kgrag.api.app import create_app
+    from kgrag.console.data import kg_schema
+
+    settings = served_demo
+    demo = CSRGraph.load(graph_file(settings.dataset_dir("demo")))
+    base = demo.iri_base
+    film = next(i for i in range(demo.num_entities) if demo.entity_names[i] == "Carnival Lights")
+    director = next(t for h, r, t in zip(demo.head.tolist(), demo.rel.tolist(), demo.tail.tolist(), strict=True)
+                    if h == film and demo.relations[r] == "film.film.directed_by")
+    film_iri, old_iri = base + demo.entity_ids[film], base + demo.entity_ids[director]
+    delete = tmp_path / "delete.nt"
+    delete.write_text(f"<{film_iri}> <{base}film.film.directed_by> <{old_iri}> .\n", encoding="utf-8")
+    add = tmp_path / "add.nt"
+    add.write_text(f"<{film_iri}> <{base}film.film.directed_by> <{base}m.0newdirector> .\n"
+                   f"<{base}m.0newdirector> <{base}type.object.name> \"Zora Quill\"@en .\n", encoding="utf-8")
+
+    def ask() -> dict:
+        return agent.invoke({"question": "who directed Carnival Lights?", "kg": "demo"},
+                            context=AgentContext(query_graphs=False))
+
+    query = {"session_id": "s1", "kg": "demo", "query": 'get_triples("Carnival Lights", ["film.film.directed_by"])'}
+    with TestClient(create_app(settings)) as client:
+        assert "Uma Halvorsen" in client.post("/api/kg/query", json=query).json()["text"]
+        triples_before = kg_schema(settings, "demo")["triples"]
+        assert ask()["answers"] == ["Uma Halvorsen"]
+        stats = update_kg(settings, "demo", [add], [delete])
+        assert stats.triples_added == 1 and stats.triples_deleted == 1
+        text = client.post("/api/kg/query", json=query).json()["text"]  # the same session, the new version
+        assert "Zora Quill" in text and "Uma Halvorsen" not in text
+        state = ask()
+        assert state["answers"] == ["Zora Quill"], state.get("answer")
+        assert kg_schema(settings, "demo")["triples"] == triples_before
