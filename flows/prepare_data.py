@@ -51,8 +51,9 @@ def fingerprint_inputs(spec: DatasetSpec, data_dir: str) -> str:
 @task(name="build-graph", retries=2, retry_delay_seconds=2, retry_condition_fn=_not_a_user_error,
       cache_key_fn=_cache_key("graph"),
       cache_expiration=timedelta(days=30), persist_result=True)
-def build_graph(spec: DatasetSpec, data_dir: str, out_dir: str, fingerprint: str) -> dict:
-    return steps.build_graph(spec, Path(data_dir), Path(out_dir), fingerprint)
+def build_graph(spec: DatasetSpec, data_dir: str, out_dir: str, fingerprint: str, previous: str | None = None) -> dict:
+    return steps.build_graph(spec, Path(data_dir), Path(out_dir), fingerprint,
+                             previous=Path(previous) if previous else None)
 
 
 @task(name="load-oxigraph", retries=2, retry_delay_seconds=2, cache_key_fn=_cache_key("store"),
@@ -100,7 +101,8 @@ def prepare_data(dataset: str = "metaqa", data_dir: str | None = None, work_dir:
     out = str(staging or settings.dataset_dir(dataset))
     unchanged = all(step_is_current(Path(out), step, fp) for step in imports.PREP_STEPS)
     try:
-        graph = build_graph(the_spec, data, out, fp)
+        previous = settings.dataset_dir(dataset) if staging is not None else None  # a re-import: diff against it
+        graph = build_graph(the_spec, data, out, fp, str(previous) if previous and previous.is_dir() else None)
         store = load_store(out, fp, the_spec.store)
         questions = prepare_questions(the_spec, data, out, fp, settings.seed if seed is None else seed)
         markdown = summarise(dataset, out, graph, store, questions)

@@ -156,6 +156,44 @@ def test_update_reaches_store_graph_tools_and_equals_a_fresh_import(tiny) -> Non
     assert not again.changed and again.version == stats.version and again.already_present == 3
 
 
+def _all_triples(settings, name: str) -> set[tuple[str, str, str]]:
+    _, store = _current(settings, name)
+    try:
+        base = settings.dataset_dir(name).name  # the namespace names the dataset: compare past it
+        rows = store.select("SELECT ?s ?p ?o WHERE { ?s ?p ?o }")
+        return {tuple(term.value.replace(f"/kgrag/{base}/", "/kgrag/X/") if term.kind == "uri" else
+                      f"{term.value}|{term.lang}|{term.datatype}" for term in (r["s"], r["p"], r["o"]))
+                for r in rows}
+    finally:
+        store.close()
+
+
+def test_a_reprepare_with_changed_files_applies_the_difference(tiny, monkeypatch) -> None:
+    settings, paths = tiny
+    monkeypatch.setenv("KGRAG_PREPARE_DELTA_MIN", "1")  # the tiny graph takes the path a large one takes
+    update_kg(settings, "tiny", [paths["add"]], [])  # a re-prepare also follows an update (the files rule)
+    before = read_version(settings.dataset_dir("tiny"))["version"]
+    result = import_kg(settings, "tiny", [paths["changed"]])
+    assert (result["applied_difference"]["edges_added"], result["applied_difference"]["edges_deleted"]) == (0, 2)
+    assert not (settings.dataset_dir("tiny") / "triples.nt").exists()  # no full export, no bulk load
+    assert read_version(settings.dataset_dir("tiny"))["version"] != before
+    monkeypatch.setenv("KGRAG_PREPARE_DELTA_MIN", str(10**9))
+    import_kg(settings, "fresh", [paths["changed"]])
+    assert (settings.dataset_dir("fresh") / "triples.nt").exists()
+    assert _all_triples(settings, "tiny") == _all_triples(settings, "fresh")  # every triple, names and values too
+    ours, theirs = (CSRGraph.load(graph_file(settings.dataset_dir(n))) for n in ("tiny", "fresh"))
+    for field in ("head", "rel", "tail"):
+        assert getattr(ours, field).tolist() == getattr(theirs, field).tolist()
+    assert list(ours.entity_names) == list(theirs.entity_names)
+    # and back: the base files again, now with triples to add
+    monkeypatch.setenv("KGRAG_PREPARE_DELTA_MIN", "1")
+    back = import_kg(settings, "tiny", [paths["base"]])
+    assert back["applied_difference"]["edges_added"] == 2 and back["applied_difference"]["edges_deleted"] == 2
+    monkeypatch.setenv("KGRAG_PREPARE_DELTA_MIN", str(10**9))
+    import_kg(settings, "fresh", [paths["base"]])
+    assert _all_triples(settings, "tiny") == _all_triples(settings, "fresh")
+
+
 def test_bad_input_rejects_the_whole_update(tiny, tmp_path) -> None:
     settings, paths = tiny
     folder = settings.dataset_dir("tiny")

@@ -113,3 +113,28 @@ def build_store(ntriples: Path, target: Path) -> int:
     os.replace(staging, target)
     shutil.rmtree(old, ignore_errors=True)
     return count
+
+
+def backup_store(source: Path, target: Path) -> None:
+    """A checkpoint of the store at ``source`` in the new folder ``target`` (RocksDB hard links: cheap, and the
+    source stays as it was); the source is opened read-only, so serving processes may hold it meanwhile."""
+    reader = ox.Store.read_only(str(source))
+    try:
+        reader.backup(str(target))
+    finally:
+        del reader
+
+
+def update_store(path: Path, update: str) -> int:
+    """Run one SPARQL UPDATE (one transaction) on the store at ``path``, opened read-write; its triple count after."""
+    store = ox.Store(str(path))
+    try:
+        if update:
+            try:
+                store.update(update)
+            except SyntaxError as exc:
+                raise SparqlError(f"invalid SPARQL update: {exc}") from exc
+        store.flush()
+        return len(store)
+    finally:
+        del store

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -25,9 +26,12 @@ from kgrag.data.triples import detect_format, read_triple_files
 from kgrag.errors import KgragError
 from kgrag.graph import store_path
 from kgrag.graph.csr import CSRGraph
+from kgrag.graph.delta import graph_diff, store_update_text
 from kgrag.graph.imported import imported_csr
+from kgrag.graph.iri import VALUE_PREDICATE
+from kgrag.graph.kg_version import graph_file, read_version, store_dir
 from kgrag.graph.live_stores import LiveStores
-from kgrag.graph.oxigraph_store import build_store
+from kgrag.graph.oxigraph_store import backup_store, build_store, update_store
 from kgrag.graph.rdf import write_ntriples
 from kgrag.prep.manifest import fingerprint_paths, record_step, step_is_current, step_result
 from kgrag.prep.reach import UNREACHABLE, min_answer_hops
@@ -88,9 +92,53 @@ def _graph_counts(graph: CSRGraph, rdf_triples: int, issues: list, malformed: in
     }
 
 
-def build_graph(dataset: str | DatasetSpec, data_dir: Path, out_dir: Path, fingerprint: str) -> dict:
+#: a re-prepare of an import at least this large (triples) updates the previous store by the difference instead of
+#: bulk-loading a new one (``KGRAG_PREPARE_DELTA_MIN`` overrides; below it a fresh load is as fast)
+DELTA_MIN_TRIPLES = 200_000
+#: … when the difference is at most this share of the new graph's triples or 10,000 lines (else a bulk load pays)
+DELTA_MAX_SHARE = 0.3
+
+
+def _previous_graph(previous: Path | None, namespace: str) -> CSRGraph | None:
+    """The prepared graph a re-prepare may diff against: current version, same namespace, store there, large enough."""
+    if previous is None or not graph_file(previous).is_file() or not store_dir(previous).is_dir():
+        return None
+    try:
+        graph = CSRGraph.load(graph_file(previous))
+    except (OSError, ValueError):
+        return None
+    threshold = int(os.environ.get("KGRAG_PREPARE_DELTA_MIN", DELTA_MIN_TRIPLES))
+    return graph if graph.iri_base == namespace and graph.num_triples >= threshold else None
+
+
+def _store_by_difference(previous: Path, old: CSRGraph, graph: CSRGraph, lang: str, literal_types: dict[str, str],
+                         out_dir: Path, fingerprint: str) -> dict | None:
+    """Update a checkpoint of the previous store by the difference between the graphs and record the store step
+    (so :func:`load_store` has nothing to do); None when the difference is too large to pay."""
+    started = time.perf_counter()
+    diff = graph_diff(old, graph, lang, literal_types)
+    lines = len(diff.store.delete) + len(diff.store.insert)
+    if lines > 10_000 and lines > DELTA_MAX_SHARE * graph.num_triples:
+        return None
+    target = out_dir / "oxigraph"
+    shutil.rmtree(target, ignore_errors=True)
+    backup_store(store_dir(previous), target)
+    count = update_store(target, store_update_text(diff.store, graph.iri_base + VALUE_PREDICATE))
+    delta = {"edges_added": diff.edges_added, "edges_deleted": diff.edges_deleted,
+             "names_changed": diff.names_changed, "from_version": read_version(previous).get("version")}
+    result = {"store_triples": count, "store_path": str(target), "seconds": round(time.perf_counter() - started, 2),
+              "applied_difference": delta}
+    record_step(out_dir, "store", fingerprint, ["oxigraph"], result)
+    return delta
+
+
+def build_graph(dataset: str | DatasetSpec, data_dir: Path, out_dir: Path, fingerprint: str,
+                previous: Path | None = None) -> dict:
     """Read the dataset, write ``graph.npz`` (CSR, mapped by every reader) and, unless the spec turns the store
-    off, ``triples.nt`` for the store; returns counts and the seconds of each part."""
+    off, ``triples.nt`` for the store; returns counts and the seconds of each part. ``previous``: the folder of
+    the import this one replaces — when its graph is large (:data:`DELTA_MIN_TRIPLES`) the new graph (the same as
+    a fresh import's) is diffed against it and a checkpoint of its store takes the difference, instead of a
+    ``triples.nt`` and a bulk load."""
     if step_is_current(out_dir, "graph", fingerprint):
         return step_result(out_dir, "graph")
     spec = spec_of(dataset)
@@ -99,11 +147,20 @@ def build_graph(dataset: str | DatasetSpec, data_dir: Path, out_dir: Path, finge
     if spec.reader == "triples":
         arrays = read_triple_files(spec.triples, lang=spec.lang, max_bad_lines=spec.max_bad_lines,
                                    alias_predicates=spec.alias_predicates)
-        graph = imported_csr(arrays, spec.name, spec.namespace or imported_namespace(spec.name), spec.lang)
+        namespace = spec.namespace or imported_namespace(spec.name)
+        graph = imported_csr(arrays, spec.name, namespace, spec.lang)
         graph.save(out_dir / "graph.npz")
         graph_seconds = time.perf_counter() - started
         rdf_triples = 0
-        if spec.store:
+        old = _previous_graph(previous, namespace) if spec.store and previous != out_dir else None
+        applied = None
+        if old is not None:
+            applied = _store_by_difference(previous, old, graph, spec.lang, arrays.literal_types, out_dir,
+                                           fingerprint)
+        if applied is not None:
+            outputs = ["graph.npz"]
+            rdf_triples = step_result(out_dir, "store")["store_triples"]
+        elif spec.store:
             rdf_triples = write_ntriples(graph, None, out_dir / "triples.nt", name_lang=spec.lang,
                                          literal_types=arrays.literal_types)
         else:
@@ -113,6 +170,8 @@ def build_graph(dataset: str | DatasetSpec, data_dir: Path, out_dir: Path, finge
                       files=arrays.files, graph_seconds=round(graph_seconds, 2), other_names=len(graph.alias_names),
                       labelled_relations=sum(1 for label in graph.meta.get("relation_labels", ()) if label),
                       property_triples=arrays.property_triples)
+        if applied is not None:
+            result["applied_difference"] = applied
     else:
         kg: KGDataset = load_kg(spec, data_dir)
         graph = CSRGraph.from_dataset(kg)

@@ -40,6 +40,7 @@ from kgrag.graph.kg_version import (
     store_dir,
     write_version,
 )
+from kgrag.graph.oxigraph_store import backup_store, update_store
 from kgrag.prep.manifest import MANIFEST, record_step, step_result
 from kgrag.prep.summary import read_summary, write_summary
 
@@ -158,23 +159,9 @@ def commit_version(dataset_dir: Path, version: str, building: Path, has_store: b
 
 def _apply_store(source: Path, target: Path, delta: GraphDelta, iri_base: str) -> int:
     """Checkpoint the store at ``source`` into ``target`` (hard links) and apply the delta there in one update."""
-    import pyoxigraph as ox
-
-    reader = ox.Store.read_only(str(source))
-    try:
-        reader.backup(str(target))
-    finally:
-        del reader
+    backup_store(source, target)
     _pause("after-backup")
-    store = ox.Store(str(target))
-    try:
-        text = store_update_text(delta.store, iri_base + VALUE_PREDICATE)
-        if text:
-            store.update(text)
-        store.flush()
-        return len(store)
-    finally:
-        del store
+    return update_store(target, store_update_text(delta.store, iri_base + VALUE_PREDICATE))
 
 
 def _record(dataset_dir: Path, name: str, graph: CSRGraph, store_triples: int | None, version: str) -> None:
