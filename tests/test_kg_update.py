@@ -11,7 +11,6 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from fixtures.kg_import import import_kg
@@ -25,6 +24,7 @@ from kgrag.graph import OxigraphStore
 from kgrag.graph.csr import CSRGraph
 from kgrag.graph.iri import NAME_PREDICATE, VALUE_PREDICATE
 from kgrag.graph.kg_version import VERSIONS_DIR, graph_file, read_version, store_dir, version_token
+from kgrag.prep.manifest import step_result
 from kgrag.prep.update import update_kg
 from kgrag.tools.factory import open_session
 
@@ -127,7 +127,7 @@ def test_update_reaches_store_graph_tools_and_equals_a_fresh_import(tiny) -> Non
         dave = base + graph.entity_ids[graph.key_index[f"{EX}dave"]]
         assert store.ask(f"ASK {{ <{dave}> <{base}knows> ?x . ?x <{base}{NAME_PREDICATE}> \"Alice\"@en }}")
         assert store.select(f"SELECT * WHERE {{ {{ <{acme}> ?p ?o }} UNION {{ ?s ?p <{acme}> }} }}") == []
-        assert not store.select(f'SELECT ?s WHERE {{ ?s ?p "Acme Corp"@en }}')
+        assert not store.select('SELECT ?s WHERE { ?s ?p "Acme Corp"@en }')
     finally:
         store.close()
     # the CSR graph: neighbours and names
@@ -147,6 +147,8 @@ def test_update_reaches_store_graph_tools_and_equals_a_fresh_import(tiny) -> Non
     assert _named_edges(updated) == _named_edges(fresh)
     named = {graph.entity_names[i] for i in range(graph.num_entities)} - {""}
     assert named == {fresh.entity_names[i] for i in range(fresh.num_entities)} - {""}
+    # the store's size the summary records is exact (counted from the change, not by a scan)
+    assert step_result(settings.dataset_dir("tiny"), "store")["store_triples"] == len(_all_triples(settings, "tiny"))
     # kg list: the version and when
     rows = [json.loads(line) for line in runner.invoke(app, ["kg", "list", "--json"]).stdout.splitlines()]
     row = next(r for r in rows if r["name"] == "tiny")
@@ -180,6 +182,7 @@ def test_a_reprepare_with_changed_files_applies_the_difference(tiny, monkeypatch
     monkeypatch.setenv("KGRAG_PREPARE_DELTA_MIN", str(10**9))
     import_kg(settings, "fresh", [paths["changed"]])
     assert (settings.dataset_dir("fresh") / "triples.nt").exists()
+    assert step_result(settings.dataset_dir("tiny"), "store")["store_triples"] == len(_all_triples(settings, "tiny"))
     assert _all_triples(settings, "tiny") == _all_triples(settings, "fresh")  # every triple, names and values too
     ours, theirs = (CSRGraph.load(graph_file(settings.dataset_dir(n))) for n in ("tiny", "fresh"))
     for field in ("head", "rel", "tail"):

@@ -296,8 +296,9 @@ class CSRGraph:
         arrays["degree"] = self.degree.astype(np.int32 if self.num_triples < 2**30 else np.int64)
         for field_name in _STRING_FIELDS:
             arrays[f"{field_name}__data"], arrays[f"{field_name}__offsets"] = pack_strings(getattr(self, field_name))
+        known = self.__dict__.get("_orders") or {}  # orders a delta merged (None: sorted); a loaded graph's own
         for field_name, order_name in (("entity_keys", "key_order"), ("entity_ids", "id_order")):
-            order = _sort_order(getattr(self, field_name))
+            order = known[order_name] if order_name in known else _sort_order(getattr(self, field_name))
             if order is not None:
                 arrays[order_name] = order
         if len(self.alias_rows):

@@ -18,6 +18,7 @@ an IRI's last segment (no name triple) never displace or clear a stored name.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -25,14 +26,14 @@ import numpy as np
 
 from kgrag.data.triples import TripleArrays, iri_label
 from kgrag.errors import KgragError
-from kgrag.graph.csr import CSRGraph, gather_ranges, in_sorted
+from kgrag.graph.csr import CSRGraph, in_sorted
 from kgrag.graph.imported import relation_local_names
 from kgrag.graph.iri import NAME_PREDICATE, VALUE_PREDICATE, XSD, local_id, slug_id
 from kgrag.graph.mapped import StringColumn
 from kgrag.graph.sparql import escape_string
 
 __all__ = ["GraphDelta", "GraphDiff", "StoreChanges", "edge_keys", "graph_delta", "graph_diff", "replace_strings",
-           "store_update_text", "string_hashes"]
+           "store_update_text", "string_hashes", "value_count_query"]
 
 
 @dataclass
@@ -42,9 +43,11 @@ class StoreChanges:
     delete: list[str] = field(default_factory=list)
     insert: list[str] = field(default_factory=list)
     drop_values: list[str] = field(default_factory=list)  # entity IRIs whose kgrag.value triple goes
+    insert_values: list[str] = field(default_factory=list)  # kgrag.value lines (present already for a node kept)
+    value_subjects: list[str] = field(default_factory=list)  # the IRIs of insert_values' lines
 
     def __bool__(self) -> bool:
-        return bool(self.delete or self.insert or self.drop_values)
+        return bool(self.delete or self.insert or self.drop_values or self.insert_values)
 
 
 @dataclass
@@ -77,29 +80,70 @@ def edge_keys(head: np.ndarray, rel: np.ndarray, tail: np.ndarray, entities: int
 
 def replace_strings(column: Sequence[str], rows: np.ndarray, texts: Sequence[str],
                     extra: Sequence[str] = ()) -> StringColumn:
-    """``column`` with ``texts`` at ``rows`` and ``extra`` appended, as a packed column: the unchanged bytes are
-    copied with one vectorised gather (no Python loop over the column)."""
+    """``column`` with ``texts`` at ``rows`` and ``extra`` appended, as a packed column: the unchanged runs of bytes
+    between changed rows are copied as slices (a loop over the changed rows only, never over the column)."""
     column = column if isinstance(column, StringColumn) else StringColumn.pack(column)
     rows = np.asarray(rows, dtype=np.int64)
-    n = len(column)
-    encoded = [t.encode("utf-8") for t in texts]
+    order = np.argsort(rows, kind="stable")
+    rows = rows[order]
+    encoded = [texts[i].encode("utf-8") for i in order.tolist()]
     appended = [t.encode("utf-8") for t in extra]
-    lengths = np.concatenate([np.diff(np.asarray(column.offsets, dtype=np.int64)),
+    old_offsets = np.asarray(column.offsets, dtype=np.int64)
+    data = np.asarray(column.data, dtype=np.uint8)
+    lengths = np.concatenate([np.diff(old_offsets),
                               np.fromiter((len(b) for b in appended), dtype=np.int64, count=len(appended))])
     if rows.size:
         lengths[rows] = np.fromiter((len(b) for b in encoded), dtype=np.int64, count=len(encoded))
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    data = np.empty(int(offsets[-1]), dtype=np.uint8)
-    same = np.ones(n, dtype=bool)
-    same[rows] = False
-    kept = np.flatnonzero(same)
-    old_offsets = np.asarray(column.offsets, dtype=np.int64)
-    _, src = gather_ranges(old_offsets[kept], old_offsets[kept + 1])
-    _, dst = gather_ranges(offsets[kept], offsets[kept + 1])
-    data[dst] = np.asarray(column.data)[src]
-    for row, raw in zip([*rows.tolist(), *range(n, n + len(appended))], [*encoded, *appended], strict=True):
-        data[offsets[row]:offsets[row + 1]] = np.frombuffer(raw, dtype=np.uint8)
-    return StringColumn(data, offsets)
+    chunks: list[np.ndarray] = []
+    at = 0
+    for row, raw in zip(rows.tolist(), encoded, strict=True):
+        chunks.append(data[at:old_offsets[row]])
+        chunks.append(np.frombuffer(raw, dtype=np.uint8))
+        at = int(old_offsets[row + 1])
+    chunks.append(data[at:])
+    chunks += [np.frombuffer(raw, dtype=np.uint8) for raw in appended]
+    return StringColumn(np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.uint8), offsets)
+
+
+class _SortedBytes:
+    """Many lookups in a column sorted directly or through ``order``: binary search over the raw UTF-8 bytes (no
+    string decoded; byte order is code point order, the order :func:`kgrag.graph.csr._sort_order` sorts by)."""
+
+    def __init__(self, column: Sequence[str], order: np.ndarray | None) -> None:
+        column = column if isinstance(column, StringColumn) else StringColumn.pack(column)
+        self.raw = np.ascontiguousarray(column.data, dtype=np.uint8).tobytes()
+        self.offsets = np.asarray(column.offsets, dtype=np.int64).tolist()
+        self.order = np.asarray(order, dtype=np.int64) if order is not None else None
+        self._order_list = self.order.tolist() if order is not None else None
+        self.n = len(self.offsets) - 1
+
+    def _row(self, i: int) -> int:
+        return i if self._order_list is None else self._order_list[i]
+
+    def _at(self, i: int) -> bytes:
+        row = self._row(i)
+        return self.raw[self.offsets[row]:self.offsets[row + 1]]
+
+    def position(self, key: bytes) -> int:
+        """Where ``key`` sorts among the column's strings (bisect left)."""
+        return bisect.bisect_left(range(self.n), key, key=self._at)
+
+    def find(self, key: str) -> int:
+        raw = key.encode("utf-8")
+        at = self.position(raw)
+        return self._row(at) if at < self.n and self._at(at) == raw else -1
+
+    def merged_order(self, new: Sequence[str], first_row: int) -> np.ndarray | None:
+        """The sort order of the column with ``new`` appended (rows from ``first_row``): the new strings inserted
+        at their positions (None: nothing new and the column sorted already)."""
+        if not len(new):
+            return self.order
+        raws = [s.encode("utf-8") for s in new]
+        ranked = sorted(range(len(raws)), key=raws.__getitem__)
+        positions = np.asarray([self.position(raws[i]) for i in ranked], dtype=np.int64)
+        base = self.order if self.order is not None else np.arange(self.n, dtype=np.int64)
+        return np.insert(base, positions, np.asarray(ranked, dtype=np.int64) + first_row)
 
 
 class _Vocabulary:
@@ -117,18 +161,17 @@ class _Vocabulary:
         sources = graph.meta.get("relation_sources") or []
         self.source_index = {s: i for i, s in enumerate(sources) if s}
         self.taken_ids: set[str] = set()
+        self.keys = _SortedBytes(graph.entity_keys, _order_of(graph, "entity_keys", "key_order"))
+        self.ids = _SortedBytes(graph.entity_ids, _order_of(graph, "entity_ids", "id_order"))
 
     def find(self, key: str) -> int:
         """The old row of ``key`` (by key, else by the store's IRI), -1 when none."""
-        graph = self.graph
-        row = graph.key_index.get(key) if hasattr(graph.key_index, "get") else None
-        if row is not None:
-            return int(row)
-        base = graph.iri_base
+        row = self.keys.find(key)
+        if row >= 0:
+            return row
+        base = self.graph.iri_base
         if base and key.startswith(base):
-            row = graph.id_index.get(key[len(base):])
-            if row is not None:
-                return int(row)
+            return self.ids.find(key[len(base):])
         return -1
 
     def rows(self, keys: Sequence[str], create: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -148,7 +191,7 @@ class _Vocabulary:
 
     def _append(self, key: str) -> int:
         ident = local_id(key, self.id_style) if self.id_style != "key" else slug_id(key)
-        if ident in self.taken_ids or ident in self.graph.id_index:
+        if ident in self.taken_ids or self.ids.find(ident) >= 0:
             ident = slug_id(key)
         self.taken_ids.add(ident)
         row = self.graph.num_entities + len(self.new_keys)
@@ -183,6 +226,17 @@ class _Vocabulary:
         self.new_labels.append(label)
         self.source_index[source] = rel
         return rel
+
+
+def _order_of(graph: CSRGraph, field_name: str, order_name: str) -> np.ndarray | None:
+    """A column's sort order: a mapped graph's stored one (absent: the column is sorted, as :meth:`CSRGraph.save`
+    writes none then), else computed."""
+    loaded = graph.__dict__.get("_orders")
+    if loaded is not None:
+        return loaded.get(order_name)
+    from kgrag.graph.csr import _sort_order
+
+    return _sort_order(getattr(graph, field_name))
 
 
 def _given_names(arrays: TripleArrays) -> dict[int, str]:
@@ -254,9 +308,12 @@ def graph_delta(graph: CSRGraph, add: TripleArrays | None, delete: TripleArrays 
     kept_keys = old_keys[~gone_edge]
     present = in_sorted(a_keys, kept_keys)
     take = first[~present]
-    head = np.concatenate([np.asarray(graph.head)[~gone_edge], a_h[take]]).astype(np.int32)
-    rel = np.concatenate([np.asarray(graph.rel)[~gone_edge], a_r[take]]).astype(np.int32)
-    tail = np.concatenate([np.asarray(graph.tail)[~gone_edge], a_t[take]]).astype(np.int32)
+    at = np.searchsorted(kept_keys, a_keys[~present])  # the added edges merged in order: no re-sort
+
+    def merged(old: np.ndarray, added: np.ndarray) -> np.ndarray:
+        return np.insert(np.asarray(old)[~gone_edge].astype(np.int32), at, added.astype(np.int32))
+
+    head, rel, tail = merged(graph.head, a_h[take]), merged(graph.rel, a_r[take]), merged(graph.tail, a_t[take])
     # ---- gone nodes: in an edge before, in none after
     before = np.zeros(n_new, dtype=np.int64)
     before[:n_old] = np.bincount(graph.head, minlength=n_old) + np.bincount(graph.tail, minlength=n_old)
@@ -288,9 +345,12 @@ def graph_delta(graph: CSRGraph, add: TripleArrays | None, delete: TripleArrays 
         meta["relation_sources"] = sources + vocab.new_sources
         if meta.get("relation_labels") or any(vocab.new_labels):
             meta["relation_labels"] = list(meta.get("relation_labels") or [""] * r_old) + vocab.new_labels
-    new_graph = CSRGraph.from_arrays(graph.name, graph.iri_base, keys, ids, names,
-                                     [*graph.relations, *vocab.new_relations], head, rel, tail, meta=meta)
-    new_graph.meta["duplicates_dropped"] = int(graph.meta.get("duplicates_dropped", 0))
+    meta["duplicates_dropped"] = int(graph.meta.get("duplicates_dropped", 0))
+    new_graph = CSRGraph(name=graph.name, iri_base=graph.iri_base, entity_keys=keys, entity_ids=ids,
+                         entity_names=names, relations=[*graph.relations, *vocab.new_relations], head=head, rel=rel,
+                         tail=tail, meta=meta)  # sorted by (head, relation, tail) already: the merge kept the order
+    new_graph.__dict__["_orders"] = {"key_order": vocab.keys.merged_order(vocab.new_keys, n_old),
+                                     "id_order": vocab.ids.merged_order(vocab.new_ids, n_old)}
     _carry_aliases(graph, new_graph, gone, alias_add)
     # ---- the store's changes
     store = StoreChanges()
@@ -321,7 +381,8 @@ def graph_delta(graph: CSRGraph, add: TripleArrays | None, delete: TripleArrays 
     for row, xsd in sorted(literal_rows.items()):
         if row not in gone_set:
             value = names[row] or (vocab.new_keys[row - n_old] if row >= n_old else graph.entity_keys[row])
-            store.insert.append(f'{ent(row)} {value_p} "{escape_string(value)}"^^<{XSD}{xsd}> .\n')
+            store.insert_values.append(f'{ent(row)} {value_p} "{escape_string(value)}"^^<{XSD}{xsd}> .\n')
+            store.value_subjects.append(ent(row))
     return GraphDelta(graph=new_graph, store=store, added=int(take.size), deleted=int(d_keys.size),
                       not_found=asked - int(d_keys.size), already_present=int(present.sum()),
                       names_changed=int(changed_rows.size), entities_new=n_new - n_old,
@@ -353,8 +414,8 @@ def store_update_text(changes: StoreChanges, value_predicate: str) -> str:
     if changes.delete:
         parts.append("DELETE DATA {\n" + "".join(changes.delete) + "}")
     parts += [f"DELETE WHERE {{ {iri} <{value_predicate}> ?v }}" for iri in changes.drop_values]
-    if changes.insert:
-        parts.append("INSERT DATA {\n" + "".join(changes.insert) + "}")
+    if changes.insert or changes.insert_values:
+        parts.append("INSERT DATA {\n" + "".join(changes.insert) + "".join(changes.insert_values) + "}")
     return " ;\n".join(parts)
 
 
@@ -459,6 +520,16 @@ def graph_diff(old: CSRGraph, new: CSRGraph, lang: str, literal_types: dict[str,
         row = index.get(key)
         if row is not None and not covered[row]:
             value = new.entity_names[row] or key
-            store.insert.append(f'<{base}{new_ids[row]}> {value_p} "{escape_string(value)}"^^<{XSD}{xsd}> .\n')
+            store.insert_values.append(f'<{base}{new_ids[row]}> {value_p} "{escape_string(value)}"^^<{XSD}{xsd}> .\n')
+            store.value_subjects.append(f"<{base}{new_ids[row]}>")
     return GraphDiff(store=store, edges_added=int(added_rows.size), edges_deleted=int(gone_edges.size),
                      names_changed=int(put_name.size))
+
+
+def value_count_query(changes: StoreChanges, value_predicate: str) -> str | None:
+    """A SELECT counting the value triples of the nodes whose values the changes touch (None: none): asked before
+    and after the update, it makes the store's new size exact without counting the whole store."""
+    subjects = sorted(set(changes.drop_values) | set(changes.value_subjects))
+    if not subjects:
+        return None
+    return (f"SELECT (COUNT(*) AS ?n) WHERE {{ VALUES ?s {{ {' '.join(subjects)} }} ?s <{value_predicate}> ?v }}")

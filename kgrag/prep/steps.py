@@ -26,16 +26,16 @@ from kgrag.data.triples import detect_format, read_triple_files
 from kgrag.errors import KgragError
 from kgrag.graph import store_path
 from kgrag.graph.csr import CSRGraph
-from kgrag.graph.delta import graph_diff, store_update_text
+from kgrag.graph.delta import graph_diff
 from kgrag.graph.imported import imported_csr
-from kgrag.graph.iri import VALUE_PREDICATE
 from kgrag.graph.kg_version import graph_file, read_version, store_dir
 from kgrag.graph.live_stores import LiveStores
-from kgrag.graph.oxigraph_store import backup_store, build_store, update_store
+from kgrag.graph.oxigraph_store import build_store
 from kgrag.graph.rdf import write_ntriples
 from kgrag.prep.manifest import fingerprint_paths, record_step, step_is_current, step_result
 from kgrag.prep.reach import UNREACHABLE, min_answer_hops
 from kgrag.prep.resolve import EntityResolver
+from kgrag.prep.update import apply_store_changes
 
 CODE_VERSION = "prep-v2"  # bump when a step's output format changes
 IMPORT_VERSION = "import-v3"  # bump when an imported graph's output changes (v3: property labels, other names)
@@ -122,8 +122,9 @@ def _store_by_difference(previous: Path, old: CSRGraph, graph: CSRGraph, lang: s
         return None
     target = out_dir / "oxigraph"
     shutil.rmtree(target, ignore_errors=True)
-    backup_store(store_dir(previous), target)
-    count = update_store(target, store_update_text(diff.store, graph.iri_base + VALUE_PREDICATE))
+    known = step_result(previous, "store").get("store_triples")
+    count = apply_store_changes(store_dir(previous), target, diff.store, graph.iri_base,
+                                int(known) if isinstance(known, int) else None)
     delta = {"edges_added": diff.edges_added, "edges_deleted": diff.edges_deleted,
              "names_changed": diff.names_changed, "from_version": read_version(previous).get("version")}
     result = {"store_triples": count, "store_path": str(target), "seconds": round(time.perf_counter() - started, 2),

@@ -30,7 +30,7 @@ from kgrag.data.spec import DatasetSpec
 from kgrag.data.triples import TripleArrays, detect_format, read_triple_files
 from kgrag.errors import KgragError
 from kgrag.graph.csr import CSRGraph
-from kgrag.graph.delta import GraphDelta, graph_delta, store_update_text
+from kgrag.graph.delta import StoreChanges, graph_delta, store_update_text, value_count_query
 from kgrag.graph.iri import VALUE_PREDICATE
 from kgrag.graph.kg_version import (
     VERSIONS_DIR,
@@ -44,7 +44,7 @@ from kgrag.graph.oxigraph_store import backup_store, update_store
 from kgrag.prep.manifest import MANIFEST, record_step, step_result
 from kgrag.prep.summary import read_summary, write_summary
 
-__all__ = ["UpdateStats", "commit_version", "endpoint_note", "read_delta_files", "update_kg"]
+__all__ = ["UpdateStats", "apply_store_changes", "commit_version", "endpoint_note", "read_delta_files", "update_kg"]
 
 #: a hook the crash tests use to stop an update at a named point (``KGRAG_UPDATE_PAUSE=point:seconds``; the point's
 #: name is written to the file ``KGRAG_UPDATE_PAUSE_MARK`` names when it is reached)
@@ -157,11 +157,14 @@ def commit_version(dataset_dir: Path, version: str, building: Path, has_store: b
     return record
 
 
-def _apply_store(source: Path, target: Path, delta: GraphDelta, iri_base: str) -> int:
-    """Checkpoint the store at ``source`` into ``target`` (hard links) and apply the delta there in one update."""
+def apply_store_changes(source: Path, target: Path, changes: StoreChanges, iri_base: str, count: int | None) -> int:
+    """Checkpoint the store at ``source`` (``count`` triples, None: unknown) into ``target`` (hard links) and apply
+    the changes there in one update; the new triple count."""
     backup_store(source, target)
     _pause("after-backup")
-    return update_store(target, store_update_text(delta.store, iri_base + VALUE_PREDICATE))
+    value_p = iri_base + VALUE_PREDICATE
+    expected = None if count is None else count + len(changes.insert) - len(changes.delete)
+    return update_store(target, store_update_text(changes, value_p), value_count_query(changes, value_p), expected)
 
 
 def _record(dataset_dir: Path, name: str, graph: CSRGraph, store_triples: int | None, version: str) -> None:
@@ -233,7 +236,9 @@ def update_kg(settings: Settings, name: str, add: Sequence[Path] = (), delete: S
         has_store = spec.store and source_store.is_dir()
         store_triples = None
         if has_store:
-            store_triples = _apply_store(source_store, building / "oxigraph", delta, old.iri_base)
+            known = step_result(dataset_dir, "store").get("store_triples")
+            store_triples = apply_store_changes(source_store, building / "oxigraph", delta.store, old.iri_base,
+                                         int(known) if isinstance(known, int) else None)
             say("store updated")
         _pause("after-store")
         delta.graph.save(building / "graph.npz")
