@@ -11,7 +11,9 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
+import numpy as np
 import pytest
 from fixtures.kg_import import import_kg
 from typer.testing import CliRunner
@@ -24,6 +26,7 @@ from kgrag.graph import OxigraphStore
 from kgrag.graph.csr import CSRGraph
 from kgrag.graph.iri import NAME_PREDICATE, VALUE_PREDICATE
 from kgrag.graph.kg_version import VERSIONS_DIR, graph_file, read_version, store_dir, version_token
+from kgrag.graph.mapped import string_hashes
 from kgrag.prep.manifest import step_result
 from kgrag.prep.update import update_kg
 from kgrag.tools.factory import open_session
@@ -130,7 +133,11 @@ def test_update_reaches_store_graph_tools_and_equals_a_fresh_import(tiny) -> Non
         assert not store.select('SELECT ?s WHERE { ?s ?p "Acme Corp"@en }')
     finally:
         store.close()
-    # the CSR graph: neighbours and names
+    # the CSR graph: neighbours and names; the orders and hashes the delta merged equal recomputed ones
+    assert graph.in_order.tolist() == np.lexsort((graph.head, graph.rel, graph.tail)).tolist()
+    assert graph.key_hashes.tolist() == string_hashes(graph.entity_keys).tolist()
+    assert [graph.key_index[k] for k in graph.entity_keys] == list(range(graph.num_entities))
+    assert [graph.id_index[k] for k in graph.entity_ids] == list(range(graph.num_entities))
     carol = graph.key_index[f"{EX}carol"]
     assert all("acme" not in h + t for h, _, t in graph.neighbourhood(carol))
     assert graph.entity_names[graph.key_index[f"{EX}acme"]] == ""
@@ -377,3 +384,32 @@ def test_a_served_process_answers_from_the_new_version(served_demo, tmp_path) ->
         state = ask()
         assert state["answers"] == ["Zora Quill"], state.get("answer")
         assert kg_schema(settings, "demo")["triples"] == triples_before
+
+
+def test_a_random_delta_on_a_larger_graph_equals_a_fresh_import(work_settings, tmp_path) -> None:
+    """Seeded random edges over 400 nodes; a delta of mixed adds (some to new nodes) and deletes (some absent):
+    the merged arrays, the (tail, relation, head) order, both lookups and the store equal a fresh import's."""
+    rng = np.random.default_rng(7)
+    edges = {tuple(e) for e in rng.integers(0, [400, 6, 400], size=(3000, 3)).tolist()}
+    base = sorted(edges)
+    deleted = [base[i] for i in rng.choice(len(base), 150, replace=False)] + [(401, 0, 402)]
+    added = [tuple(e) for e in rng.integers(0, [440, 8, 400], size=(150, 3)).tolist()]
+
+    def write(name: str, rows, names) -> Path:
+        path = tmp_path / name
+        path.write_text("".join(f"<{EX}n{h}> <{EX}r{r}> <{EX}n{t}> .\n" for h, r, t in rows)
+                        + "".join(f'<{EX}n{n}> <{LABEL}> "Node {n}" .\n' for n in names), encoding="utf-8")
+        return path
+
+    nodes = range(440)
+    import_kg(work_settings, "big", [write("base.nt", base, range(400))])
+    update_kg(work_settings, "big", [write("add.nt", added, range(400, 440))], [write("del.nt", deleted, [])])
+    changed = sorted((edges - set(deleted)) | set(added))
+    import_kg(work_settings, "again", [write("changed.nt", changed, nodes)])
+    graph = _assert_whole(work_settings, "big")
+    fresh = _assert_whole(work_settings, "again")
+    assert _named_edges(graph) == _named_edges(fresh) and graph.num_triples == len(changed)
+    assert graph.in_order.tolist() == np.lexsort((graph.head, graph.rel, graph.tail)).tolist()
+    assert [graph.key_index[k] for k in graph.entity_keys] == list(range(graph.num_entities))
+    assert [graph.id_index[k] for k in graph.entity_ids] == list(range(graph.num_entities))
+    assert _all_triples(work_settings, "big") == _all_triples(work_settings, "again")

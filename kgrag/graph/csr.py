@@ -301,6 +301,8 @@ class CSRGraph:
             order = known[order_name] if order_name in known else _sort_order(getattr(self, field_name))
             if order is not None:
                 arrays[order_name] = order
+        if self.__dict__.get("key_hashes") is not None:
+            arrays["key_hashes"] = np.asarray(self.__dict__["key_hashes"], dtype=np.uint64)
         if len(self.alias_rows):
             arrays["alias_rows"] = np.asarray(self.alias_rows, dtype=np.int32)
             arrays["alias_names__data"], arrays["alias_names__offsets"] = pack_strings(self.alias_names)
@@ -331,6 +333,8 @@ class CSRGraph:
         cached["_orders"] = {k: z[k] for k in ("key_order", "id_order") if k in z}
         if "degree" in z:
             cached["degree"] = z["degree"]
+        if "key_hashes" in z:  # the 64-bit hash of every key (kgrag.graph.delta finds a delta's nodes by them)
+            cached["key_hashes"] = z["key_hashes"]
         if "alias_rows" in z:
             graph.alias_rows = z["alias_rows"]
             graph.alias_names = StringColumn(z["alias_names__data"], z["alias_names__offsets"])

@@ -29,7 +29,7 @@ from kgrag.errors import KgragError
 from kgrag.graph.csr import CSRGraph, in_sorted
 from kgrag.graph.imported import relation_local_names
 from kgrag.graph.iri import NAME_PREDICATE, VALUE_PREDICATE, XSD, local_id, slug_id
-from kgrag.graph.mapped import StringColumn
+from kgrag.graph.mapped import StringColumn, string_hashes
 from kgrag.graph.sparql import escape_string
 
 __all__ = ["GraphDelta", "GraphDiff", "StoreChanges", "edge_keys", "graph_delta", "graph_diff", "replace_strings",
@@ -163,6 +163,8 @@ class _Vocabulary:
         self.taken_ids: set[str] = set()
         self.keys = _SortedBytes(graph.entity_keys, _order_of(graph, "entity_keys", "key_order"))
         self.ids = _SortedBytes(graph.entity_ids, _order_of(graph, "entity_ids", "id_order"))
+        self._key_hashes: np.ndarray | None = None
+        self._hash_order: np.ndarray | None = None
 
     def find(self, key: str) -> int:
         """The old row of ``key`` (by key, else by the store's IRI), -1 when none."""
@@ -174,18 +176,46 @@ class _Vocabulary:
             return self.ids.find(key[len(base):])
         return -1
 
+    def column_hashes(self) -> np.ndarray:
+        """:func:`string_hashes` of the key column: stored with the graph (:meth:`CSRGraph.save`), else computed."""
+        stored = self.graph.__dict__.get("key_hashes")
+        if stored is None or len(stored) != self.graph.num_entities:
+            stored = self.graph.__dict__["key_hashes"] = string_hashes(self.graph.entity_keys)
+        return np.asarray(stored, dtype=np.uint64)
+
+    def find_many(self, keys: Sequence[str]) -> np.ndarray:
+        """:meth:`find` of every key, vectorised: by hash over the key column (each match checked against the
+        string), the binary search only for what the hashes do not settle."""
+        column = self.graph.entity_keys
+        if self._key_hashes is None:
+            hashes = self.column_hashes()
+            self._hash_order = np.argsort(hashes, kind="stable")
+            self._key_hashes = hashes[self._hash_order]
+        out = np.full(len(keys), -1, dtype=np.int64)
+        if not len(keys) or not self._key_hashes.size:
+            return out
+        wanted = string_hashes(keys)
+        at = np.searchsorted(self._key_hashes, wanted).clip(max=self._key_hashes.size - 1)
+        hit = np.flatnonzero(self._key_hashes[at] == wanted)
+        rows = self._hash_order[at[hit]]
+        names = column.take(rows) if isinstance(column, StringColumn) else [column[int(r)] for r in rows]
+        for i, row, found in zip(hit.tolist(), rows.tolist(), names, strict=True):
+            if found == keys[i]:
+                out[i] = row
+        for i in np.flatnonzero(out < 0).tolist():  # a new key, an IRI of the store, or a hash collision
+            out[i] = self.find(keys[i])
+        return out
+
     def rows(self, keys: Sequence[str], create: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Rows of ``keys`` (old, or appended where ``create``; -1 where absent and not created) and which are new."""
-        out = np.full(len(keys), -1, dtype=np.int64)
         new = np.zeros(len(keys), dtype=bool)
         n_old = self.graph.num_entities
-        for i, key in enumerate(keys):
-            row = self.find(key)
-            if row < 0:
-                row = self.new_key_rows.get(key, -1)
-                if row < 0 and create[i]:
-                    row = self._append(key)
-                new[i] = row >= n_old
+        out = self.find_many(keys)
+        for i in np.flatnonzero(out < 0).tolist():  # only the keys the graph does not hold
+            row = self.new_key_rows.get(keys[i], -1)
+            if row < 0 and create[i]:
+                row = self._append(keys[i])
+            new[i] = row >= n_old
             out[i] = row
         return out, new
 
@@ -285,11 +315,11 @@ def graph_delta(graph: CSRGraph, add: TripleArrays | None, delete: TripleArrays 
         for node, name in given.items():
             if rows[node] >= 0 and not is_new[node]:
                 add_names[int(rows[node])] = name
-        for key, xsd in add.literal_types.items():
-            row = vocab.find(key)
-            row = vocab.new_key_rows.get(key, -1) if row < 0 else row
-            if row >= 0:
-                literal_rows[row] = xsd
+        if add.literal_types:
+            node_of = {key: i for i, key in enumerate(add.keys) if key in add.literal_types}
+            for key, node in node_of.items():
+                if rows[node] >= 0:
+                    literal_rows[int(rows[node])] = add.literal_types[key]
         for node, text in zip(np.asarray(add.alias_nodes).tolist(), add.alias_names, strict=True):
             alias_add.append((int(rows[node]), text))
     n_new, r_new = n_old + len(vocab.new_keys), r_old + len(vocab.new_relations)
@@ -314,6 +344,7 @@ def graph_delta(graph: CSRGraph, add: TripleArrays | None, delete: TripleArrays 
         return np.insert(np.asarray(old)[~gone_edge].astype(np.int32), at, added.astype(np.int32))
 
     head, rel, tail = merged(graph.head, a_h[take]), merged(graph.rel, a_r[take]), merged(graph.tail, a_t[take])
+    in_order = _merged_in_order(graph, gone_edge, at, head, rel, tail, n_new, r_new)
     # ---- gone nodes: in an edge before, in none after
     before = np.zeros(n_new, dtype=np.int64)
     before[:n_old] = np.bincount(graph.head, minlength=n_old) + np.bincount(graph.tail, minlength=n_old)
@@ -351,6 +382,9 @@ def graph_delta(graph: CSRGraph, add: TripleArrays | None, delete: TripleArrays 
                          tail=tail, meta=meta)  # sorted by (head, relation, tail) already: the merge kept the order
     new_graph.__dict__["_orders"] = {"key_order": vocab.keys.merged_order(vocab.new_keys, n_old),
                                      "id_order": vocab.ids.merged_order(vocab.new_ids, n_old)}
+    new_graph.__dict__["in_order"] = in_order
+    if vocab._key_hashes is not None:  # the key hashes follow the rows (the next update needs none computed)
+        new_graph.__dict__["key_hashes"] = np.concatenate([vocab.column_hashes(), string_hashes(vocab.new_keys)])
     _carry_aliases(graph, new_graph, gone, alias_add)
     # ---- the store's changes
     store = StoreChanges()
@@ -389,6 +423,23 @@ def graph_delta(graph: CSRGraph, add: TripleArrays | None, delete: TripleArrays 
                       entities_gone=int(gone.size), relations_new=r_new - r_old)
 
 
+def _merged_in_order(graph: CSRGraph, gone_edge: np.ndarray, at: np.ndarray, head: np.ndarray, rel: np.ndarray,
+                     tail: np.ndarray, entities: int, relations: int) -> np.ndarray:
+    """The new edges sorted by (tail, relation, head): the old order without the deleted edges, renumbered, with
+    the added edges merged in (no re-sort of the graph)."""
+    kept_index = np.cumsum(~gone_edge) - 1  # old edge id -> its rank among the kept edges
+    added_new_ids = at + np.arange(at.size)  # where the merge put the added edges (``at`` ascending)
+    old_order = np.asarray(graph.in_order, dtype=np.int64)
+    old_order = old_order[~gone_edge[old_order]]
+    rank = kept_index[old_order]
+    kept_new_ids = rank + np.searchsorted(at, rank, side="right")
+    in_keys = edge_keys(tail, rel, head, entities, relations)  # (tail, relation, head) order as one int64
+    added_sorted = added_new_ids[np.argsort(in_keys[added_new_ids], kind="stable")]
+    positions = np.searchsorted(in_keys[kept_new_ids], in_keys[added_sorted], side="left")
+    merged = np.insert(kept_new_ids, positions, added_sorted)
+    return merged.astype(np.int32 if merged.size < 2**31 else np.int64)
+
+
 def _carry_aliases(old: CSRGraph, new: CSRGraph, gone: np.ndarray, added: list[tuple[int, str]]) -> None:
     """The old graph's other names without the gone nodes', plus the added ones (sorted by node, no repeats)."""
     rows = np.asarray(old.alias_rows, dtype=np.int64)
@@ -417,27 +468,6 @@ def store_update_text(changes: StoreChanges, value_predicate: str) -> str:
     if changes.insert or changes.insert_values:
         parts.append("INSERT DATA {\n" + "".join(changes.insert) + "".join(changes.insert_values) + "}")
     return " ;\n".join(parts)
-
-
-def string_hashes(column: Sequence[str]) -> np.ndarray:
-    """A 64-bit hash of every string of ``column`` (its UTF-8 bytes and length), vectorised over the packed
-    buffer: a polynomial over each string's bytes summed with ``np.add.reduceat`` (no Python loop per string)."""
-    column = column if isinstance(column, StringColumn) else StringColumn.pack(column)
-    offsets = np.asarray(column.offsets, dtype=np.int64)
-    data = np.asarray(column.data, dtype=np.uint64)
-    lengths = np.diff(offsets)
-    out = lengths.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    if not data.size:
-        return out
-    owner = np.repeat(np.arange(lengths.size), lengths)
-    position = np.arange(data.size, dtype=np.int64) - offsets[:-1][owner]
-    with np.errstate(over="ignore"):
-        powers = np.power(np.uint64(1099511628211), (position % 4096).astype(np.uint64) + np.uint64(1))
-        mixed = (data + np.uint64(1)) * powers + (position // 4096).astype(np.uint64) * np.uint64(0xBF58476D1CE4E5B9)
-        nonempty = lengths > 0
-        sums = np.add.reduceat(mixed, offsets[:-1][nonempty]) if nonempty.any() else np.zeros(0, dtype=np.uint64)
-        out[nonempty] ^= sums * np.uint64(0x94D049BB133111EB)
-    return out
 
 
 def _row_map(old: Sequence[str], new: Sequence[str]) -> np.ndarray:
