@@ -117,8 +117,8 @@ def _answers(settings, name: str, nodes: list[int], relations: int) -> list[str]
             for call in (f'get_relations("Entity {node}")', f'get_triples("Entity {node}", ["rel{node % relations}"])'):
                 # the lines as a set: the tools list ties in the store's order, which the namespace's ids vary
                 out.append(repr(sorted(session.run(call).splitlines())))
-            name = escape_string(f"Entity {int(node)}")
-            rows = store.select(f'SELECT ?p ?n WHERE {{ ?s ?name "{name}"@en . ?s ?p ?o . ?o ?name ?n }}')
+            label = escape_string(f"Entity {int(node)}")
+            rows = store.select(f'SELECT ?p ?n WHERE {{ ?s ?name "{label}"@en . ?s ?p ?o . ?o ?name ?n }}')
             out.append(repr(sorted((r["p"].value.rsplit("/", 1)[-1], r["n"].value) for r in rows)))
     finally:
         store.close()

@@ -413,3 +413,38 @@ def test_a_random_delta_on_a_larger_graph_equals_a_fresh_import(work_settings, t
     assert [graph.key_index[k] for k in graph.entity_keys] == list(range(graph.num_entities))
     assert [graph.id_index[k] for k in graph.entity_ids] == list(range(graph.num_entities))
     assert _all_triples(work_settings, "big") == _all_triples(work_settings, "again")
+
+
+def test_trained_checkpoints_load_and_answer_after_an_update(demo_trained_work, tmp_path, monkeypatch) -> None:
+    """The demo with its tiny trained retriever + policy, copied (the session's copy stays as it was), takes a
+    delta with a relation the model never saw: entity and relation ids stay (the old rows keep theirs), the
+    reasoner reloads for the new version and still answers; the new relation is answered through the tools."""
+    import shutil
+
+    from graphs.agent.context import AgentContext
+    from graphs.agent.graph import graph as agent
+    from kgrag.config import get_settings
+
+    work = tmp_path / "work"
+    shutil.copytree(demo_trained_work, work, symlinks=True)
+    monkeypatch.setenv("KGRAG_WORK_DIR", str(work))
+    for var in ("KGRAG_SPARQL_ENDPOINT", "KGRAG_LLM_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    get_settings.cache_clear()
+    settings = get_settings()
+    before = CSRGraph.load(graph_file(settings.dataset_dir("demo")))
+    base = before.iri_base
+    film = next(i for i in range(before.num_entities) if before.entity_names[i] == "Carnival Lights")
+    add = tmp_path / "add.nt"
+    add.write_text(f"<{base}{before.entity_ids[film]}> <{base}film.film.sequel> <{base}m.0sequel> .\n"
+                   f"<{base}m.0sequel> <{base}type.object.name> \"Carnival Lights Returns\"@en .\n", encoding="utf-8")
+    stats = update_kg(settings, "demo", [add], [])
+    assert stats.relations_new == 1 and stats.entities_new == 1
+    after = CSRGraph.load(graph_file(settings.dataset_dir("demo")))
+    assert list(after.relations[: before.num_relations]) == list(before.relations)  # ids stable
+    assert [after.entity_ids[i] for i in range(before.num_entities)] == list(before.entity_ids)
+    state = agent.invoke({"question": "who directed Carnival Lights?", "kg": "demo"}, context=AgentContext())
+    assert state["answers"] == ["Uma Halvorsen"], state.get("answer")
+    session = open_session("demo", settings=settings)
+    assert "Carnival Lights Returns" in session.run('get_triples("Carnival Lights", ["film.film.sequel"])')
+    get_settings.cache_clear()
