@@ -276,6 +276,8 @@ def test_sigkill_at_each_point_leaves_one_whole_version(tiny, tmp_path, point) -
     stats = update_kg(settings, "tiny", [paths["add"]], [paths["delete"]])
     assert stats.changed != committed
     _assert_whole(settings, "tiny")
+    folder = settings.dataset_dir("tiny")  # the top-level graph (what older readers map) is the current one
+    assert os.path.samefile(folder / "graph.npz", graph_file(folder))
     assert not list((settings.dataset_dir("tiny") / VERSIONS_DIR).glob("*.building"))
 
 
@@ -330,6 +332,7 @@ def test_concurrent_readers_see_one_version_per_request(tiny, tmp_path) -> None:
     assert not errors, errors
     assert seen and all(stored == in_graph for stored, in_graph in seen)
     assert {in_graph for _, in_graph in seen} <= {2, 52}
+    assert len(list((settings.dataset_dir("tiny") / VERSIONS_DIR).iterdir())) == 2  # current + previous only
     assert version_token(settings.dataset_dir("tiny")) is not None
 
 

@@ -127,6 +127,15 @@ def _relink(target: Path, link: Path) -> None:
     os.replace(tmp, link)
 
 
+def _repair_top_level(dataset_dir: Path, record: dict) -> None:
+    """After a SIGKILL between a commit and its relink, the top-level ``graph.npz`` is the previous version's:
+    make it the committed one's again."""
+    current = graph_file(dataset_dir, record)
+    top = dataset_dir / "graph.npz"
+    if current != top and current.is_file() and (not top.is_file() or not os.path.samefile(current, top)):
+        _relink(current, top)
+
+
 def _prune(dataset_dir: Path, keep: set[str]) -> None:
     """Remove version folders other than ``keep`` (relative paths), stale ``.building`` ones and, once the
     previous version lives under ``versions/``, the top-level store of the first import."""
@@ -215,6 +224,7 @@ def update_kg(settings: Settings, name: str, add: Sequence[Path] = (), delete: S
     say("files read")
     with _locked(dataset_dir):
         record = read_version(dataset_dir)  # another update may have committed while we read
+        _repair_top_level(dataset_dir, record)
         old = CSRGraph.load(graph_file(dataset_dir, record))
         delta = graph_delta(old, added, deleted, lang)
         stats = dict(triples_added=delta.added, triples_deleted=delta.deleted, not_found=delta.not_found,
