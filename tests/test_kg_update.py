@@ -451,3 +451,22 @@ def test_trained_checkpoints_load_and_answer_after_an_update(demo_trained_work, 
     session = open_session("demo", settings=settings)
     assert "Carnival Lights Returns" in session.run('get_triples("Carnival Lights", ["film.film.sequel"])')
     get_settings.cache_clear()
+
+
+def test_kgrag_prepare_twice_through_the_flow_applies_the_difference(prefect_harness, tiny, monkeypatch) -> None:
+    """The prepare flow itself (``kgrag prepare``) hands the previous import to the graph step: changed files of a
+    large graph (the threshold lowered here) update a checkpoint of the store; every prepare is a new version."""
+    settings, paths = tiny
+    monkeypatch.setenv("KGRAG_PREPARE_DELTA_MIN", "1")
+    first = read_version(settings.dataset_dir("tiny"))["version"]
+    result = runner.invoke(app, ["prepare", "--dataset", "tiny", "--triples", str(paths["changed"])])
+    assert result.exit_code == 0, result.output
+    folder = settings.dataset_dir("tiny")
+    applied = step_result(folder, "store").get("applied_difference")
+    assert applied and applied["edges_deleted"] == 2 and applied["edges_added"] == 2 and applied["from_version"] == first
+    second = read_version(folder)["version"]
+    assert second != first
+    again = runner.invoke(app, ["prepare", "--dataset", "tiny", "--triples", str(paths["changed"])])
+    assert again.exit_code == 0 and read_version(folder)["version"] == second  # nothing changed: no new version
+    graph = _assert_whole(settings, "tiny")
+    assert f"{EX}dave" in graph.key_index and f"{EX}acme" not in graph.key_index  # as a fresh import of the files
