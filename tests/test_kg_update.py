@@ -470,3 +470,35 @@ def test_kgrag_prepare_twice_through_the_flow_applies_the_difference(prefect_har
     assert again.exit_code == 0 and read_version(folder)["version"] == second  # nothing changed: no new version
     graph = _assert_whole(settings, "tiny")
     assert f"{EX}dave" in graph.key_index and f"{EX}acme" not in graph.key_index  # as a fresh import of the files
+
+
+def test_every_worker_of_kgrag_serve_follows_an_update(tiny, tmp_path) -> None:
+    """``kgrag serve --workers 2`` (two processes, each with its own stores) answers a KG tools query from the new
+    version after ``kgrag kg update`` in another process — no restart; each query lands on either worker."""
+    import httpx
+
+    from kgrag.servers.process import server_process
+    from kgrag.servers.ports import free_port
+
+    settings, paths = tiny
+    port = free_port()
+    env = {**os.environ, "KGRAG_WORK_DIR": str(settings.work_dir), "HF_HUB_OFFLINE": "1",
+           "KGRAG_DATABASE_URL": f"sqlite:///{tmp_path / 'kn.db'}"}
+    env.pop("KGRAG_API_KEY", None)
+    command = [str(Path(sys.executable).with_name("kgrag")), "serve", "--host", "127.0.0.1", "--port", str(port),
+               "--workers", "2", "--no-warm"]
+    url = f"http://127.0.0.1:{port}"
+
+    def ask(i: int) -> str:
+        body = {"session_id": f"s{i}", "kg": "tiny", "query": 'get_triples("Alice", ["knows"])'}
+        response = httpx.post(f"{url}/api/kg/query", json=body, timeout=30)
+        assert response.status_code == 200, response.text
+        return response.json()["text"]
+
+    with server_process(command, env, tmp_path / "serve.log", f"{url}/healthz", "kgrag serve", 180):
+        assert all("Dave" not in ask(i) for i in range(8))
+        done = subprocess.run([sys.executable, "-m", "kgrag.cli", "kg", "update", "tiny", "--add", str(paths["add"])],
+                              env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert all("Dave" in ask(i) for i in range(8, 24))  # new sessions, both workers
+        assert "Dave" in ask(0)  # a session opened before the update follows too
