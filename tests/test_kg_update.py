@@ -477,8 +477,8 @@ def test_every_worker_of_kgrag_serve_follows_an_update(tiny, tmp_path) -> None:
     version after ``kgrag kg update`` in another process — no restart; each query lands on either worker."""
     import httpx
 
-    from kgrag.servers.process import server_process
     from kgrag.servers.ports import free_port
+    from kgrag.servers.process import server_process
 
     settings, paths = tiny
     port = free_port()
