@@ -26,7 +26,7 @@ from kgrag.data.triples import detect_format, read_triple_files
 from kgrag.errors import KgragError
 from kgrag.graph import store_path
 from kgrag.graph.csr import CSRGraph
-from kgrag.graph.delta import graph_diff
+from kgrag.graph.graph_diff import graph_diff
 from kgrag.graph.imported import imported_csr
 from kgrag.graph.kg_version import graph_file, read_version, store_dir
 from kgrag.graph.live_stores import LiveStores
