@@ -44,7 +44,8 @@ from kgrag.graph.oxigraph_store import backup_store, update_store
 from kgrag.prep.manifest import MANIFEST, record_step, step_result
 from kgrag.prep.summary import read_summary, write_summary
 
-__all__ = ["UpdateStats", "apply_store_changes", "commit_version", "endpoint_note", "read_delta_files", "update_kg"]
+__all__ = ["UpdateStats", "apply_store_changes", "commit_version", "endpoint_note", "read_delta_files", "update_kg",
+           "update_lock"]
 
 #: a hook the crash tests use to stop an update at a named point (``KGRAG_UPDATE_PAUSE=point:seconds``; the point's
 #: name is written to the file ``KGRAG_UPDATE_PAUSE_MARK`` names when it is reached)
@@ -107,13 +108,23 @@ def read_delta_files(paths: Sequence[Path], spec: DatasetSpec, lang: str) -> Tri
 
 
 @contextmanager
-def _locked(dataset_dir: Path) -> Iterator[None]:
-    with open(dataset_dir / ".update.lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
+def update_lock(dataset_dir: Path) -> Iterator[None]:
+    """The KG's update lock (``flock`` on ``<dataset dir>/.update.lock``): one update at a time, and a re-import's
+    folder swap never in the middle of one. A folder that does not exist yet needs no lock."""
+    path = dataset_dir / ".update.lock"
+    for _ in range(100):
+        if not dataset_dir.is_dir():
             yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+            return
+        with open(path, "a") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                if os.path.exists(path) and os.fstat(fh.fileno()).st_ino == os.stat(path).st_ino:
+                    yield  # the lock of the folder that is there now (a re-import may have swapped it meanwhile)
+                    return
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+    raise KgragError(f"{dataset_dir}: could not take the update lock (the folder keeps being replaced)")
 
 
 def _relink(target: Path, link: Path) -> None:
@@ -222,7 +233,7 @@ def update_kg(settings: Settings, name: str, add: Sequence[Path] = (), delete: S
     added = read_delta_files(add, spec, lang)
     deleted = read_delta_files(delete, spec, lang)
     say("files read")
-    with _locked(dataset_dir):
+    with update_lock(dataset_dir):
         record = read_version(dataset_dir)  # another update may have committed while we read
         _repair_top_level(dataset_dir, record)
         old = CSRGraph.load(graph_file(dataset_dir, record))
