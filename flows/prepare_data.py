@@ -22,9 +22,10 @@ from kgrag.config import get_settings
 from kgrag.data.spec import DatasetSpec
 from kgrag.errors import KgragError
 from kgrag.fileio import png_data_url
+from kgrag.graph.kg_version import new_version, read_version, write_version
 from kgrag.prep import imports, steps
 from kgrag.prep.chart import write_chart
-from kgrag.prep.manifest import state_token
+from kgrag.prep.manifest import state_token, step_is_current
 from kgrag.prep.summary import summary_rows, write_summary
 
 
@@ -50,8 +51,10 @@ def fingerprint_inputs(spec: DatasetSpec, data_dir: str) -> str:
 @task(name="build-graph", retries=2, retry_delay_seconds=2, retry_condition_fn=_not_a_user_error,
       cache_key_fn=_cache_key("graph"),
       cache_expiration=timedelta(days=30), persist_result=True)
-def build_graph(spec: DatasetSpec, data_dir: str, out_dir: str, fingerprint: str, strict: bool = False) -> dict:
-    return steps.build_graph(spec, Path(data_dir), Path(out_dir), fingerprint, strict=strict)
+def build_graph(spec: DatasetSpec, data_dir: str, out_dir: str, fingerprint: str, previous: str | None = None,
+                strict: bool = False) -> dict:
+    return steps.build_graph(spec, Path(data_dir), Path(out_dir), fingerprint,
+                             previous=Path(previous) if previous else None, strict=strict)
 
 
 @task(name="load-oxigraph", retries=2, retry_delay_seconds=2, cache_key_fn=_cache_key("store"),
@@ -98,8 +101,11 @@ def prepare_data(dataset: str = "metaqa", data_dir: str | None = None, work_dir:
     fp = fingerprint_inputs(the_spec, data)
     staging = imports.staging_dir(settings, the_spec, fp)
     out = str(staging or settings.dataset_dir(dataset))
+    unchanged = all(step_is_current(Path(out), step, fp) for step in imports.PREP_STEPS)
     try:
-        graph = build_graph(the_spec, data, out, fp, strict)
+        previous = settings.dataset_dir(dataset) if staging is not None else None  # a re-import: diff against it
+        graph = build_graph(the_spec, data, out, fp, str(previous) if previous and previous.is_dir() else None,
+                            strict)
         if strict:  # also a cached result of an earlier, lenient run
             steps.check_strict("graph", graph)
         store = load_store(out, fp, the_spec.store)
@@ -107,6 +113,8 @@ def prepare_data(dataset: str = "metaqa", data_dir: str | None = None, work_dir:
         if strict:
             steps.check_strict("questions", questions)
         markdown = summarise(dataset, out, graph, store, questions)
+        if not (unchanged and read_version(Path(out))):  # a new version: every serving process follows it
+            write_version(Path(out), new_version(), store="oxigraph" if store.get("store_path") else None)
     except BaseException:
         imports.discard(staging)  # the dataset's folder and registration stay as they were
         raise

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field, field_validator
 from kgrag.config import get_settings
 from kgrag.data.registry import dataset_spec
 from kgrag.errors import KgragError
-from kgrag.tools.factory import open_session
+from kgrag.tools.factory import follow_version, open_session
 from kgrag.tools.session_store import SessionConflict, SessionStore
 
 router = APIRouter(prefix="/api/kg", tags=["kg-tools"])
@@ -72,6 +72,7 @@ def kg_query(body: KGQueryRequest, request: Request) -> KGQueryResponse:
     except SessionConflict as exc:
         raise HTTPException(409, str(exc)) from None
     with entry.lock:
+        follow_version(entry.session, graph_store)
         start = len(entry.session.trace)
         text = entry.session.run(body.query)
         records = entry.session.trace[start:]

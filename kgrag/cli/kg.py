@@ -1,7 +1,10 @@
-"""The triple graphs (KGs): ``kgrag kg list`` (the ones kgrag knows, built-in and registered, and what is prepared of
-each), ``kgrag sparql`` (a SELECT on a KG's store) and ``kgrag tools`` (the agent's KG tool calls, one session).
+"""The triple graphs (KGs): ``kgrag kg list`` (the ones kgrag knows, built-in and registered, what is prepared of
+each, its version and last update), ``kgrag kg update`` (triples to add and delete, applied as a new version),
+``kgrag kg remove`` (an imported KG), ``kgrag sparql`` (a SELECT on a KG's store) and ``kgrag tools`` (the agent's KG
+tool calls, one session).
 
-    kgrag kg list [--json]; kgrag sparql 'SELECT * WHERE { ?s ?p ?o } LIMIT 3' --dataset demo
+    kgrag kg list [--json]; kgrag kg update mykg --add new.nt --delete gone.nt; kgrag kg remove mykg
+    kgrag sparql 'SELECT * WHERE { ?s ?p ?o } LIMIT 3' --dataset demo
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from kgrag.cli.inputs import known_dataset
 from kgrag.cli.output import console, friendly_errors
 from kgrag.config import Settings, get_settings
 
-__all__ = ["kg_app", "kg_rows", "sparql", "tools"]
+__all__ = ["kg_app", "kg_remove", "kg_rows", "kg_update", "sparql", "tools"]
 
 kg_app = typer.Typer(help="Triple graphs (KGs): the built-in ones and your own imports.", no_args_is_help=True)
 
@@ -27,19 +30,25 @@ kg_app = typer.Typer(help="Triple graphs (KGs): the built-in ones and your own i
 def kg_rows(settings: Settings) -> list[dict[str, Any]]:
     """One row per KG: its source and, once prepared, its triple, entity, relation and question counts."""
     from kgrag.data.registry import registered_specs  # on use: the dataset readers cost `kgrag --help` ~25 ms
+    from kgrag.graph.kg_version import read_version
     from kgrag.prep.summary import read_summary
 
     rows = []
     for name, spec in registered_specs(settings).items():
         summary = read_summary(settings.dataset_dir(name))
         graph, questions = summary.get("graph", {}), summary.get("questions", {})
+        version = read_version(settings.dataset_dir(name)) if graph else {}
         if spec.reader == "endpoint":
             status = "endpoint" if spec.endpoint or settings.sparql_endpoint else "no endpoint set"
         else:
             status = "prepared" if graph else "not prepared"
         rows.append({"name": name, "source": spec.describe(), "status": status, "kind": spec.reader,
                      "triples": graph.get("triples"), "entities": graph.get("entities"),
-                     "relations": graph.get("relations"), "questions": questions.get("questions")})
+                     "relations": graph.get("relations"), "questions": questions.get("questions"),
+                     "version": version.get("version") or ("prepared before versions" if graph else None),
+                     "updated_at": version.get("updated_at"),
+                     "updates": ("at the endpoint: kgrag queries it live, nothing to update here"
+                                 if spec.reader == "endpoint" else "kgrag kg update / kgrag prepare")})
     return rows
 
 
@@ -58,12 +67,58 @@ def kg_list(as_json: Annotated[bool, typer.Option("--json", help="Print one JSON
     table = Table(header_style="bold")
     for column in ("name", "status", "triples", "entities", "relations", "questions"):  # never cut: scripts read them
         table.add_column(column, no_wrap=True, justify="left" if column in ("name", "status") else "right")
+    table.add_column("version", overflow="fold")
+    table.add_column("updated", no_wrap=True)
     table.add_column("source", overflow="fold", min_width=16)
     for row in rows:
+        version = "live at the endpoint" if row["kind"] == "endpoint" else (row["version"] or "—")
         table.add_row(row["name"], row["status"], _count(row["triples"]), _count(row["entities"]),
-                      _count(row["relations"]), _count(row["questions"]), row["source"])
+                      _count(row["relations"]), _count(row["questions"]), version,
+                      (row["updated_at"] or "—").replace("+00:00", "Z"), row["source"])
     # piped (a script reads it): wide enough that no row wraps
     (console if console.is_terminal else Console(width=max(console.width, 200))).print(table)
+
+
+@kg_app.command("update")
+@friendly_errors
+def kg_update(
+    name: Annotated[str, typer.Argument(help="The KG to change (kgrag kg list).")],
+    add: Annotated[list[Path] | None, typer.Option("--add", help="Triples to add (any format prepare reads: "
+                                                   ".nt/.nq/.ttl/…, .tsv/.txt; .gz/.bz2); repeatable.")] = None,
+    delete: Annotated[list[Path] | None, typer.Option("--delete", help="Triples to delete (same formats); "
+                                                      "repeatable.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the counts as one JSON object.")] = False,
+) -> None:
+    """Apply triples to add and to delete as a new version of the KG (no re-import); every served process
+    answers from it on its next request. A malformed line rejects the whole update (file:line), nothing applied."""
+    from kgrag.prep.update import update_kg
+
+    stats = update_kg(get_settings(), name, add or [], delete or [])
+    if as_json:
+        print(json.dumps(stats.as_dict(), ensure_ascii=False))
+        return
+    table = Table(header_style="bold", title=f"kg update {name}")
+    table.add_column("item")
+    table.add_column("value", justify="right")
+    for label, value in (("triples added", stats.triples_added), ("triples deleted", stats.triples_deleted),
+                         ("to delete, not found", stats.not_found), ("to add, already present", stats.already_present),
+                         ("names changed", stats.names_changed), ("entities new", stats.entities_new),
+                         ("entities gone", stats.entities_gone), ("relations new", stats.relations_new),
+                         ("triples now", stats.triples)):
+        table.add_row(label, f"{value:,}")
+    table.add_row("version", stats.version if stats.changed else f"{stats.version or '—'} (nothing changed)")
+    table.add_row("seconds", f"{stats.seconds:.2f}")
+    console.print(table)
+
+
+@kg_app.command("remove")
+@friendly_errors
+def kg_remove(name: Annotated[str, typer.Argument(help="An imported KG (kgrag kg list).")]) -> None:
+    """Remove an imported KG: its registration, prepared files (every version) and trained checkpoints."""
+    from kgrag.prep.remove import remove_kg
+
+    removed = remove_kg(get_settings(), name)
+    console.print(f"removed KG {name!r} ({len(removed)} paths)", highlight=False)
 
 
 @friendly_errors

@@ -43,6 +43,7 @@ from kgrag.data.spec import DatasetSpec
 from kgrag.errors import KgragError, NetworkNotFound
 from kgrag.graph.csr import CSRGraph
 from kgrag.graph.imported import opaque_relation_labels
+from kgrag.graph.kg_version import graph_file
 from kgrag.graph.mapped import StringColumn
 from kgrag.network.schema import tables as t
 from kgrag.network.schema.model import KnowledgeNetwork
@@ -148,7 +149,7 @@ def network_node(store: NetworkStore, kn_id: str, instance_id: str) -> dict[str,
 
 # ---------------------------------------------------------------------------------------------- triple KGs
 def _graph_path(settings: Settings, name: str) -> Path:
-    return settings.dataset_dir(name) / "graph.npz"
+    return graph_file(settings.dataset_dir(name))  # the current version's (kgrag kg update)
 
 
 #: a graph file's version: (path, mtime in ns, size)

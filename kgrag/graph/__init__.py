@@ -7,6 +7,7 @@ from pathlib import Path
 from kgrag.config import Settings, get_settings
 from kgrag.data.registry import dataset_spec
 from kgrag.graph.csr import CSRGraph
+from kgrag.graph.kg_version import store_dir
 from kgrag.graph.oxigraph_store import OxigraphStore
 from kgrag.graph.remote_store import RemoteStore
 from kgrag.graph.store import GraphStore, Row, Term
@@ -15,8 +16,9 @@ __all__ = ["CSRGraph", "GraphStore", "OxigraphStore", "RemoteStore", "Row", "Ter
 
 
 def store_path(dataset: str, settings: Settings | None = None) -> Path:
-    """Directory of the embedded store built by ``kgrag prepare --dataset <dataset>``."""
-    return (settings or get_settings()).dataset_dir(dataset) / "oxigraph"
+    """Directory of the embedded store of ``dataset``'s current version (``kgrag prepare`` / ``kgrag kg update``:
+    :mod:`kgrag.graph.kg_version`)."""
+    return store_dir((settings or get_settings()).dataset_dir(dataset))
 
 
 def open_store(dataset: str, settings: Settings | None = None) -> GraphStore:

@@ -296,10 +296,13 @@ class CSRGraph:
         arrays["degree"] = self.degree.astype(np.int32 if self.num_triples < 2**30 else np.int64)
         for field_name in _STRING_FIELDS:
             arrays[f"{field_name}__data"], arrays[f"{field_name}__offsets"] = pack_strings(getattr(self, field_name))
+        known = self.__dict__.get("_orders") or {}  # orders a delta merged (None: sorted); a loaded graph's own
         for field_name, order_name in (("entity_keys", "key_order"), ("entity_ids", "id_order")):
-            order = _sort_order(getattr(self, field_name))
+            order = known[order_name] if order_name in known else _sort_order(getattr(self, field_name))
             if order is not None:
                 arrays[order_name] = order
+        if self.__dict__.get("key_hashes") is not None:
+            arrays["key_hashes"] = np.asarray(self.__dict__["key_hashes"], dtype=np.uint64)
         if len(self.alias_rows):
             arrays["alias_rows"] = np.asarray(self.alias_rows, dtype=np.int32)
             arrays["alias_names__data"], arrays["alias_names__offsets"] = pack_strings(self.alias_names)
@@ -330,6 +333,8 @@ class CSRGraph:
         cached["_orders"] = {k: z[k] for k in ("key_order", "id_order") if k in z}
         if "degree" in z:
             cached["degree"] = z["degree"]
+        if "key_hashes" in z:  # the 64-bit hash of every key (kgrag.graph.delta finds a delta's nodes by them)
+            cached["key_hashes"] = z["key_hashes"]
         if "alias_rows" in z:
             graph.alias_rows = z["alias_rows"]
             graph.alias_names = StringColumn(z["alias_names__data"], z["alias_names__offsets"])

@@ -23,7 +23,7 @@ import numpy as np
 from kgrag.data.triples import TripleArrays
 from kgrag.graph.csr import CSRGraph
 from kgrag.graph.iri import FREEBASE_NS, RELATION_RE, local_id, slug_id
-from kgrag.graph.mapped import StringColumn
+from kgrag.graph.mapped import StringColumn, string_hashes
 
 _NOT_RELATION = re.compile(r"[^A-Za-z0-9_.]+")
 
@@ -129,8 +129,10 @@ def imported_csr(arrays: TripleArrays, name: str, namespace: str, lang: str) -> 
     meta = {"id_style": arrays.id_style, "name_lang": lang, "relation_sources": sources}
     if any(labels):
         meta["relation_labels"] = labels
-    graph = CSRGraph.from_arrays(name, namespace, StringColumn.pack(keys), ids, names, relations,
+    key_column = StringColumn.pack(keys)
+    graph = CSRGraph.from_arrays(name, namespace, key_column, ids, names, relations,
                                  node_map[arrays.head], rel_map[arrays.rel], node_map[arrays.tail], meta=meta)
+    graph.__dict__["key_hashes"] = string_hashes(key_column)  # saved: a later `kgrag kg update` finds nodes by them
     if len(arrays.alias_names):
         rows = node_map[arrays.alias_nodes]
         order = np.argsort(rows, kind="stable")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["map_npz", "pack_strings", "StringColumn", "SortedIndex"]
+__all__ = ["map_npz", "pack_strings", "StringColumn", "SortedIndex", "string_hashes"]
 
 _LOCAL_HEADER = 30  # fixed part of a zip local file header; name and extra field follow it
 
@@ -155,3 +155,32 @@ class SortedIndex(Mapping[str, int]):
     def __iter__(self) -> Iterator[str]:
         for i in range(len(self.column)):
             yield self.column[self._row(i)]
+
+
+def string_hashes(column: Sequence[str], chunk_bytes: int = 1 << 20) -> np.ndarray:
+    """A 64-bit hash of every string of ``column``: a polynomial over its UTF-8 bytes (wrapping uint64) mixed with
+    its length, vectorised over the packed buffer a chunk of about ``chunk_bytes`` at a time (one
+    ``np.add.reduceat`` per chunk; memory: a few times the chunk, never the column). Equal strings hash equal; a
+    caller that needs certainty compares the strings a hash match points at."""
+    column = column if isinstance(column, StringColumn) else StringColumn.pack(column)
+    offsets = np.asarray(column.offsets, dtype=np.int64)
+    data = np.asarray(column.data)
+    lengths = np.diff(offsets)
+    out = lengths.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    if not data.size:
+        return out
+    with np.errstate(over="ignore"):
+        powers = np.cumprod(np.full(int(lengths.max()) + 1, 1099511628211, dtype=np.uint64))
+        bounds = np.unique(np.searchsorted(offsets, np.arange(0, int(offsets[-1]), chunk_bytes), side="right") - 1)
+        bounds = np.append(bounds, lengths.size)
+        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):  # a loop over chunks, not rows
+            starts, size = offsets[lo:hi], lengths[lo:hi]
+            nonempty = size > 0
+            if not nonempty.any():
+                continue
+            a, b = int(offsets[lo]), int(offsets[hi])
+            owner = np.repeat(np.arange(hi - lo, dtype=np.int64), size)
+            position = np.arange(a, b, dtype=np.int64) - starts[owner]
+            mixed = (data[a:b].astype(np.uint64) + np.uint64(1)) * powers[position]
+            out[lo:hi][nonempty] ^= np.add.reduceat(mixed, starts[nonempty] - a)
+    return out

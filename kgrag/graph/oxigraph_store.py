@@ -113,3 +113,41 @@ def build_store(ntriples: Path, target: Path) -> int:
     os.replace(staging, target)
     shutil.rmtree(old, ignore_errors=True)
     return count
+
+
+def backup_store(source: Path, target: Path) -> None:
+    """A checkpoint of the store at ``source`` in the new folder ``target`` (RocksDB hard links: cheap, and the
+    source stays as it was); the source is opened read-only, so serving processes may hold it meanwhile."""
+    reader = ox.Store.read_only(str(source))
+    try:
+        reader.backup(str(target))
+    finally:
+        del reader
+
+
+def update_store(path: Path, update: str, count_query: str | None = None, expected: int | None = None) -> int:
+    """Run one SPARQL UPDATE (one transaction) on the store at ``path``, opened read-write; its triple count after:
+    ``expected`` (the count before plus the DATA lines known absent, minus those known present) corrected by
+    ``count_query`` (a ``SELECT (COUNT(*) AS ?n)`` over the triples whose presence is not known, asked before and
+    after) — or, when ``expected`` is None, the store counted (a scan of every triple)."""
+    store = ox.Store(str(path))
+
+    def counted(on: ox.Store) -> int:
+        if count_query is None:
+            return 0
+        solutions = on.query(count_query)
+        return int(next(iter(solutions))["n"].value)  # type: ignore[arg-type, index]
+
+    try:
+        before = counted(store)
+        if update:
+            try:
+                store.update(update)
+            except SyntaxError as exc:
+                raise SparqlError(f"invalid SPARQL update: {exc}") from exc
+        store.flush()
+        if expected is None:
+            return len(store)
+        return expected + counted(store) - before
+    finally:
+        del store

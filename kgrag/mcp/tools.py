@@ -48,7 +48,7 @@ from kgrag.search.cache import KnSearchCache
 from kgrag.search.kn_models import KnSearchRequest
 from kgrag.search.pipeline import context_search, kn_search
 from kgrag.threads import load_history, save_history
-from kgrag.tools.factory import open_session
+from kgrag.tools.factory import follow_version, open_session
 from kgrag.tools.parse import GetRelations, GetTriples
 from kgrag.tools.session_store import SessionStore
 
@@ -176,6 +176,7 @@ def _kg_call(ctx: ToolContext, args: _KGToolArgs, scope: CallScope, query: GetRe
                                            settings=ctx.settings, store=store))
     ctx.remember(owner, key)
     with entry.lock:
+        follow_version(entry.session, store)
         start = len(entry.session.trace)
         text = entry.session.execute(query)
         records = entry.session.trace[start:]

@@ -19,6 +19,7 @@ from kgrag.config import Settings
 from kgrag.data.registry import register, registered_spec
 from kgrag.data.spec import DatasetSpec
 from kgrag.prep.manifest import MANIFEST, step_is_current
+from kgrag.prep.update import update_lock
 
 __all__ = ["PREP_STEPS", "commit", "discard", "staging_dir"]
 
@@ -46,10 +47,11 @@ def commit(settings: Settings, spec: DatasetSpec, staging: Path) -> Path:
             recorded.write_text(recorded.read_text(encoding="utf-8").replace(str(staging), str(final)),
                                 encoding="utf-8")
     old = None
-    if final.exists():
-        old = staging.with_name(f"{staging.name}.old")
-        os.replace(final, old)
-    os.replace(staging, final)
+    with update_lock(final):  # not while `kgrag kg update` builds a version inside the folder being replaced
+        if final.exists():
+            old = staging.with_name(f"{staging.name}.old")
+            os.replace(final, old)
+        os.replace(staging, final)
     register(spec, settings)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)

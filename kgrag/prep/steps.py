@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -23,14 +24,18 @@ from kgrag.data.registry import dataset_spec, registered_specs
 from kgrag.data.spec import BUILTIN_SPECS, DatasetSpec, imported_namespace
 from kgrag.data.triples import detect_format, read_triple_files
 from kgrag.errors import KgragError
-from kgrag.graph import GraphStore, open_store
+from kgrag.graph import store_path
 from kgrag.graph.csr import CSRGraph
+from kgrag.graph.graph_diff import graph_diff
 from kgrag.graph.imported import imported_csr
+from kgrag.graph.kg_version import graph_file, read_version, store_dir
+from kgrag.graph.live_stores import LiveStores
 from kgrag.graph.oxigraph_store import build_store
 from kgrag.graph.rdf import write_ntriples
 from kgrag.prep.manifest import fingerprint_paths, record_step, step_is_current, step_result
 from kgrag.prep.reach import UNREACHABLE, min_answer_hops
 from kgrag.prep.resolve import EntityResolver
+from kgrag.prep.update import apply_store_changes
 
 CODE_VERSION = "prep-v2"  # bump when a step's output format changes
 IMPORT_VERSION = "import-v3"  # bump when an imported graph's output changes (v3: property labels, other names)
@@ -98,11 +103,55 @@ def _graph_counts(graph: CSRGraph, rdf_triples: int, issues: list, malformed: in
     }
 
 
+#: a re-prepare of an import at least this large (triples) updates the previous store by the difference instead of
+#: bulk-loading a new one (``KGRAG_PREPARE_DELTA_MIN`` overrides; below it a fresh load is as fast)
+DELTA_MIN_TRIPLES = 200_000
+#: … when the difference is at most this share of the new graph's triples or 10,000 lines (else a bulk load pays)
+DELTA_MAX_SHARE = 0.3
+
+
+def _previous_graph(previous: Path | None, namespace: str) -> CSRGraph | None:
+    """The prepared graph a re-prepare may diff against: current version, same namespace, store there, large enough."""
+    if previous is None or not graph_file(previous).is_file() or not store_dir(previous).is_dir():
+        return None
+    try:
+        graph = CSRGraph.load(graph_file(previous))
+    except (OSError, ValueError):
+        return None
+    threshold = int(os.environ.get("KGRAG_PREPARE_DELTA_MIN", DELTA_MIN_TRIPLES))
+    return graph if graph.iri_base == namespace and graph.num_triples >= threshold else None
+
+
+def _store_by_difference(previous: Path, old: CSRGraph, graph: CSRGraph, lang: str, literal_types: dict[str, str],
+                         out_dir: Path, fingerprint: str) -> dict | None:
+    """Update a checkpoint of the previous store by the difference between the graphs and record the store step
+    (so :func:`load_store` has nothing to do); None when the difference is too large to pay."""
+    started = time.perf_counter()
+    diff = graph_diff(old, graph, lang, literal_types)
+    lines = len(diff.store.delete) + len(diff.store.insert)
+    if lines > 10_000 and lines > DELTA_MAX_SHARE * graph.num_triples:
+        return None
+    target = out_dir / "oxigraph"
+    shutil.rmtree(target, ignore_errors=True)
+    known = step_result(previous, "store").get("store_triples")
+    count = apply_store_changes(store_dir(previous), target, diff.store, graph.iri_base,
+                                int(known) if isinstance(known, int) else None)
+    delta = {"edges_added": diff.edges_added, "edges_deleted": diff.edges_deleted,
+             "names_changed": diff.names_changed, "from_version": read_version(previous).get("version")}
+    result = {"store_triples": count, "store_path": str(target), "seconds": round(time.perf_counter() - started, 2),
+              "applied_difference": delta}
+    record_step(out_dir, "store", fingerprint, ["oxigraph"], result)
+    return delta
+
+
 def build_graph(dataset: str | DatasetSpec, data_dir: Path, out_dir: Path, fingerprint: str,
-                strict: bool = False) -> dict:
+                previous: Path | None = None, strict: bool = False) -> dict:
     """Read the dataset, write ``graph.npz`` (CSR, mapped by every reader) and, unless the spec turns the store
     off, ``triples.nt`` for the store; returns counts and the seconds of each part. ``strict``: the first malformed
-    statement or line is a :class:`KgragError` (:func:`check_strict`), nothing written."""
+    statement or line is a :class:`KgragError` (:func:`check_strict`), nothing written. ``previous``: the folder of
+    the import this one replaces — when its graph is large (:data:`DELTA_MIN_TRIPLES`) the new graph (the same as
+    a fresh import's) is diffed against it and a checkpoint of its store takes the difference, instead of a
+    ``triples.nt`` and a bulk load."""
     if step_is_current(out_dir, "graph", fingerprint):
         result = step_result(out_dir, "graph")
         if strict:
@@ -114,11 +163,20 @@ def build_graph(dataset: str | DatasetSpec, data_dir: Path, out_dir: Path, finge
     if spec.reader == "triples":
         arrays = read_triple_files(spec.triples, lang=spec.lang, max_bad_lines=spec.max_bad_lines,
                                    alias_predicates=spec.alias_predicates, strict=strict)
-        graph = imported_csr(arrays, spec.name, spec.namespace or imported_namespace(spec.name), spec.lang)
+        namespace = spec.namespace or imported_namespace(spec.name)
+        graph = imported_csr(arrays, spec.name, namespace, spec.lang)
         graph.save(out_dir / "graph.npz")
         graph_seconds = time.perf_counter() - started
         rdf_triples = 0
-        if spec.store:
+        old = _previous_graph(previous, namespace) if spec.store and previous != out_dir else None
+        applied = None
+        if old is not None:
+            applied = _store_by_difference(previous, old, graph, spec.lang, arrays.literal_types, out_dir,
+                                           fingerprint)
+        if applied is not None:
+            outputs = ["graph.npz"]
+            rdf_triples = step_result(out_dir, "store")["store_triples"]
+        elif spec.store:
             rdf_triples = write_ntriples(graph, None, out_dir / "triples.nt", name_lang=spec.lang,
                                          literal_types=arrays.literal_types)
         else:
@@ -128,6 +186,8 @@ def build_graph(dataset: str | DatasetSpec, data_dir: Path, out_dir: Path, finge
                       files=arrays.files, graph_seconds=round(graph_seconds, 2), other_names=len(graph.alias_names),
                       labelled_relations=sum(1 for label in graph.meta.get("relation_labels", ()) if label),
                       property_triples=arrays.property_triples, unread_lines=arrays.unread_lines)
+        if applied is not None:
+            result["applied_difference"] = applied
     else:
         kg: KGDataset = load_kg(spec, data_dir)
         if strict:
@@ -249,14 +309,15 @@ def read_prepared_questions(out_dir: Path) -> list[dict]:
         return [json.loads(line) for line in fh]
 
 
-def open_prepared_stores(settings: Settings) -> dict[str, GraphStore]:
+def open_prepared_stores(settings: Settings) -> LiveStores:
     """A store for every prepared dataset: its embedded store, or the SPARQL endpoint when one is configured
-    (the endpoint then holds that dataset's triples; the work dir keeps its vocabularies)."""
-    stores: dict[str, GraphStore] = {}
+    (the endpoint then holds that dataset's triples; the work dir keeps its vocabularies). Each lookup follows the
+    dataset's version (:class:`~kgrag.graph.live_stores.LiveStores`: ``kgrag kg update`` / a re-prepare)."""
+    names = []
     for name, spec in registered_specs(settings).items():
-        prepared = (settings.dataset_dir(name) / "oxigraph").is_dir()
+        prepared = store_path(name, settings).is_dir()
         graph = (settings.dataset_dir(name) / "graph.npz").is_file()
         remote = spec.endpoint is not None or (settings.sparql_endpoint and (graph or spec.reader == "endpoint"))
         if prepared or remote:
-            stores[name] = open_store(name, settings)
-    return stores
+            names.append(name)
+    return LiveStores(settings, names)

@@ -58,7 +58,9 @@ def topic_mapping(client: KGClient, topics: Sequence[str]) -> dict[str, str]:
 def relation_labels(dataset: str, settings: Settings | None = None) -> dict[str, str]:
     """The prepared graph's labels of relations that kept an opaque id (``P19`` → ``出生地``,
     :func:`kgrag.graph.imported.opaque_relation_labels`); ``{}`` when it has none or is not prepared here."""
-    path = (settings or get_settings()).dataset_dir(dataset) / "graph.npz"
+    from kgrag.graph.kg_version import graph_file
+
+    path = graph_file((settings or get_settings()).dataset_dir(dataset))
     if not path.is_file():
         return {}
     from kgrag.graph.csr import CSRGraph
@@ -81,3 +83,12 @@ def open_session(dataset: str, question: str = "", topics: Sequence[str] = (), s
                      filters=RelationFilters.from_data_dir(settings.data_dir),
                      relation_filter=make_relation_filter(settings, config, ledger),
                      relation_labels=relation_labels(dataset, settings))
+
+
+def follow_version(session: KGSession, store: GraphStore) -> None:
+    """Point a live session at ``store`` when its KG has a new version (:class:`kgrag.graph.live_stores.LiveStores`
+    gave another store): its next query reads the new version; its trace and call count stay."""
+    if session.client.store is not store:
+        session.client.store = store
+        for cache in (session._rel_cache, session._ranked_cache, session._name_cache):  # the old version's answers
+            cache.clear()

@@ -113,6 +113,10 @@ class HRAGReasoner:
         questions = prepared_questions(settings.dataset_dir(dataset), [split])
         templates = [template_of(q, retriever.graph) for q in questions]
         reasoner = cls(retriever, policy, templates=templates)
+        trained = int(getattr(retriever.model, "config", {}).get("num_relations", retriever.graph.num_relations))
+        if retriever.graph.num_relations > trained:  # `kgrag kg update` added relations the models never saw
+            reasoner = reasoner.on_graph(known_relations(retriever.graph, trained),
+                                         dataclasses.replace(retriever.text, relations=retriever.text.relations[:trained]))
         reasoner.warm(templates)
         return reasoner
 
@@ -266,13 +270,33 @@ def answer_question(question: str, topics: Sequence[int] | None = None, *, k: in
     return reasoner.answer(question, topics, k=k)
 
 
-_LOADED: dict[tuple[str, str], HRAGReasoner] = {}
+def known_relations(graph: CSRGraph, trained: int) -> CSRGraph:
+    """``graph`` with only the relations a model was trained on (ids ``< trained``; an update appends new ones
+    after them): the trained reasoner reasons over these edges, the KG tools and SPARQL see every edge. Entity rows
+    are the same."""
+    keep = np.asarray(graph.rel) < trained
+    view = CSRGraph(graph.name, graph.iri_base, graph.entity_keys, graph.entity_ids, graph.entity_names,
+                    list(graph.relations)[:trained], np.asarray(graph.head)[keep], np.asarray(graph.rel)[keep],
+                    np.asarray(graph.tail)[keep], meta=dict(graph.meta))
+    view.alias_rows, view.alias_names = graph.alias_rows, graph.alias_names
+    view.__dict__["_orders"] = graph._orders  # the key / id lookups of the same columns
+    if isinstance(view.meta.get("relation_labels"), list):
+        view.meta["relation_labels"] = view.meta["relation_labels"][:trained]
+    view.meta.pop("names_sha256", None)
+    view.meta.pop("edges_sha256", None)
+    return view
+
+
+_LOADED: dict[tuple[str, str], tuple[object, HRAGReasoner]] = {}
 
 
 def loaded_reasoner(dataset: str, settings: Settings) -> HRAGReasoner:
     """The process's reasoner for ``dataset`` under ``settings``' work dir, loaded on first use (the latest
     checkpoints then; :class:`kgrag.errors.KgragError` when there are none)."""
+    from kgrag.graph.kg_version import version_token
+
     key = (dataset, str(settings.work_dir))
-    if key not in _LOADED:
-        _LOADED[key] = HRAGReasoner.load(settings, dataset)
-    return _LOADED[key]
+    token = version_token(settings.dataset_dir(dataset))  # a new version of the KG (kgrag kg update): reload
+    if key not in _LOADED or _LOADED[key][0] != token:
+        _LOADED[key] = (token, HRAGReasoner.load(settings, dataset))
+    return _LOADED[key][1]
