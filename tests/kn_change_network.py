@@ -1,7 +1,8 @@
 """A generated network for the change-safety tests, and a large change of it (made by code, the same for a seed):
 ``big_network(n)`` holds ``n`` items in a chain of ``next`` links; ``big_change(n)`` deletes, updates and inserts
-a fifth of them each, with their links. Also runnable: ``python tests/kn_change_network.py DB_URL N`` applies the
-change to ``DB_URL`` after printing ``go`` (the SIGKILL test kills it at chosen moments).
+a fifth of them each, with their links. Also runnable: ``python tests/kn_change_network.py DB_URL N [K]`` applies the
+change to ``DB_URL`` after printing ``go``; with ``K`` it prints ``paused`` and waits just before the change's K-th
+write statement (-1: just before its commit), where the SIGKILL test kills it.
 
     network, instances, links = big_network(2000); changes = big_change(2000)
 """
@@ -55,13 +56,43 @@ def big_change(n: int) -> NetworkChanges:
     )
 
 
+#: write statements (INSERT / UPDATE / DELETE) the running change has sent so far
+WRITES = [0]
+
+
+def _pause_in_transaction(engine: object, pause_at: int) -> None:
+    """Stop (print ``paused``, then sleep until killed) just before the ``pause_at``-th write statement of the
+    change, or just before its commit when ``pause_at`` is -1; counts the writes in :data:`WRITES`."""
+    import time
+
+    from sqlalchemy import event
+
+    def pause() -> None:
+        print("paused", flush=True)
+        time.sleep(600)
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def _before(conn, cursor, statement, parameters, context, executemany) -> None:  # noqa: ANN001, ARG001
+        if statement.lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE")):
+            WRITES[0] += 1
+            if WRITES[0] == pause_at:
+                pause()
+
+    @event.listens_for(engine, "commit")
+    def _commit(conn) -> None:  # noqa: ANN001, ARG001
+        if pause_at == -1 and WRITES[0]:
+            pause()
+
+
 if __name__ == "__main__":
     from kgrag.network.store import NetworkStore
 
     url, size = sys.argv[1], int(sys.argv[2])
+    pause_at = int(sys.argv[3]) if len(sys.argv) > 3 else 0  # 0: run to the end and report the write statements
     store = NetworkStore(url)
     store.embedder_for(KN).encode(["warm"])  # the model loaded before the clock starts
     change = big_change(size)
+    _pause_in_transaction(store.engine, pause_at)
     print("go", flush=True)
     stats = store.apply_changes(KN, change)
-    print("done", stats.version, flush=True)
+    print("done", stats.version, WRITES[0], flush=True)
