@@ -186,6 +186,6 @@ def test_schemathesis_over_the_change_routes(client: TestClient) -> None:
     operations = [r.ok() for r in schema.get_all_operations() if r.ok().path.startswith("/api/kn/{kn_id}/")]
     assert len(operations) == 5
     for operation in operations:
-        fuzz(operation, GenerationMode.POSITIVE, 15)
-        fuzz(operation, GenerationMode.NEGATIVE, 8)
+        fuzz(operation, GenerationMode.POSITIVE, 10)
+        fuzz(operation, GenerationMode.NEGATIVE, 5)
     assert statuses.get(200, 0) > 0 and not any(code >= 500 for code in statuses), statuses

@@ -24,7 +24,7 @@ from kgrag.network.schema import tables as t
 from kgrag.network.schema.model import Instance
 from kgrag.network.store import NetworkChanges, NetworkStore
 
-SIZE = 20_000  # a change of 4,000 deletes, updates and inserts each: about a second of writing
+SIZE = 5_000  # a change of 1,000 deletes, updates and inserts each
 SCRIPT = Path(__file__).with_name("kn_change_network.py")
 ROOT = Path(__file__).resolve().parents[1]
 
