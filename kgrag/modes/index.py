@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -107,8 +108,11 @@ class ModeIndex:
 
     # ------------------------------------------------------------------ building
     @classmethod
-    def for_store(cls, store: NetworkStore, kn_id: str) -> ModeIndex:
-        """The index of ``kn_id`` at its current version (built on first use, rebuilt after a reload)."""
+    def for_store(cls, store: NetworkStore, kn_id: str,
+                  advance: Callable[[ModeIndex, NetworkStore, str], ModeIndex | None] | None = None) -> ModeIndex:
+        """The index of ``kn_id`` at its current version (built on first use, rebuilt after a reload). ``advance``
+        may make it from the cached index of an older version instead (None: it cannot; then a full build) —
+        :func:`kgrag.modes.index_delta.current_index` passes its ``updated_index``."""
         version = store.network_version(kn_id)
         key = (store.db_url, kn_id)
         cached = _cache.get(key)
@@ -118,7 +122,9 @@ class ModeIndex:
             cached = _cache.get(key)
             if cached is not None and cached.version == version:
                 return cached
-            index = cls.build(store, kn_id)
+            index = advance(cached, store, kn_id) if advance is not None and cached is not None else None
+            if index is None:
+                index = cls.build(store, kn_id)
             if len(_cache) > 8:
                 _cache.clear()
             _cache[key] = index

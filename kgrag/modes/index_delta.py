@@ -25,8 +25,6 @@ from sqlalchemy import select
 
 from kgrag.modes.index import (
     ModeIndex,
-    _cache,
-    _cache_lock,
     _csr,
     _fact_properties,
     _fact_value,
@@ -59,22 +57,7 @@ def _batches(items: list[Any]) -> list[list[Any]]:
 def current_index(store: NetworkStore, kn_id: str) -> ModeIndex:
     """The index of ``kn_id`` at its current version: the cached one, else the cached one moved forward by the
     change that followed it (:func:`updated_index`), else a full :meth:`ModeIndex.build`."""
-    version = store.network_version(kn_id)
-    key = (store.db_url, kn_id)
-    cached = _cache.get(key)
-    if cached is not None and cached.version == version:
-        return cached
-    with _cache_lock:
-        cached = _cache.get(key)
-        if cached is not None and cached.version == version:
-            return cached
-        index = updated_index(cached, store, kn_id) if cached is not None else None
-        if index is None:
-            index = ModeIndex.build(store, kn_id)
-        if len(_cache) > 8:
-            _cache.clear()
-        _cache[key] = index
-        return index
+    return ModeIndex.for_store(store, kn_id, advance=updated_index)
 
 
 def _as_string(value: Any) -> Any:

@@ -134,6 +134,20 @@ class _Plan:
     def empty(self) -> bool:
         return not (self.schema_changed or self.rewrite or self.remove or self.new_links or self.gone_links)
 
+    def take(self, inst: Instance, stored_hash: str | None) -> bool:
+        """Count ``inst`` against its stored content hash (None: not stored) as inserted or updated — its rows
+        (re)written, an updated one's old rows removed — or unchanged; True when unchanged."""
+        if stored_hash is None:
+            self.inserted += 1
+        elif stored_hash != content_hash(inst.properties):
+            self.updated += 1
+            self.remove.append((inst.object_type_id, inst.id))
+        else:
+            self.unchanged += 1
+            return True
+        self.rewrite.append(inst)
+        return False
+
 
 def _batches(items: Sequence[Any], size: int = IN_BATCH) -> Iterator[Sequence[Any]]:
     for start in range(0, len(items), size):
@@ -294,16 +308,7 @@ class StoreChanges:
         plan = _Plan(kn_id=kn_id, base_version=version, network=network, stats=stats,
                      relations=network.relation_types)
         for key, inst in upserts.items():
-            before = stored.get(key)
-            if before is None:
-                plan.inserted += 1
-                plan.rewrite.append(inst)
-            elif before != content_hash(inst.properties):
-                plan.updated += 1
-                plan.rewrite.append(inst)
-                plan.remove.append(key)
-            else:
-                plan.unchanged += 1
+            plan.take(inst, stored.get(key))
         plan.deleted = sorted(k for k in deletes if k in stored)
         plan.remove += plan.deleted
         plan.new_links = [k for k in new_links if k not in existing_links]
@@ -338,20 +343,10 @@ class StoreChanges:
             stored_links = self._all_links(conn, network.kn_id)
         for inst in instances:
             key = (inst.object_type_id, inst.id)
-            before = stored.pop(key, None)
-            if before is None:
-                plan.inserted += 1
-                plan.rewrite.append(inst)
-            elif before != content_hash(inst.properties):
-                plan.updated += 1
+            if plan.take(inst, stored.pop(key, None)) and inst.object_type_id in reindex:
+                plan.reindexed += 1
                 plan.rewrite.append(inst)
                 plan.remove.append(key)
-            else:
-                plan.unchanged += 1
-                if inst.object_type_id in reindex:
-                    plan.reindexed += 1
-                    plan.rewrite.append(inst)
-                    plan.remove.append(key)
         plan.deleted = sorted(stored)
         plan.remove += plan.deleted
         desired = set(desired_links)
