@@ -23,8 +23,9 @@ from pathlib import Path
 
 from kgrag.errors import KgragError
 from kgrag.network.loaders.declarative import load_declarative, read_schema, table_sources
+from kgrag.network.loaders.registry import network_source
 from kgrag.network.store import NetworkStore
-from kgrag.network.table_sync import FULL_SCAN_EVERY, SyncReport, source_record, sync_table_network
+from kgrag.network.table_sync import FULL_SCAN_EVERY, SyncReport, sync_table_network
 from kgrag.rank.tokenize import tokenize_cache
 
 __all__ = ["sync_network"]
@@ -35,7 +36,7 @@ def _sync_file(store: NetworkStore, kn_id: str, path: Path) -> SyncReport:
     network, instances, links = load_declarative(path, kn_id)
     try:
         with tokenize_cache():
-            stats = store.sync(network, instances, links, source=source_record(path))
+            stats = store.sync(network, instances, links, source=network_source(str(path)))
     except ValueError as exc:
         raise KgragError(f"{path}: sync of network {kn_id!r} rejected, nothing applied: {exc}") from None
     return SyncReport(kn_id=kn_id, source=f"file: {path}", mode="file", reason="files re-read",

@@ -44,6 +44,7 @@ from typing import Any
 from kgrag.config import get_settings
 from kgrag.errors import KgragError, NetworkNotFound
 from kgrag.network.loaders.declarative import read_file_entries, read_schema, table_sources
+from kgrag.network.loaders.registry import network_source
 from kgrag.network.loaders.table_source import TableReader, TableSource, watermark_text, watermark_value
 from kgrag.network.schema.model import Instance, KnowledgeNetwork, Link
 from kgrag.network.store import NetworkStore
@@ -52,7 +53,7 @@ from kgrag.network.store.sync_state import Progress, SyncState
 from kgrag.network.text.embedding import network_embedder
 from kgrag.rank.tokenize import tokenize_cache
 
-__all__ = ["FULL_SCAN_EVERY", "SyncReport", "full_scan_reason", "source_record", "sync_table_network"]
+__all__ = ["FULL_SCAN_EVERY", "SyncReport", "full_scan_reason", "sync_table_network"]
 
 #: a full scan every this many syncs (the daily deployment: weekly); 0 = only when asked or needed
 FULL_SCAN_EVERY = 7
@@ -116,9 +117,14 @@ def full_scan_reason(network: KnowledgeNetwork, stored: KnowledgeNetwork | None,
     return ""
 
 
-def source_record(path: Path) -> dict[str, str]:
-    """What the store records as the network's source (``network_stats(kn_id)["source"]``)."""
-    return {"kind": "file", "path": str(path.resolve())}
+def _without_dead_ends(network: KnowledgeNetwork, links: list[Link], dead: set[tuple[str, str]]) -> list[Link]:
+    """``links`` but those with an end in ``dead`` (``(object type, id)`` pairs)."""
+    if not dead:
+        return links
+    ends = {rt.id: (rt.source_object_type_id, rt.target_object_type_id) for rt in network.relation_types}
+    return [link for link in links
+            if (ends.get(link.relation_type_id, ("", ""))[0], link.source_id) not in dead
+            and (ends.get(link.relation_type_id, ("", ""))[1], link.target_id) not in dead]
 
 
 def _live_links(network: KnowledgeNetwork, tables: list[tuple[str, TableSource]], links: list[Link],
@@ -138,11 +144,7 @@ def _live_links(network: KnowledgeNetwork, tables: list[tuple[str, TableSource]]
         if ids:
             with TableReader(source, where) as reader:
                 dead.update((source.object_type or "", i) for i in reader.tombstoned(sorted(ids)))
-    if not dead:
-        return links
-    return [link for link in links
-            if (ends[link.relation_type_id][0], link.source_id) not in dead
-            and (ends[link.relation_type_id][1], link.target_id) not in dead]
+    return _without_dead_ends(network, links, dead)
 
 
 def _full_scan(store: NetworkStore, path: Path, network: KnowledgeNetwork, data: Any,
@@ -159,13 +161,10 @@ def _full_scan(store: NetworkStore, path: Path, network: KnowledgeNetwork, data:
         dead.update((source.object_type or "", i) for i in batch.deleted_ids)
         report.rows_read += batch.rows
         watermarks[source.key] = None if batch.high_water is None else watermark_text(batch.high_water)
-    if dead:  # links of tombstoned rows go with them (see _live_links)
-        ends = {rt.id: (rt.source_object_type_id, rt.target_object_type_id) for rt in network.relation_types}
-        links = [lk for lk in links if (ends.get(lk.relation_type_id, ("", ""))[0], lk.source_id) not in dead
-                 and (ends.get(lk.relation_type_id, ("", ""))[1], lk.target_id) not in dead]
+    links = _without_dead_ends(network, links, dead)  # links of tombstoned rows go with them (see _live_links)
     with tokenize_cache():
         embedder = network_embedder(network, instances, get_settings()) if stored is None else None
-        stats: ChangeStats = store.sync(network, instances, links, embedder=embedder, source=source_record(path))
+        stats: ChangeStats = store.sync(network, instances, links, embedder=embedder, source=network_source(str(path)))
     report.stats = stats.as_dict()
     return watermarks
 
