@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
+
 from kgrag.config import Settings
 from kgrag.data.registry import dataset_spec
 from kgrag.data.spec import DatasetSpec
@@ -193,8 +195,6 @@ def _record(dataset_dir: Path, name: str, graph: CSRGraph, store_triples: int | 
     summary = read_summary(dataset_dir)
     names = graph.entity_names
     lengths = names.lengths() if hasattr(names, "lengths") else [len(n) for n in names]
-    import numpy as np
-
     degree = np.bincount(graph.head, minlength=graph.num_entities) + np.bincount(graph.tail,
                                                                                  minlength=graph.num_entities)
     named = np.asarray(lengths) > 0
@@ -234,9 +234,11 @@ def update_kg(settings: Settings, name: str, add: Sequence[Path] = (), delete: S
     deleted = read_delta_files(delete, spec, lang)
     say("files read")
     with update_lock(dataset_dir):
-        record = read_version(dataset_dir)  # another update may have committed while we read
+        now = read_version(dataset_dir)
+        if now != record:  # another update committed while we read the files: its graph is the base
+            record = now
+            old = CSRGraph.load(graph_file(dataset_dir, record))
         _repair_top_level(dataset_dir, record)
-        old = CSRGraph.load(graph_file(dataset_dir, record))
         delta = graph_delta(old, added, deleted, lang)
         stats = dict(triples_added=delta.added, triples_deleted=delta.deleted, not_found=delta.not_found,
                      already_present=delta.already_present, names_changed=delta.names_changed,
