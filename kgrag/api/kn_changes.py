@@ -28,14 +28,13 @@ API key like every route (:mod:`kgrag.api.security`).
 
 from __future__ import annotations
 
-import logging
 from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, HTTPException, Path, Request
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.exc import DataError, IntegrityError, InterfaceError, OperationalError
 
-from kgrag.api.kn_search import app_network_store
+from kgrag.api.kn_search import app_network_store, database_unavailable
 from kgrag.errors import KgragError, NetworkNotFound
 from kgrag.network.schema.model import Instance, Link
 from kgrag.network.store import NetworkStore
@@ -43,7 +42,6 @@ from kgrag.network.store.changes import NetworkChanges
 
 __all__ = ["MAX_BATCH", "router"]
 
-log = logging.getLogger(__name__)
 router = APIRouter(tags=["kn-changes"])
 
 #: the most rows one call may carry (all lists of a ``/changes`` call together are bounded by the body limit)
@@ -143,10 +141,7 @@ def _apply(request: Request, kn_id: str, changes: NetworkChanges) -> dict[str, A
         message = " ".join(str(orig).split()) or type(orig).__name__
         raise HTTPException(400, f"change rejected, nothing applied: {message}") from exc
     except (OperationalError, InterfaceError) as exc:
-        orig = exc.orig if exc.orig is not None else exc
-        log.warning("kn changes: database unavailable: %s", orig)
-        reason = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
-        raise HTTPException(503, f"database unavailable ({reason})") from exc
+        raise HTTPException(503, database_unavailable("kn changes", exc)) from exc
 
 
 @router.put("/api/kn/{kn_id}/instances", response_model=ChangeStatsOut, responses=ERRORS)

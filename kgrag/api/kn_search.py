@@ -69,6 +69,14 @@ def network_service(request: Request) -> SearchStore:
     return app_network_store(request.app)
 
 
+def database_unavailable(name: str, exc: OperationalError | InterfaceError) -> str:
+    """``database unavailable (<the driver's first line>)`` for a lost connection, logged as ``name``'s warning."""
+    orig = exc.orig if exc.orig is not None else exc
+    log.warning("%s: database unavailable: %s", name, orig)
+    reason = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
+    return f"database unavailable ({reason})"
+
+
 def answer_or_error(name: str, kn_id: str, search: Callable[[], Any]) -> Any:
     """Run ``search`` with the routes' error contract: unknown network 404, bad input (``ValueError``, the query
     tools' ``ToolInputError`` included) 400, else 500 with a message (never a stack trace)."""
@@ -79,10 +87,7 @@ def answer_or_error(name: str, kn_id: str, search: Callable[[], Any]) -> Any:
     except ValueError as exc:  # attribute_conditions naming an unknown object type or attribute
         return _bad_request(str(exc), "attribute_conditions" if "attribute_conditions" in str(exc) else None)
     except (OperationalError, InterfaceError) as exc:  # no connection to the database (pool_pre_ping retries)
-        orig = exc.orig if exc.orig is not None else exc
-        log.warning("%s: database unavailable: %s", name, orig)
-        reason = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
-        return JSONResponse(status_code=503, content={"error": f"{name} failed: database unavailable ({reason})"})
+        return JSONResponse(status_code=503, content={"error": f"{name} failed: {database_unavailable(name, exc)}"})
     except Exception as exc:  # noqa: BLE001 - a backend failure: a message, never a stack trace
         log.exception("%s failed", name)
         return JSONResponse(status_code=500, content={"error": f"{name} failed: {type(exc).__name__}: {exc}"})
