@@ -301,8 +301,9 @@ def sync_cmd(
         help="The network to sync (see `kgrag kn list`); omitted: every network.", show_default=False)] = None,
     full_scan: Annotated[bool, typer.Option(
         "--full-scan", help="Read every row of a table-bound network (sees rows deleted without a tombstone).")] = False,
-    full_scan_every: Annotated[int, typer.Option(
-        help="A full scan of a table-bound network every N syncs (0: only when asked or needed).", min=0)] = 7,
+    full_scan_every: Annotated[int | None, typer.Option(
+        help="A full scan of a table-bound network every N syncs (0: only when asked or needed); default: the "
+        "daily run's (kgrag.network.table_sync.FULL_SCAN_EVERY, 7).", min=0, show_default=False)] = None,
     db: DbOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print each network's sync report as JSON.")] = False,
 ) -> None:
@@ -310,11 +311,13 @@ def sync_cmd(
     files are re-read and their difference applied; a network bound to database tables reads only the rows past
     each table's watermark (kgrag/network/table_sync.py); a built-in network is left as it is."""
     from kgrag.network.source_sync import sync_network
+    from kgrag.network.table_sync import FULL_SCAN_EVERY
 
+    every = FULL_SCAN_EVERY if full_scan_every is None else full_scan_every
     store = _store(db)
     try:
         names = [kn_id] if kn_id else [name for name, _ in store.list_networks()]
-        reports = [sync_network(store, name, full_scan=full_scan, full_scan_every=full_scan_every) for name in names]
+        reports = [sync_network(store, name, full_scan=full_scan, full_scan_every=every) for name in names]
     finally:
         store.close()
     if as_json:
