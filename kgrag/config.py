@@ -83,8 +83,12 @@ class Settings(BaseSettings):
     #: tool calls one agent turn may make
     agent_max_tool_calls: int = Field(default=4, ge=1, le=16)
     #: the agent abstains (says it is not sure, gives no answer values) when its answer's confidence is below this;
-    #: 0 answers every question (the answer still carries its confidence and what of the question it did not use)
-    agent_min_confidence: float = Field(default=0.0, ge=0.0, le=1.0)
+    #: 0 answers every question (the answer still carries its confidence and what of the question it did not use);
+    #: unset: the plan scorer's calibrated threshold (right ≥ 90 % on its validation databases) for the answers whose
+    #: confidence is calibrated (query plans over a network's rows), 0 for the others
+    agent_min_confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    #: English questions on a network are planned over its rows first (kgrag.agent.kn.table_plans)
+    agent_table_plans: bool = True
     #: plan query graphs (counts, filters, superlatives, several hops, answer types); false: one-relation planners
     agent_query_graphs: bool = True
     #: where flows run their per-shard tasks: in the flow's process (default) or on a Dask cluster

@@ -105,7 +105,8 @@ def test_registry_fixes_kn_id_and_reports_bad_arguments(store: NetworkStore) -> 
     unknown = run_tool(store, {"name": "drop_tables", "args": {}}, "medical")
     assert "unknown tool 'drop_tables'" in unknown["error"]
     names = [t["function"]["name"] for t in openai_tools()]
-    assert names == ["kn_search", "context_search", "query_object_instance", "query_instance_subgraph", "query_modes"]
+    assert names == ["kn_search", "context_search", "query_object_instance", "query_instance_subgraph", "query_modes",
+                     "query_plan"]
     assert all("kn_id" not in t["function"]["parameters"].get("properties", {}) for t in openai_tools())
 
 

@@ -24,6 +24,7 @@ class AgentContext:
     max_question_chars: int | None = None
     query_graphs: bool | None = None
     min_confidence: float | None = None
+    table_plans: bool | None = None
 
 
 def resolve(context: AgentContext | None, settings: Settings | None = None) -> AgentSettings:
@@ -31,6 +32,6 @@ def resolve(context: AgentContext | None, settings: Settings | None = None) -> A
     settings = settings or get_settings()
     defaults = {"kn_id": settings.agent_kn_id, "max_tool_calls": settings.agent_max_tool_calls,
                 "use_llm": settings.llm_enabled, "query_graphs": settings.agent_query_graphs,
-                "min_confidence": settings.agent_min_confidence}
+                "min_confidence": settings.agent_min_confidence, "table_plans": settings.agent_table_plans}
     given = {k: v for k, v in (vars(context) if context is not None else {}).items() if v is not None}
     return AgentSettings(**{**defaults, **given})

@@ -28,7 +28,7 @@ from kgrag.reading.reader import Reading
 from kgrag.reading.table_plan import Filter, Order, TablePlan
 from kgrag.reading.tables import TableView
 
-__all__ = ["Atom", "Candidates", "count_cue", "plan_candidates", "type_fit"]
+__all__ = ["Atom", "Candidates", "count_cue", "head_words", "plan_candidates", "type_fit"]
 
 TOP_TYPES = 3
 TOP_PROPS = 3
@@ -66,6 +66,37 @@ class Candidates:
     plans: list[TablePlan] = field(default_factory=list)
     #: plan key → the atoms it uses
     used: dict[str, tuple[Atom, ...]] = field(default_factory=dict)
+
+
+def head_words(reading: Reading) -> tuple[str, ...]:
+    """The lemmas of what the question asks for: the noun chunk of the wh-phrase's noun, and the chunk after its
+    "of" ("the *first names* of the *teachers*"); the wh noun alone when no chunk holds it."""
+    head = reading.wh_head.lower()
+    toks = reading.tokens
+    words: list[str] = []
+    for n, (a, b) in enumerate(reading.noun_chunks):
+        if head and any(t.lemma.lower() == head for t in toks[a:b]):
+            words += [t.lemma.lower() for t in toks[a:b] if not t.is_stop and t.pos not in ("PUNCT", "DET")]
+            if b < len(toks) and toks[b].lower == "of" and n + 1 < len(reading.noun_chunks):
+                c, d = reading.noun_chunks[n + 1]
+                if c == b + 1:
+                    words += [t.lemma.lower() for t in toks[c:d] if not t.is_stop and t.pos not in ("PUNCT", "DET")]
+            break
+    if not words and head:
+        words = [head]
+    return tuple(words)
+
+
+def phrase_fit(words: Sequence[str], phrase: Sequence[str]) -> float:
+    """The share of ``words`` (generic ones weigh a quarter) that ``phrase`` holds."""
+    if not words or not phrase:
+        return 0.0
+    total = found = 0.0
+    for w in words:
+        weight = 0.25 if w in ("id", "name", "code", "number", "type", "detail", "details") else 1.0
+        total += weight
+        found += weight * any(similar(w, p) for p in phrase)
+    return found / total
 
 
 def type_fit(reading: Reading, view: TableView, type_id: str) -> float:

@@ -15,9 +15,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from kgrag.reading.candidates import Candidates, count_cue, prop_fit, type_fit
+from kgrag.reading.candidates import Candidates, count_cue, head_words, phrase_fit, prop_fit, type_fit
 from kgrag.reading.execute import PlanResult
-from kgrag.reading.linking import element_words, similar
+from kgrag.reading.linking import element_words, similar, words_near
 from kgrag.reading.table_plan import TablePlan
 from kgrag.reading.tables import TableView
 
@@ -38,6 +38,7 @@ FEATURES: tuple[str, ...] = (
     "order_on_start", "order_fit", "degree_dir", "order_sign", "dir_agree", "dir_agree_date", "order_date",
     "n_answers_log", "empty", "all_rows", "single_answer", "count_value_log", "answer_rows_frac",
     "coverage", "unexplained", "q_len", "n_quantities", "n_quoted",
+    "t_phrase", "s_phrase", "proj_phrase", "proj_filtered", "order_near", "proj_phrase_best",
 ) + tuple(f"wh_{w.replace(' ', '_') or 'none'}" for w in _WH)
 
 
@@ -69,6 +70,11 @@ def plan_features(found: Candidates, results: Sequence[PlanResult], view: TableV
     atom_spans = {a.span for a in found.atoms}
     value_spans = {a.span for a in found.atoms if a.link is not None}
     number_spans = atom_spans - value_spans
+    phrase = head_words(reading)
+    near_degree = words_near(reading, *degree.span, 4) if degree is not None else []
+    best_proj: dict[str, float] = {}
+    for type_id, table in view.types.items():
+        best_proj[type_id] = max((phrase_fit(element_words(p), phrase) for p in table.properties), default=0.0)
     base: dict[str, float] = {
         "count_cue": float(counting), "extreme_cue": float(extreme), "degree_dir": degree_dir,
         "distinct_word": float(bool(_DISTINCT.search(reading.text))), "q_len": float(len(reading.tokens)),
@@ -91,6 +97,12 @@ def plan_features(found: Candidates, results: Sequence[PlanResult], view: TableV
         f["proj_fit"] = prop_fit(reading, view, plan.answer_type, project) if project in table.properties else 0.0
         f["proj_head"] = float(bool(head) and any(similar(head, w) for w in element_words(project)))
         f["proj_numeric"] = float(project in table.properties and table.is_numeric(project))
+        f["t_phrase"] = max(phrase_fit(element_words(ot.name), phrase), phrase_fit(element_words(ot.id), phrase))
+        f["s_phrase"] = (phrase_fit(element_words(view.types[plan.start_type].type.name), phrase)
+                         if plan.start_type else 0.0)
+        f["proj_phrase"] = phrase_fit(element_words(project), phrase)
+        f["proj_phrase_best"] = float(f["proj_phrase"] >= best_proj[plan.answer_type] and f["proj_phrase"] > 0)
+        f["proj_filtered"] = float(any(x.property == project and x.on == "answer" for x in plan.filters))
         values = [a for a in used if a.link is not None]
         numbers = [a for a in used if a.link is None]
         f["n_filters"] = float(len(plan.filters))
@@ -138,6 +150,8 @@ def plan_features(found: Candidates, results: Sequence[PlanResult], view: TableV
                                         or any(w in _DATE_WORDS for w in element_words(order_prop)))
         f["order_date"] = float(is_date)
         f["order_fit"] = prop_fit(reading, view, order_type, order_prop) if order_prop else 0.0
+        f["order_near"] = (sum(any(similar(w, n) for n in near_degree) for w in element_words(order_prop))
+                           / max(len(element_words(order_prop)), 1)) if order_prop else 0.0
         f["dir_agree"] = degree_dir * sign
         f["dir_agree_date"] = degree_dir * sign * (-1.0 if is_date else 1.0)
         n = len(result.answers)

@@ -51,7 +51,18 @@ class EvalItem:
 
 
 def _norm(values: Iterable[Any]) -> set[str]:
-    return {str(v).strip() for v in values if str(v).strip()}
+    """Answer strings compared as gold sets want them: stripped, numbers numerically ("18.0" is "18")."""
+    return {_number_text(str(v).strip()) for v in values if str(v).strip()}
+
+
+def _number_text(text: str) -> str:
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    if number != number or number in (float("inf"), float("-inf")):
+        return text
+    return str(int(number)) if number.is_integer() and abs(number) < 1e16 else repr(number)
 
 
 def set_scores(predicted: Iterable[Any], gold: Iterable[Any]) -> tuple[float, float, float]:

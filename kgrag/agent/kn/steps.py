@@ -44,6 +44,7 @@ from kgrag.agent.kn.linking import (
 from kgrag.agent.kn.llm_planner import llm_plan, tool_messages
 from kgrag.agent.kn.needs import NetworkRun
 from kgrag.agent.kn.planner import label_types, next_call, parse_label, path_steps, topic_type
+from kgrag.agent.kn.table_plans import table_answer, table_plan_step
 from kgrag.agent.kn.tools import run_tool
 from kgrag.agent.turn.confidence import settle
 from kgrag.agent.turn.messages import answer_message, question_from, question_update
@@ -267,6 +268,11 @@ def _llm_query_graph(state: AgentState, run: NetworkRun) -> tuple[Update, str] |
 def _rules_plan(state: AgentState, run: NetworkRun) -> tuple[Update, str]:
     kn_id = state["kn_id"]
     unused: list[str] = []
+    if state.get("table_plan"):
+        return {"pending": [], "done": True}, "query plan executed"
+    table = table_plan_step(state, run)
+    if table is not None:
+        return table
     if run.settings.query_graphs:
         graph = _query_graph_plan(state, run)
         if graph is not None:
@@ -347,7 +353,10 @@ def answer(state: AgentState, run: NetworkRun) -> tuple[Update, str]:
     values = ans.answer_values(evidence)
     topic = state.get("topic")
     graph = QueryGraph.model_validate(state["query_graph"]) if state.get("query_graph") else None
-    if graph is not None and network is not None:
+    calibrated: float | None = None
+    if state.get("table_plan"):
+        text, values, evidence, calibrated = table_answer(state)
+    elif graph is not None and network is not None:
         execution = read_execution(graph, network, state.get("tool_calls", []))
         evidence, values = execution.evidence, execution.answers
         text = _graph_answer(graph, network, execution, run.settings.max_listed)
@@ -374,8 +383,8 @@ def answer(state: AgentState, run: NetworkRun) -> tuple[Update, str]:
     update: Update = {"answer": text, "answers": values, "evidence": evidence, "history": history, "done": True,
                       "messages": [answer_message(text)], "unused": list(state.get("unused") or []),
                       "confidence": float(state.get("confidence") or 0.0)}
-    if state.get("planner") != "llm" or graph is not None:
-        update = settle(update, run.settings)
+    if state.get("planner") != "llm" or graph is not None or calibrated is not None:
+        update = settle(update, run.settings, calibrated)
     return update, f"{len(update['answers'])} values from {len({r['instance'] for r in evidence})} instances"
 
 

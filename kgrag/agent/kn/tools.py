@@ -5,7 +5,9 @@
 
 Tools: ``kn_search`` and ``context_search`` (schema + instance recall, storage forms; args ``{"query"}``),
 ``query_object_instance`` and ``query_instance_subgraph`` (:mod:`kgrag.agent.kn.instance_queries`), ``query_modes`` (the
-context of one query mode, :mod:`kgrag.modes`; its ``summary`` gives the mode and tokens per section). Every call runs on the
+context of one query mode, :mod:`kgrag.modes`; its ``summary`` gives the mode and tokens per section), ``query_plan``
+(a :class:`~kgrag.reading.table_plan.TablePlan` — filters on property values, a join, a count, an order, a
+projection — run on the network's rows at its current version, :mod:`kgrag.reading.execute`). Every call runs on the
 run's network: a ``kn_id`` argument naming another one is an error, never a switch. Invalid arguments (pydantic
 validation, unknown types / relations / fields) come back as ``error`` — for the LLM path the model reads it and
 may try again; nothing raises out of :func:`run_tool` but a bug.
@@ -32,6 +34,9 @@ from kgrag.errors import NetworkNotFound
 from kgrag.modes.params import QueryParam
 from kgrag.modes.query import kg_query
 from kgrag.modes.render import trace_summary
+from kgrag.reading.execute import run_plan
+from kgrag.reading.table_plan import TablePlan
+from kgrag.reading.tables import view_for
 from kgrag.search.kn_models import KnSearchRequest
 from kgrag.search.pipeline import context_search, kn_search
 
@@ -87,6 +92,22 @@ def _query_modes(store: Any, args: QueryModesArgs, kn_id: str) -> dict[str, Any]
     }
 
 
+class PlanArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kn_id: str = Field(min_length=1, max_length=200)
+    plan: TablePlan
+
+
+def _query_plan(store: Any, args: PlanArgs, kn_id: str) -> dict[str, Any]:
+    result = run_plan(args.plan, view_for(store, kn_id))
+    if result.problem:
+        raise ToolInputError(f"the plan cannot run: {result.problem}")
+    return {"describe": args.plan.describe(), "answers": result.answers[:500], "count": result.count,
+            "rows": len(result.rows), "evidence": result.evidence,
+            "summary": f"{len(result.answers)} answers from {len(result.rows)} rows ({args.plan.describe()})"}
+
+
 _TOOLS: dict[str, tuple[type[BaseModel], Callable[[Any, Any, str], dict[str, Any]], str]] = {
     "kn_search": (SearchArgs, lambda store, a, kn: _search(store, a, kn, False),
                   "Recall the schema (object and relation types) and instances related to a query."),
@@ -105,6 +126,11 @@ _TOOLS: dict[str, tuple[type[BaseModel], Callable[[Any, Any, str], dict[str, Any
                     "LightRAG-style retrieval over the network's entities, relations and text chunks (the "
                     "long texts of its instances: descriptions and the like) in one mode; returns the context "
                     "with reference ids. Use it for open questions the structured tools cannot answer."),
+    "query_plan": (PlanArgs, lambda store, a, kn: _query_plan(store, a, kn),
+                   "Run a query plan over the network's rows, as SQL would: the answer type's rows, filtered on "
+                   "property values (=, contains, <, >, between), optionally joined from a start type along "
+                   "relation types, then a projected property listed, counted (distinct), its max / min, or "
+                   "the rows with the largest / smallest value of a property."),
 }
 TOOL_NAMES = tuple(_TOOLS)
 

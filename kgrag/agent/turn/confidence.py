@@ -4,8 +4,9 @@
     settle({"answer": "Paris.", "answers": ["Paris"], "confidence": 0.3}, AgentSettings(min_confidence=0.5))
     # answers [] · withheld ["Paris"] · answer "I am not sure enough to answer (confidence 0.30, below 0.50) …"
 
-- An answer whose ``confidence`` is below ``AgentSettings.min_confidence`` (``KGRAG_AGENT_MIN_CONFIDENCE``; 0, the
-  default, answers everything) is withheld: ``answers`` becomes empty, the values move to ``withheld`` (the best
+- An answer whose ``confidence`` is below ``AgentSettings.min_confidence`` (``KGRAG_AGENT_MIN_CONFIDENCE``; 0 answers
+  everything; unset, the default: the plan scorer's calibrated threshold for a calibrated answer, 0 for the others)
+  is withheld: ``answers`` becomes empty, the values move to ``withheld`` (the best
   guess, which ``agent-eval`` scores at full coverage), and the text says so and why.
 - Whatever the threshold, the parts of the question the plan did not use (``unused``: "before 1900", "how many")
   are said in the answer text, unless the text already names them.
@@ -30,17 +31,20 @@ def unused_sentence(unused: list[str]) -> str:
     return f"I could not apply {joined}."
 
 
-def settle(update: dict[str, Any], settings: AgentSettings) -> dict[str, Any]:
-    """The answer node's update with its confidence applied (see the module docstring); returns ``update``."""
+def settle(update: dict[str, Any], settings: AgentSettings, calibrated: float | None = None) -> dict[str, Any]:
+    """The answer node's update with its confidence applied (see the module docstring); returns ``update``.
+    ``calibrated``: the default threshold of an answer whose confidence is calibrated (used when
+    ``settings.min_confidence`` is None; an uncalibrated answer then has none)."""
+    threshold = settings.min_confidence if settings.min_confidence is not None else (calibrated or 0.0)
     text = update.get("answer", "")
     note = unused_sentence(list(update.get("unused") or []))
     if note and note not in text:
         text = f"{text} {note}".strip()
     values = list(update.get("answers") or [])
     confidence = float(update.get("confidence") or 0.0)
-    if values and confidence < settings.min_confidence:
+    if values and confidence < threshold:
         shown = ", ".join(values[: settings.max_listed])
-        text = (f"I am not sure enough to answer (confidence {confidence:.2f}, below {settings.min_confidence:.2f}). "
+        text = (f"I am not sure enough to answer (confidence {confidence:.2f}, below {threshold:.2f}). "
                 f"My best guess is {shown}, from: {text}")
         update["withheld"] = values
         update["answers"] = []

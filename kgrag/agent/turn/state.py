@@ -83,6 +83,8 @@ class AgentState(TypedDict, total=False):
     query_graph: dict[str, Any] | None
     #: the next-best query graphs the planner scored (kept for the trace), best first
     query_graph_candidates: list[dict[str, Any]]
+    #: the query plan over the network's rows the turn executed (kgrag.agent.kn.table_plans), None when none
+    table_plan: dict[str, Any] | None
     #: how sure the answer is, in [0, 1]; below AgentSettings.min_confidence the agent abstains
     confidence: float
     #: the parts of the question the answer did not use, in the question's words ("before 1900")
@@ -103,7 +105,7 @@ class AgentState(TypedDict, total=False):
 #: the fields one turn (re)sets; ``history`` and the inputs survive between turns of a thread
 TURN_FIELDS: dict[str, Any] = {
     "keywords": [], "schema": {}, "context": {}, "topic": None, "pending": [], "tool_calls": [], "evidence": [],
-    "answers": [], "ranked": [], "query_graph": None, "query_graph_candidates": [], "confidence": 0.0, "unused": [],
+    "answers": [], "ranked": [], "query_graph": None, "query_graph_candidates": [], "table_plan": None, "confidence": 0.0, "unused": [],
     "withheld": [],
     "answer": "", "planner": "rules", "llm_messages": [], "usage": {}, "done": False,
     "errors": [NEW_TURN], "trace": [NEW_TURN],
@@ -139,8 +141,13 @@ class AgentSettings(BaseModel):
     #: plan a query graph for each question (counts, filters, superlatives, several hops, answer types); False:
     #: the one-relation planners alone (the topic's best relation or chain)
     query_graphs: bool = True
-    #: answers below this confidence are withheld ("I am not sure …"); 0 answers everything (KGRAG_AGENT_MIN_CONFIDENCE)
-    min_confidence: float = Field(default=0.0, ge=0.0, le=1.0)
+    #: English questions on a network: plan over the network's rows first (kgrag.agent.kn.table_plans; the
+    #: learned plan scorer when trained) — the other planners answer what it is not sure of
+    table_plans: bool = True
+    #: answers below this confidence are withheld ("I am not sure …"); 0 answers everything; None (the default):
+    #: the calibrated threshold of the plan scorer for the answers whose confidence is calibrated (query plans:
+    #: right ≥ 90 % of the time on its validation databases), 0 for the others (KGRAG_AGENT_MIN_CONFIDENCE)
+    min_confidence: float | None = Field(default=None, ge=0.0, le=1.0)
 
     def fingerprint(self) -> str:
         return hashlib.sha1(self.model_dump_json().encode()).hexdigest()[:12]
