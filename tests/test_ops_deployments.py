@@ -10,7 +10,8 @@ from kgrag.errors import KgragError
 from kgrag.ops.deployments import load_specs, runner_deployments
 
 JOBS = {"data-daily": ("prepare-data", "0 2 * * *"), "knowledge-network-daily": ("kn-refresh", "30 2 * * *"),
-        "hrag-training-weekly": ("hrag-pipeline", "0 3 * * 0"), "evaluation-nightly": ("evaluation-reports", "0 4 * * *")}
+        "hrag-training-weekly": ("hrag-pipeline", "0 3 * * 0"), "evaluation-nightly": ("evaluation-reports", "0 4 * * *"),
+        "planner-weekly": ("train-planner", "0 5 * * 0")}
 
 
 def test_every_job_has_its_flow_schedule_and_parameters() -> None:

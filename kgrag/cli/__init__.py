@@ -4,7 +4,8 @@ has ``--help``; errors print one line, no traceback (:mod:`kgrag.cli.output`).
     kgrag --help; python -m kgrag.cli prepare --dataset demo
 
 Groups: :mod:`~kgrag.cli.data` (prepare, data list/download), :mod:`~kgrag.cli.kg` (kg list, sparql, tools),
-:mod:`~kgrag.cli.kn` (kn …), :mod:`~kgrag.cli.train` (train-retriever, train-intent, train-gflownet),
+:mod:`~kgrag.cli.kn` (kn …), :mod:`~kgrag.cli.train` (train-retriever, train-intent, train-gflownet,
+train-planner),
 :mod:`~kgrag.cli.evaluate` (retriever-eval, eval, agent-eval), :mod:`~kgrag.cli.agent` (ask, query),
 :mod:`~kgrag.cli.serve` (serve, mcp), :mod:`~kgrag.cli.deploy` (deploy …), :mod:`~kgrag.cli.run` (run) and
 :mod:`~kgrag.cli.settings` (config).
@@ -35,7 +36,12 @@ from kgrag.cli.kn import kn_app  # noqa: E402
 from kgrag.cli.run import run  # noqa: E402
 from kgrag.cli.serve import mcp_cmd, serve  # noqa: E402
 from kgrag.cli.settings import show_config  # noqa: E402
-from kgrag.cli.train import train_gflownet_cmd, train_intent_cmd, train_retriever_cmd  # noqa: E402
+from kgrag.cli.train import (  # noqa: E402
+    train_gflownet_cmd,
+    train_intent_cmd,
+    train_planner_cmd,
+    train_retriever_cmd,
+)
 
 __all__ = ["app", "main"]
 
@@ -60,6 +66,7 @@ app.command("mcp")(mcp_cmd)
 app.command("tools")(tools)
 app.command("train-retriever")(train_retriever_cmd)
 app.command("train-intent")(train_intent_cmd)
+app.command("train-planner")(train_planner_cmd)
 app.command("retriever-eval")(retriever_eval_cmd)
 app.command("train-gflownet")(train_gflownet_cmd)
 app.command("eval")(eval_cmd)
@@ -82,6 +89,8 @@ def _above(module: str) -> ModuleType:
         import flows.train_gflownet as loaded
     elif module == "flows.train_intent":
         import flows.train_intent as loaded
+    elif module == "flows.train_planner":
+        import flows.train_planner as loaded
     elif module == "flows.evaluate":
         import flows.evaluate as loaded
     elif module == "graphs.agent.run":

@@ -1,5 +1,6 @@
 """The training stages: ``kgrag train-retriever`` and ``kgrag train-gflownet`` (H-RAG on a prepared dataset) and
-``kgrag train-intent`` (the agent's question → schema-element ranker); each runs its Prefect flow and prints
+``kgrag train-intent`` (the agent's question → schema-element ranker) and ``kgrag train-planner`` (the plan scorer over
+real human questions, :mod:`kgrag.reading.train`); each runs its Prefect flow and prints
 what it returns.
 
     kgrag train-retriever --dataset demo --epochs 1 && kgrag retriever-eval --dataset demo && kgrag train-gflownet
@@ -18,10 +19,11 @@ from rich.markup import escape
 from kgrag.cli.above import above
 from kgrag.cli.inputs import config_overrides, known_dataset
 from kgrag.cli.output import console, friendly_errors
+from kgrag.config import get_settings
 from kgrag.errors import KgragError
 from kgrag.terminal.tables import figures_table
 
-__all__ = ["IntentSource", "train_gflownet_cmd", "train_intent_cmd", "train_retriever_cmd"]
+__all__ = ["IntentSource", "train_gflownet_cmd", "train_intent_cmd", "train_planner_cmd", "train_retriever_cmd"]
 
 
 @friendly_errors
@@ -122,3 +124,32 @@ def train_gflownet_cmd(
     console.print(f"best step {result['best_step']}, checkpoint {result['checkpoint']}, "
                   f"threshold {result['validation']['threshold']}")
     print(metrics_table(result["validation"]["report"]))
+
+
+@friendly_errors
+def train_planner_cmd(
+    data: Annotated[Path | None, typer.Option(help="Folder of databases as networks with questions.jsonl "
+                                              "(default: <data_dir>/spider_train).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the split by database and of the model.")] = 13,
+    held_out: Annotated[bool, typer.Option("--held-out", help="Also score the held-out databases (run it once).")
+                        ] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the run's figures as JSON on the last line.")] = False,
+) -> None:
+    """Train the plan scorer (flow `train-planner`): real human questions over many databases, split by database,
+    a gradient-boosted scorer of (question, candidate plan) and its calibrated confidence; the agent reads it from
+    <KGRAG_WORK_DIR>/checkpoints/planner/current (else the model shipped in the package, else the rules)."""
+    flow = above("flows.train_planner")
+    root = data or get_settings().data_dir / "spider_train"
+    flow.require_corpus(root)
+    meta = flow.train_planner(data=str(root), seed=seed, held_out=held_out)
+    f = meta["figures"]
+    rows = [(name, f[name]["n"], f[name]["f1"], f[name]["exact"], f[name]["calibration"]["ece"],
+             f[name]["calibration"]["right_at_0.8"])
+            for name in ("validation", "validation_rules", "held_out", "held_out_rules") if name in f]
+    console.print(figures_table(f"plan scorer {meta['fingerprint']} (seed {seed})",
+                                ("set", "questions", "F1", "exact", "ECE", "right at ≥0.8"), *rows))
+    console.print(f"default abstention threshold (right ≥ 90 % on validation): {f['min_confidence_for_90']}; "
+                  f"run dir {meta['run_dir']} ({meta['seconds']} s)")
+    if json_out:
+        print(json.dumps({"fingerprint": meta["fingerprint"], "run_dir": meta["run_dir"],
+                          **{name: {k: f[name][k] for k in ("n", "f1", "exact")} for name, *_ in rows}}))

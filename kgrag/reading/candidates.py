@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from kgrag.reading.linking import ValueLink, element_words, schema_fit, similar, value_links, words_near
 from kgrag.reading.reader import Reading
 from kgrag.reading.table_plan import Filter, Order, TablePlan
-from kgrag.reading.tables import TableView
+from kgrag.reading.tables import TableView, answer_text, sortable
 
 __all__ = ["Atom", "Candidates", "count_cue", "head_words", "plan_candidates", "type_fit"]
 
@@ -131,9 +131,10 @@ def _atoms(reading: Reading, view: TableView) -> list[Atom]:
     atoms: list[Atom] = []
     links = value_links(reading, view)
     for link in links:
-        if link.kind == "number":
-            f = Filter(property=link.prop, op="=", number=float(link.value) if _is_float(link.value) else None,
-                       values=() if _is_float(link.value) else (link.value,), source="number", text=link.text)
+        if link.kind == "number":  # equality on the stored number's text ("9" or "10": one filter, two values)
+            number = float(link.value) if _is_float(link.value) else None
+            f = Filter(property=link.prop, op="=", values=(answer_text(number) if number is not None else link.value,),
+                       source="number", text=link.text)
         elif link.kind == "contains":
             f = Filter(property=link.prop, op="contains", values=(link.text,), source="quoted", text=link.text)
         else:
@@ -155,12 +156,15 @@ def _atoms(reading: Reading, view: TableView) -> list[Atom]:
             for prop in table.properties:
                 if not table.is_orderable(prop):
                     continue
-                if q.kind != "year" and not table.is_numeric(prop):
+                if q.kind == "number" and not table.is_numeric(prop):
+                    continue
+                if q.kind == "date" and table.is_numeric(prop):
                     continue
                 scored.append((prop_fit(reading, view, type_id, prop, near), type_id, prop))
         scored.sort(key=lambda s: -s[0])
+        value = sortable(q.iso) if q.kind == "date" and q.iso else q.value
         for fit, type_id, prop in scored[:NUMBER_PROPS]:
-            f = Filter(property=prop, op=op, number=q.value, number2=q.value2, source="number", text=q.text)
+            f = Filter(property=prop, op=op, number=value, number2=q.value2, source="number", text=q.text)
             atoms.append(Atom(type_id, f, (q.start, q.end), None, fit))
     return atoms
 
@@ -241,6 +245,8 @@ def plan_candidates(reading: Reading, view: TableView) -> Candidates:
             shapes += [(t, s) for t in top[:2] for s in top if s != t]
         elif len(typed) == 1:
             shapes.append((typed[0], ""))
+            if _paths(view, typed[0], typed[0]):
+                shapes.append((typed[0], typed[0]))  # a self-join: Kyle's friends
             shapes += [(t, typed[0]) for t in top if t != typed[0]]
             shapes += [(typed[0], s) for s in top[:2] if s != typed[0]]
         else:
@@ -251,9 +257,9 @@ def plan_candidates(reading: Reading, view: TableView) -> Candidates:
                 continue
             if any(a.type_id not in (answer_type, start_type) for a in subset):
                 continue
-            filters = tuple(a.filter.model_copy(update={"on": "answer" if a.type_id == answer_type else "start"})
-                            for a in subset)
-            for path in paths[:2]:
+            filters = tuple(a.filter.model_copy(update={"on": "answer" if a.type_id == answer_type
+                                                    and start_type != answer_type else "start"}) for a in subset)
+            for path in paths[:4]:
                 base = TablePlan(answer_type=answer_type, start_type=start_type, path=path, filters=filters)
                 _shapes_of(base, reading, view, counting, distinct, extreme, add, subset)
     return found

@@ -33,6 +33,11 @@ _GENERIC = frozenset({"id", "code", "number", "no", "num", "type", "name", "deta
                       "the", "of", "a", "an", "and", "or", "in", "to", "for", "by", "is"})
 
 
+#: "contains ROY", "starts with Mar", "with the word Functional": the word after it is a part of a stored value
+_PART_CUE = re.compile(r"\b(?:contains?|containing|includes?|including|(?:starts?|starting|begins?|beginning|ends?|"
+                       r"ending) with|(?:with|has|have) the (?:word|substring|phrase|letters?))\s+([A-Za-z0-9][\w-]*)")
+
+
 @dataclass(frozen=True)
 class ValueLink:
     """A question span that says a stored value of ``type_id.prop`` (or, ``kind="contains"``, a part of some)."""
@@ -107,6 +112,8 @@ def value_links(reading: Reading, view: TableView) -> list[ValueLink]:
     spans = _spans(reading)
     quoted = [(m.start(1), m.end(1), m.group(1)) for m in re.finditer(r"[\"“'‘]([^\"”'’]{1,80})[\"”'’]", reading.text)
               if m.group(1).strip()]
+    quoted += [(m.start(1), m.end(1), m.group(1)) for m in _PART_CUE.finditer(reading.text)
+               if not any(s <= m.start(1) < e for s, e, _ in quoted)]
     quoted_texts = {q[2].strip().lower() for q in quoted}
     for type_id, table in view.types.items():
         for prop in table.properties:

@@ -102,7 +102,12 @@ class LearnedScorer(_Calibrated):
     def score(self, rows: Sequence[dict[str, float]]) -> np.ndarray:
         if not rows:
             return np.zeros(0)
-        return self.model.predict_proba(np.array(as_matrix(rows), dtype=float))[:, 1]
+        from threadpoolctl import threadpool_limits
+
+        # one thread: a question's few hundred rows are scored faster than OpenMP's threads start, and two
+        # processes' spinning OpenMP teams on two cores slowed scoring tenfold (measured)
+        with threadpool_limits(1):
+            return self.model.predict_proba(np.array(as_matrix(rows), dtype=float))[:, 1]
 
     def save(self, folder: Path) -> None:
         import joblib

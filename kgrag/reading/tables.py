@@ -25,7 +25,7 @@ import numpy as np
 
 from kgrag.network.schema.model import Instance, KnowledgeNetwork, Link, ObjectType
 
-__all__ = ["TableView", "TypeTable", "answer_text", "is_number_type", "view_for"]
+__all__ = ["TableView", "TypeTable", "answer_text", "is_number_type", "sortable", "view_for"]
 
 _NUMBER_TYPES = frozenset({"integer", "int", "long", "short", "float", "double", "decimal", "number", "numeric"})
 _DATE_TYPES = frozenset({"date", "datetime", "timestamp", "year", "gyear", "date-time"})
@@ -57,7 +57,7 @@ def _number(value: Any) -> float:
         return math.nan
 
 
-def _sortable(value: Any) -> float:
+def sortable(value: Any) -> float:
     """A number for ordering: the value itself, else a date's ``YYYY-MM-DD…`` as a number (NaN when neither)."""
     number = _number(value)
     if not math.isnan(number) or value is None:
@@ -93,14 +93,14 @@ class TypeTable:
 
     def column(self, name: str) -> list[Any]:
         """The stored values of property ``name`` (``id``: the instance ids), one per row."""
-        if name == "id":
-            return list(self.ids)
-        return self.values.get(name) or [None] * len(self.ids)
+        if name in self.values:
+            return self.values[name]
+        return list(self.ids) if name == "id" else [None] * len(self.ids)
 
     def numbers(self, name: str) -> np.ndarray:
         """The property as floats for comparing and ordering (dates as sortable numbers; NaN where not a number)."""
         if name not in self._numbers:
-            self._numbers[name] = np.array([_sortable(v) for v in self.column(name)], dtype=float)
+            self._numbers[name] = np.array([sortable(v) for v in self.column(name)], dtype=float)
         return self._numbers[name]
 
     def lower(self, name: str) -> list[str]:
@@ -132,7 +132,7 @@ class TypeTable:
         if self.is_numeric(name) or self.prop_type(name).lower() in _DATE_TYPES:
             return True
         present = [v for v in self.column(name) if v not in (None, "")]
-        return bool(present) and all(not math.isnan(_sortable(v)) for v in present)
+        return bool(present) and all(not math.isnan(sortable(v)) for v in present)
 
 
 @dataclass
