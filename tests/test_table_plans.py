@@ -24,7 +24,7 @@ from kgrag.reading.reader import read_question
 from kgrag.reading.scorer import LearnedScorer, RulesScorer, load_scorer
 from kgrag.reading.table_plan import Filter, Order, TablePlan
 from kgrag.reading.tables import TableView
-from kgrag.reading.train import calibration_table, examples_of, evaluate_scorer, train_planner
+from kgrag.reading.train import calibration_table, evaluate_scorer, examples_of, train_planner
 
 DATA = get_settings().data_dir
 SPIDER = DATA / "spider"
