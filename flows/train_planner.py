@@ -65,7 +65,7 @@ def markdown(meta: dict[str, Any]) -> str:
 
 
 @flow(name="train-planner", log_prints=True)
-def train_planner(data: str | None = None, seed: int = 13, max_iter: int = 300, held_out: bool = False) -> dict:
+def train_planner(data: str | None = None, seed: int = 13, max_iter: int = 600, held_out: bool = False) -> dict:
     """Train the plan scorer and make it current (see the module docstring)."""
     settings = get_settings()
     root = Path(data) if data else settings.data_dir / "spider_train"

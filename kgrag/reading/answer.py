@@ -108,5 +108,9 @@ def _unlinked(reading: Any, plan: TablePlan, view: TableView, used: Any) -> list
             continue
         if reading.wh_head and t.lemma.lower() == reading.wh_head.lower() and plan.op in ("count",):
             continue
+        if t.tag in ("JJR", "RBR") and any(f.number is not None for f in plan.filters):
+            continue  # "greater" / "older": the comparison a number filter applies
+        if t.tag in ("JJS", "RBS") and (plan.order is not None or plan.op in ("max", "min")):
+            continue  # "youngest" / "most": the order applied
         out.append(t.text)
     return list(dict.fromkeys(out))

@@ -19,7 +19,7 @@ from kgrag.reading.candidates import Candidates, count_cue, head_words, phrase_f
 from kgrag.reading.execute import PlanResult
 from kgrag.reading.linking import element_words, similar, words_near
 from kgrag.reading.table_plan import TablePlan
-from kgrag.reading.tables import TableView
+from kgrag.reading.tables import TableView, TypeTable
 
 __all__ = ["FEATURES", "plan_features"]
 
@@ -39,6 +39,7 @@ FEATURES: tuple[str, ...] = (
     "n_answers_log", "empty", "all_rows", "single_answer", "count_value_log", "answer_rows_frac",
     "coverage", "unexplained", "q_len", "n_quantities", "n_quoted",
     "t_phrase", "s_phrase", "proj_phrase", "proj_filtered", "order_near", "proj_phrase_best",
+    "proj_text_len", "proj_unique", "head_plural", "plural_many", "proj_id_like", "head_is_type",
 ) + tuple(f"wh_{w.replace(' ', '_') or 'none'}" for w in _WH)
 
 
@@ -71,6 +72,7 @@ def plan_features(found: Candidates, results: Sequence[PlanResult], view: TableV
     value_spans = {a.span for a in found.atoms if a.link is not None}
     number_spans = atom_spans - value_spans
     phrase = head_words(reading)
+    head_plural = float(any(t.tag in ("NNS", "NNPS") and t.lemma.lower() == head for t in reading.tokens))
     near_degree = words_near(reading, *degree.span, 4) if degree is not None else []
     best_proj: dict[str, float] = {}
     for type_id, table in view.types.items():
@@ -102,6 +104,11 @@ def plan_features(found: Candidates, results: Sequence[PlanResult], view: TableV
                          if plan.start_type else 0.0)
         f["proj_phrase"] = phrase_fit(element_words(project), phrase)
         f["proj_phrase_best"] = float(f["proj_phrase"] >= best_proj[plan.answer_type] and f["proj_phrase"] > 0)
+        f["proj_text_len"], f["proj_unique"] = _column_shape(table, project)
+        f["head_plural"] = head_plural
+        f["plural_many"] = head_plural * float(len(result.answers) > 1)
+        f["proj_id_like"] = float(any(w in ("id", "code", "number", "no") for w in element_words(project)))
+        f["head_is_type"] = float(f["t_phrase"] > 0 and f["proj_phrase"] == 0)
         f["proj_filtered"] = float(any(x.property == project and x.on == "answer" for x in plan.filters))
         values = [a for a in used if a.link is not None]
         numbers = [a for a in used if a.link is None]
@@ -172,6 +179,16 @@ def plan_features(found: Candidates, results: Sequence[PlanResult], view: TableV
         f["unexplained"] = float(len(content) - covered)
         rows.append(f)
     return rows
+
+
+def _column_shape(table: TypeTable, prop: str) -> tuple[float, float]:
+    """(log mean length of the property's values, share of distinct values among the rows holding one)."""
+    if prop not in table.properties:
+        return 0.0, 0.0
+    present = [v for v in table.lower(prop) if v]
+    if not present:
+        return 0.0, 0.0
+    return math.log1p(sum(map(len, present)) / len(present)), len(set(present)) / len(present)
 
 
 def _cross(a: tuple[int, int], b: tuple[int, int]) -> bool:

@@ -34,8 +34,10 @@ _GENERIC = frozenset({"id", "code", "number", "no", "num", "type", "name", "deta
 
 
 #: "contains ROY", "starts with Mar", "with the word Functional": the word after it is a part of a stored value
-_PART_CUE = re.compile(r"\b(?:contains?|containing|includes?|including|(?:starts?|starting|begins?|beginning|ends?|"
-                       r"ending) with|(?:with|has|have) the (?:word|substring|phrase|letters?))\s+([A-Za-z0-9][\w-]*)")
+_PART_CUE = re.compile(r"\b(?:(?:contains?|containing|includes?|including|(?:starts?|starting|begins?|beginning|"
+                       r"ends?|ending) with)(?: the (?:word|substring|phrase|letters?|string))?|(?:with|has|have) "
+                       r"the (?:word|substring|phrase|letters?|string))\s+"
+                       r"(?!(?:the|a|an|of|in|to|and|or|is|are|that|which)\b)([A-Za-z0-9][\w-]*)")
 
 
 @dataclass(frozen=True)

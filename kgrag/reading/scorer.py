@@ -11,14 +11,15 @@ Contract: :class:`LearnedScorer` holds a scikit-learn ``HistGradientBoostingClas
 the best *different* answer, coverage of the question's words, words left unexplained), fitted on databases the
 model never saw; its file is ``planner.joblib`` with ``meta.json`` (seed, split, figures, feature list,
 fingerprint) beside it. :func:`load_scorer` looks in ``$KGRAG_PLANNER_MODEL`` (a folder), then
-``<work>/checkpoints/planner/current``, then the model shipped in the package (``kgrag/reading/model/``), and
-falls back to :class:`RulesScorer` — whose confidence is calibrated too when the shipped folder has a
+``<work>/checkpoints/planner/current``, then the model shipped in the package (``kgrag/reading/model/``) —
+skipping, with one warning, a model trained on other features — and falls back to :class:`RulesScorer` — whose confidence is calibrated too when the shipped folder has a
 ``rules_calibrator``.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import threading
@@ -31,6 +32,8 @@ import numpy as np
 from kgrag.reading.features import FEATURES, as_matrix
 
 __all__ = ["LearnedScorer", "PlanScorer", "RulesScorer", "SHIPPED", "load_scorer", "model_folders"]
+
+log = logging.getLogger(__name__)
 
 SHIPPED = Path(__file__).resolve().parent / "model"
 MODEL_FILE = "planner.joblib"
@@ -145,6 +148,7 @@ def model_folders() -> list[Path]:
 
 
 _LOCK = threading.Lock()
+_REFUSED: set[str] = set()
 _LOADED: dict[str, tuple[float, PlanScorer]] = {}
 
 
@@ -161,7 +165,13 @@ def load_scorer(rules_only: bool = False) -> PlanScorer:
             cached = _LOADED.get(str(path))
             if cached is not None and cached[0] == stamp:
                 return cached[1]
-            scorer = LearnedScorer.load(folder)
+            try:
+                scorer = LearnedScorer.load(folder)
+            except (ValueError, KeyError, OSError) as exc:  # a model of other features: the next one, said once
+                if str(path) not in _REFUSED:
+                    _REFUSED.add(str(path))
+                    log.warning("plan scorer %s not used: %s", folder, exc)
+                continue
             _LOADED[str(path)] = (stamp, scorer)
             return scorer
     return _rules()

@@ -8,7 +8,10 @@ Contract: the databases are split by :func:`~kgrag.reading.corpus.split_by_datab
 candidates (:mod:`kgrag.reading.candidates`) are run and labelled right when their answer set equals the gold
 (:func:`~kgrag.reading.corpus.answers_match`); a ``HistGradientBoostingClassifier`` (seeded) learns right vs
 wrong on the train databases; a logistic calibrator of the best answer's (probability, margin, coverage, words
-left) is fitted on the validation databases — for the learned scorer and for the rules. The held-out databases
+left) is fitted on picks made on databases the picking model never saw — out-of-fold picks on the train databases
+(:data:`CALIBRATION_FOLDS` models split by database) and the validation databases' picks — and the default
+abstention threshold is the lowest at which those pooled answers are right ≥ 90 %; the rules' calibrator is fitted
+on the validation databases. The held-out databases
 are scored once, at the end, and reported apart. Same seed and data → the same model (fingerprint in
 ``meta.json``).
 """
@@ -36,6 +39,8 @@ __all__ = ["Example", "calibration_table", "evaluate_scorer", "examples_of", "tr
 
 #: questions' candidates kept for training (the rest are the same plan shapes many times)
 MAX_TRAIN_CANDIDATES = 400
+#: models trained on part of the train databases, whose picks on the rest calibrate the confidence
+CALIBRATION_FOLDS = 3
 
 
 @dataclass
@@ -163,13 +168,33 @@ def _fit_calibrator(inputs: Sequence[Sequence[float]], correct: Sequence[float],
     return LogisticRegression(C=1.0, random_state=seed, max_iter=1000).fit(x, y)
 
 
-def train_planner(root: Path, out: Path, seed: int = 13, max_iter: int = 300,
+def _fit(examples: Sequence[Example], seed: int, max_iter: int) -> Any:
+    """The classifier of right vs wrong candidates (each question weighs one; right candidates five times)."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    x, y, w = [], [], []
+    rng = np.random.default_rng(seed)
+    for ex in examples:
+        idx = np.arange(len(ex.rows))
+        if len(idx) > MAX_TRAIN_CANDIDATES:
+            right = [i for i in idx if ex.labels[i]]
+            rest = rng.choice([i for i in idx if not ex.labels[i]], MAX_TRAIN_CANDIDATES - len(right), replace=False)
+            idx = np.array(sorted([*right, *rest.tolist()]))
+        weight = 1.0 / max(len(idx), 1)
+        x += as_matrix([ex.rows[i] for i in idx])
+        y += [ex.labels[i] for i in idx]
+        w += [weight * (5.0 if ex.labels[i] else 1.0) for i in idx]
+    model = HistGradientBoostingClassifier(max_iter=max_iter, learning_rate=0.04, max_leaf_nodes=31,
+                                           min_samples_leaf=40, l2_regularization=1.0, random_state=seed)
+    return model.fit(np.asarray(x, dtype=float), np.asarray(y, dtype=int), sample_weight=np.asarray(w, dtype=float))
+
+
+def train_planner(root: Path, out: Path, seed: int = 13, max_iter: int = 600,
                   progress: Callable[[str, int, int], None] | None = None,
                   held_out: bool = True) -> dict[str, Any]:
     """Train, calibrate, save to ``out`` (``planner.joblib``, ``meta.json``, ``rules_calibrator.joblib``) and return
     the meta (see the module docstring)."""
     import joblib
-    from sklearn.ensemble import HistGradientBoostingClassifier
 
     started = time.time()
     dbs = read_corpus(root)
@@ -180,25 +205,26 @@ def train_planner(root: Path, out: Path, seed: int = 13, max_iter: int = 300,
 
     ex_train = examples_of(train, step("train"))
     ex_val = examples_of(val, step("validation"))
-    x, y, w = [], [], []
-    rng = np.random.default_rng(seed)
-    for ex in ex_train:
-        idx = np.arange(len(ex.rows))
-        if len(idx) > MAX_TRAIN_CANDIDATES:
-            right = [i for i in idx if ex.labels[i]]
-            rest = rng.choice([i for i in idx if not ex.labels[i]], MAX_TRAIN_CANDIDATES - len(right), replace=False)
-            idx = np.array(sorted([*right, *rest.tolist()]))
-        weight = 1.0 / max(len(idx), 1)
-        x += as_matrix([ex.rows[i] for i in idx])
-        y += [ex.labels[i] for i in idx]
-        w += [weight * (5.0 if ex.labels[i] else 1.0) for i in idx]
-    model = HistGradientBoostingClassifier(max_iter=max_iter, learning_rate=0.06, max_leaf_nodes=31,
-                                           min_samples_leaf=40, l2_regularization=1.0, random_state=seed)
-    model.fit(np.asarray(x, dtype=float), np.asarray(y, dtype=int), sample_weight=np.asarray(w, dtype=float))
+    model = _fit(ex_train, seed, max_iter)
     learned = LearnedScorer(model, None, {})
+    # the calibrator learns from picks on databases the scoring model never saw: out-of-fold picks on the train
+    # databases (CALIBRATION_FOLDS models, split by database) and the validation databases' picks
+    pool_inputs, pool_correct = [], []
+    train_ids = sorted({ex.db_id for ex in ex_train})
+    for k in range(CALIBRATION_FOLDS):
+        fold = set(train_ids[k::CALIBRATION_FOLDS])
+        fold_model = LearnedScorer(_fit([ex for ex in ex_train if ex.db_id not in fold], seed, max_iter), None, {})
+        picks = evaluate_scorer([ex for ex in ex_train if ex.db_id in fold], fold_model)
+        pool_inputs += picks["inputs"]
+        pool_correct += picks["correct"]
+        if progress is not None:
+            progress("calibration folds", k + 1, CALIBRATION_FOLDS)
     val_learned = evaluate_scorer(ex_val, learned)
-    learned.calibrator = _fit_calibrator(val_learned["inputs"], val_learned["correct"], seed)
+    pool_inputs += val_learned["inputs"]
+    pool_correct += val_learned["correct"]
+    learned.calibrator = _fit_calibrator(pool_inputs, pool_correct, seed)
     val_learned = evaluate_scorer(ex_val, learned)
+    x = [0] * sum(min(len(ex.rows), MAX_TRAIN_CANDIDATES) for ex in ex_train)
     rules = RulesScorer()
     val_rules = evaluate_scorer(ex_val, rules)
     rules.calibrator = _fit_calibrator(val_rules["inputs"], val_rules["correct"], seed)
@@ -210,7 +236,9 @@ def train_planner(root: Path, out: Path, seed: int = 13, max_iter: int = 300,
         "validation_rules": _summary(val_rules) | {"calibration": calibration_table(val_rules["confidences"],
                                                                                     val_rules["correct"])},
     }
-    threshold = threshold_for(val_learned["confidences"], val_learned["correct"])
+    pooled = [learned.confidence(*x) for x in pool_inputs]
+    figures["calibration_pool"] = calibration_table(pooled, pool_correct) | {"n": len(pooled)}
+    threshold = threshold_for(pooled, pool_correct)
     figures["min_confidence_for_90"] = threshold
     if held_out:
         ex_held = examples_of(held, step("held-out"))
