@@ -40,9 +40,13 @@ def ask(
     llm: Annotated[bool | None, typer.Option("--llm/--no-llm", help="Plan with the LLM (default: when "
                                              "KGRAG_LLM_BASE_URL is set).")] = None,
     style: Annotated[LLMStyle, typer.Option(help="With --kg and an LLM: <kg-query> text or tool calls.")] = LLMStyle.kg_query,
+    strict_confidence: Annotated[bool, typer.Option("--strict-confidence", help="Exit with 1 also when the answer's "
+                                                    "confidence is below the calibrated threshold (KGRAG_AGENT_MIN_"
+                                                    "CONFIDENCE when set), even when answers were given.")] = False,
 ) -> None:
     """Answer one question with the agent (keywords → schema recall → contextual recall → tool calls → answer)
-    and print each step as a tree. Exits with 1 when it could not answer (no answer values), saying why."""
+    and print each step as a tree. Exits with 1 when it could not answer (no answer values, or withheld as not
+    sure enough), saying why; with --strict-confidence also when its confidence is below the threshold."""
     from kgrag.agent.turn.node import question_problem
     from kgrag.terminal.turn_tree import state_tree
     from kgrag.threads import load_history, save_history
@@ -72,6 +76,14 @@ def ask(
     why = _no_answer(state)
     if why:
         raise KgragError(f"no answer: {why}")
+    if strict_confidence:
+        from kgrag.agent.kn.table_plans import calibrated_threshold
+
+        threshold = agent_settings.min_confidence if agent_settings.min_confidence is not None \
+            else calibrated_threshold()
+        confidence = float(state.get("confidence") or 0.0)
+        if confidence < threshold:
+            raise KgragError(f"not sure: confidence {confidence:.2f} is below {threshold:.2f} (--strict-confidence)")
 
 
 def _no_answer(state: dict) -> str | None:

@@ -186,7 +186,8 @@ def _or_atoms(reading: Reading, atoms: Sequence[Atom]) -> list[Atom]:
             continue
         first, second = sorted((a, b), key=lambda x: x.span[0])
         between = reading.text[first.span[1]:second.span[0]].lower()
-        if first.span[1] <= second.span[0] and re.fullmatch(r"[\s\"'”’]*(or|and)[\s\"'“‘]*", between):
+        if first.span[1] <= second.span[0] and re.fullmatch(r"[\s\"'”’]*(or|and)(\s+(a|an|the))?[\s\"'“‘]*",
+                                                             between):
             f = Filter(property=a.filter.property, op="=", values=(*first.filter.values, *second.filter.values),
                        source=first.filter.source, text=reading.text[first.span[0]:second.span[1]])
             out.append(Atom(a.type_id, f, (first.span[0], second.span[1]), first.link))
