@@ -135,11 +135,13 @@ def test_the_agent_answers_through_a_query_plan_and_abstains_below_its_threshold
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db, _ = load_network(PETS, tmp_path)
     for _settings in settings_on(db, monkeypatch):
-        state = ask_network("pets_1", "How many pets have a greater weight than 10?", min_confidence=0.0)
+        state = ask_network("pets_1", "How many pets have a greater weight than 10?", min_confidence=0.0,
+                            table_plans=True)
         call = next(c for c in state["tool_calls"] if c["name"] == "query_plan")
         assert state["answers"] == ["2"] and call["result"]["count"] == 2 and state["table_plan"]["scorer"]
         assert "weight" in state["answer"] and state["evidence"]
-        unsure = ask_network("pets_1", "How many pets have a greater weight than 10?", min_confidence=1.0)
+        unsure = ask_network("pets_1", "How many pets have a greater weight than 10?", min_confidence=1.0,
+                             table_plans=True)
         assert unsure["answers"] == [] and unsure["withheld"] == ["2"] and "not sure" in unsure["answer"]
-        chinese = ask_network("pets_1", "有多少只宠物", min_confidence=0.0)
+        chinese = ask_network("pets_1", "有多少只宠物", min_confidence=0.0, table_plans=True)
         assert not chinese.get("table_plan")  # the Chinese path keeps its planners

@@ -94,8 +94,29 @@ def words_near(reading: Reading, start: int, end: int, window: int = 4) -> list[
     if not idx:
         return []
     lo, hi = max(0, idx[0] - window), min(len(reading.tokens), idx[-1] + window + 1)
-    return [t.lemma.lower() for t in reading.tokens[lo:hi]
-            if t.i not in idx and not t.is_stop and t.pos not in ("PUNCT", "NUM")]
+    words = [t.lemma.lower() for t in reading.tokens[lo:hi]
+             if t.i not in idx and not t.is_stop and t.pos not in ("PUNCT", "NUM")]
+    words += [t.lower for t in reading.tokens[lo:hi] if t.i not in idx and t.lower in MEASURES]
+    return words + [m for w in words for m in MEASURES.get(w, ())]
+
+
+#: what a comparative / superlative word measures (English): the property words it stands for ("older" → age)
+MEASURES: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("old", "older", "oldest", "young", "younger", "youngest"), ("age", "year", "birth")),
+    **dict.fromkeys(("tall", "taller", "tallest", "short", "shorter", "shortest", "high", "higher", "highest"),
+                    ("height",)),
+    **dict.fromkeys(("heavy", "heavier", "heaviest", "light", "lighter", "lightest", "weigh"), ("weight",)),
+    **dict.fromkeys(("long", "longer", "longest", "last", "lasting"), ("length", "duration", "time")),
+    **dict.fromkeys(("big", "bigger", "biggest", "large", "larger", "largest", "small", "smaller", "smallest"),
+                    ("size", "area", "capacity", "population")),
+    **dict.fromkeys(("cheap", "cheaper", "cheapest", "expensive", "cost", "costly", "pay", "paid"),
+                    ("price", "cost", "amount", "fee")),
+    **dict.fromkeys(("rich", "richer", "richest", "earn", "earning"), ("money", "earnings", "income", "wealth")),
+    **dict.fromkeys(("early", "earlier", "earliest", "late", "later", "latest", "recent", "recently", "new",
+                     "newer", "newest"), ("date", "year", "time")),
+    **dict.fromkeys(("many", "most", "few", "fewer", "fewest"), ("number", "count")),
+    **dict.fromkeys(("people", "live", "inhabitant", "populous"), ("population",)),
+}
 
 
 def _spans(reading: Reading) -> list[tuple[int, int, str, int, bool]]:

@@ -32,11 +32,14 @@ removed ("E-mails" -> "email"); it does not join derivations ("published" -> "pu
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
+import sys
 import threading
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -156,6 +159,22 @@ _NLP_NAME = ""
 _KEEP_WHOLE = frozenset({"id", "Id", "wed", "Wed"})
 
 
+@contextlib.contextmanager
+def _without_torch() -> Iterator[None]:
+    """spaCy's thinc imports torch when it can (2 s and 300 MB a cold process: ``kgrag ask`` on a network would pay
+    it); the small English pipeline runs without it, so torch is hidden while spaCy loads — unless it is already
+    imported, and only for that import (a later ``import torch`` gets it)."""
+    if "torch" in sys.modules:
+        yield
+        return
+    sys.modules["torch"] = None  # type: ignore[assignment]  # makes "import torch" raise ImportError
+    try:
+        yield
+    finally:
+        if sys.modules.get("torch", 0) is None:
+            del sys.modules["torch"]
+
+
 def _load_spacy() -> Any:
     """The spaCy pipeline (without NER), loaded once per process; None when spaCy or the model is missing."""
     global _NLP, _NLP_FAILED, _NLP_NAME
@@ -166,8 +185,9 @@ def _load_spacy() -> Any:
             try:
                 import importlib
 
-                model = importlib.import_module(MODEL_MODULE)
-                nlp = model.load(exclude=["ner"])
+                with _without_torch():
+                    model = importlib.import_module(MODEL_MODULE)
+                    nlp = model.load(exclude=["ner"])
                 # the English tokenizer splits "id" as "I'd" and "wed" as "we'd": keep the words whole
                 nlp.tokenizer.rules = {k: v for k, v in nlp.tokenizer.rules.items() if k not in _KEEP_WHOLE}
                 _NLP_NAME = f"spacy:en_core_web_sm {nlp.meta.get('version', '')}".strip()

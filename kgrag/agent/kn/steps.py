@@ -44,7 +44,7 @@ from kgrag.agent.kn.linking import (
 from kgrag.agent.kn.llm_planner import llm_plan, tool_messages
 from kgrag.agent.kn.needs import NetworkRun
 from kgrag.agent.kn.planner import label_types, next_call, parse_label, path_steps, topic_type
-from kgrag.agent.kn.table_plans import table_answer, table_plan_step
+from kgrag.agent.kn.table_plans import UNFILTERED_FLOOR, names_an_instance, table_answer, table_plan_step
 from kgrag.agent.kn.tools import run_tool
 from kgrag.agent.turn.confidence import settle
 from kgrag.agent.turn.messages import answer_message, question_from, question_update
@@ -265,20 +265,34 @@ def _llm_query_graph(state: AgentState, run: NetworkRun) -> tuple[Update, str] |
     return update, f"query graph (LLM): {proposed.describe()}"
 
 
+def _conditions(graph: dict[str, Any] | None) -> int:
+    """How many conditions of the question a query graph applies: its topics and literal constraint."""
+    if not graph:
+        return 0
+    return len(graph.get("topics") or []) + (graph.get("literal_constraint") is not None)
+
+
 def _rules_plan(state: AgentState, run: NetworkRun) -> tuple[Update, str]:
     kn_id = state["kn_id"]
     unused: list[str] = []
     if state.get("table_plan"):
         return {"pending": [], "done": True}, "query plan executed"
-    table = table_plan_step(state, run)
-    if table is not None:
-        return table
-    if run.settings.query_graphs:
-        graph = _query_graph_plan(state, run)
-        if graph is not None:
-            return graph
-        if not state.get("tool_calls"):  # a cue no property can take is said in the one-relation answer
-            unused = unapplicable_cues(state["question"], run.resources.network(kn_id), _linked(state))
+    # a question that names no stored instance: the plan over rows when sure, else the query graphs, else the
+    # unsure plan (withheld); a named instance keeps the topic's planners (its thread, its relation's reading)
+    named = names_an_instance(state) or _history_topic(state) is not None
+    table = table_plan_step(state, run) if not named else None
+    if table is not None and table[2]:
+        return table[0], table[1]
+    graph = _query_graph_plan(state, run) if run.settings.query_graphs else None
+    if table is not None and (_conditions(graph[0].get("query_graph") if graph else None) <
+                              len((table[0]["table_plan"].get("plan") or {}).get("filters") or ())
+                              or (graph is None and float(table[0]["confidence"]) >= UNFILTERED_FLOOR)):
+        return table[0], table[1]  # the unsure plan over rows applies conditions the query graph leaves out
+    if graph is not None:
+        return graph
+    if run.settings.query_graphs and not state.get("tool_calls"):
+        # a cue no property can take is said in the one-relation answer
+        unused = unapplicable_cues(state["question"], run.resources.network(kn_id), _linked(state))
     if any(c.get("result") and ans.evidence_from(c) for c in state.get("tool_calls", [])):
         return {"pending": [], "done": True}, "answered: no further call"
     network = run.resources.network(kn_id)
