@@ -2,7 +2,8 @@
 Spider's databases as networks (``<data_dir>/spider_train``), split by database (seeded), a gradient-boosted scorer
 of (question, candidate plan), its confidence calibrated on the validation databases.
 
-Saves ``<work_dir>/checkpoints/planner/<fingerprint>/`` (``planner.joblib``, ``meta.json``, the rules' calibrator)
+Saves ``<work_dir>/checkpoints/planner/<fingerprint>/`` (``forest.npz``, ``planner.joblib``, ``meta.json``, the
+rules' calibrator)
 and points ``checkpoints/planner/current`` at it (the agent's :func:`kgrag.reading.scorer.load_scorer` reads it
 there, before the model shipped in the package); publishes the validation figures, the calibration and the
 risk–coverage table as a markdown artifact. The held-out databases are scored only with ``held_out=True``.

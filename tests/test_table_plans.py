@@ -122,10 +122,15 @@ def test_training_by_database_is_deterministic(tmp_path: Path) -> None:
     one = train_planner(root, tmp_path / "a", seed=5, max_iter=20)
     two = train_planner(root, tmp_path / "b", seed=5, max_iter=20)
     assert one["fingerprint"] == two["fingerprint"] and one["split"] == two["split"]
-    assert (tmp_path / "a" / "planner.joblib").is_file() and (tmp_path / "a" / "rules_calibrator.joblib").is_file()
+    assert (tmp_path / "a" / "forest.npz").is_file() and (tmp_path / "a" / "rules_calibrator.json").is_file()
     a, b = LearnedScorer.load(tmp_path / "a"), LearnedScorer.load(tmp_path / "b")
     rows = examples_of(dbs[:1])[0].rows
     assert np.allclose(a.score(rows), b.score(rows))
+    # the numpy trees the agent loads score as scikit-learn's model does
+    import joblib
+
+    fitted = LearnedScorer(joblib.load(tmp_path / "a" / "planner.joblib")["model"], a.calibrator, a.meta)
+    assert np.allclose(a.score(rows), fitted.score(rows), atol=1e-12)
     assert json.loads((tmp_path / "a" / "meta.json").read_text())["figures"]["validation"]["n"] > 0
     assert RulesScorer().score(rows).shape == (len(rows),)
 

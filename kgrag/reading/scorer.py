@@ -7,13 +7,14 @@ the fallback when no model is trained.
     scorer.confidence(top=0.9, margin=0.5, coverage=1.0, unexplained=0)   # calibrated: P(right)
 
 Contract: :class:`LearnedScorer` holds a scikit-learn ``HistGradientBoostingClassifier`` over
-:data:`~kgrag.reading.features.FEATURES` and a logistic calibrator of the best answer's (probability, margin over
-the best *different* answer, coverage of the question's words, words left unexplained), fitted on databases the
-model never saw; its file is ``planner.joblib`` with ``meta.json`` (seed, split, figures, feature list,
-fingerprint) beside it. :func:`load_scorer` looks in ``$KGRAG_PLANNER_MODEL`` (a folder), then
-``<work>/checkpoints/planner/current``, then the model shipped in the package (``kgrag/reading/model/``) —
-skipping, with one warning, a model trained on other features — and falls back to :class:`RulesScorer` — whose confidence is calibrated too when the shipped folder has a
-``rules_calibrator``.
+:data:`~kgrag.reading.features.FEATURES` (its trees saved as numpy arrays, ``forest.npz``, and loaded without
+scikit-learn: :mod:`kgrag.reading.forest`) and a logistic calibrator (:class:`Logistic`, its numbers in
+``meta.json``) of the best answer's (probability, margin over the best *different* answer, coverage of the
+question's words, words left unexplained), fitted on picks made on databases the model never saw; ``meta.json``
+also holds the seed, the split, the figures, the feature list and the fingerprint. :func:`load_scorer` looks in
+``$KGRAG_PLANNER_MODEL`` (a folder), then ``<work>/checkpoints/planner/current``, then the model shipped in the
+package (``kgrag/reading/model/``) — skipping, with one warning, a model trained on other features — and falls back
+to :class:`RulesScorer`, whose confidence is calibrated too when the shipped folder has ``rules_calibrator.json``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from kgrag.reading.features import FEATURES, as_matrix
+from kgrag.reading.forest import Forest
 
 __all__ = ["LearnedScorer", "PlanScorer", "RulesScorer", "SHIPPED", "load_scorer", "model_folders"]
 
@@ -37,6 +39,7 @@ log = logging.getLogger(__name__)
 
 SHIPPED = Path(__file__).resolve().parent / "model"
 MODEL_FILE = "planner.joblib"
+FOREST_FILE = "forest.npz"
 META_FILE = "meta.json"
 
 #: the rules' weights (hand-set, read on the spider train databases' misses; the fallback's ranking)
@@ -70,14 +73,32 @@ class PlanScorer(Protocol):
     def confidence(self, top: float, margin: float, coverage: float, unexplained: float) -> float: ...
 
 
+class Logistic:
+    """A fitted logistic calibrator as numbers: ``P = 1 / (1 + exp(-(x · coef + intercept)))``."""
+
+    def __init__(self, coef: Sequence[float], intercept: float) -> None:
+        self.coef = np.asarray(coef, dtype=float)
+        self.intercept = float(intercept)
+
+    @classmethod
+    def of(cls, fitted: Any) -> Logistic | None:
+        """From a fitted scikit-learn ``LogisticRegression`` (None stays None)."""
+        return None if fitted is None else cls(np.ravel(fitted.coef_).tolist(), float(np.ravel(fitted.intercept_)[0]))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"coef": self.coef.tolist(), "intercept": self.intercept}
+
+    def __call__(self, x: Sequence[float]) -> float:
+        return float(1.0 / (1.0 + math.exp(-(float(np.dot(self.coef, np.asarray(x, dtype=float))) + self.intercept))))
+
+
 class _Calibrated:
-    calibrator: Any = None
+    calibrator: Logistic | None = None
 
     def confidence(self, top: float, margin: float, coverage: float, unexplained: float) -> float:
         if self.calibrator is None:
             return float(max(0.0, min(1.0, top * (0.5 + 0.5 * margin) * coverage)))
-        x = np.array([[top, margin, coverage, unexplained]], dtype=float)
-        return float(self.calibrator.predict_proba(x)[0, 1])
+        return self.calibrator([top, margin, coverage, unexplained])
 
 
 class RulesScorer(_Calibrated):
@@ -85,7 +106,7 @@ class RulesScorer(_Calibrated):
 
     name = "rules"
 
-    def __init__(self, calibrator: Any = None) -> None:
+    def __init__(self, calibrator: Logistic | None = None) -> None:
         self.calibrator = calibrator
 
     def score(self, rows: Sequence[dict[str, float]]) -> np.ndarray:
@@ -94,9 +115,10 @@ class RulesScorer(_Calibrated):
 
 
 class LearnedScorer(_Calibrated):
-    """The trained classifier (see the module docstring)."""
+    """The trained classifier (see the module docstring): scikit-learn's model while training, its trees as numpy
+    arrays (:class:`~kgrag.reading.forest.Forest`) once loaded — the agent never imports scikit-learn."""
 
-    def __init__(self, model: Any, calibrator: Any, meta: dict[str, Any]) -> None:
+    def __init__(self, model: Any, calibrator: Logistic | None, meta: dict[str, Any]) -> None:
         self.model = model
         self.calibrator = calibrator
         self.meta = meta
@@ -105,30 +127,38 @@ class LearnedScorer(_Calibrated):
     def score(self, rows: Sequence[dict[str, float]]) -> np.ndarray:
         if not rows:
             return np.zeros(0)
+        x = np.array(as_matrix(rows), dtype=float)
+        if isinstance(self.model, Forest):
+            return self.model.proba(x)
         from threadpoolctl import threadpool_limits
 
         # one thread: a question's few hundred rows are scored faster than OpenMP's threads start, and two
         # processes' spinning OpenMP teams on two cores slowed scoring tenfold (measured)
         with threadpool_limits(1):
-            return self.model.predict_proba(np.array(as_matrix(rows), dtype=float))[:, 1]
+            return self.model.predict_proba(x)[:, 1]
 
     def save(self, folder: Path) -> None:
+        """``forest.npz`` (the trees) and ``meta.json`` (with the feature list and the calibrator), plus the
+        scikit-learn model as ``planner.joblib`` for whoever wants to inspect or extend it."""
         import joblib
 
         folder.mkdir(parents=True, exist_ok=True)
-        joblib.dump({"model": self.model, "calibrator": self.calibrator, "features": list(FEATURES)},
-                    folder / MODEL_FILE)
-        (folder / META_FILE).write_text(json.dumps(self.meta, indent=1), encoding="utf-8")
+        forest = self.model if isinstance(self.model, Forest) else Forest.from_model(self.model)
+        forest.save(folder / FOREST_FILE)
+        if not isinstance(self.model, Forest):
+            joblib.dump({"model": self.model, "features": list(FEATURES)}, folder / MODEL_FILE)
+        meta = {**self.meta, "features": list(FEATURES),
+                "calibrator": self.calibrator.to_dict() if self.calibrator is not None else None}
+        (folder / META_FILE).write_text(json.dumps(meta, indent=1), encoding="utf-8")
 
     @classmethod
     def load(cls, folder: Path) -> LearnedScorer:
-        import joblib
-
-        blob = joblib.load(folder / MODEL_FILE)
-        if list(blob["features"]) != list(FEATURES):
+        meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+        if list(meta.get("features") or []) != list(FEATURES):
             raise ValueError(f"{folder}: the model was trained on other features; retrain (kgrag train-planner)")
-        meta = json.loads((folder / META_FILE).read_text(encoding="utf-8")) if (folder / META_FILE).is_file() else {}
-        return cls(blob["model"], blob["calibrator"], meta)
+        calibrator = meta.get("calibrator")
+        return cls(Forest.load(folder / FOREST_FILE),
+                   Logistic(calibrator["coef"], calibrator["intercept"]) if calibrator else None, meta)
 
 
 def model_folders() -> list[Path]:
@@ -157,7 +187,7 @@ def load_scorer(rules_only: bool = False) -> PlanScorer:
     if rules_only or os.environ.get("KGRAG_PLANNER", "").lower() == "rules":
         return _rules()
     for folder in model_folders():
-        path = folder / MODEL_FILE
+        path = folder / FOREST_FILE
         if not path.is_file():
             continue
         stamp = path.stat().st_mtime
@@ -178,11 +208,10 @@ def load_scorer(rules_only: bool = False) -> PlanScorer:
 
 
 def _rules() -> RulesScorer:
-    path = SHIPPED / "rules_calibrator.joblib"
+    path = SHIPPED / "rules_calibrator.json"
     if path.is_file():
-        import joblib
-
-        return RulesScorer(joblib.load(path))
+        fitted = json.loads(path.read_text(encoding="utf-8"))
+        return RulesScorer(Logistic(fitted["coef"], fitted["intercept"]))
     return RulesScorer()
 
 

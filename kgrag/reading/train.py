@@ -33,7 +33,7 @@ from kgrag.reading.corpus import Database, answers_f1, answers_match, read_corpu
 from kgrag.reading.execute import run_plan
 from kgrag.reading.features import FEATURES, as_matrix, plan_features
 from kgrag.reading.reader import read_question
-from kgrag.reading.scorer import LearnedScorer, PlanScorer, RulesScorer
+from kgrag.reading.scorer import LearnedScorer, Logistic, PlanScorer, RulesScorer
 
 __all__ = ["Example", "calibration_table", "evaluate_scorer", "examples_of", "train_planner"]
 
@@ -158,14 +158,14 @@ def threshold_for(confidences: Sequence[float], correct: Sequence[float], target
     return 0.95
 
 
-def _fit_calibrator(inputs: Sequence[Sequence[float]], correct: Sequence[float], seed: int) -> Any:
+def _fit_calibrator(inputs: Sequence[Sequence[float]], correct: Sequence[float], seed: int) -> Logistic | None:
     from sklearn.linear_model import LogisticRegression
 
     x = np.asarray(inputs, dtype=float)
     y = np.asarray(correct, dtype=int)
     if len(set(y.tolist())) < 2:
         return None
-    return LogisticRegression(C=1.0, random_state=seed, max_iter=1000).fit(x, y)
+    return Logistic.of(LogisticRegression(C=1.0, random_state=seed, max_iter=1000).fit(x, y))
 
 
 def _fit(examples: Sequence[Example], seed: int, max_iter: int) -> Any:
@@ -192,10 +192,8 @@ def _fit(examples: Sequence[Example], seed: int, max_iter: int) -> Any:
 def train_planner(root: Path, out: Path, seed: int = 13, max_iter: int = 600,
                   progress: Callable[[str, int, int], None] | None = None,
                   held_out: bool = True) -> dict[str, Any]:
-    """Train, calibrate, save to ``out`` (``planner.joblib``, ``meta.json``, ``rules_calibrator.joblib``) and return
-    the meta (see the module docstring)."""
-    import joblib
-
+    """Train, calibrate, save to ``out`` (``forest.npz``, ``planner.joblib``, ``meta.json``,
+    ``rules_calibrator.json``) and return the meta (see the module docstring)."""
     started = time.time()
     dbs = read_corpus(root)
     train, val, held = split_by_database(dbs, seed)
@@ -259,7 +257,8 @@ def train_planner(root: Path, out: Path, seed: int = 13, max_iter: int = 600,
             "seconds": round(time.time() - started, 1)}
     learned.meta = meta
     learned.save(out)
-    joblib.dump(rules.calibrator, out / "rules_calibrator.joblib")
+    (out / "rules_calibrator.json").write_text(
+        json.dumps(rules.calibrator.to_dict() if rules.calibrator is not None else None), encoding="utf-8")
     return meta
 
 

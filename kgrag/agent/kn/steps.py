@@ -44,7 +44,12 @@ from kgrag.agent.kn.linking import (
 from kgrag.agent.kn.llm_planner import llm_plan, tool_messages
 from kgrag.agent.kn.needs import NetworkRun
 from kgrag.agent.kn.planner import label_types, next_call, parse_label, path_steps, topic_type
-from kgrag.agent.kn.table_plans import UNFILTERED_FLOOR, names_an_instance, table_answer, table_plan_step
+from kgrag.agent.kn.table_plans import (
+    UNFILTERED_FLOOR,
+    names_an_instance,
+    table_answer,
+    table_plan_step,
+)
 from kgrag.agent.kn.tools import run_tool
 from kgrag.agent.turn.confidence import settle
 from kgrag.agent.turn.messages import answer_message, question_from, question_update

@@ -39,7 +39,8 @@ from kgrag.reading.answer import answer_on_view
 from kgrag.reading.scorer import load_scorer
 from kgrag.reading.tables import answer_text, view_for
 
-__all__ = ["FLOOR", "TAKEOVER", "UNFILTERED_FLOOR", "calibrated_threshold", "names_an_instance", "table_answer", "table_plan_step"]
+__all__ = ["FLOOR", "TAKEOVER", "UNFILTERED_FLOOR", "calibrated_threshold", "names_an_instance", "table_answer",
+           "table_plan_step"]
 
 #: the least confidence of a sure query plan (the calibrated threshold when that is higher)
 TAKEOVER = 0.5
