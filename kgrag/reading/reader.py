@@ -443,20 +443,7 @@ def _read_spacy(text: str, nlp: Any) -> Reading:
         chunks = ()
     wh, wh_i = _wh(tokens)
     head = _wh_head_spacy(tokens, chunks, wh, wh_i)
-    sups, cmps = _degrees(tokens)
-    return Reading(
-        text,
-        "en",
-        _NLP_NAME,
-        tokens,
-        chunks,
-        tuple(find_quantities(text)),
-        wh,
-        head,
-        sups,
-        cmps,
-        _quoted(text),
-    )
+    return _english(text, _NLP_NAME, tokens, chunks, wh, head)
 
 
 def _skip_polite(tokens: tuple[Token, ...], i: int = 0) -> int:
@@ -787,20 +774,15 @@ def _read_regex(text: str) -> Reading:
     chunks = _regex_chunks(tokens)
     wh, wi = _wh(tokens)
     head = _wh_head_regex(tokens, wh, wi)
+    return _english(text, PARSER_REGEX, tokens, chunks, wh, head)
+
+
+def _english(text: str, parser: str, tokens: tuple[Token, ...], chunks: tuple[tuple[int, int], ...], wh: str,
+             head: str) -> Reading:
+    """The English reading: the parts every English reader shares (numbers, degrees, quoted parts)."""
     sups, cmps = _degrees(tokens)
-    return Reading(
-        text,
-        "en",
-        PARSER_REGEX,
-        tokens,
-        chunks,
-        tuple(find_quantities(text)),
-        wh,
-        head,
-        sups,
-        cmps,
-        _quoted(text),
-    )
+    return Reading(text, "en", parser, tokens, chunks, tuple(find_quantities(text)), wh, head, sups, cmps,
+                   _quoted(text))
 
 
 def _content(t: Token) -> bool:
