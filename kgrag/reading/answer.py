@@ -21,7 +21,7 @@ import numpy as np
 from kgrag.reading.candidates import plan_candidates
 from kgrag.reading.execute import PlanResult, run_plan
 from kgrag.reading.features import _words_of, plan_features
-from kgrag.reading.linking import similar
+from kgrag.reading.linking import element_words, similar
 from kgrag.reading.reader import read_question
 from kgrag.reading.scorer import PlanScorer, load_scorer
 from kgrag.reading.table_plan import TablePlan
@@ -99,10 +99,15 @@ def answer_on_view(question: str, view: TableView, scorer: PlanScorer | None = N
 
 def _unlinked(reading: Any, plan: TablePlan, view: TableView, used: Any) -> list[str]:
     words = _words_of(plan, view)
+    for rid, _ in plan.path:  # the relations walked: "wrote", "published by" are linked words too
+        rt = next((r for r in view.network.relation_types if r.id == rid), None)
+        words += list(element_words(rid)) + (list(element_words(rt.name)) if rt is not None and rt.name else [])
     spans = [a.span for a in used]
     out = []
     for t in reading.tokens:
         if t.is_stop or t.pos in ("PUNCT", "NUM", "SYM", "AUX", "DET", "ADP", "PRON", "CCONJ", "PART"):
+            continue
+        if t.i == 0 and t.pos == "VERB":  # the imperative that asks ("Find …", "List …")
             continue
         if any(s <= t.start < e for s, e in spans) or any(similar(t.lemma.lower(), w) for w in words):
             continue
