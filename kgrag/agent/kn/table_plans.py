@@ -7,7 +7,8 @@ the words it did not link and a calibrated confidence.
     text, values, evidence, threshold = table_answer(state)
 
 Contract: :func:`table_plan_step` plans only a turn's first call, only for a question with no CJK character (the
-Chinese path keeps its planners), only when ``AgentSettings.table_plans``, and says whether the plan is **sure**
+Chinese path keeps its planners), only on a network of at most :data:`MAX_ROWS` instances (its rows are read into
+memory once per version), only when ``AgentSettings.table_plans``, and says whether the plan is **sure**
 (its confidence at least the calibrated threshold and :data:`TAKEOVER`). The network agent
 (:func:`kgrag.agent.kn.steps.plan`) plans over rows only a question that names no stored instance (no exact or
 other-name storage form, no topic from the thread): a sure plan answers; else the query graph of
@@ -39,9 +40,11 @@ from kgrag.reading.answer import answer_on_view
 from kgrag.reading.scorer import load_scorer
 from kgrag.reading.tables import answer_text, view_for
 
-__all__ = ["FLOOR", "TAKEOVER", "UNFILTERED_FLOOR", "calibrated_threshold", "names_an_instance", "table_answer",
+__all__ = ["FLOOR", "MAX_ROWS", "TAKEOVER", "UNFILTERED_FLOOR", "calibrated_threshold", "names_an_instance", "table_answer",
            "table_plan_step"]
 
+#: the most instances a network may have for its rows to be read into memory and planned over (per version)
+MAX_ROWS = 300_000
 #: the least confidence of a sure query plan (the calibrated threshold when that is higher)
 TAKEOVER = 0.5
 #: the least confidence at which a query plan answers a question that names no stored instance (the other planners
@@ -68,6 +71,8 @@ def table_plan_step(state: AgentState, run: NetworkRun) -> tuple[Update, str, bo
     question = state.get("question", "")
     if not question or _CJK.search(question):
         return None
+    if run.resources.store.count_instances(state["kn_id"]) > MAX_ROWS:
+        return None  # the rows are read into memory per version: a bigger network keeps the other planners
     view = view_for(run.resources.store, state["kn_id"])
     found = answer_on_view(question, view)
     if found is None or found.confidence < FLOOR:
