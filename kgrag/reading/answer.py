@@ -20,7 +20,7 @@ import numpy as np
 
 from kgrag.reading.candidates import plan_candidates
 from kgrag.reading.execute import PlanResult, run_plan
-from kgrag.reading.features import _words_of, plan_features
+from kgrag.reading.features import plan_features, plan_words
 from kgrag.reading.linking import element_words, similar
 from kgrag.reading.reader import read_question
 from kgrag.reading.scorer import PlanScorer, load_scorer
@@ -98,7 +98,7 @@ def answer_on_view(question: str, view: TableView, scorer: PlanScorer | None = N
 
 
 def _unlinked(reading: Any, plan: TablePlan, view: TableView, used: Any) -> list[str]:
-    words = _words_of(plan, view)
+    words = plan_words(plan, view)
     for rid, _ in plan.path:  # the relations walked: "wrote", "published by" are linked words too
         rt = next((r for r in view.network.relation_types if r.id == rid), None)
         words += list(element_words(rid)) + (list(element_words(rt.name)) if rt is not None and rt.name else [])

@@ -196,10 +196,7 @@ def _or_atoms(reading: Reading, atoms: Sequence[Atom]) -> list[Atom]:
 
 def _paths(view: TableView, start: str, end: str) -> list[tuple[tuple[str, str], ...]]:
     """The shortest relation paths (1–2 hops, either direction) from ``start`` to ``end``."""
-    steps: dict[str, list[tuple[str, str, str]]] = {}
-    for rt in view.network.relation_types:
-        steps.setdefault(rt.source_object_type_id, []).append((rt.id, "out", rt.target_object_type_id))
-        steps.setdefault(rt.target_object_type_id, []).append((rt.id, "in", rt.source_object_type_id))
+    steps = view.steps
     one = [((rid, d),) for rid, d, far in steps.get(start, []) if far == end]
     if one:
         return one

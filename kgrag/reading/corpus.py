@@ -14,7 +14,6 @@ case- and space-insensitively.
 from __future__ import annotations
 
 import json
-import math
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kgrag.network.loaders.declarative import load_declarative
-from kgrag.reading.tables import TableView
+from kgrag.reading.tables import TableView, number_text
 
 __all__ = ["Database", "answer_key", "answers_f1", "answers_match", "read_corpus", "split_by_database"]
 
@@ -73,14 +72,8 @@ def split_by_database(dbs: Sequence[Database], seed: int = 13) -> tuple[list[Dat
 
 
 def answer_key(value: Any) -> str:
-    text = " ".join(str(value).split()).lower()
-    try:
-        number = float(text)
-    except ValueError:
-        return text
-    if math.isnan(number):
-        return text
-    return str(int(number)) if number.is_integer() and abs(number) < 1e16 else repr(round(number, 6))
+    """An answer as a set member: space-collapsed, lower-cased, a number written one way (6 decimals at most)."""
+    return number_text(" ".join(str(value).split()).lower(), digits=6)
 
 
 def answers_f1(predicted: Iterable[Any], gold: Iterable[Any]) -> float:

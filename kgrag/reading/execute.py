@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from kgrag.reading.table_plan import Filter, TablePlan
-from kgrag.reading.tables import TableView, TypeTable, answer_text
+from kgrag.reading.tables import YEAR, TableView, TypeTable, answer_text
 
 __all__ = ["PlanResult", "filter_mask", "run_plan"]
 
@@ -43,7 +43,7 @@ def _date_bound(table: TypeTable, prop: str, number: float) -> float:
     """A year bound on a date-like text property, as the sortable number of that year's first instant."""
     if table.is_numeric(prop) or not (1000 <= number <= 2200 and float(number).is_integer()):
         return number
-    return float(int(number) * 10_000_000_000)
+    return float(int(number) * YEAR)
 
 
 def filter_mask(table: TypeTable, f: Filter) -> np.ndarray:
@@ -55,11 +55,11 @@ def filter_mask(table: TypeTable, f: Filter) -> np.ndarray:
             if f.op == "between":
                 high = _date_bound(table, f.property, f.number2 if f.number2 is not None else f.number)
                 if not table.is_numeric(f.property) and high == low:
-                    high = low + 10_000_000_000
+                    high = low + YEAR
                 return (col >= min(low, high)) & (col <= max(low, high))
             if f.op == "=":
                 if not table.is_numeric(f.property) and low != f.number:
-                    return (col >= low) & (col < low + 10_000_000_000)
+                    return (col >= low) & (col < low + YEAR)
                 return col == low
             return {"<": col < low, "<=": col <= low, ">": col > low, ">=": col >= low}.get(
                 f.op, np.zeros(len(table), dtype=bool))
@@ -82,11 +82,15 @@ def _problem(plan: TablePlan, view: TableView) -> str:
     for rid, _ in plan.path:
         if rid not in view.links:
             return f"unknown relation type {rid!r}"
+    def table_of(on: str) -> str:
+        return plan.start_type if on == "start" else plan.answer_type
+
     for f in plan.filters:
-        table = view.types[plan.start_type if f.on == "start" else plan.answer_type] \
-            if (f.on == "answer" or plan.start_type) else None
-        if table is None or f.property not in table.properties:
+        if not table_of(f.on) or f.property not in view.types[table_of(f.on)].properties:
             return f"no property {f.property!r} to filter on"
+    order = plan.order
+    if order is not None and (not table_of(order.on) or order.property not in view.types[table_of(order.on)].properties):
+        return f"no property {order.property!r} to order by"
     if plan.project and plan.project not in view.types[plan.answer_type].properties:
         return f"no property {plan.project!r} on {plan.answer_type}"
     return ""

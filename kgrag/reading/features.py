@@ -19,9 +19,9 @@ from kgrag.reading.candidates import Candidates, count_cue, head_words, phrase_f
 from kgrag.reading.execute import PlanResult
 from kgrag.reading.linking import element_words, similar, words_near
 from kgrag.reading.table_plan import TablePlan
-from kgrag.reading.tables import TableView, TypeTable
+from kgrag.reading.tables import TableView
 
-__all__ = ["FEATURES", "plan_features"]
+__all__ = ["FEATURES", "as_matrix", "plan_features", "plan_words"]
 
 _WH = ("how many", "what", "which", "who", "where", "when", "list", "find", "show", "give", "name", "how much",
        "how old", "")
@@ -43,7 +43,7 @@ FEATURES: tuple[str, ...] = (
 ) + tuple(f"wh_{w.replace(' ', '_') or 'none'}" for w in _WH)
 
 
-def _words_of(plan: TablePlan, view: TableView) -> list[str]:
+def plan_words(plan: TablePlan, view: TableView) -> list[str]:
     """Every schema word the plan uses (types, projection, filtered and ordered properties)."""
     words: list[str] = []
     for type_id in (plan.answer_type, plan.start_type):
@@ -104,7 +104,7 @@ def plan_features(found: Candidates, results: Sequence[PlanResult], view: TableV
                          if plan.start_type else 0.0)
         f["proj_phrase"] = phrase_fit(element_words(project), phrase)
         f["proj_phrase_best"] = float(f["proj_phrase"] >= best_proj[plan.answer_type] and f["proj_phrase"] > 0)
-        f["proj_text_len"], f["proj_unique"] = _column_shape(table, project)
+        f["proj_text_len"], f["proj_unique"] = table.shape(project)
         f["head_plural"] = head_plural
         f["plural_many"] = head_plural * float(len(result.answers) > 1)
         f["proj_id_like"] = float(any(w in ("id", "code", "number", "no") for w in element_words(project)))
@@ -169,7 +169,7 @@ def plan_features(found: Candidates, results: Sequence[PlanResult], view: TableV
         f["single_answer"] = float(n == 1)
         f["count_value_log"] = math.log1p(result.count or 0)
         f["answer_rows_frac"] = len(result.rows) / max(len(table), 1)
-        words = _words_of(plan, view)
+        words = plan_words(plan, view)
         covered = 0
         for t in content:
             lem = t.lemma.lower()
@@ -179,16 +179,6 @@ def plan_features(found: Candidates, results: Sequence[PlanResult], view: TableV
         f["unexplained"] = float(len(content) - covered)
         rows.append(f)
     return rows
-
-
-def _column_shape(table: TypeTable, prop: str) -> tuple[float, float]:
-    """(log mean length of the property's values, share of distinct values among the rows holding one)."""
-    if prop not in table.properties:
-        return 0.0, 0.0
-    present = [v for v in table.lower(prop) if v]
-    if not present:
-        return 0.0, 0.0
-    return math.log1p(sum(map(len, present)) / len(present)), len(set(present)) / len(present)
 
 
 def _cross(a: tuple[int, int], b: tuple[int, int]) -> bool:

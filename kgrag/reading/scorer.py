@@ -56,9 +56,9 @@ def _rules_logit(rows: Sequence[dict[str, float]]) -> np.ndarray:
     out = []
     for r in rows:
         z = sum(w * r.get(k, 0.0) for k, w in RULE_WEIGHTS.items())
-        # a count plan only when the question counts; an order only when it says a superlative
-        z += (2.0 if r.get("op_count") or r.get("op_count_distinct") else -2.0) * (r.get("count_cue", 0) - 0.5) * 2 \
-            if (r.get("op_count") or r.get("op_count_distinct") or r.get("count_cue")) else 0.0
+        # a count plan when (and only when) the question counts; an order only when it says a superlative
+        counts, asked = bool(r.get("op_count") or r.get("op_count_distinct")), bool(r.get("count_cue"))
+        z += 2.0 if counts and asked else -2.0 if counts != asked else 0.0
         if (r.get("order") or r.get("op_maxmin")) and not r.get("extreme_cue"):
             z -= 2.0
         out.append(z)
@@ -213,7 +213,3 @@ def _rules() -> RulesScorer:
         fitted = json.loads(path.read_text(encoding="utf-8"))
         return RulesScorer(Logistic(fitted["coef"], fitted["intercept"]))
     return RulesScorer()
-
-
-def sigmoid(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-x))

@@ -19,13 +19,17 @@ import re
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from kgrag.network.schema.model import Instance, KnowledgeNetwork, Link, ObjectType
 
-__all__ = ["TableView", "TypeTable", "answer_text", "is_number_type", "sortable", "view_for"]
+__all__ = ["YEAR", "TableView", "TypeTable", "answer_text", "is_number_type", "number_text", "sortable", "view_for"]
+
+#: the span of one year in :func:`sortable`'s ``YYYYMMDDhhmmss`` numbers (a year ``y`` starts at ``y * YEAR``)
+YEAR = 10_000_000_000
 
 _NUMBER_TYPES = frozenset({"integer", "int", "long", "short", "float", "double", "decimal", "number", "numeric"})
 _DATE_TYPES = frozenset({"date", "datetime", "timestamp", "year", "gyear", "date-time"})
@@ -41,9 +45,26 @@ def answer_text(value: Any) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, int | float) and not (isinstance(value, float) and math.isnan(value)):
-        number = float(value)
-        return str(int(number)) if number.is_integer() and abs(number) < 1e16 else repr(number)
+        return _number_form(float(value))
     return _SPACES.sub(" ", str(value)).strip()
+
+
+def number_text(text: str, digits: int | None = None) -> str:
+    """``text`` written as :func:`answer_text` writes a number when it is one ("18.0" → "18"; ``digits``: a
+    fraction rounded to that many places), else unchanged — how answer sets compare numbers numerically."""
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    if not math.isfinite(number):
+        return text
+    if digits is not None and not number.is_integer():
+        return repr(round(number, digits))
+    return _number_form(number)
+
+
+def _number_form(number: float) -> str:
+    return str(int(number)) if number.is_integer() and abs(number) < 1e16 else repr(number)
 
 
 def _number(value: Any) -> float:
@@ -66,7 +87,7 @@ def sortable(value: Any) -> float:
     if digits is None:
         return math.nan
     parts = [int(p) if p else 0 for p in digits.groups()]
-    return (((parts[0] * 100 + parts[1]) * 100 + parts[2]) * 100 + parts[3]) * 10000 + parts[4] * 100 + parts[5]
+    return parts[0] * YEAR + ((parts[1] * 100 + parts[2]) * 100 + parts[3]) * 10000 + parts[4] * 100 + parts[5]
 
 
 @dataclass
@@ -79,6 +100,7 @@ class TypeTable:
     _numbers: dict[str, np.ndarray] = field(default_factory=dict)
     _lower: dict[str, list[str]] = field(default_factory=dict)
     _index: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    _shapes: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -108,6 +130,15 @@ class TypeTable:
         if name not in self._lower:
             self._lower[name] = ["" if v is None else answer_text(v).lower() for v in self.column(name)]
         return self._lower[name]
+
+    def shape(self, name: str) -> tuple[float, float]:
+        """(log mean length of the property's values, share of distinct values among the rows holding one);
+        (0, 0) for an unknown or empty property."""
+        if name not in self._shapes:
+            present = [v for v in self.lower(name) if v] if name in self.properties else []
+            self._shapes[name] = ((math.log1p(sum(map(len, present)) / len(present)),
+                                   len(set(present)) / len(present)) if present else (0.0, 0.0))
+        return self._shapes[name]
 
     def value_index(self, name: str) -> dict[str, list[int]]:
         """``{lower-cased value: rows}`` of property ``name``."""
@@ -199,9 +230,22 @@ class TableView:
             links = [(r.relation_type_id, r.source_id, r.target_id) for r in found]
         return cls.build(network, instances, links, version)
 
+    @cached_property
+    def ends(self) -> dict[str, tuple[str, str]]:
+        """relation id → (source type, target type)."""
+        return {rt.id: (rt.source_object_type_id, rt.target_object_type_id) for rt in self.network.relation_types}
+
+    @cached_property
+    def steps(self) -> dict[str, list[tuple[str, str, str]]]:
+        """type → the ``(relation, "out" | "in", type reached)`` steps that start there."""
+        out: dict[str, list[tuple[str, str, str]]] = {}
+        for rid, (source, target) in self.ends.items():
+            out.setdefault(source, []).append((rid, "out", target))
+            out.setdefault(target, []).append((rid, "in", source))
+        return out
+
     def relation_ends(self, relation: str) -> tuple[str, str]:
-        rt = next(r for r in self.network.relation_types if r.id == relation)
-        return rt.source_object_type_id, rt.target_object_type_id
+        return self.ends[relation]
 
     def walk(self, start_type: str, mask: np.ndarray, path: Sequence[tuple[str, str]]) -> tuple[str, np.ndarray]:
         """The rows reached from the ``mask`` rows of ``start_type`` along ``path`` (``(relation, "out"|"in")``

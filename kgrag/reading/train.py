@@ -222,7 +222,7 @@ def train_planner(root: Path, out: Path, seed: int = 13, max_iter: int = 600,
     pool_correct += val_learned["correct"]
     learned.calibrator = _fit_calibrator(pool_inputs, pool_correct, seed)
     val_learned = evaluate_scorer(ex_val, learned)
-    x = [0] * sum(min(len(ex.rows), MAX_TRAIN_CANDIDATES) for ex in ex_train)
+    candidates = sum(min(len(ex.rows), MAX_TRAIN_CANDIDATES) for ex in ex_train)
     rules = RulesScorer()
     val_rules = evaluate_scorer(ex_val, rules)
     rules.calibrator = _fit_calibrator(val_rules["inputs"], val_rules["correct"], seed)
@@ -247,12 +247,12 @@ def train_planner(root: Path, out: Path, seed: int = 13, max_iter: int = 600,
         figures["held_out_rules"] = _summary(held_rules) | {
             "calibration": calibration_table(held_rules["confidences"], held_rules["correct"])}
     out.mkdir(parents=True, exist_ok=True)
-    blob = json.dumps({"seed": seed, "x": len(x), "features": list(FEATURES), "max_iter": max_iter,
+    blob = json.dumps({"seed": seed, "x": candidates, "features": list(FEATURES), "max_iter": max_iter,
                        "train": [d.db_id for d in train]}, sort_keys=True).encode()
     meta = {"seed": seed, "max_iter": max_iter, "data": str(root), "n_databases": len(dbs),
             "split": {"train": [d.db_id for d in train], "validation": [d.db_id for d in val],
                       "held_out": [d.db_id for d in held]},
-            "questions": {"train": len(ex_train), "validation": len(ex_val)}, "candidates": len(x),
+            "questions": {"train": len(ex_train), "validation": len(ex_val)}, "candidates": candidates,
             "figures": figures, "fingerprint": hashlib.sha256(blob).hexdigest()[:16],
             "seconds": round(time.time() - started, 1)}
     learned.meta = meta

@@ -38,6 +38,7 @@ from kgrag.data.question_files import question_format, read_question_file
 from kgrag.graph.csr import CSRGraph
 from kgrag.hrag.online.file_eval import strip_brackets
 from kgrag.prep.resolve import EntityResolver
+from kgrag.reading.tables import number_text
 
 __all__ = ["EvalItem", "evaluate", "read_kg_questions", "read_metaqa", "read_questions", "set_scores", "top_answer"]
 
@@ -52,17 +53,7 @@ class EvalItem:
 
 def _norm(values: Iterable[Any]) -> set[str]:
     """Answer strings compared as gold sets want them: stripped, numbers numerically ("18.0" is "18")."""
-    return {_number_text(str(v).strip()) for v in values if str(v).strip()}
-
-
-def _number_text(text: str) -> str:
-    try:
-        number = float(text)
-    except ValueError:
-        return text
-    if number != number or number in (float("inf"), float("-inf")):
-        return text
-    return str(int(number)) if number.is_integer() and abs(number) < 1e16 else repr(number)
+    return {number_text(str(v).strip()) for v in values if str(v).strip()}
 
 
 def set_scores(predicted: Iterable[Any], gold: Iterable[Any]) -> tuple[float, float, float]:
