@@ -21,7 +21,7 @@ import numpy as np
 from kgrag.reading.candidates import plan_candidates
 from kgrag.reading.execute import PlanResult, run_plan
 from kgrag.reading.features import plan_features, plan_words
-from kgrag.reading.linking import element_words, similar
+from kgrag.reading.linking import element_words, explained
 from kgrag.reading.reader import read_question
 from kgrag.reading.scorer import PlanScorer, load_scorer
 from kgrag.reading.table_plan import TablePlan
@@ -109,7 +109,7 @@ def _unlinked(reading: Any, plan: TablePlan, view: TableView, used: Any) -> list
             continue
         if t.i == 0 and t.pos == "VERB":  # the imperative that asks ("Find …", "List …")
             continue
-        if any(s <= t.start < e for s, e in spans) or any(similar(t.lemma.lower(), w) for w in words):
+        if explained(t, spans, words):
             continue
         if reading.wh_head and t.lemma.lower() == reading.wh_head.lower() and plan.op in ("count",):
             continue

@@ -17,7 +17,7 @@ from typing import Any
 
 from kgrag.reading.candidates import Candidates, count_cue, head_words, phrase_fit, prop_fit, type_fit
 from kgrag.reading.execute import PlanResult
-from kgrag.reading.linking import element_words, similar, words_near
+from kgrag.reading.linking import element_words, explained, similar, words_near
 from kgrag.reading.table_plan import TablePlan
 from kgrag.reading.tables import TableView
 
@@ -170,11 +170,7 @@ def plan_features(found: Candidates, results: Sequence[PlanResult], view: TableV
         f["count_value_log"] = math.log1p(result.count or 0)
         f["answer_rows_frac"] = len(result.rows) / max(len(table), 1)
         words = plan_words(plan, view)
-        covered = 0
-        for t in content:
-            lem = t.lemma.lower()
-            if any(s <= t.start < e for s, e in spans) or any(similar(lem, w) for w in words):
-                covered += 1
+        covered = sum(explained(t, spans, words) for t in content)
         f["coverage"] = covered / max(len(content), 1)
         f["unexplained"] = float(len(content) - covered)
         rows.append(f)

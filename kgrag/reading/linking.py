@@ -20,10 +20,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from kgrag.reading.reader import Reading, lemma
+from kgrag.reading.reader import Reading, Token, lemma
 from kgrag.reading.tables import TableView
 
-__all__ = ["ValueLink", "element_words", "schema_fit", "similar", "value_links", "words_near"]
+__all__ = ["ValueLink", "element_words", "explained", "schema_fit", "similar", "value_links", "words_near"]
 
 #: longest n-gram (tokens) compared with stored values
 MAX_NGRAM = 6
@@ -86,6 +86,12 @@ def schema_fit(words: Sequence[str], reading: Reading, skip: Iterable[tuple[int,
         if any(similar(w, q) for q in lemmas):
             found += weight
     return found / total if total else 0.0
+
+
+def explained(token: Token, spans: Sequence[tuple[int, int]], words: Sequence[str]) -> bool:
+    """Whether a plan explains a question token: it lies in a span the plan uses (a value, a number) or its lemma is
+    one of the plan's schema words."""
+    return any(s <= token.start < e for s, e in spans) or any(similar(token.lemma.lower(), w) for w in words)
 
 
 def words_near(reading: Reading, start: int, end: int, window: int = 4) -> list[str]:
