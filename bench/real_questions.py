@@ -1,7 +1,7 @@
 """Real human questions over databases the plan scorer never trained on: the rules against the learned scorer, in
 the same run, on Spider's databases as networks — and, optionally, the same questions through the served agent.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python -m bench.real_questions [--held-out] [--agent N] [--limit-dbs N]
+    HF_HUB_OFFLINE=1 .venv/bin/python -m bench.real_questions [--held-out] [--agent N] [--limit-dbs N] [--rdf]
 
 Contract: the split is **not** recomputed — the databases of each set are read from the shipped scorer's
 ``meta.json`` (``meta["split"]["train" | "validation" | "held_out"]``, its seed printed beside them), under
@@ -23,7 +23,10 @@ threshold (fitted on validation, ``meta["figures"]["min_confidence_for_90"]``) a
 it — in a temp ``KGRAG_WORK_DIR`` (own SQLite store), ``kgrag kn load <db>/<db>.yaml`` then ``kgrag agent-eval
 --kn <db> --questions <db>/questions.jsonl --json --limit N``, each a subprocess; its JSON last line is parsed and
 set beside the in-process learned scorer's F1 on the same N questions. ``--limit-dbs N``: only the first N
-databases (sorted) of each set — a quick run, not a figure. Writes ``bench/results/real_questions.json``
+databases (sorted) of each set — a quick run, not a figure. ``--rdf``: each set's databases also as **triple KGs**
+(:mod:`bench.network_rdf`: written as Turtle, imported as ``kgrag prepare --triples`` imports, viewed through
+:mod:`kgrag.reading.graph_tables`) and the same questions measured on them (sets ``<set>_rdf``; the one scorer for
+both kinds of graph). Writes ``bench/results/real_questions.json``
 (:func:`bench.common.write_result`; ratio = learned / rules F1 per set).
 """
 
@@ -239,6 +242,25 @@ def agent_path(dev_root: Path, dev_ids: list[str], limit: int, examples: list[An
             "split": f"Spider dev databases ({len(per_db)}), first {limit} questions each; n = {n}"}
 
 
+def rdf_twins(root: Path, db_ids: list[str]) -> list[Any]:
+    """The databases ``db_ids`` under ``root`` as triple KGs (:func:`bench.network_rdf.rdf_view`), same questions."""
+    from bench.network_rdf import rdf_view
+    from kgrag.network.loaders.declarative import load_declarative
+    from kgrag.reading.corpus import Database, read_database
+
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for db_id in db_ids:
+            db = read_database(root / db_id)
+            network, instances, links = load_declarative(next(iter(sorted((root / db_id).glob("*.yaml")))))
+            view = rdf_view(network, instances, links, Path(tmp))
+            if view is None:
+                progress(f"warning: {db_id} as RDF types no entity: left out")
+                continue
+            out.append(Database(db_id, view, db.questions))
+    return out
+
+
 def main() -> None:  # noqa: PLR0915 - one linear benchmark script
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--held-out", action="store_true", help="Also measure the held-out databases (one time).")
@@ -246,6 +268,8 @@ def main() -> None:  # noqa: PLR0915 - one linear benchmark script
                         help="Also run the first N questions of each Spider dev database through the agent.")
     parser.add_argument("--limit-dbs", type=int, default=0, metavar="N",
                         help="Only the first N databases of each set (a quick run, not a figure).")
+    parser.add_argument("--rdf", action="store_true",
+                        help="Also measure each set on its databases written as RDF and imported as triple KGs.")
     args = parser.parse_args()
     started = time.perf_counter()
 
@@ -303,6 +327,14 @@ def main() -> None:  # noqa: PLR0915 - one linear benchmark script
         print_set(name, SETS_HELP[name], rules, learned)
         if name == "spider_dev":
             dev_examples, dev_f1s = examples, f1s
+        if args.rdf:
+            rdf_name = f"{name}_rdf"
+            twins = rdf_twins(root, [d.db_id for d in dbs])
+            rules, learned, _, _ = measure_set(rdf_name, twins, rules_scorer, learned_scorer, shipped_threshold)
+            SETS_HELP[rdf_name] = f"{SETS_HELP[name]}, as RDF triple KGs"
+            rules["split"] = learned["split"] = f"{SETS_HELP[rdf_name]}: {len(twins)} databases, n = {learned['n']}"
+            figures[rdf_name], baseline[rdf_name] = learned, rules
+            print_set(rdf_name, SETS_HELP[rdf_name], rules, learned)
 
     # reference only: the databases the learned scorer was trained on (F1 only)
     train_dbs = read_corpus(train_root, only=ids(split["train"]))
@@ -323,11 +355,12 @@ def main() -> None:  # noqa: PLR0915 - one linear benchmark script
     ratio: dict[str, Any] = {"f1_validation": ratio_of("validation"), "f1_spider_dev": ratio_of("spider_dev")}
     if "held_out" in figures:
         ratio["f1_held_out"] = ratio_of("held_out")
+    ratio.update({f"f1_{name}": ratio_of(name) for name in figures if name.endswith("_rdf")})
     summary = Table(title="rules vs learned, same candidates, same run (F1; n = questions)", show_header=True,
                     header_style="bold")
     for col in ("set", "databases", "n", "rules F1", "learned F1", "learned / rules", "split"):
         summary.add_column(col, justify="left" if col in ("set", "split") else "right")
-    for name in sets:
+    for name in [n for s in sets for n in (s, f"{s}_rdf") if n in figures]:
         summary.add_row(name, str(figures[name]["n_databases"]), str(figures[name]["n"]),
                         _pct(baseline[name]["f1"]), _pct(figures[name]["f1"]), _pct(ratio_of(name)), SETS_HELP[name])
     summary.add_row("train (ref.)", str(len(train_dbs)), str(t_learned["n"]), _pct(t_rules["f1"]),

@@ -77,7 +77,7 @@ def ask(
     if why:
         raise KgragError(f"no answer: {why}")
     if strict_confidence:
-        from kgrag.agent.kn.table_plans import calibrated_threshold
+        from kgrag.agent.turn.row_plans import calibrated_threshold
 
         threshold = agent_settings.min_confidence if agent_settings.min_confidence is not None \
             else calibrated_threshold()

@@ -120,9 +120,16 @@ class TypeTable:
         return list(self.ids) if name == "id" else [None] * len(self.ids)
 
     def numbers(self, name: str) -> np.ndarray:
-        """The property as floats for comparing and ordering (dates as sortable numbers; NaN where not a number)."""
+        """The property as floats for comparing and ordering (dates as sortable numbers; NaN where not a number).
+        In a column that holds dates, a bare year (``1879`` beside ``1867-11-07``) is that year's first day."""
         if name not in self._numbers:
-            self._numbers[name] = np.array([sortable(v) for v in self.column(name)], dtype=float)
+            column = self.column(name)
+            values = np.array([sortable(v) for v in column], dtype=float)
+            plain = np.array([not math.isnan(_number(v)) for v in column], dtype=bool)
+            if (~plain & ~np.isnan(values)).any():
+                years = plain & (values >= 0) & (values < 10_000) & (values == np.floor(values))
+                values[years] *= YEAR
+            self._numbers[name] = values
         return self._numbers[name]
 
     def lower(self, name: str) -> list[str]:
@@ -154,9 +161,8 @@ class TypeTable:
         """A number property, or one whose stored values are all numbers (a year stored as text)."""
         if is_number_type(self.prop_type(name)):
             return True
-        column = self.numbers(name)
         present = [v for v in self.column(name) if v not in (None, "")]
-        return bool(present) and not np.isnan(column).all() and int((~np.isnan(column)).sum()) == len(present)
+        return bool(present) and all(not math.isnan(_number(v)) for v in present)
 
     def is_orderable(self, name: str) -> bool:
         """A number or a date (every stored value sorts as one)."""

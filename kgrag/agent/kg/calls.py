@@ -3,7 +3,8 @@ kg-tools session, spec kg-tools.md), ``verify_path`` (each triple of a path aske
 without a trained reasoner, ``rank_chains`` (:mod:`kgrag.agent.kg.zero_shot`: the topics' chains ranked, the
 best chain's ends, its triples checked on the store) and ``query_graph`` (:mod:`kgrag.agent.kg.query_plan`: the
 question's query graph planned over the linked topics and run as SPARQL: counts, filters, superlatives, answer
-types), run the same way for both planners and both LLM styles.
+types) and ``query_plan`` (:mod:`kgrag.agent.kg.table_plans`: a plan over the KG's classes as tables — filters
+on values, a join, a count, an order), run the same way for both planners and both LLM styles.
 
     call = run_kg_call(kg, session, ToolCall(name="get_relations", args={"entity": "Tom Hanks"}), turn)
     call["result"]["text"]          # exactly what the model reads next
@@ -22,6 +23,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from kgrag.agent.kg.query_plan import Proposer, query_graph_result
+from kgrag.agent.kg.table_plans import query_plan_result
 from kgrag.agent.turn.state import ToolCall
 from kgrag.errors import KgragError
 from kgrag.hrag.gflownet.llm_answer import verbalise_path
@@ -34,7 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["KG_TOOL_NAMES", "kg_openai_tools", "reason_text", "run_kg_call"]
 
 KG_TOOL_NAMES = ("reason_paths", "get_relations", "get_triples", "verify_path", "kg_query", "rank_chains",
-                 "query_graph")
+                 "query_graph", "query_plan")
 _REASON = re.compile(r"reason_paths\s*\(\s*([\"'])(.*?)\1\s*\)", re.DOTALL)
 #: ranked answers a ``reason_paths`` text shows with their path
 REASON_SHOWN = 3
@@ -159,6 +161,8 @@ def _dispatch(kg: TripleKG, session: KGSession, name: str, args: Any, question: 
         return _rank_chains(kg, _string(args, "question") or question, args.get("entities"), topics)
     if name == "query_graph":
         return _query_graph(kg, _string(args, "question") or question, args.get("topics"), propose)
+    if name == "query_plan":
+        return query_plan_result(kg, args)
     if name == "get_relations":
         entity = _string(args, "entity")
         if entity is None:

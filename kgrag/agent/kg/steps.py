@@ -38,6 +38,7 @@ from kgrag.agent.kg.calls import run_kg_call
 from kgrag.agent.kg.llm import llm_plan, result_messages
 from kgrag.agent.kg.needs import TripleRun
 from kgrag.agent.kg.query_plan import Proposer
+from kgrag.agent.kg.table_plans import table_plan_step
 from kgrag.agent.kg.triple_kg import TopicLink, TripleKG, new_session_id
 from kgrag.agent.turn.confidence import settle
 from kgrag.agent.turn.messages import answer_message, question_from, question_update
@@ -50,6 +51,7 @@ from kgrag.agent.turn.node import (
     stop,
     traced,
 )
+from kgrag.agent.turn.row_plans import table_answer
 from kgrag.agent.turn.state import AgentState, ToolCall, fresh_turn
 from kgrag.errors import KgragError
 from kgrag.query_graph.cues import read_cues
@@ -200,6 +202,14 @@ def _rules_plan(state: AgentState, run: TripleRun) -> tuple[Update, str]:
     kg = _kg(state, run)
     calls = state.get("tool_calls", [])
     topic = state.get("topic")
+    if state.get("table_plan"):
+        return {"pending": [], "done": True}, "query plan executed"
+    # a question naming no typed entity: the plan over the KG's classes as tables when sure; with no topic at all
+    # also when unsure (withheld), unless the query graph over a type applies and the plan filters on nothing
+    table = table_plan_step(state, run, kg)
+    if table is not None and (table[2] or topic is None and (
+            (table[0]["table_plan"].get("plan") or {}).get("filters") or not _over_a_type(state["question"]))):
+        return table[0], table[1]
     if topic is None:
         if _done(calls, "query_graph") or not run.settings.query_graphs or not _over_a_type(state["question"]) \
                 or any(c.get("name") == "query_graph" for c in calls):
@@ -390,8 +400,13 @@ def answer(state: AgentState, run: TripleRun) -> tuple[Update, str]:
                                                                                  strict=True))]
     topic = state.get("topic")
     llm_text = state.get("answer", "") if state.get("planner") == "llm" else ""
+    calibrated: float | None = None
     if state.get("errors") and not state.get("schema"):  # refused at the input, before schema recall
         values, text = [], failure_answer(state["errors"])
+    elif state.get("table_plan"):
+        text, values, plan_evidence, calibrated = table_answer(state)
+        evidence, ranked = plan_evidence, []
+        plan_fields = {"confidence": float(state.get("confidence") or 0.0), "unused": list(state.get("unused") or [])}
     elif llm_text:
         values, text = parse_answer(llm_text), llm_text
     elif topic is None and (planned is None or planned.get("query_graph") is None):
@@ -432,6 +447,6 @@ def answer(state: AgentState, run: TripleRun) -> tuple[Update, str]:
                                                             for a in ranked],
               "evidence": evidence, "history": history, "done": True, "messages": [answer_message(text)],
               **plan_fields}
-    if plan_fields:  # a query graph's answer: its unused cues said, withheld below min_confidence
-        update = settle(update, run.settings)
+    if plan_fields:  # a query graph's / plan's answer: its unused cues said, withheld below min_confidence
+        update = settle(update, run.settings, calibrated)
     return update, f"{len(update['answers'])} answers; {len(evidence)} paths"

@@ -44,12 +44,7 @@ from kgrag.agent.kn.linking import (
 from kgrag.agent.kn.llm_planner import llm_plan, tool_messages
 from kgrag.agent.kn.needs import NetworkRun
 from kgrag.agent.kn.planner import label_types, next_call, parse_label, path_steps, topic_type
-from kgrag.agent.kn.table_plans import (
-    UNFILTERED_FLOOR,
-    names_an_instance,
-    table_answer,
-    table_plan_step,
-)
+from kgrag.agent.kn.table_plans import names_an_instance, table_plan_step
 from kgrag.agent.kn.tools import run_tool
 from kgrag.agent.turn.confidence import settle
 from kgrag.agent.turn.messages import answer_message, question_from, question_update
@@ -62,6 +57,7 @@ from kgrag.agent.turn.node import (
     stop,
     traced,
 )
+from kgrag.agent.turn.row_plans import UNFILTERED_FLOOR, table_answer
 from kgrag.agent.turn.state import AgentState, ToolCall, fresh_turn
 from kgrag.errors import NetworkNotFound
 from kgrag.query_graph.llm_proposal import propose_query_graph

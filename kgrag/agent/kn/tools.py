@@ -29,12 +29,12 @@ from kgrag.agent.kn.instance_queries import (
     query_instance_subgraph,
     query_object_instance,
 )
+from kgrag.agent.turn.row_plans import plan_result
 from kgrag.agent.turn.state import ToolCall
-from kgrag.errors import NetworkNotFound
+from kgrag.errors import KgragError, NetworkNotFound
 from kgrag.modes.params import QueryParam
 from kgrag.modes.query import kg_query
 from kgrag.modes.render import trace_summary
-from kgrag.reading.execute import run_plan
 from kgrag.reading.table_plan import TablePlan
 from kgrag.reading.tables import view_for
 from kgrag.search.kn_models import KnSearchRequest
@@ -100,12 +100,11 @@ class PlanArgs(BaseModel):
 
 
 def _query_plan(store: Any, args: PlanArgs, kn_id: str) -> dict[str, Any]:
-    result = run_plan(args.plan, view_for(store, kn_id))
-    if result.problem:
-        raise ToolInputError(f"the plan cannot run: {result.problem}")
-    return {"describe": args.plan.describe(), "answers": result.answers[:500], "count": result.count,
-            "rows": len(result.rows), "evidence": result.evidence,
-            "summary": f"{len(result.answers)} answers from {len(result.rows)} rows ({args.plan.describe()})"}
+    view = view_for(store, kn_id)
+    try:
+        return plan_result(args.plan, view)
+    except KgragError as exc:
+        raise ToolInputError(str(exc)) from exc
 
 
 _TOOLS: dict[str, tuple[type[BaseModel], Callable[[Any, Any, str], dict[str, Any]], str]] = {
