@@ -6,8 +6,8 @@ a triple-KG version of the corpus").
     view = rdf_view(network, instances, links, tmp_path)        # written, imported as `kgrag prepare --triples` does
 
 Contract: each object type is a class (``ex:class/<type id>`` with ``rdfs:label`` its name); each instance an
-entity typed with its class, ``rdfs:label`` its display property's value (none when that is empty); every other
-non-empty data property a literal triple named by the property (integers as ``xsd:integer``, other numbers as
+entity typed with its class, ``rdfs:label`` its display property's value when that is text (an id or a number is no
+name: such a row has none); every non-empty data property (the display one too) a literal triple named by the property (integers as ``xsd:integer``, other numbers as
 ``xsd:decimal``, dates kept as text, the rest plain strings); each link a triple named by its relation type's id.
 Ids are percent-free slugs, so any network writes valid Turtle. :func:`rdf_view` imports the document through the
 product's reader (:func:`kgrag.data.triples.read_triple_files` → :func:`kgrag.graph.imported.imported_csr`, as
@@ -29,6 +29,7 @@ from kgrag.reading.graph_tables import GraphView, view_of_graph
 __all__ = ["network_turtle", "rdf_view"]
 
 _SLUG = re.compile(r"[^0-9A-Za-z_-]+")
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
 
 
 def _slug(text: str) -> str:
@@ -65,12 +66,11 @@ def network_turtle(network: KnowledgeNetwork, instances: Iterable[Instance], lin
         node = f"<{base}i/{_slug(inst.object_type_id)}/{_slug(inst.id)}>"
         entity[inst.id] = node
         parts = [f"a <{base}class/{_slug(ot.id)}>"]
-        label = _literal(inst.properties.get(ot.display_key))
+        shown = inst.properties.get(ot.display_key)
+        label = _literal(shown) if isinstance(shown, str) and not _NUMBER.fullmatch(shown.strip()) else None
         if label is not None:
             parts.append(f"rdfs:label {label}")
         for prop in ot.data_properties:
-            if prop.name == ot.display_key:
-                continue
             value = _literal(inst.properties.get(prop.name))
             if value is not None:
                 parts.append(f"<{base}p/{_slug(prop.name)}> {value}")

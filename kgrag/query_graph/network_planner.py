@@ -64,6 +64,7 @@ from kgrag.network.schema.model import DataProperty, KnowledgeNetwork, ObjectTyp
 from kgrag.query_graph.cues import Cues, read_cues
 from kgrag.query_graph.network_executor import linked_value
 from kgrag.query_graph.plan import Aggregation, EntityConstraint, Hop, LiteralConstraint, QueryGraph, Topic
+from kgrag.reading.words import noun_stem
 
 __all__ = ["LinkedTopic", "asked_types", "has_structure", "plan_network", "question_cues", "unapplicable_cues",
            "value_properties"]
@@ -107,25 +108,9 @@ class LinkedTopic:
     start: int = -1
 
 
-#: English irregular forms read as the word a schema names them by ("born" → a birth, "people" → persons)
-_IRREGULAR = {"born": "birth", "died": "death", "dead": "death", "people": "person", "persons": "person",
-              "children": "child", "men": "man", "women": "woman", "wrote": "write", "written": "write"}
-
-
-def _stem(word: str) -> str:
-    w = word.lower()
-    if w in _IRREGULAR:
-        return _IRREGULAR[w]
-    if len(w) > 4 and w.endswith("ies"):
-        return w[:-3] + "y"
-    if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
-        return w[:-1]
-    return w
-
-
 def _tokens(text: str) -> list[str]:
     """Stemmed word tokens (Latin letters as words, a CJK run as one token), stop words dropped."""
-    return [_stem(t) for t in re.findall(r"[^\W\d_]+", text.lower().replace("_", " ")) if t not in _STOP]
+    return [noun_stem(t) for t in re.findall(r"[^\W\d_]+", text.lower().replace("_", " ")) if t not in _STOP]
 
 
 def _id_words(identifier: str) -> str:
@@ -161,7 +146,7 @@ def asked_types(cues: Cues, network: KnowledgeNetwork) -> dict[str, float]:
     """``{object type: fit}`` of the types the question's type words name: 1.0 when a word is the type's name or
     id, 0.6 when only its comment says it (and no type is named by its own name: "which publishers published"
     names the publisher, not the book "a published book")."""
-    words = [_stem(w) for w in [*cues.answer_words, *([cues.count_noun] if cues.count_noun else [])]
+    words = [noun_stem(w) for w in [*cues.answer_words, *([cues.count_noun] if cues.count_noun else [])]
              if w and w.lower() not in _STOP]
     out: dict[str, float] = {}
     for ot in network.object_types:
@@ -229,7 +214,7 @@ def _pick_property(ot: ObjectType, hints: Sequence[str], question_words: Sequenc
     best: tuple[_Value, float] | None = None
     for p in props:
         words = list(p.words)
-        fit = _overlap([_stem(h) for h in hints], words) + 0.5 * _overlap(question_words, words)
+        fit = _overlap([noun_stem(h) for h in hints], words) + 0.5 * _overlap(question_words, words)
         if kind in ("year", "date"):
             fit += 0.5 * (p.type.lower() in _DATES) + 0.5 * (_overlap(_TIME_WORDS, words) > 0)
         if best is None or fit > best[1]:
@@ -278,7 +263,7 @@ class _Parts:
 
     def rest(self, noun: str) -> list[str]:
         """The content words left besides a relational noun (what a hop after the noun's node must say)."""
-        stem = _stem(noun) if noun else ""
+        stem = noun_stem(noun) if noun else ""
         return [w for w in self.words if w not in _WH and not (stem and _similar(w, stem))]
 
 
@@ -289,8 +274,8 @@ def _parts(question: str, cues: Cues, network: KnowledgeNetwork, topics: Sequenc
             masked = masked.replace(t.mention, " ")
     own_types = {t.object_type for t in topics}
     asked = {t: fit for t, fit in asked_types(cues, network).items() if t not in own_types}
-    type_word = next((w for w in [*cues.answer_words, cues.count_noun or ""] if w and _stem(w) not in _STOP), "")
-    words = [w for w in _tokens(masked) if not (type_word and _similar(w, _stem(type_word)))]
+    type_word = next((w for w in [*cues.answer_words, cues.count_noun or ""] if w and noun_stem(w) not in _STOP), "")
+    words = [w for w in _tokens(masked) if not (type_word and _similar(w, noun_stem(type_word)))]
     return _Parts(cues, asked, words, type_word if asked else "")
 
 
@@ -324,7 +309,7 @@ def _noun_fit(noun: str, hop_words: str, reached: ObjectType | None) -> float:
     """How well ``noun`` names a step: 1 when it is the reached type's name, 0.5 when the relation's words hold it."""
     if not noun:
         return 0.0
-    stem = _stem(noun)
+    stem = noun_stem(noun)
     if reached is not None and _overlap([stem], _type_words(reached)[0]):
         return 1.0
     return 0.5 if _overlap([stem], _tokens(hop_words)) else 0.0
@@ -431,7 +416,7 @@ def _counts_a_property(cues: Cues, network: KnowledgeNetwork, topics: Sequence[L
     """"how many pages does X have": the count noun names a number property of a topic's type, not a type."""
     if not cues.count_noun or asked:
         return False
-    noun = _stem(cues.count_noun)
+    noun = noun_stem(cues.count_noun)
     types = {t.object_type for t in topics}
     return any(_similar(noun, w) for ot in network.object_types if ot.id in types
                for p in value_properties(ot) for w in _prop_words(p))
@@ -491,7 +476,7 @@ def _counted_step(network: KnowledgeNetwork, parts: _Parts, ot: ObjectType) -> t
     sup = parts.cues.superlative
     if sup is None:
         return None
-    nouns = [_stem(w) for w in sup.words]
+    nouns = [noun_stem(w) for w in sup.words]
     types = {o.id: o for o in network.object_types}
     best: tuple[Hop, float] | None = None
     for hop, far, text in _steps(network, ot.id):
@@ -515,7 +500,7 @@ def _aggregation(parts: _Parts, ot: ObjectType, network: KnowledgeNetwork) -> tu
         if counted is None:
             # "the most pages": the noun names a number property of the answers, not a relation to count
             named = [p for p in value_properties(ot) if p.type.lower() in _NUMERIC
-                     and _overlap([_stem(w) for w in sup.words], _prop_words(p))]
+                     and _overlap([noun_stem(w) for w in sup.words], _prop_words(p))]
             if not named:
                 return None, 0.0
             return Aggregation(op="argmax" if sup.direction == "max" else "argmin", relation=named[0].name,
@@ -663,7 +648,7 @@ def _kind_fit(parts: _Parts, network: KnowledgeNetwork, last: Hop, end: ObjectTy
     if not hints:
         return 0.0
     said = _tokens(f"{_hop_text(network, last)} {end.name} {_id_words(end.id)}")
-    return 0.5 if _overlap([_stem(h) for h in hints], said) else 0.0
+    return 0.5 if _overlap([noun_stem(h) for h in hints], said) else 0.0
 
 
 def _meaning(p: Mapping[str, float], labels: Sequence[str]) -> float:

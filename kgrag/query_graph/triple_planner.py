@@ -63,6 +63,7 @@ from kgrag.graph.sparql import literal, relation_term
 from kgrag.query_graph.cues import Cues, read_cues
 from kgrag.query_graph.plan import Aggregation, EntityConstraint, Hop, LiteralConstraint, QueryGraph, Topic
 from kgrag.query_graph.sparql import TYPE_RELATIONS, node_term
+from kgrag.reading.words import noun_stem
 from kgrag.search.keywords import STOPWORDS
 
 __all__ = ["ChainSource", "Planned", "TopicCandidate", "TriplePlanner", "relation_words"]
@@ -91,9 +92,6 @@ _CLASS_FIT = 0.8
 #: a plan over a class competes as a chain of this score would (it has no chain score of its own)
 _TYPED_BASE = 1.0
 #: English plurals that no suffix rule undoes
-_IRREGULAR = {"people": "person", "men": "man", "women": "woman", "children": "child", "persons": "person"}
-
-
 def _split(segment: str) -> list[str]:
     return [w for part in segment.split("_") for w in _CAMEL.sub(" ", part).lower().split()]
 
@@ -124,19 +122,6 @@ def _alike(a: str, b: str) -> bool:
     return a[:5] == b[:5] and min(len(a), len(b)) >= 0.6 * max(len(a), len(b))
 
 
-def _stem(word: str) -> str:
-    word = word.lower()
-    if word in _IRREGULAR:
-        return _IRREGULAR[word]
-    if word.endswith("ies") and len(word) >= 6:
-        return word[:-3] + "y"
-    if word.endswith("es") and word[:-2].endswith(("s", "x", "z", "ch", "sh")) and len(word) >= 5:
-        return word[:-2]  # "boxes", "churches"; but "languages", "places" only lose their "s"
-    if word.endswith("s") and not word.endswith("ss") and len(word) >= 4:
-        return word[:-1]
-    return word
-
-
 def _head(words: str) -> str:
     """The head noun of a relation's end words: "place of birth" → place; "official language" → language."""
     tokens = words.split()
@@ -145,14 +130,14 @@ def _head(words: str) -> str:
     return tokens[-1] if tokens else ""
 
 
-_PLACE_STEMS = frozenset(_stem(w) for w in KIND_TEXT["place"].split())
+_PLACE_STEMS = frozenset(noun_stem(w) for w in KIND_TEXT["place"].split())
 
 
 def _placed(rels: Sequence[_Rel]) -> bool:
     """Whether a chain's ends are located somewhere: an out-relation of theirs reaches a place class (City,
     Country, …), so a "where" question may end on them."""
     return any(r.on == "answer" and r.direction == "out" and not r.kind and
-               any(c.split() and _stem(c.split()[-1]) in _PLACE_STEMS for c in r.classes) for r in rels)
+               any(c.split() and noun_stem(c.split()[-1]) in _PLACE_STEMS for c in r.classes) for r in rels)
 
 
 def _names_a_cue(topic: TopicCandidate, cues: Cues) -> bool:
@@ -437,10 +422,10 @@ class TriplePlanner:
             return 0.5 if not value_kind else 0.3  # "what is …": a thing rather than a bare value
         if value_kind:
             return 0.1
-        asked_stems = {_stem(w) for w in asked.split()}
+        asked_stems = {noun_stem(w) for w in asked.split()}
         # the relation's end words name the type by their head ("place of birth") or, in a property name that
         # starts with its plural noun ("languages spoken", "countries spoken in"), by any of their words
-        heads = {_stem(c.split()[-1]) for c in classes if c.split()} | {_stem(w) for w in end_words.split()}
+        heads = {noun_stem(c.split()[-1]) for c in classes if c.split()} | {noun_stem(w) for w in end_words.split()}
         if asked_stems & heads:
             return 1.0
         # a known class that is not the asked one counts less than its likeness; its names then say nothing more
@@ -497,11 +482,11 @@ class TriplePlanner:
     def _asked_classes(self, asked: str) -> list[tuple[str, str, float]]:
         """The classes whose names fit the asked type words (id, name, fit), best first, at most two."""
         catalogue = self._class_catalogue()
-        asked_stems = {_stem(w) for w in asked.split()}
+        asked_stems = {noun_stem(w) for w in asked.split()}
         found = []
         for cid, label in catalogue:
             words = label.split()
-            if words and _stem(words[-1]) in asked_stems:
+            if words and noun_stem(words[-1]) in asked_stems:
                 found.append((cid, label, 1.0))
             elif len(catalogue) <= 500:
                 fit = self._cos(asked, label)
@@ -530,10 +515,10 @@ class TriplePlanner:
             if not ids:
                 continue
             ends = _Ends(ids, [label] * len(ids), classes=[label])
-            label_stems = {_stem(w) for w in label.split()}
+            label_stems = {noun_stem(w) for w in label.split()}
             # the names the question says that are not this class's own name ("Ostrander Prize", not "university")
             named = {(t.mention or t.name).lower(): t.name for t in topics if t.score >= 0.9 and t.id not in classes
-                     and not {_stem(w) for w in (t.mention or t.name).split()} <= label_stems}
+                     and not {noun_stem(w) for w in (t.mention or t.name).split()} <= label_stems}
             rels = self._describe([ends]).get(0, [])
             for plan in self._with_structure(question, cues, None, [], _TYPED_BASE + self.weights["fit"] * fit,
                                              fit, label, rels, ends, asked, type_id=cid):

@@ -10,7 +10,9 @@ Contract: a **class** is the object of a type relation (``rdf:type``, ``wdt:P31`
 (an entity with two classes is a row of each), in row order, with a ``name`` property (the entity's name).
 A **value** is a node with no class and no triple of its own (a literal the import made a node: a number, a date,
 a string; or a bare named thing such as a country with only a label): a triple from a typed entity to a value is a
-property of the entity's class named by the relation (the first value in graph order when there are several). A
+property of the entity's class named by the relation — unless the relation gives some entity two values (a film's
+genres): then its values are a table of their own (named by the relation's last part, a ``name`` each) linked from
+the entity's class by the relation, as a network holds a many-to-many. A
 triple between two typed entities is a link of the relation type ``relation@source>target`` (named by the
 relation: one per pair of classes it joins). Class nodes, untyped entities with triples of their own (CVTs) and the
 triples through them are left out. One vectorised pass over the triples; :func:`view_for_graph` keeps one view
@@ -117,19 +119,30 @@ def view_of_graph(graph: CSRGraph, max_rows: int = MAX_ROWS) -> GraphView | None
     p_class, p_pos, p_rel, p_value = p_class[order], p_pos[order], p_rel[order], p_value[order]
     columns: dict[int, dict[str, list[Any]]] = {}
     props: dict[int, list[DataProperty]] = {}
+    groups: list[tuple[int, int, int, int]] = []  # (class, relation, start, stop) of p_*
     if p_class.size:
         keys = p_class * (len(graph.relations) + 1) + p_rel
         starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
         stops = np.r_[starts[1:], keys.size]
-        for s, e in zip(starts.tolist(), stops.tolist(), strict=True):
-            c, r = int(p_class[s]), int(p_rel[s])
-            column = np.full(int(sizes[c]), None, dtype=object)
-            column[p_pos[s:e]] = names[p_value[s:e]]  # the last write per row is the row's first edge
-            prop = graph.relations[r] if graph.relations[r] != NAME else f"{NAME}_value"
-            values = column.tolist()
-            label = labels[r] if labels[r] != graph.relations[r] else ""
-            props.setdefault(c, []).append(DataProperty(name=prop, display_name=label, type=_number_kind(values)))
-            columns.setdefault(c, {})[prop] = values
+        groups = [(int(p_class[s]), int(p_rel[s]), s, e) for s, e in zip(starts.tolist(), stops.tolist(), strict=True)]
+    # a relation with two values on one row is a table of its own values, linked (film → genre), not a column
+    several = {r for _, r, s, e in groups if np.unique(p_pos[s:e]).size < e - s}
+    value_types: dict[int, tuple[str, np.ndarray]] = {}
+    for r in sorted(several):
+        word = (labels[r] if labels[r] != graph.relations[r] else graph.relations[r]).rsplit(".", 1)[-1]
+        value_types[r] = (_slug(word, taken), np.unique(p_value[p_rel == r]))
+    value_links: list[tuple[int, int, np.ndarray, np.ndarray]] = []  # (class, relation, rows, value rows)
+    for c, r, s, e in groups:
+        if r in value_types:
+            value_links.append((c, r, p_pos[s:e], np.searchsorted(value_types[r][1], p_value[s:e])))
+            continue
+        column = np.full(int(sizes[c]), None, dtype=object)
+        column[p_pos[s:e]] = names[p_value[s:e]]  # the last write per row is the row's first edge
+        prop = graph.relations[r] if graph.relations[r] != NAME else f"{NAME}_value"
+        values = column.tolist()
+        label = labels[r] if labels[r] != graph.relations[r] else ""
+        props.setdefault(c, []).append(DataProperty(name=prop, display_name=label, type=_number_kind(values)))
+        columns.setdefault(c, {})[prop] = values
 
     object_types, tables, graph_rows = [], {}, {}
     for c, type_id in enumerate(type_ids):
@@ -140,6 +153,13 @@ def view_of_graph(graph: CSRGraph, max_rows: int = MAX_ROWS) -> GraphView | None
         rows = m_entity[lo:hi]
         values = {NAME: entity_names[lo:hi].tolist(), **columns.get(c, {})}
         tables[type_id] = TypeTable(ot, [graph.entity_ids[int(r)] for r in rows.tolist()], values)
+        graph_rows[type_id] = rows
+    for type_id, rows in value_types.values():
+        values = names[rows].tolist()
+        ot = ObjectType(id=type_id, name=type_id.replace("_", " "), display_key=NAME,
+                        data_properties=[DataProperty(name=NAME, type=_number_kind(values))])
+        object_types.append(ot)
+        tables[type_id] = TypeTable(ot, [graph.entity_ids[int(r)] for r in rows.tolist()], {NAME: values})
         graph_rows[type_id] = rows
 
     # links: typed entity → typed entity, one relation type per (relation, source class, target class)
@@ -166,6 +186,13 @@ def view_of_graph(graph: CSRGraph, max_rows: int = MAX_ROWS) -> GraphView | None
             relation_types.append(RelationType(id=rid, name=name, source_object_type_id=type_ids[sc],
                                                target_object_type_id=type_ids[tc]))
             links[rid] = (position[src_member[s:e]].astype(np.int64), position[tgt_member[s:e]].astype(np.int64))
+    for c, r, rows, value_rows in value_links:
+        target = value_types[r][0]
+        rid = f"{graph.relations[r]}@{type_ids[c]}>{target}"
+        name = labels[r] if labels[r] != graph.relations[r] else graph.relations[r]
+        relation_types.append(RelationType(id=rid, name=name, source_object_type_id=type_ids[c],
+                                           target_object_type_id=target))
+        links[rid] = (rows.astype(np.int64), value_rows.astype(np.int64))
     network = KnowledgeNetwork(kn_id=graph.name, name=graph.name, object_types=object_types,
                                relation_types=relation_types)
     view = GraphView(network, tables, links, version=f"graph:{id(graph)}")

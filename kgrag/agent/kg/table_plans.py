@@ -9,7 +9,8 @@ over them exactly as on a network (:mod:`kgrag.agent.turn.row_plans`).
 Contract: :func:`table_plan_step` plans only a turn's first call, only when ``AgentSettings.table_plans``, only on
 a KG with a local graph that types its entities (at most :data:`~kgrag.reading.graph_tables.MAX_ROWS` typed rows).
 The triple agent (:func:`kgrag.agent.kg.steps.plan`) plans over rows only a question that names no typed entity
-(:func:`names_an_entity`): a sure plan answers; with no linked topic at all, an unsure plan answers too (withheld
+(:func:`names_an_entity`: its topic, however linked — "Ravenscroft" for "Zofia Ravenscroft" —
+is a typed entity): a sure plan answers; with no linked topic at all, an unsure plan answers too (withheld
 below the threshold) unless the query graph over a type applies and the plan filters on nothing; a question that
 names an entity keeps the topic's planners (query graphs, H-RAG, ranked chains).
 """
@@ -33,20 +34,16 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["graph_view", "names_an_entity", "query_plan_result", "table_plan_step"]
 
-#: link kinds that say an entity's stored name (a fuzzy or partial match does not)
-_NAMED = frozenset({"exact", "bracket", "history", "normalised", "alias"})
-
-
 def graph_view(kg: TripleKG) -> GraphView | None:
     """The KG's classes as tables (None: no local graph, or no class)."""
     return view_for_graph(kg.graph) if kg.graph is not None else None
 
 
 def names_an_entity(state: AgentState, view: GraphView) -> bool:
-    """Whether the question says a typed entity's stored name (its topic, or the thread's)."""
+    """Whether the question's topic (linked in any way: a whole name, a surname, the thread's) is a typed entity."""
     topic = state.get("topic") or {}
     row = topic.get("row")
-    if row is None or topic.get("match_type") not in _NAMED or topic.get("is_class"):
+    if row is None or topic.get("is_class"):
         return False
     at = int(view.typed.searchsorted(int(row)))
     return at < view.typed.size and int(view.typed[at]) == int(row)

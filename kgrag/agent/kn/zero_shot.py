@@ -39,8 +39,9 @@ import numpy as np
 
 from kgrag.agent.kn.schema_candidates import CandidateProfile
 from kgrag.rank.tokenize import tokenize
+from kgrag.reading.words import suffix_stems
 
-__all__ = ["CUES", "ZeroShotSchemaRanker", "answer_classes", "stem_tokens"]
+__all__ = ["CUES", "ZeroShotSchemaRanker", "answer_classes"]
 
 WORDS = 0.35
 ANSWER_TYPE = 0.45
@@ -79,22 +80,6 @@ PROTOTYPES: dict[str, tuple[str, str]] = {
     "time": ("time date year period", "时间 日期 年份 周期"),
     "number": ("number amount count quantity", "数量 数目 比例 费用"),
 }
-_SUFFIXES = ("ations", "ation", "ings", "ing", "ers", "ors", "ies", "ied", "ed", "er", "or", "es", "s")
-
-
-def stem_tokens(tokens: Iterable[str]) -> list[str]:
-    """A light English suffix stemmer (directed / director / directs → direct); Chinese tokens unchanged."""
-    out = []
-    for tok in tokens:
-        if tok.isascii() and len(tok) > 4:
-            for suffix in _SUFFIXES:
-                if tok.endswith(suffix) and len(tok) - len(suffix) >= 3:
-                    tok = tok[: -len(suffix)] + ("y" if suffix in ("ies", "ied") else "")
-                    break
-        out.append(tok)
-    return out
-
-
 def answer_classes(question: str) -> dict[str, float]:
     """The answer classes the question's words ask for (each 1.0; "how many/much/long" is a number, not a
     manner)."""
@@ -108,7 +93,7 @@ def answer_classes(question: str) -> dict[str, float]:
 def _words(text: str) -> list[str]:
     """BM25 terms: tokens, stemmed; numbers (a value, not a schema word) and single Latin letters (the s of 's)
     left out."""
-    return stem_tokens(t for t in tokenize(text)
+    return suffix_stems(t for t in tokenize(text)
                        if not t.replace(".", "").isdigit() and not (len(t) == 1 and t.isascii()))
 
 
