@@ -117,7 +117,7 @@ def score(rows: list[dict], answers: dict[str, Any]) -> dict[str, list[dict]]:
     """Every row asked under each planner (``{planner: answer}``), interleaved question by question with the order
     alternating, after one warm-up question each, so that neither planner runs on the other's warmed caches alone;
     ``{planner: predictions}`` scored as :func:`kgrag.agent.evaluation.evaluate.evaluate` scores them."""
-    from kgrag.agent.evaluation.evaluate import set_scores, top_answer
+    from kgrag.agent.evaluation.evaluate import answer_source, set_scores, top_answer
 
     for answer in answers.values():
         answer(rows[0]["question"])
@@ -136,7 +136,12 @@ def score(rows: list[dict], answers: dict[str, Any]) -> dict[str, list[dict]]:
                 "hits@1": float(top is not None and top.strip() in {a.strip() for a in row["answers"]}),
                 "hit": hit, "f1": round(f1, 4), "exact": exact, "ms": round(ms, 2),
                 "topic": (state.get("topic") or {}).get("name"), "gold_topic": row.get("topic"),
-                "answer": state.get("answer", ""), "errors": state.get("errors", [])})
+                "answer": state.get("answer", ""), "errors": state.get("errors", []),
+                "confidence": float(state.get("confidence") or 0.0), "unused": len(state.get("unused") or []),
+                "source": answer_source(state),
+                # the answer given, or the best guess withheld below the threshold: what the confidence is about
+                "guess_exact": set_scores([str(v) for v in (values or state.get("withheld") or [])],
+                                          row["answers"])[2]})
     return out
 
 

@@ -40,7 +40,7 @@ from kgrag.servers.ports import free_port
 
 KGRAG = Path(sys.executable).parent / "kgrag"
 TOOL_NAMES = {"kn_search", "context_search", "query_object_instance", "query_instance_subgraph", "query_modes",
-              "get_relations", "get_triples", "ask"}
+              "query_plan", "get_relations", "get_triples", "ask"}
 MARIANA = {"operation": "==", "field": "name", "value": "Mariana Pereira"}
 SPOUSE_QUESTION = "who is Dmitri Kamau's spouse"
 SPOUSE_TRIPLE = "[Dmitri Kamau, person.spouse_s.people.marriage.spouse_1, Dmitri Quintero]"
@@ -157,6 +157,12 @@ async def check_network_tools(client: Client) -> None:
         "kn_id": "demo", "start": {"object_type": "Person", "condition": MARIANA},
         "relation_type_path": ["film.director.film"]})
     assert {films["nodes"][i]["properties"]["name"] for i in films["ends"]} == {"Neon Rain", "The Glass Orchard"}
+    films_n = await call(client, "query_object_instance", {"kn_id": "demo", "object_type": "Film", "count_only": True})
+    planned = await call(client, "query_plan", {"kn_id": "demo", "question": "How many films are there?"})
+    assert planned["answers"] == [str(films_n["count"])] and planned["plan"]["op"] == "count"
+    assert 0 < planned["confidence"] <= 1 and planned["min_confidence"] > 0 and planned["unlinked"] == []
+    ran = await call(client, "query_plan", {"kn_id": "demo", "plan": planned["plan"]})
+    assert ran["answers"] == planned["answers"] and "confidence" not in ran
     modes = await call(client, "query_modes", {"query": "Which films did Mariana Pereira direct?", "kn_id": "demo",
                                          "param": {"mode": "hybrid", "only_need_context": True}})
     assert modes["response"] == "" and "Mariana Pereira" in modes["context"]
@@ -196,6 +202,8 @@ BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
     ("query_instance_subgraph", {"kn_id": "demo", "start": {"object_type": "Person"}, "relation_type_path": []},
      "relation_type_path: List should have at least 1 item"),
     ("query_modes", {"query": "films", "kn_id": "demo", "param": {"mode": "telepathy"}}, "param.mode:"),
+    ("query_plan", {"kn_id": "demo"}, "give exactly one of question (to plan) and plan (to run)"),
+    ("query_plan", {"kn_id": "demo", "plan": {"answer_type": "Spaceship"}}, "Spaceship"),
     ("get_relations", {"kg": "atlantis", "entity": "x", "session_id": "s"}, "unknown dataset 'atlantis'"),
     ("get_triples", {"kg": "demo", "entity": "Dmitri Kamau", "relations": "people.person.spouse_s"},
      "relations: Input should be a valid list"),

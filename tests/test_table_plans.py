@@ -150,3 +150,40 @@ def test_the_agent_answers_through_a_query_plan_and_abstains_below_its_threshold
         assert unsure["answers"] == [] and unsure["withheld"] == ["2"] and "not sure" in unsure["answer"]
         chinese = ask_network("pets_1", "有多少只宠物", min_confidence=0.0, table_plans=True)
         assert not chinese.get("table_plan")  # the Chinese path keeps its planners
+
+
+@needs_spider
+def test_the_query_plan_route_plans_runs_and_names_what_is_wrong(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from kgrag.api.app import create_app
+    from kgrag.config import Settings
+
+    network, instances, links = load_declarative(PETS)
+    db_url = f"sqlite:///{tmp_path / 'kn.db'}"
+    store = NetworkStore(db_url)
+    try:
+        store.load(network, instances, links)
+    finally:
+        store.close()
+    dogs = sum(1 for i in instances if i.object_type_id == "Pets" and i.properties.get("pet_type") == "dog")
+    route = "/api/agent-retrieval/in/v1/kn/query_plan"
+    settings = Settings(work_dir=tmp_path / "work", database_url=db_url, llm_base_url="", sparql_endpoint="",
+                        warm_on_start=False)
+    with TestClient(create_app(settings)) as http:
+        planned = http.post(route, json={"kn_id": "pets_1", "question": "How many pets are dogs?"})
+        assert planned.status_code == 200, planned.text
+        body = planned.json()
+        assert body["answers"] == [str(dogs)] and body["plan"]["filters"][0]["values"] == ["dog"]  # "dogs" → "dog"
+        assert body["confidence"] > 0 and body["scorer"] and isinstance(body["alternatives"], list)
+        ran = http.post(route, json={"kn_id": "pets_1", "plan": {"answer_type": "Pets", "op": "count"}})
+        assert ran.status_code == 200 and ran.json()["answers"] == [str(sum(
+            1 for i in instances if i.object_type_id == "Pets"))]
+        unknown = http.post(route, json={"kn_id": "pets_1", "plan": {"answer_type": "Dragons"}})
+        assert unknown.status_code == 400 and "Dragons" in unknown.json()["error"]
+        missing = http.post(route, json={"kn_id": "no_such_network", "question": "How many pets?"})
+        assert missing.status_code == 404
+        both = http.post(route, json={"kn_id": "pets_1", "question": "x", "plan": {"answer_type": "Pets"}})
+        assert both.status_code == 400 and "exactly one of question" in both.text
+        kg_only = http.post(route, json={"kg": "demo", "question": "How many films?"})
+        assert kg_only.status_code == 400 and "kn_id" in kg_only.json()["error"]

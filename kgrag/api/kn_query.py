@@ -6,6 +6,8 @@
     POST /api/agent-retrieval/in/v1/kn/query_instance_subgraph
          {"kn_id": "medical", "start": {"object_type": "Disease", "condition": {…}},
           "relation_type_path": ["has_symptom"], "limit": 20}
+    POST /api/agent-retrieval/in/v1/kn/query_plan
+         {"kn_id": "pets_1", "question": "How many dogs weigh over 10 kg?"}   # or "plan": {…} to run one
 
 Bodies are validated by pydantic; an unknown network, object type, relation type, field or operation is a 400
 ``{"error": …, "field": …}`` naming it (the tools raise ``ToolInputError``, a ``ValueError``, even for an unknown
@@ -18,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
 
 from kgrag.agent.kn.instance_queries import (
     InstanceSubgraphQuery,
@@ -25,6 +28,7 @@ from kgrag.agent.kn.instance_queries import (
     query_instance_subgraph,
     query_object_instance,
 )
+from kgrag.agent.query_plans import PlanRequest, network_view, query_plan
 from kgrag.api.kn_search import answer_or_error, network_service
 
 router = APIRouter(tags=["kn_query"])
@@ -46,3 +50,16 @@ def query_instance_subgraph_route(query: InstanceSubgraphQuery, request: Request
     store = network_service(request)
     return answer_or_error("query_instance_subgraph", query.kn_id,
                            lambda: query_instance_subgraph(store, query))
+
+
+@router.post("/api/agent-retrieval/in/v1/kn/query_plan", responses=ERRORS)
+def query_plan_route(body: PlanRequest, request: Request) -> Any:
+    """A question planned over the network's rows (the plan scorer's best plan, its calibrated confidence, the
+    words it did not link, its answers and the rows they rest on), or a given plan run (:mod:`kgrag.agent.query_plans`;
+    the MCP tool ``query_plan`` also takes a prepared KG)."""
+    if body.kn_id is None:
+        return JSONResponse(status_code=400, content={"error": "this route plans over a network: give kn_id (the MCP "
+                                                               "tool query_plan also takes kg)", "field": "kn_id"})
+    store = network_service(request)
+    kn_id = body.kn_id
+    return answer_or_error("query_plan", kn_id, lambda: query_plan(body, network_view(store, kn_id)))

@@ -9,6 +9,7 @@ validated by that model before anything runs. Each tool calls the same function 
 | `context_search`          | `KnSearchRequest`            | `kgrag.search.pipeline.context_search` (`…/kn/context_search`)        |
 | `query_object_instance`   | `ObjectInstanceQuery`        | `kgrag.agent.kn.instance_queries.query_object_instance` (`…/kn/query_object_instance`) |
 | `query_instance_subgraph` | `InstanceSubgraphQuery`      | `kgrag.agent.kn.instance_queries.query_instance_subgraph` (`…/kn/query_instance_subgraph`) |
+| `query_plan`              | `PlanRequest`                | `kgrag.agent.query_plans.query_plan` on a network (`…/kn/query_plan`) or a prepared KG |
 | `query_modes`             | `QueryRequest`               | `kgrag.modes.query.kg_query` (`/api/query`)                          |
 | `get_relations`           | `GetRelationsArgs`           | `KGSession.execute(GetRelations)` in the caller's KG session (`/api/kg/query`) |
 | `get_triples`             | `GetTriplesArgs`             | `KGSession.execute(GetTriples)` in the caller's KG session (`/api/kg/query`) |
@@ -39,6 +40,7 @@ from kgrag.agent.kn.instance_queries import (
     query_instance_subgraph,
     query_object_instance,
 )
+from kgrag.agent.query_plans import PlanRequest, plan_view, query_plan
 from kgrag.agent.resources import resources_for
 from kgrag.api.kg_tools import KGQueryResponse, SessionId
 from kgrag.config import Settings
@@ -160,6 +162,10 @@ def _query_instance_subgraph(ctx: ToolContext, args: InstanceSubgraphQuery, _: C
     return query_instance_subgraph(ctx.resources.store, args)
 
 
+def _query_plan(ctx: ToolContext, args: PlanRequest, _: CallScope) -> Any:
+    return query_plan(args, plan_view(args, ctx.resources))
+
+
 def _query_modes(ctx: ToolContext, args: QueryRequest, _: CallScope) -> Any:
     return kg_query(args.query, ctx.resources.store, args.kn_id, args.param, ctx.resources.llm()).model_dump(mode="json")
 
@@ -234,6 +240,12 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("query_instance_subgraph", "Query an instance subgraph",
              "Instances reached from start instances along a path of relation types, with the links walked.",
              InstanceSubgraphQuery, _query_instance_subgraph),
+    ToolSpec("query_plan", "Plan a question over rows",
+             "Plan a question as SQL would over a knowledge network's rows (`kn_id`) or a prepared KG's classes as "
+             "tables (`kg`): the learned scorer's best plan (filters on stored values, a join, a count, max / min, "
+             "an order), its calibrated `confidence` (below `min_confidence` the agent says it is not sure), the "
+             "words it did not link, its answers and the rows they rest on, and the alternatives; or run a `plan` "
+             "you wrote.", PlanRequest, _query_plan),
     ToolSpec("query_modes", "Query modes (local / global / hybrid / naive / mix / bypass)",
              "LightRAG-style retrieval over a knowledge network in one mode and an answer (LLM when configured), or "
              "only the context / prompt (spec query-modes.md). Same body as POST /api/query.",

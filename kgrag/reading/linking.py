@@ -8,8 +8,8 @@ Contract: :func:`element_words` turns an id or a name (``snake_case``, ``camelCa
 the question reader (:mod:`kgrag.reading.reader`, the one home for word forms); :func:`schema_fit` is the share of
 an element's words the question holds (a word matches by lemma, or by sharing its first five letters with a
 long word: "publication" / "published"); :func:`value_links` matches the question's n-grams and quoted parts
-against every text property's lower-cased stored values (exact, case-insensitive; a quoted part also as a
-substring), and its numbers against number properties holding that value. Each link says where it is in the
+against every text property's lower-cased stored values (exact, case-insensitive, or with a last plural noun
+in its singular — "dogs" says the stored "dog"; a quoted part also as a substring), and its numbers against number properties holding that value. Each link says where it is in the
 question, how many rows hold it and how it was found.
 """
 
@@ -135,6 +135,18 @@ def _spans(reading: Reading) -> list[tuple[int, int, str, int, bool]]:
     return out
 
 
+def _singular_keys(reading: Reading, spans: Sequence[tuple[int, int, str, int, bool]]) -> dict[tuple[int, int], str]:
+    """(span start, end) → the span's lower-cased text with its last word, a plural noun, as its lemma ("dogs" → "dog",
+    "golden retrievers" → "golden retriever"): how a stored singular value is said in the plural."""
+    plural = {t.end: t for t in reading.tokens if t.tag in ("NNS", "NNPS") and t.lemma.lower() != t.lower}
+    out = {}
+    for start, end, text, _, _ in spans:
+        last = plural.get(end)
+        if last is not None:
+            out[(start, end)] = " ".join(text.lower().split())[: -len(last.text)] + last.lemma.lower()
+    return out
+
+
 def value_links(reading: Reading, view: TableView) -> list[ValueLink]:
     """Every stored value the question says (see the module docstring), longest spans first."""
     out: list[ValueLink] = []
@@ -144,6 +156,7 @@ def value_links(reading: Reading, view: TableView) -> list[ValueLink]:
     quoted += [(m.start(1), m.end(1), m.group(1)) for m in _PART_CUE.finditer(reading.text)
                if not any(s <= m.start(1) < e for s, e, _ in quoted)]
     quoted_texts = {q[2].strip().lower() for q in quoted}
+    singular = _singular_keys(reading, spans)
     for type_id, table in view.types.items():
         for prop in table.properties:
             if table.is_numeric(prop):
@@ -154,6 +167,8 @@ def value_links(reading: Reading, view: TableView) -> list[ValueLink]:
             for start, end, text, ntok, named in spans:
                 key = " ".join(text.lower().split())
                 rows = index.get(key)
+                if not rows and key not in quoted_texts and (start, end) in singular:
+                    rows = index.get(singular[(start, end)])
                 if not rows or (len(key) < MIN_VALUE_CHARS and key not in quoted_texts):
                     continue
                 kind = "quoted" if key in quoted_texts else "exact"

@@ -40,7 +40,7 @@ from kgrag.hrag.online.file_eval import strip_brackets
 from kgrag.prep.resolve import EntityResolver
 from kgrag.reading.tables import number_text
 
-__all__ = ["EvalItem", "evaluate", "read_kg_questions", "read_metaqa", "read_questions", "set_scores", "top_answer"]
+__all__ = ["EvalItem", "answer_source", "evaluate", "read_kg_questions", "read_metaqa", "read_questions", "set_scores", "top_answer"]
 
 
 @dataclass(frozen=True)
@@ -159,6 +159,12 @@ def selective(confidences: Sequence[float], hits: Sequence[float], f1s: Sequence
             "f1_answered": round(float(np.mean([f1s[i] for i in keep])), 4) if keep else None}
 
 
+def answer_source(state: dict[str, Any]) -> str:
+    """What the answer came from: ``table_plan`` (a plan over rows), ``query_graph`` or ``other`` (the one-relation
+    planners, H-RAG paths, ranked chains, text retrieval)."""
+    return "table_plan" if state.get("table_plan") else "query_graph" if state.get("query_graph") else "other"
+
+
 def _planned_label(state: dict[str, Any]) -> str | None:
     """The schema element the answer came from: the first labelled tool call's intent, or — for a query graph
     (its calls are labelled ``qg:…``) — the intent of its path's first hop (``rel:`` / ``rel_in:``)."""
@@ -207,7 +213,7 @@ def evaluate(items: Sequence[EvalItem], answer_fn: Callable[[str], dict[str, Any
                             "exact": exact, "ms": round(ms, 2), "answer": state.get("answer", ""),
                             "intent_planner": intent, "confidence": round(confidence, 4),
                             "withheld": bool(state.get("withheld")), "unused": state.get("unused") or [],
-                            "query_graph": state.get("query_graph"),
+                            "query_graph": state.get("query_graph"), "source": answer_source(state),
                             "errors": state.get("errors", [])})
         if progress is not None:
             progress(i + 1)

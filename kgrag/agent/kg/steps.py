@@ -448,5 +448,5 @@ def answer(state: AgentState, run: TripleRun) -> tuple[Update, str]:
               "evidence": evidence, "history": history, "done": True, "messages": [answer_message(text)],
               **plan_fields}
     if plan_fields:  # a query graph's / plan's answer: its unused cues said, withheld below min_confidence
-        update = settle(update, run.settings, calibrated)
+        update = settle(update, run.settings, calibrated, "query_graph")
     return update, f"{len(update['answers'])} answers; {len(evidence)} paths"

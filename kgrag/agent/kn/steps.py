@@ -399,7 +399,7 @@ def answer(state: AgentState, run: NetworkRun) -> tuple[Update, str]:
                       "messages": [answer_message(text)], "unused": list(state.get("unused") or []),
                       "confidence": float(state.get("confidence") or 0.0)}
     if state.get("planner") != "llm" or graph is not None or calibrated is not None:
-        update = settle(update, run.settings, calibrated)
+        update = settle(update, run.settings, calibrated, "query_graph" if graph is not None else "other")
     return update, f"{len(update['answers'])} values from {len({r['instance'] for r in evidence})} instances"
 
 

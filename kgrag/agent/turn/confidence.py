@@ -8,6 +8,8 @@
   everything; unset, the default: the plan scorer's calibrated threshold for a calibrated answer, 0 for the others)
   is withheld: ``answers`` becomes empty, the values move to ``withheld`` (the best
   guess, which ``agent-eval`` scores at full coverage), and the text says so and why.
+- The confidence of an answer not calibrated by the plan scorer (a query graph's, another planner's) is replaced
+  by its fitted value (:func:`kgrag.agent.turn.answer_confidence.fitted_confidence`) before the threshold applies.
 - Whatever the threshold, the parts of the question the plan did not use (``unused``: "before 1900", "how many")
   are said in the answer text, unless the text already names them.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kgrag.agent.turn.answer_confidence import fitted_confidence
 from kgrag.agent.turn.messages import answer_message
 from kgrag.agent.turn.state import AgentSettings
 
@@ -31,11 +34,16 @@ def unused_sentence(unused: list[str]) -> str:
     return f"I could not apply {joined}."
 
 
-def settle(update: dict[str, Any], settings: AgentSettings, calibrated: float | None = None) -> dict[str, Any]:
+def settle(update: dict[str, Any], settings: AgentSettings, calibrated: float | None = None,
+           source: str = "other") -> dict[str, Any]:
     """The answer node's update with its confidence applied (see the module docstring); returns ``update``.
-    ``calibrated``: the default threshold of an answer whose confidence is calibrated (used when
-    ``settings.min_confidence`` is None; an uncalibrated answer then has none)."""
+    ``calibrated``: the default threshold of an answer whose confidence is calibrated by its plan scorer (used when
+    ``settings.min_confidence`` is None; another answer then has none); ``source`` (``query_graph`` / ``other``):
+    whose fitted confidence (:mod:`kgrag.agent.turn.answer_confidence`) replaces the raw one of another answer."""
     threshold = settings.min_confidence if settings.min_confidence is not None else (calibrated or 0.0)
+    if calibrated is None and update.get("answers"):
+        update["confidence"] = fitted_confidence(source, float(update.get("confidence") or 0.0),
+                                                 len(update.get("unused") or []))
     text = update.get("answer", "")
     note = unused_sentence(list(update.get("unused") or []))
     if note and note not in text:

@@ -1,0 +1,191 @@
+"""Fit the agent's answer confidence to data where it is not already (issue 49 §5: "a confidence fitted to data"):
+the query graphs' and the other planners' confidences, per source, from the agent's own answers on questions it was
+never tuned on for this — written as the shipped ``kgrag/agent/turn/answer_confidence.json``.
+
+    HF_HUB_OFFLINE=1 .venv/bin/python -m bench.answer_confidence --dump /tmp/qg_dev.jsonl [--limit-dbs N] [--write]
+
+Material: (a) the **Spider validation databases** of the shipped plan scorer's split (``meta["split"]["validation"]``
+of ``kgrag/reading/model/meta.json``: real human questions, never trained on), each loaded as a network in a temp
+work dir (``kgrag kn load``) and asked through ``kgrag agent-eval --out`` (each command its own process, as typed);
+(b) the dev question sets of :mod:`bench.query_graphs` given as its ``--dump`` JSONL (only its query-graph arm; run
+it with ``KGRAG_ANSWER_CONFIDENCE=raw`` once a fit is shipped, so that the raw confidences are read).
+Each answer is one example: its source (``query_graph`` / ``other``; a plan over rows is calibrated by the plan
+scorer already and is only reported), its raw confidence, whether a part of the question went unused, and whether
+the answer set (or the best guess withheld) is exactly right. Per source a seeded logistic regression over
+(raw confidence, unused) is fitted on a seeded half of the **databases / graphs** and its ECE and right / wrong at
+≥ 0.8 reported on the other half, against the raw confidence in the same run (the baseline); ``--write`` then
+fits on all and writes the JSON (coefficients, n, the material, the command). Writes
+``bench/results/answer_confidence.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from bench.common import write_result
+
+console = Console(width=150)
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "kgrag" / "agent" / "turn" / "answer_confidence.json"
+SOURCES = ("query_graph", "other")
+
+
+def progress(message: str) -> None:
+    console.print(f"[bench.answer_confidence] {message}", highlight=False, markup=False)
+
+
+def _cli(args: list[str], env: dict[str, str], timeout: float = 900) -> tuple[int, str]:
+    done = subprocess.run([sys.executable, "-m", "kgrag.cli", *args], capture_output=True, text=True, env=env,
+                          timeout=timeout, cwd=ROOT)
+    return done.returncode, done.stdout + done.stderr
+
+
+def spider_rows(root: Path, db_ids: list[str]) -> list[dict[str, Any]]:
+    """Every question of ``db_ids`` through ``kgrag kn load`` + ``kgrag agent-eval --out``: one row per answer."""
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="kgrag-answer-confidence-") as work:
+        env = os.environ.copy()
+        env.pop("KGRAG_DATABASE_URL", None)
+        env.pop("KGRAG_AGENT_MIN_CONFIDENCE", None)
+        env.update(KGRAG_WORK_DIR=work, HF_HUB_OFFLINE="1", KGRAG_ANSWER_CONFIDENCE="raw")
+        for i, db in enumerate(db_ids, 1):
+            folder = root / db
+            rc, out = _cli(["kn", "load", str(folder / f"{db}.yaml")], env)
+            if rc != 0:
+                progress(f"{db}: kn load failed: {out.strip().splitlines()[-1:]}")
+                continue
+            preds = Path(work) / f"{db}.jsonl"
+            rc, out = _cli(["agent-eval", "--kn", db, "--questions", str(folder / "questions.jsonl"), "--json",
+                            "--out", str(preds)], env)
+            if rc != 0 or not preds.is_file():
+                progress(f"{db}: agent-eval failed: {out.strip().splitlines()[-3:]}")
+                continue
+            for line in preds.read_text(encoding="utf-8").splitlines():
+                p = json.loads(line)
+                rows.append({"group": f"spider:{db}", "source": p.get("source", "other"),
+                             "raw": float(p.get("confidence") or 0.0), "unused": len(p.get("unused") or []),
+                             "exact": float(p.get("exact") or 0.0)})
+            progress(f"{i}/{len(db_ids)} {db}: {sum(1 for r in rows if r['group'] == f'spider:{db}')} answers")
+    return rows
+
+
+def dump_rows(path: Path) -> list[dict[str, Any]]:
+    """The query-graph arm of a ``bench.query_graphs --dump`` file."""
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        p = json.loads(line)
+        if p.get("planner") == "today" or "confidence" not in p:
+            continue
+        out.append({"group": f"graph:{p['graph']}", "source": p.get("source", "other"), "raw": float(p["confidence"]),
+                    "unused": int(p.get("unused") or 0), "exact": float(p.get("guess_exact", p.get("exact", 0.0)))})
+    return out
+
+
+def calibration(conf: np.ndarray, right: np.ndarray, bins: int = 10) -> dict[str, Any]:
+    from kgrag.reading.train import calibration_table
+
+    table = calibration_table(conf.tolist(), right.tolist(), bins)
+    return {k: table.get(k) for k in ("n", "ece", "right_at_0.8", "wrong_at_0.8", "answered_at_0.8")} | {
+        "n": int(len(conf)), "accuracy": round(float(right.mean()), 4) if len(right) else None}
+
+
+def fit(rows: list[dict[str, Any]], seed: int) -> dict[str, float] | None:
+    """A logistic regression of "exactly right" over (raw confidence, any unused part); None without both outcomes."""
+    from sklearn.linear_model import LogisticRegression
+
+    y = np.array([r["exact"] >= 1.0 for r in rows], dtype=int)
+    if len(set(y.tolist())) < 2:
+        return None
+    x = np.array([[r["raw"], float(r["unused"] > 0)] for r in rows], dtype=float)
+    model = LogisticRegression(C=1.0, random_state=seed).fit(x, y)
+    return {"raw": round(float(model.coef_[0][0]), 6), "unused": round(float(model.coef_[0][1]), 6),
+            "intercept": round(float(model.intercept_[0]), 6)}
+
+
+def apply(coef: dict[str, float], rows: list[dict[str, Any]]) -> np.ndarray:
+    z = np.array([coef["intercept"] + coef["raw"] * r["raw"] + coef["unused"] * float(r["unused"] > 0) for r in rows])
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dump", type=Path, action="append", default=[],
+                        help="a bench.query_graphs --dump JSONL (dev split) to learn from too")
+    parser.add_argument("--limit-dbs", type=int, default=0, help="only the first N validation databases (quick)")
+    parser.add_argument("--rows", type=Path, help="reuse the answers collected by an earlier run (JSONL)")
+    parser.add_argument("--write", action="store_true", help=f"fit on everything and write {OUT.relative_to(ROOT)}")
+    parser.add_argument("--seed", type=int, default=13)
+    args = parser.parse_args()
+    started = time.perf_counter()
+
+    from kgrag.config import get_settings
+
+    meta = json.loads((ROOT / "kgrag" / "reading" / "model" / "meta.json").read_text(encoding="utf-8"))
+    db_ids = sorted(meta["split"]["validation"])
+    db_ids = db_ids[: args.limit_dbs] if args.limit_dbs else db_ids
+    if args.rows and args.rows.is_file():
+        rows = [json.loads(line) for line in args.rows.read_text(encoding="utf-8").splitlines()]
+    else:
+        rows = spider_rows(get_settings().data_dir / "spider_train", db_ids)
+        for dump in args.dump:
+            rows += dump_rows(dump)
+        saved = ROOT / "bench" / "results" / "answer_confidence_rows.jsonl"
+        saved.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        progress(f"{len(rows)} answers kept in {saved}")
+    groups = sorted({r["group"] for r in rows})
+    rng = random.Random(args.seed)
+    fit_groups = set(rng.sample(groups, len(groups) // 2))
+    figures: dict[str, Any] = {}
+    baseline: dict[str, Any] = {}
+    coefs: dict[str, Any] = {}
+    table = Table(title="answer confidence: raw vs fitted, on the half of the databases / graphs not fitted on",
+                  header_style="bold")
+    for col in ("source", "n fit", "n test", "raw ECE", "fitted ECE", "raw right@0.8", "fitted right@0.8",
+                "raw wrong@0.8", "fitted wrong@0.8"):
+        table.add_column(col, justify="left" if col == "source" else "right")
+    for source in (*SOURCES, "table_plan"):
+        mine = [r for r in rows if r["source"] == source]
+        train = [r for r in mine if r["group"] in fit_groups]
+        test = [r for r in mine if r["group"] not in fit_groups]
+        right = np.array([r["exact"] >= 1.0 for r in test], dtype=float)
+        raw = calibration(np.array([r["raw"] for r in test]), right)
+        baseline[source] = raw
+        coef = fit(train, args.seed) if source != "table_plan" else None
+        fitted = calibration(apply(coef, test), right) if coef is not None else raw
+        figures[source] = fitted | {"n_fit": len(train), "coef_half": coef}
+        table.add_row(source, str(len(train)), str(len(test)), str(raw["ece"]), str(fitted["ece"]),
+                      str(raw["right_at_0.8"]), str(fitted["right_at_0.8"]), str(raw["wrong_at_0.8"]),
+                      str(fitted["wrong_at_0.8"]))
+        if source != "table_plan":
+            coefs[source] = fit(mine, args.seed)
+    console.print(table)
+    if args.write:
+        out = {"sources": {k: v for k, v in coefs.items() if v is not None}, "seed": args.seed,
+               "n": {s: sum(1 for r in rows if r["source"] == s) for s in SOURCES},
+               "material": f"Spider validation databases ({len(db_ids)}) through kgrag agent-eval; "
+                           f"{', '.join(str(d) for d in args.dump) or 'no'} bench.query_graphs dev dumps",
+               "command": "python -m bench.answer_confidence " + " ".join(sys.argv[1:])}
+        OUT.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+        progress(f"wrote {OUT}: {out['sources']}")
+    ratio = {s: round(baseline[s]["ece"] / figures[s]["ece"], 4) if figures[s].get("ece") else None for s in SOURCES}
+    figures["seconds"] = round(time.perf_counter() - started, 1)
+    write_result("answer_confidence", figures, baseline, ratio,
+                 split=f"half of {len(groups)} databases / graphs fitted (seed {args.seed}), the other half scored",
+                 n=len(rows))
+
+
+if __name__ == "__main__":
+    main()
