@@ -11,9 +11,10 @@ work dir (``kgrag kn load``) and asked through ``kgrag agent-eval --out`` (each 
 it with ``KGRAG_ANSWER_CONFIDENCE=raw`` once a fit is shipped, so that the raw confidences are read).
 Each answer is one example: its source (``query_graph`` / ``other``; a plan over rows is calibrated by the plan
 scorer already and is only reported), its raw confidence, whether a part of the question went unused, and whether
-the answer set (or the best guess withheld) is exactly right. Per source a seeded logistic regression over
-(raw confidence, unused) is fitted on a seeded half of the **databases / graphs** and its ECE and right / wrong at
-≥ 0.8 reported on the other half, against the raw confidence in the same run (the baseline); ``--write`` then
+the answer set (or the best guess withheld) is exactly right, and the cross-check against the plan over rows
+(:func:`kgrag.agent.turn.row_plans.cross_check`). Per source a seeded logistic regression over
+:data:`kgrag.agent.turn.answer_confidence.FEATURES` is fitted on one seeded half of the **databases / graphs** and scored on the other, both ways; its ECE and right / wrong at
+≥ 0.8 reported out of fold (each half by the fit on the other), against the raw confidence in the same run (the baseline); ``--write`` then
 fits on all and writes the JSON (coefficients, n, the material, the command). Writes
 ``bench/results/answer_confidence.json``.
 """
@@ -77,7 +78,7 @@ def spider_rows(root: Path, db_ids: list[str]) -> list[dict[str, Any]]:
                 p = json.loads(line)
                 rows.append({"group": f"spider:{db}", "source": p.get("source", "other"),
                              "raw": float(p.get("confidence") or 0.0), "unused": len(p.get("unused") or []),
-                             "exact": float(p.get("exact") or 0.0)})
+                             "cross": p.get("cross_check"), "exact": float(p.get("exact") or 0.0)})
             progress(f"{i}/{len(db_ids)} {db}: {sum(1 for r in rows if r['group'] == f'spider:{db}')} answers")
     return rows
 
@@ -90,7 +91,8 @@ def dump_rows(path: Path) -> list[dict[str, Any]]:
         if p.get("planner") == "today" or "confidence" not in p:
             continue
         out.append({"group": f"graph:{p['graph']}", "source": p.get("source", "other"), "raw": float(p["confidence"]),
-                    "unused": int(p.get("unused") or 0), "exact": float(p.get("guess_exact", p.get("exact", 0.0)))})
+                    "unused": int(p.get("unused") or 0), "cross": p.get("cross_check"),
+                    "exact": float(p.get("guess_exact", p.get("exact", 0.0)))})
     return out
 
 
@@ -103,21 +105,43 @@ def calibration(conf: np.ndarray, right: np.ndarray, bins: int = 10) -> dict[str
 
 
 def fit(rows: list[dict[str, Any]], seed: int) -> dict[str, float] | None:
-    """A logistic regression of "exactly right" over (raw confidence, any unused part); None without both outcomes."""
+    """A logistic regression of "exactly right" over the answer's :data:`FEATURES`; None without both outcomes."""
     from sklearn.linear_model import LogisticRegression
+
+    from kgrag.agent.turn.answer_confidence import FEATURES
 
     y = np.array([r["exact"] >= 1.0 for r in rows], dtype=int)
     if len(set(y.tolist())) < 2:
         return None
-    x = np.array([[r["raw"], float(r["unused"] > 0)] for r in rows], dtype=float)
-    model = LogisticRegression(C=1.0, random_state=seed).fit(x, y)
-    return {"raw": round(float(model.coef_[0][0]), 6), "unused": round(float(model.coef_[0][1]), 6),
-            "intercept": round(float(model.intercept_[0]), 6)}
+    model = LogisticRegression(C=1.0, random_state=seed).fit(_x(rows), y)
+    return {name: round(float(c), 6) for name, c in zip(FEATURES, model.coef_[0], strict=True)} | {
+        "intercept": round(float(model.intercept_[0]), 6)}
 
 
-def apply(coef: dict[str, float], rows: list[dict[str, Any]]) -> np.ndarray:
-    z = np.array([coef["intercept"] + coef["raw"] * r["raw"] + coef["unused"] * float(r["unused"] > 0) for r in rows])
-    return 1.0 / (1.0 + np.exp(-z))
+def _x(rows: list[dict[str, Any]]) -> np.ndarray:
+    from kgrag.agent.turn.answer_confidence import features
+
+    return np.array([features(r["raw"], r["unused"], r.get("cross")) for r in rows], dtype=float)
+
+
+def fit_pair(rows: list[dict[str, Any]], seed: int) -> dict[str, dict[str, float] | None]:
+    """The source's two fits: ``checked`` over every feature on the answers with a cross-check, ``unchecked`` over
+    the raw confidence and the unused parts on all its answers (what an answer without a cross-check gets)."""
+    return {"checked": fit([r for r in rows if r.get("cross") is not None], seed),
+            "unchecked": fit([{**r, "cross": None} for r in rows], seed)}
+
+
+def apply(coefs: dict[str, dict[str, float] | None], rows: list[dict[str, Any]]) -> np.ndarray:
+    from kgrag.agent.turn.answer_confidence import FEATURES
+
+    out = np.array([r["raw"] for r in rows], dtype=float)
+    for i, r in enumerate(rows):
+        coef = coefs["checked"] if r.get("cross") is not None else None
+        coef = coef or coefs["unchecked"]
+        if coef is not None:
+            z = coef["intercept"] + float(_x([r])[0] @ np.array([coef[name] for name in FEATURES]))
+            out[i] = 1.0 / (1.0 + np.exp(-z))
+    return out
 
 
 def main() -> None:
@@ -151,39 +175,59 @@ def main() -> None:
     figures: dict[str, Any] = {}
     baseline: dict[str, Any] = {}
     coefs: dict[str, Any] = {}
-    table = Table(title="answer confidence: raw vs fitted, on the half of the databases / graphs not fitted on",
+    oof: dict[str, np.ndarray] = {}
+    table = Table(title="answer confidence: raw vs fitted out of fold (two halves of the databases / graphs)",
                   header_style="bold")
-    for col in ("source", "n fit", "n test", "raw ECE", "fitted ECE", "raw right@0.8", "fitted right@0.8",
+    for col in ("source", "n", "raw ECE", "fitted ECE", "raw right@0.8", "fitted right@0.8",
                 "raw wrong@0.8", "fitted wrong@0.8"):
         table.add_column(col, justify="left" if col == "source" else "right")
     for source in (*SOURCES, "table_plan"):
         mine = [r for r in rows if r["source"] == source]
-        train = [r for r in mine if r["group"] in fit_groups]
-        test = [r for r in mine if r["group"] not in fit_groups]
-        right = np.array([r["exact"] >= 1.0 for r in test], dtype=float)
-        raw = calibration(np.array([r["raw"] for r in test]), right)
+        right = np.array([r["exact"] >= 1.0 for r in mine], dtype=float)
+        raw = calibration(np.array([r["raw"] for r in mine]), right)
         baseline[source] = raw
-        coef = fit(train, args.seed) if source != "table_plan" else None
-        fitted = calibration(apply(coef, test), right) if coef is not None else raw
-        figures[source] = fitted | {"n_fit": len(train), "coef_half": coef}
-        table.add_row(source, str(len(train)), str(len(test)), str(raw["ece"]), str(fitted["ece"]),
+        # two-fold by database / graph: each half scored by the fit on the other half (out-of-fold, all scored)
+        fitted_conf = np.array([r["raw"] for r in mine], dtype=float)
+        halves = []
+        for held in (fit_groups, set(groups) - fit_groups):
+            train = [r for r in mine if r["group"] not in held]
+            coefs_half = fit_pair(train, args.seed) if source != "table_plan" else None
+            idx = [i for i, r in enumerate(mine) if r["group"] in held]
+            if coefs_half is not None and idx:
+                fitted_conf[idx] = apply(coefs_half, [mine[i] for i in idx])
+            halves.append(coefs_half)
+        fitted = calibration(fitted_conf, right)
+        oof[source] = fitted_conf
+        figures[source] = fitted | {"coef_halves": halves}
+        table.add_row(source, str(len(mine)), str(raw["ece"]), str(fitted["ece"]),
                       str(raw["right_at_0.8"]), str(fitted["right_at_0.8"]), str(raw["wrong_at_0.8"]),
                       str(fitted["wrong_at_0.8"]))
         if source != "table_plan":
-            coefs[source] = fit(mine, args.seed)
+            pair = fit_pair(mine, args.seed)
+            coefs[source], coefs[f"{source}:unchecked"] = pair["checked"], pair["unchecked"]
+    every = [r for source in (*SOURCES, "table_plan") for r in rows if r["source"] == source]
+    right_all = np.array([r["exact"] >= 1.0 for r in every], dtype=float)
+    pooled = np.concatenate([oof[source] for source in (*SOURCES, "table_plan")])
+    baseline["all"] = calibration(np.array([r["raw"] for r in every]), right_all)
+    figures["all"] = calibration(pooled, right_all)
+    table.add_row("all answers", str(len(every)), str(baseline["all"]["ece"]), str(figures["all"]["ece"]),
+                  str(baseline["all"]["right_at_0.8"]), str(figures["all"]["right_at_0.8"]),
+                  str(baseline["all"]["wrong_at_0.8"]), str(figures["all"]["wrong_at_0.8"]))
     console.print(table)
     if args.write:
         out = {"sources": {k: v for k, v in coefs.items() if v is not None}, "seed": args.seed,
                "n": {s: sum(1 for r in rows if r["source"] == s) for s in SOURCES},
-               "material": f"Spider validation databases ({len(db_ids)}) through kgrag agent-eval; "
-                           f"{', '.join(str(d) for d in args.dump) or 'no'} bench.query_graphs dev dumps",
+               "material": f"{sum(g.startswith('spider:') for g in groups)} Spider validation databases through "
+                           f"kgrag agent-eval, {sum(g.startswith('graph:') for g in groups)} dev graphs of "
+                           "bench.query_graphs",
                "command": "python -m bench.answer_confidence " + " ".join(sys.argv[1:])}
         OUT.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
         progress(f"wrote {OUT}: {out['sources']}")
     ratio = {s: round(baseline[s]["ece"] / figures[s]["ece"], 4) if figures[s].get("ece") else None for s in SOURCES}
     figures["seconds"] = round(time.perf_counter() - started, 1)
     write_result("answer_confidence", figures, baseline, ratio,
-                 split=f"half of {len(groups)} databases / graphs fitted (seed {args.seed}), the other half scored",
+                 split=f"{len(groups)} databases / graphs in two seeded halves (seed {args.seed}); each scored by the "
+                       "fit on the other",
                  n=len(rows))
 
 

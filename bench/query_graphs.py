@@ -138,7 +138,7 @@ def score(rows: list[dict], answers: dict[str, Any]) -> dict[str, list[dict]]:
                 "topic": (state.get("topic") or {}).get("name"), "gold_topic": row.get("topic"),
                 "answer": state.get("answer", ""), "errors": state.get("errors", []),
                 "confidence": float(state.get("confidence") or 0.0), "unused": len(state.get("unused") or []),
-                "source": answer_source(state),
+                "source": answer_source(state), "cross_check": state.get("cross_check"),
                 # the answer given, or the best guess withheld below the threshold: what the confidence is about
                 "guess_exact": set_scores([str(v) for v in (values or state.get("withheld") or [])],
                                           row["answers"])[2]})

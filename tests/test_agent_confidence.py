@@ -39,3 +39,32 @@ def test_agent_eval_scores_full_coverage_and_the_confident_answers() -> None:
     assert by_threshold[0.9]["answered"] == 1 and by_threshold[0.9]["f1_answered"] == 1.0
     none = evaluate(items[1:], states.__getitem__, threshold=0.95)["figures"]
     assert none["answered"] == 0 and none["f1_answered"] is None and none["coverage"] == 0.0
+
+
+def test_a_fitted_source_replaces_its_raw_confidence(tmp_path, monkeypatch) -> None:
+    import json
+    import math
+
+    from kgrag.agent.turn import answer_confidence as fitted
+
+    fit = tmp_path / "answer_confidence.json"
+    fit.write_text(json.dumps({"sources": {"query_graph": {"raw": 4.0, "unused": -2.0, "intercept": -1.0}}}))
+    monkeypatch.setattr(fitted, "FIT_FILE", fit)
+    fitted._fits.cache_clear()
+    try:
+        assert fitted.fitted_confidence("query_graph", 1.0, 0) == round(1 / (1 + math.exp(-3.0)), 4)
+        assert fitted.fitted_confidence("query_graph", 1.0, 2) == round(1 / (1 + math.exp(-1.0)), 4)
+        assert fitted.fitted_confidence("other", 0.42, 0) == 0.42  # no fit: the raw value
+        sure = settle({"answer": "3.", "answers": ["3"], "confidence": 1.0}, AgentSettings(min_confidence=0.9),
+                      source="query_graph")
+        assert sure["confidence"] == 0.9526 and sure["answers"] == ["3"]
+        unsure = settle({"answer": "3.", "answers": ["3"], "confidence": 1.0, "unused": ["before 1900"]},
+                        AgentSettings(min_confidence=0.9), source="query_graph")
+        assert unsure["answers"] == [] and "0.73" in unsure["answer"]  # fitted, then withheld below 0.9
+        plan = settle({"answer": "3.", "answers": ["3"], "confidence": 0.8}, AgentSettings(), 0.74,
+                      source="query_graph")
+        assert plan["confidence"] == 0.8  # calibrated by its scorer already: kept
+        monkeypatch.setenv("KGRAG_ANSWER_CONFIDENCE", "raw")
+        assert fitted.fitted_confidence("query_graph", 1.0, 0) == 1.0
+    finally:
+        fitted._fits.cache_clear()

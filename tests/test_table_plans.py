@@ -187,3 +187,18 @@ def test_the_query_plan_route_plans_runs_and_names_what_is_wrong(tmp_path: Path)
         assert both.status_code == 400 and "exactly one of question" in both.text
         kg_only = http.post(route, json={"kg": "demo", "question": "How many films?"})
         assert kg_only.status_code == 400 and "kn_id" in kg_only.json()["error"]
+
+
+@needs_spider
+def test_another_planners_answer_is_cross_checked_against_the_plan_over_rows(pets: TableView) -> None:
+    from kgrag.agent.turn.row_plans import cross_check
+
+    heavy = sum(1 for w in pets.types["Pets"].column("weight") if w is not None and float(w) > 10)
+    question = "How many pets have a greater weight than 10?"
+    agree = cross_check(question, pets, [f"{heavy}.0"])  # numbers compared as numbers
+    assert agree is not None and agree["agree"] is True and "weight > 10" in agree["describe"]
+    assert 0 < agree["confidence"] <= 1
+    disagree = cross_check(question, pets, [str(heavy + 1)])
+    assert disagree is not None and disagree["agree"] is False
+    assert cross_check(question, None, ["1"]) is None and cross_check(question, pets, []) is None
+    assert cross_check("有多少只宠物", pets, ["1"]) is None  # the Chinese path is not read by the English plans

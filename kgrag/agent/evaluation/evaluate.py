@@ -214,6 +214,7 @@ def evaluate(items: Sequence[EvalItem], answer_fn: Callable[[str], dict[str, Any
                             "intent_planner": intent, "confidence": round(confidence, 4),
                             "withheld": bool(state.get("withheld")), "unused": state.get("unused") or [],
                             "query_graph": state.get("query_graph"), "source": answer_source(state),
+                            "cross_check": state.get("cross_check"),
                             "errors": state.get("errors", [])})
         if progress is not None:
             progress(i + 1)

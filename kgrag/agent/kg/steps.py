@@ -38,7 +38,7 @@ from kgrag.agent.kg.calls import run_kg_call
 from kgrag.agent.kg.llm import llm_plan, result_messages
 from kgrag.agent.kg.needs import TripleRun
 from kgrag.agent.kg.query_plan import Proposer
-from kgrag.agent.kg.table_plans import table_plan_step
+from kgrag.agent.kg.table_plans import check_on_tables, table_plan_step
 from kgrag.agent.kg.triple_kg import TopicLink, TripleKG, new_session_id
 from kgrag.agent.turn.confidence import settle
 from kgrag.agent.turn.messages import answer_message, question_from, question_update
@@ -448,5 +448,7 @@ def answer(state: AgentState, run: TripleRun) -> tuple[Update, str]:
               "evidence": evidence, "history": history, "done": True, "messages": [answer_message(text)],
               **plan_fields}
     if plan_fields:  # a query graph's / plan's answer: its unused cues said, withheld below min_confidence
+        if calibrated is None:
+            update["cross_check"] = check_on_tables(state, run, _kg(state, run), list(values))
         update = settle(update, run.settings, calibrated, "query_graph")
     return update, f"{len(update['answers'])} answers; {len(evidence)} paths"

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from kgrag.agent.kg.needs import TripleRun
 from kgrag.agent.turn.node import Update
-from kgrag.agent.turn.row_plans import plan_call, plan_result
+from kgrag.agent.turn.row_plans import cross_check, plan_call, plan_result
 from kgrag.agent.turn.state import AgentState
 from kgrag.errors import KgragError
 from kgrag.reading.graph_tables import GraphView, view_for_graph
@@ -32,7 +32,7 @@ from kgrag.reading.table_plan import TablePlan
 if TYPE_CHECKING:  # pragma: no cover
     from kgrag.agent.kg.triple_kg import TripleKG
 
-__all__ = ["graph_view", "names_an_entity", "query_plan_result", "table_plan_step"]
+__all__ = ["check_on_tables", "graph_view", "names_an_entity", "query_plan_result", "table_plan_step"]
 
 def graph_view(kg: TripleKG) -> GraphView | None:
     """The KG's classes as tables (None: no local graph, or no class)."""
@@ -71,3 +71,11 @@ def query_plan_result(kg: TripleKG, args: Any) -> tuple[dict[str, Any], str]:
     except (ValidationError, KgragError) as exc:
         return {"text": f"[query_plan: {str(exc).splitlines()[0]}]"}, str(exc).splitlines()[0]
     return {**result, "text": f"{result['summary']}: " + " | ".join(result["answers"][:30])}, ""
+
+
+def check_on_tables(state: AgentState, run: TripleRun, kg: TripleKG, values: list[str]) -> dict[str, Any] | None:
+    """A query graph's answer checked against the plan over the KG's classes as tables
+    (:func:`kgrag.agent.turn.row_plans.cross_check`; None when plans are off or the KG types no entity)."""
+    if not run.settings.table_plans:
+        return None
+    return cross_check(state.get("question", ""), graph_view(kg), values)

@@ -44,7 +44,7 @@ from kgrag.agent.kn.linking import (
 from kgrag.agent.kn.llm_planner import llm_plan, tool_messages
 from kgrag.agent.kn.needs import NetworkRun
 from kgrag.agent.kn.planner import label_types, next_call, parse_label, path_steps, topic_type
-from kgrag.agent.kn.table_plans import names_an_instance, table_plan_step
+from kgrag.agent.kn.table_plans import check_on_rows, names_an_instance, table_plan_step
 from kgrag.agent.kn.tools import run_tool
 from kgrag.agent.turn.confidence import settle
 from kgrag.agent.turn.messages import answer_message, question_from, question_update
@@ -399,6 +399,8 @@ def answer(state: AgentState, run: NetworkRun) -> tuple[Update, str]:
                       "messages": [answer_message(text)], "unused": list(state.get("unused") or []),
                       "confidence": float(state.get("confidence") or 0.0)}
     if state.get("planner") != "llm" or graph is not None or calibrated is not None:
+        if calibrated is None:
+            update["cross_check"] = check_on_rows(state, run, list(values))
         update = settle(update, run.settings, calibrated, "query_graph" if graph is not None else "other")
     return update, f"{len(update['answers'])} values from {len({r['instance'] for r in evidence})} instances"
 

@@ -25,13 +25,15 @@ The plan, its call and its answer are :mod:`kgrag.agent.turn.row_plans`' (shared
 
 from __future__ import annotations
 
+from typing import Any
+
 from kgrag.agent.kn.needs import NetworkRun
 from kgrag.agent.turn.node import Update
-from kgrag.agent.turn.row_plans import plan_call
+from kgrag.agent.turn.row_plans import cross_check, plan_call
 from kgrag.agent.turn.state import AgentState
 from kgrag.reading.tables import view_for
 
-__all__ = ["MAX_ROWS", "names_an_instance", "table_plan_step"]
+__all__ = ["MAX_ROWS", "check_on_rows", "names_an_instance", "table_plan_step"]
 
 #: the most instances a network may have for its rows to be read into memory and planned over (per version)
 MAX_ROWS = 300_000
@@ -50,3 +52,11 @@ def table_plan_step(state: AgentState, run: NetworkRun) -> tuple[Update, str, bo
 def names_an_instance(state: AgentState) -> bool:
     """Whether the question says a stored instance's name (an exact or other-name storage form)."""
     return any(c.get("match_type") in ("exact", "alias") for c in state.get("context", {}).get("storage_forms", []))
+
+
+def check_on_rows(state: AgentState, run: NetworkRun, values: list[str]) -> dict[str, Any] | None:
+    """Another planner's answer checked against the plan over the network's rows
+    (:func:`kgrag.agent.turn.row_plans.cross_check`; None when plans are off or the network is too big)."""
+    if not run.settings.table_plans or not values or run.resources.store.count_instances(state["kn_id"]) > MAX_ROWS:
+        return None
+    return cross_check(state.get("question", ""), view_for(run.resources.store, state["kn_id"]), values)

@@ -1,12 +1,16 @@
 """The answer confidence of the query graphs and of the other planners, fitted to data (issue 49 §5): a logistic
-over (the planner's own confidence, whether a part of the question went unused) per source, fitted by
+per source over the planner's own confidence, whether a part of the question went unused, and the cross-check
+against the plan over rows (:func:`kgrag.agent.turn.row_plans.cross_check`: whether one was made, whether it
+agrees, the plan's calibrated confidence), fitted by
 ``bench/answer_confidence.py`` on the agent's answers to the Spider validation databases and the dev question sets,
 shipped beside this module as ``answer_confidence.json`` (its material and command inside).
 
-    fitted_confidence("query_graph", 1.0, 0)     # 0.93: what a raw 1.0 was worth on the material
+    fitted_confidence("query_graph", 1.0, 0, {"agree": False, "confidence": 0.9})   # what that was worth
     fitted_confidence("table_plan", 0.8, 0)      # 0.8: a plan over rows is calibrated by its scorer already
 
-Contract: a source without a fit (or ``KGRAG_ANSWER_CONFIDENCE=raw``, which the fitting bench sets to read the raw
+Contract: an answer with a cross-check uses its source's fit, one without (no plan over rows: a KG without classes,
+a network over the row limit, a Chinese question) the source's ``<source>:unchecked`` fit over the raw confidence
+and the unused parts alone; a source without a fit (or ``KGRAG_ANSWER_CONFIDENCE=raw``, which the fitting bench sets to read the raw
 values) keeps its raw confidence; the result is rounded to 4 places and lies in [0, 1]. The fit is read once.
 """
 
@@ -17,10 +21,20 @@ import math
 import os
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
-__all__ = ["FIT_FILE", "fitted_confidence"]
+__all__ = ["FIT_FILE", "FEATURES", "features", "fitted_confidence"]
 
 FIT_FILE = Path(__file__).with_name("answer_confidence.json")
+#: the fit's inputs, in order
+FEATURES = ("raw", "unused", "checked", "agree", "plan_confidence")
+
+
+def features(raw: float, unused: int, cross: dict[str, Any] | None) -> list[float]:
+    """The fit's inputs (:data:`FEATURES`) of one answer."""
+    checked = cross is not None
+    return [float(raw), float(unused > 0), float(checked), float(checked and bool(cross.get("agree"))),
+            float(cross.get("confidence") or 0.0) if checked else 0.0]
 
 
 @lru_cache(maxsize=1)
@@ -30,10 +44,12 @@ def _fits() -> dict[str, dict[str, float]]:
     return dict(json.loads(FIT_FILE.read_text(encoding="utf-8")).get("sources") or {})
 
 
-def fitted_confidence(source: str, raw: float, unused: int) -> float:
+def fitted_confidence(source: str, raw: float, unused: int, cross: dict[str, Any] | None = None) -> float:
     """``raw`` as the fitted probability of a right answer from ``source`` (see the module docstring)."""
-    coef = _fits().get(source)
+    fits = _fits()
+    coef = fits.get(source if cross is not None else f"{source}:unchecked") or fits.get(source)
     if coef is None or os.environ.get("KGRAG_ANSWER_CONFIDENCE", "").lower() == "raw":
         return float(raw)
-    z = coef["intercept"] + coef["raw"] * float(raw) + coef["unused"] * float(unused > 0)
+    x = features(raw, unused, cross)
+    z = coef.get("intercept", 0.0) + sum(coef.get(name, 0.0) * v for name, v in zip(FEATURES, x, strict=True))
     return round(1.0 / (1.0 + math.exp(-z)), 4)

@@ -4,6 +4,7 @@ call, the call's result, and the answer read from it with what it rests on and i
 
     found, call = plan_call(state, view)             # None: no plan at the floor's confidence
     result = plan_result(plan, view)                  # the query_plan tool's result (answers, rows, evidence)
+    check = cross_check(question, view, ["Paris"])    # {"describe", "confidence", "agree"}: another planner checked
     text, values, evidence, threshold = table_answer(state)
 
 Contract: :func:`plan_call` reads only English questions (none with a CJK character) and keeps plans with
@@ -23,13 +24,14 @@ from kgrag.agent.turn.node import Update
 from kgrag.agent.turn.state import AgentState, ToolCall
 from kgrag.errors import KgragError
 from kgrag.reading.answer import TableAnswer, answer_on_view
+from kgrag.reading.corpus import answer_key
 from kgrag.reading.execute import run_plan
 from kgrag.reading.scorer import load_scorer
 from kgrag.reading.table_plan import TablePlan
 from kgrag.reading.tables import TableView, answer_text
 
-__all__ = ["FLOOR", "TAKEOVER", "UNFILTERED_FLOOR", "calibrated_threshold", "is_sure", "plan_call", "plan_result",
-           "table_answer"]
+__all__ = ["FLOOR", "TAKEOVER", "UNFILTERED_FLOOR", "calibrated_threshold", "cross_check", "is_sure", "plan_call",
+           "plan_result", "table_answer"]
 
 #: the least confidence of a sure query plan (the calibrated threshold when that is higher)
 TAKEOVER = 0.5
@@ -70,6 +72,20 @@ def plan_call(state: AgentState, view: TableView) -> tuple[Update, str, bool] | 
                       "unused": list(found.unlinked)}
     return update, (f"query plan: {found.plan.describe()} (confidence {found.confidence:.2f}, scorer "
                     f"{found.scorer})"), is_sure(found.confidence)
+
+
+def cross_check(question: str, view: TableView | None, values: list[str]) -> dict[str, Any] | None:
+    """Another planner's answer set (``values``) against the plan over rows of the same question: ``{"describe",
+    "confidence", "agree"}`` (agree: the same set, numbers compared as numbers), or None (no view, no English
+    question, no values, no plan). Two planners that agree are more often right: an input of the fitted confidence
+    (:mod:`kgrag.agent.turn.answer_confidence`)."""
+    if view is None or not values or not question or _CJK.search(question):
+        return None
+    found = answer_on_view(question, view)
+    if found is None:
+        return None
+    agree = {answer_key(v) for v in found.answers} == {answer_key(v) for v in values}
+    return {"describe": found.plan.describe(), "confidence": round(found.confidence, 4), "agree": agree}
 
 
 def plan_result(plan: TablePlan, view: TableView) -> dict[str, Any]:

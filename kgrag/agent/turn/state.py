@@ -85,6 +85,9 @@ class AgentState(TypedDict, total=False):
     query_graph_candidates: list[dict[str, Any]]
     #: the query plan over the network's rows the turn executed (kgrag.agent.kn.table_plans), None when none
     table_plan: dict[str, Any] | None
+    #: another planner's answer set checked against the plan over rows (kgrag.agent.turn.row_plans.cross_check):
+    #: ``{"describe", "confidence", "agree"}``, None when not checked
+    cross_check: dict[str, Any] | None
     #: how sure the answer is, in [0, 1]; below AgentSettings.min_confidence the agent abstains
     confidence: float
     #: the parts of the question the answer did not use, in the question's words ("before 1900")
@@ -105,7 +108,7 @@ class AgentState(TypedDict, total=False):
 #: the fields one turn (re)sets; ``history`` and the inputs survive between turns of a thread
 TURN_FIELDS: dict[str, Any] = {
     "keywords": [], "schema": {}, "context": {}, "topic": None, "pending": [], "tool_calls": [], "evidence": [],
-    "answers": [], "ranked": [], "query_graph": None, "query_graph_candidates": [], "table_plan": None, "confidence": 0.0, "unused": [],
+    "answers": [], "ranked": [], "query_graph": None, "query_graph_candidates": [], "table_plan": None, "cross_check": None, "confidence": 0.0, "unused": [],
     "withheld": [],
     "answer": "", "planner": "rules", "llm_messages": [], "usage": {}, "done": False,
     "errors": [NEW_TURN], "trace": [NEW_TURN],
