@@ -51,7 +51,7 @@ from kgrag.agent.turn.node import (
     stop,
     traced,
 )
-from kgrag.agent.turn.row_plans import table_answer
+from kgrag.agent.turn.row_plans import UNFILTERED_FLOOR, table_answer
 from kgrag.agent.turn.state import AgentState, ToolCall, fresh_turn
 from kgrag.errors import KgragError
 from kgrag.query_graph.cues import read_cues
@@ -205,10 +205,12 @@ def _rules_plan(state: AgentState, run: TripleRun) -> tuple[Update, str]:
     if state.get("table_plan"):
         return {"pending": [], "done": True}, "query plan executed"
     # a question naming no typed entity: the plan over the KG's classes as tables when sure; with no topic at all
-    # also when unsure (withheld), unless the query graph over a type applies and the plan filters on nothing
+    # also when unsure (withheld) if it filters on something, or if it is at least UNFILTERED_FLOOR sure and no
+    # query graph over a type applies ("who is the best of them all?" stays unlinked)
     table = table_plan_step(state, run, kg)
     if table is not None and (table[2] or topic is None and (
-            (table[0]["table_plan"].get("plan") or {}).get("filters") or not _over_a_type(state["question"]))):
+            (table[0]["table_plan"].get("plan") or {}).get("filters")
+            or float(table[0]["confidence"]) >= UNFILTERED_FLOOR and not _over_a_type(state["question"]))):
         return table[0], table[1]
     if topic is None:
         if _done(calls, "query_graph") or not run.settings.query_graphs or not _over_a_type(state["question"]) \

@@ -11,7 +11,8 @@ a KG with a local graph that types its entities (at most :data:`~kgrag.reading.g
 The triple agent (:func:`kgrag.agent.kg.steps.plan`) plans over rows only a question that names no typed entity
 (:func:`names_an_entity`: its topic, however linked — "Ravenscroft" for "Zofia Ravenscroft" —
 is a typed entity): a sure plan answers; with no linked topic at all, an unsure plan answers too (withheld
-below the threshold) unless the query graph over a type applies and the plan filters on nothing; a question that
+below the threshold) when it filters on something, or when it is at least ``UNFILTERED_FLOOR`` sure and no query
+graph over a type applies; a question that
 names an entity keeps the topic's planners (query graphs, H-RAG, ranked chains).
 """
 
