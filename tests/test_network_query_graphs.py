@@ -17,6 +17,7 @@ from fixtures.library_kn import ask_library, load_library
 from mcp import Client
 
 from kgrag.agent.kn.instance_queries import ObjectInstanceQuery, ToolInputError, query_object_instance
+from kgrag.agent.turn.answer_confidence import fitted_confidence
 from kgrag.config import Settings
 from kgrag.network.store import NetworkStore
 
@@ -108,7 +109,9 @@ def test_count_answers_the_number_with_the_counted_books(library_settings: Setti
     assert {r["value_instance"] for r in state["evidence"]} == {"b:1984", "b:animalfarm"}
     assert state["query_graph"]["aggregation"]["op"] == "count"
     assert "George Orwell -[wrote]-> ?answer (type: book) · count" in plan_line(state)
-    assert state["confidence"] > 0.5 and state["unused"] == []
+    assert state["query_graph"]["confidence"] > 0.5 and state["unused"] == []  # the planner's own, then fitted:
+    assert state["confidence"] == fitted_confidence("query_graph", state["query_graph"]["confidence"], 0,
+                                                    state["cross_check"])
 
 
 def test_year_filter_over_the_answer_type(library_settings: Settings) -> None:

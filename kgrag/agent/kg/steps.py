@@ -374,7 +374,7 @@ def _query_graph_answer(result: dict[str, Any], run: TripleRun) -> tuple[list[st
         counted = f" Counted: {', '.join(i['name'] for i in result.get('items', [])[:10])}" + (
             " …" if len(result.get("items", [])) > 10 else "") + "."
     lead = f"{shown}{more}." if names else "No answer matches the plan."
-    text = (f"{lead}{counted} Plan: {plan.describe()} (confidence {plan.confidence:.2f}).{caveats}"
+    text = (f"{lead}{counted} Plan: {plan.describe()} (the planner's own score {plan.confidence:.2f}).{caveats}"
             + _checked_text(int(result.get("checked", 0)), int(result.get("total", 0))))
     return names, text, ranked, evidence, fields
 
