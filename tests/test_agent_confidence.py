@@ -64,6 +64,7 @@ def test_a_fitted_source_replaces_its_raw_confidence(tmp_path, monkeypatch) -> N
         plan = settle({"answer": "3.", "answers": ["3"], "confidence": 0.8}, AgentSettings(), 0.74,
                       source="query_graph")
         assert plan["confidence"] == 0.8  # calibrated by its scorer already: kept
+        assert fitted.content_words("How many books did George Orwell write?") == 5  # many books george orwell write
         monkeypatch.setenv("KGRAG_ANSWER_CONFIDENCE", "raw")
         assert fitted.fitted_confidence("query_graph", 1.0, 0) == 1.0
     finally:

@@ -452,5 +452,5 @@ def answer(state: AgentState, run: TripleRun) -> tuple[Update, str]:
     if plan_fields:  # a query graph's / plan's answer: its unused cues said, withheld below min_confidence
         if calibrated is None:
             update["cross_check"] = check_on_tables(state, run, _kg(state, run), list(values))
-        update = settle(update, run.settings, calibrated, "query_graph")
+        update = settle(update, run.settings, calibrated, "query_graph", state.get("question", ""))
     return update, f"{len(update['answers'])} answers; {len(evidence)} paths"

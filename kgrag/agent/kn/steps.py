@@ -401,7 +401,8 @@ def answer(state: AgentState, run: NetworkRun) -> tuple[Update, str]:
     if state.get("planner") != "llm" or graph is not None or calibrated is not None:
         if calibrated is None:
             update["cross_check"] = check_on_rows(state, run, list(values))
-        update = settle(update, run.settings, calibrated, "query_graph" if graph is not None else "other")
+        update = settle(update, run.settings, calibrated, "query_graph" if graph is not None else "other",
+                        state.get("question", ""))
     return update, f"{len(update['answers'])} values from {len({r['instance'] for r in evidence})} instances"
 
 

@@ -1,5 +1,6 @@
 """The answer confidence of the query graphs and of the other planners, fitted to data (issue 49 §5): a logistic
-per source over the planner's own confidence, whether a part of the question went unused, and the cross-check
+per source over the planner's own confidence, whether a part of the question went unused, how many content words
+the question has (:func:`content_words`), and the cross-check
 against the plan over rows (:func:`kgrag.agent.turn.row_plans.cross_check`: whether one was made, whether it
 agrees, the plan's calibrated confidence), fitted by
 ``bench/answer_confidence.py`` on the agent's answers to the Spider validation databases and the dev question sets,
@@ -19,22 +20,33 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from kgrag.search.keywords import STOPWORDS
 
 __all__ = ["FIT_FILE", "FEATURES", "features", "fitted_confidence"]
 
 FIT_FILE = Path(__file__).with_name("answer_confidence.json")
 #: the fit's inputs, in order
-FEATURES = ("raw", "unused", "checked", "agree", "plan_confidence")
+FEATURES = ("raw", "unused", "checked", "agree", "plan_confidence", "words")
+#: content words counted up to this many (a longer question asks more, and more can go wrong)
+MAX_WORDS = 20
+_WORD = re.compile(r"[^\W_]+")
 
 
-def features(raw: float, unused: int, cross: dict[str, Any] | None) -> list[float]:
+def content_words(question: str) -> int:
+    """How many words of the question are not stop words (at most :data:`MAX_WORDS`)."""
+    return min(MAX_WORDS, sum(1 for w in _WORD.findall(question.lower()) if w not in STOPWORDS))
+
+
+def features(raw: float, unused: int, cross: dict[str, Any] | None, question: str = "") -> list[float]:
     """The fit's inputs (:data:`FEATURES`) of one answer."""
     checked = cross is not None
     return [float(raw), float(unused > 0), float(checked), float(checked and bool(cross.get("agree"))),
-            float(cross.get("confidence") or 0.0) if checked else 0.0]
+            float(cross.get("confidence") or 0.0) if checked else 0.0, content_words(question) / MAX_WORDS]
 
 
 @lru_cache(maxsize=1)
@@ -44,12 +56,13 @@ def _fits() -> dict[str, dict[str, float]]:
     return dict(json.loads(FIT_FILE.read_text(encoding="utf-8")).get("sources") or {})
 
 
-def fitted_confidence(source: str, raw: float, unused: int, cross: dict[str, Any] | None = None) -> float:
+def fitted_confidence(source: str, raw: float, unused: int, cross: dict[str, Any] | None = None,
+                      question: str = "") -> float:
     """``raw`` as the fitted probability of a right answer from ``source`` (see the module docstring)."""
     fits = _fits()
     coef = fits.get(source if cross is not None else f"{source}:unchecked") or fits.get(source)
     if coef is None or os.environ.get("KGRAG_ANSWER_CONFIDENCE", "").lower() == "raw":
         return float(raw)
-    x = features(raw, unused, cross)
+    x = features(raw, unused, cross, question)
     z = coef.get("intercept", 0.0) + sum(coef.get(name, 0.0) * v for name, v in zip(FEATURES, x, strict=True))
     return round(1.0 / (1.0 + math.exp(-z)), 4)

@@ -35,16 +35,16 @@ def unused_sentence(unused: list[str]) -> str:
 
 
 def settle(update: dict[str, Any], settings: AgentSettings, calibrated: float | None = None,
-           source: str | None = None) -> dict[str, Any]:
+           source: str | None = None, question: str = "") -> dict[str, Any]:
     """The answer node's update with its confidence applied (see the module docstring); returns ``update``.
     ``calibrated``: the default threshold of an answer whose confidence is calibrated by its plan scorer (used when
     ``settings.min_confidence`` is None; another answer then has none); ``source`` (``query_graph`` / ``other``):
     whose fitted confidence (:mod:`kgrag.agent.turn.answer_confidence`) replaces the raw one of another answer
-    (None: the confidence is kept as given)."""
+    (None: the confidence is kept as given); ``question``: the question asked (an input of the fit)."""
     threshold = settings.min_confidence if settings.min_confidence is not None else (calibrated or 0.0)
     if calibrated is None and source is not None and update.get("answers"):
         update["confidence"] = fitted_confidence(source, float(update.get("confidence") or 0.0),
-                                                 len(update.get("unused") or []), update.get("cross_check"))
+                                                 len(update.get("unused") or []), update.get("cross_check"), question)
     text = update.get("answer", "")
     note = unused_sentence(list(update.get("unused") or []))
     if note and note not in text:
