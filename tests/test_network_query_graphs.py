@@ -111,7 +111,7 @@ def test_count_answers_the_number_with_the_counted_books(library_settings: Setti
     assert "George Orwell -[wrote]-> ?answer (type: book) · count" in plan_line(state)
     assert state["query_graph"]["confidence"] > 0.5 and state["unused"] == []  # the planner's own, then fitted:
     assert state["confidence"] == fitted_confidence("query_graph", state["query_graph"]["confidence"], 0,
-                                                    state["cross_check"])
+                                                    state["cross_check"], state["question"])
 
 
 def test_year_filter_over_the_answer_type(library_settings: Settings) -> None:

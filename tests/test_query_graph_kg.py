@@ -204,7 +204,8 @@ def test_the_quickstart_suggestions_are_answered_right(demo_untrained_settings) 
     plan = QueryGraph.model_validate(state["query_graph"])
     assert plan.describe() in state["answer"] and plan.confidence > 0.5
     # the plan's own confidence, fitted to data with the cross-check against the plan over the KG's classes
-    assert state["confidence"] == fitted_confidence("query_graph", plan.confidence, 0, state["cross_check"]) > 0
+    assert state["confidence"] == fitted_confidence("query_graph", plan.confidence, 0, state["cross_check"],
+                                                                   state["question"]) > 0
     assert state["unused"] == [] and state["query_graph_candidates"]
     assert any(t["node"] == "plan" and t["summary"] == f"plan: {plan.describe()}" for t in state["trace"])
     assert state["evidence"][0]["hops"][-1]["to"] == "Canada" and state["evidence"][0]["verified"] is True
