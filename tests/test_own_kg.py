@@ -333,3 +333,17 @@ def test_other_rdf_syntaxes_give_the_same_graph(tmp_path, suffix, fmt) -> None:
     path.write_bytes(ox.serialize(statements, format=getattr(ox.RdfFormat, fmt)))
     ours, reference = _graph(path), _graph(_write(tmp_path, "kg.ttl", TURTLE))
     assert _edges(ours) == _edges(reference) and ours.entity_names == reference.entity_names
+
+
+def test_a_graph_without_questions_gets_an_ask_line_that_answers(work_settings, tmp_path) -> None:
+    kg = _write(tmp_path, "kg.ttl", TURTLE)
+    result = runner.invoke(app, ["kg", "import", "noq", str(kg)])  # = prepare --dataset noq --triples kg.ttl
+    assert result.exit_code == 0, result.output
+    assert "Try next" in result.output and "legend" not in result.output and "Warning" not in result.output
+    line = next(x.strip() for x in result.output.splitlines() if x.strip().startswith("kgrag ask"))
+    assert line.endswith("--kg noq") and "what is the" in line
+    question = line[len("kgrag ask "):-len(" --kg noq")].strip('"')
+    asked = runner.invoke(app, ["ask", question, "--kg", "noq", "--json"])
+    assert asked.exit_code == 0 and json.loads(asked.stdout)["answers"], asked.output
+    again = runner.invoke(app, ["kg", "import", "noq", str(kg)])
+    assert again.exit_code == 0 and "inputs are unchanged: nothing to redo" in again.output

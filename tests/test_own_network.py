@@ -105,6 +105,7 @@ def test_init_writes_a_loadable_network(work_settings: Settings, tmp_path: Path,
     assert result.exit_code == 0, result.output
     schema = target / "shelf.yaml"
     assert schema.is_file() and "kn_id: \"shelf\"" in schema.read_text()
+    assert "\nname: \"Shelf\"\n" in schema.read_text() and "Library" not in schema.read_text().split("object_types")[0]
     for step in (f"kgrag kn load {schema}", f'kgrag ask "{TEMPLATE_QUESTIONS[0]}" --kn shelf', "kgrag serve",
                  "curl"):
         assert step in result.output, step
@@ -120,6 +121,8 @@ def test_init_writes_a_loadable_network(work_settings: Settings, tmp_path: Path,
     one_error_line(invoke("init", str(target)), "already exists; not overwriting it")
     other = invoke("init", str(tmp_path / "x"), "--kn-id", "2024")
     assert other.exit_code == 0 and 'kn_id: "2024"' in (tmp_path / "x" / "2024.yaml").read_text()
+    garden = invoke("init", str(tmp_path / "g"), "--kn-id", "my_garden")
+    assert garden.exit_code == 0 and '\nname: "My Garden"\n' in (tmp_path / "g" / "my_garden.yaml").read_text()
     one_error_line(invoke("init", str(tmp_path / "bad name")), "pass --kn-id")
     one_error_line(invoke("init", str(tmp_path / "y"), "--kn-id", "a/b"), "not a valid network id")
 

@@ -1,9 +1,10 @@
-"""The triple graphs (KGs): ``kgrag kg list`` (the ones kgrag knows, built-in and registered, what is prepared of
+"""The triple graphs (KGs): ``kgrag kg import`` (your own graph under a name: the engine of ``kgrag prepare
+--triples``), ``kgrag kg list`` (the ones kgrag knows, built-in and registered, what is prepared of
 each, its version and last update), ``kgrag kg update`` (triples to add and delete, applied as a new version),
 ``kgrag kg remove`` (an imported KG), ``kgrag sparql`` (a SELECT on a KG's store) and ``kgrag tools`` (the agent's KG
 tool calls, one session).
 
-    kgrag kg list [--json]; kgrag kg update mykg --add new.nt --delete gone.nt; kgrag kg remove mykg
+    kgrag kg import mykg kg.ttl [--questions q.jsonl]; kgrag kg list [--json]; kgrag kg update mykg --add new.nt --delete gone.nt; kgrag kg remove mykg
     kgrag sparql 'SELECT * WHERE { ?s ?p ?o } LIMIT 3' --dataset demo
 """
 
@@ -77,6 +78,31 @@ def kg_list(as_json: Annotated[bool, typer.Option("--json", help="Print one JSON
                       (row["updated_at"] or "—").replace("+00:00", "Z"), row["source"])
     # piped (a script reads it): wide enough that no row wraps
     (console if console.is_terminal else Console(width=max(console.width, 200))).print(table)
+
+
+@kg_app.command("import")
+@friendly_errors
+def kg_import(
+    name: Annotated[str, typer.Argument(help="The name to import your graph under (then: kgrag ask … --kg NAME).")],
+    files: Annotated[list[Path], typer.Argument(help="Your graph: N-Triples, N-Quads, Turtle (.gz/.bz2 too) or "
+                                                "head<TAB>relation<TAB>tail lines.", show_default=False)],
+    questions: Annotated[list[Path] | None, typer.Option(help="Its questions: JSONL {question, topic_entities, "
+                                                         "answers, split?}, MetaQA lines, WebQSP or CWQ JSON; "
+                                                         "repeatable.")] = None,
+    lang: Annotated[str, typer.Option(help="Preferred language of the names.")] = "en",
+    max_bad_lines: Annotated[int, typer.Option(min=0, help="Malformed lines skipped before the import stops.")] = 1000,
+    store: Annotated[bool, typer.Option(help="Also load the embedded SPARQL store the KG tools query.")] = True,
+    alias_predicate: Annotated[list[str] | None, typer.Option(help="An IRI of your graph's own other-name "
+                                                              "predicate; repeatable.")] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Fail on the first malformed statement or line with "
+                                         "file:line: reason; nothing is registered.")] = False,
+) -> None:
+    """Import your own graph as KG NAME — the engine of `kgrag prepare --dataset NAME --triples FILE` (idempotent:
+    the same inputs again are a no-op; what it could not read is listed by file:line)."""
+    from kgrag.cli.data import prepare
+
+    prepare(dataset=name, triples=files, questions=questions, lang=lang, endpoint=None, graph=None, namespace=None,
+            max_bad_lines=max_bad_lines, data_dir=None, store=store, alias_predicate=alias_predicate, strict=strict)
 
 
 @kg_app.command("update")

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -133,8 +134,11 @@ def init_cmd(
     files = template_files()
     schema = f"{kn_id}.yaml"
     text = files.pop(f"{TEMPLATE}.yaml").decode("utf-8")
-    if kn_id != TEMPLATE:  # quoted: an id such as 2024 stays a string
+    if kn_id != TEMPLATE:  # quoted: an id such as 2024 stays a string; the title is the new network's
         text = text.replace(f"\nkn_id: {TEMPLATE}\n", f"\nkn_id: {json.dumps(kn_id)}\n", 1)
+        title = " ".join(re.split(r"[_.\-\s]+", kn_id)).strip().title() or kn_id
+        text = text.replace(f"\nname: {TEMPLATE.title()}\n", f"\nname: {json.dumps(title)}\n", 1)
+        text = text.replace("\ncomment: Authors,", "\ncomment: Started from kgrag's library template. Authors,", 1)
     files = {schema: text.encode("utf-8"), **files}
     if directory.exists() and not directory.is_dir():
         raise KgragError(f"{directory} exists and is not a directory")

@@ -39,7 +39,8 @@ def write_chart(out_dir: Path, dataset: str, top: int = 20) -> Path:
                   label=f"{hop}-hop")
     right.set_xticks(np.arange(len(splits)) + width * (len(hops) - 1) / 2, splits)
     right.set_title(f"questions per split and hop ({sum(questions.values())})")
-    right.legend()
+    if hops:  # a graph imported without questions has nothing to label
+        right.legend()
     fig.tight_layout()
     path = out_dir / "summary.png"
     fig.savefig(path, dpi=90)

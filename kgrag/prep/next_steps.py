@@ -4,17 +4,26 @@
 
 The questions come from the held-out split (validation, else test, else any), one per hop first, with a resolved
 topic and an answer within 3 hops; their ``[topic]`` brackets are removed (the agent links the topic from the text).
+A graph imported without questions gets questions written from its own triples (:func:`graph_questions`: "what is
+the <relation> of <the best-connected named entity>?").
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 
+import numpy as np
+
 from kgrag.data.metaqa import TOPIC_SPAN
+from kgrag.graph.classes import type_relations
+from kgrag.graph.csr import CSRGraph
 from kgrag.prep.steps import read_prepared_questions
 
-__all__ = ["ask_command", "sample_questions", "try_next"]
+__all__ = ["ask_command", "graph_questions", "sample_questions", "try_next"]
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 #: splits a sample is taken from, in order of preference (held-out first)
 SPLITS = ("validation", "test", "train")
@@ -42,6 +51,34 @@ def ask_command(question: str, option: str, target: str) -> str:
     return f"kgrag ask {quoted} --{option} {target}"
 
 
+def graph_questions(graph: CSRGraph, count: int = 2) -> list[str]:
+    """Up to ``count`` questions written from the graph: the best-connected named entities, each asked for one of
+    its relations that ends at a named node ("what is the born in of Marie Curie?" reads "bornIn" as words)."""
+    kinds = set(type_relations(graph))
+    degree = np.diff(np.asarray(graph.out_ptr))
+    out: list[str] = []
+    for row in np.argsort(-degree, kind="stable")[: 50 * count].tolist():
+        name = graph.entity_names[row]
+        if not name or not degree[row]:
+            continue
+        edges = graph.out_edges(int(row))
+        for edge in edges.tolist():
+            rel, tail = int(graph.rel[edge]), int(graph.tail[edge])
+            if rel in kinds or not graph.entity_names[tail]:
+                continue
+            label = graph.relation_labels[rel].rsplit(".", 1)[-1]
+            words = " ".join(_CAMEL.sub(" ", label).replace("_", " ").lower().split())
+            out.append(f"what is the {words} of {name}?")
+            break
+        if len(out) >= count:
+            break
+    return out
+
+
 def try_next(dataset: str, out_dir: Path, count: int = 3) -> list[str]:
-    """The ``kgrag ask`` commands to try on the prepared ``dataset`` (empty when it has no questions)."""
-    return [ask_command(q, "kg", dataset) for q in sample_questions(out_dir, count)]
+    """The ``kgrag ask`` commands to try on the prepared ``dataset``: its sample questions, else questions written
+    from its graph (empty when it has neither)."""
+    questions = sample_questions(out_dir, count)
+    if not questions and (out_dir / "graph.npz").is_file():
+        questions = graph_questions(CSRGraph.load(out_dir / "graph.npz"), min(count, 2))
+    return [ask_command(q, "kg", dataset) for q in questions]
