@@ -38,8 +38,9 @@ the vocabularies (one string per node and relation) are Python objects, never th
   up to the end of the statement the error is in (the next ``.``; measured: often the following statement too) and
   resumes. It cannot get past an unterminated string, long string or IRI: that swallows the rest of the file and
   ends in "Unexpected end of file"; the reader then parses again from the line after the error's line, with the
-  prefixes and base declared so far (each file's ``resumed_after`` lists those lines; the swallowed text may have
-  become one bogus literal). Only when that makes no progress (or after 20 resumes) are the lines after it lost:
+  prefixes and base declared so far (each file's ``resumed_after`` lists those lines). A statement whose string
+  ran on over the following lines (a bogus literal of the recovery) is not imported, and is listed at the error's
+  line. Only when that makes no progress (or after 20 resumes) are the lines after it lost:
   ``unread_lines``, with the file's ``unread_after``. Two unterminated short strings cancel out: between them the
   parser reads with its quotes inverted and reaches the end of the file in step; what it drops there is reported
   as errors but not parsed again (``bench/loud_import.py --breaks 3``: 22 % of the names lost). RDF/XML and
@@ -471,8 +472,14 @@ def _read_rdf(path: Path, fmt: str, file_no: int, builder: _Builder, report: dic
             parser = ox.parse(input=_Headed(raw, header) if header else raw, format=_RDF_FORMATS[f".{fmt}"],
                               lenient=True, base_iri=base)
             quads = _statements(parser, path, builder, skip - header.count(b"\n"), report)
-            count += _add_quads(quads, str(path), file_no, builder)
+            held: list[ox.Quad] = []  # statements with a literal spanning lines: kept only if the parse ran clean
+            count += _add_quads(_hold_multiline(quads, held), str(path), file_no, builder)
             at = report.pop("resume_at", None)
+            if at is not None and held:  # a string ran on from an unterminated quote: a bogus literal, not a value
+                builder.bad_line(str(path), at, f"{len(held)} statement(s) with a string running past line {at} "
+                                 "(an unterminated quote?) not imported")
+            elif held:
+                count += _add_quads(iter(held), str(path), file_no, builder)
             if at is None:
                 break
             if at <= skip or len(resumed) >= _MAX_RESUMES:
@@ -483,6 +490,16 @@ def _read_rdf(path: Path, fmt: str, file_no: int, builder: _Builder, report: dic
     if resumed:
         report["resumed_after"] = resumed
     return count
+
+
+def _hold_multiline(quads: Iterator[ox.Quad], held: list[ox.Quad]) -> Iterator[ox.Quad]:
+    """The quads, except those whose literal object holds a line break: those go to ``held`` (a short string cannot
+    hold one, so after an unterminated quote the parser's recovery may have made one of the following lines)."""
+    for quad in quads:
+        if isinstance(quad.object, ox.Literal) and "\n" in quad.object.value:
+            held.append(quad)
+        else:
+            yield quad
 
 
 def _add_quads(quads: Iterator[ox.Quad], spath: str, file_no: int, builder: _Builder) -> int:
