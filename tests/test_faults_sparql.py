@@ -63,7 +63,26 @@ class Endpoint:
         self._restart()  # type: ignore[operator]
 
     def signal(self, sig: int) -> None:
-        os.kill(self._pid(), sig)  # type: ignore[operator]
+        pid = self._pid()  # type: ignore[operator]
+        os.kill(pid, sig)
+        if sig == signal.SIGSTOP:  # delivery is asynchronous: wait until every thread is stopped (state T)
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and not _stopped(pid):
+                time.sleep(0.01)
+
+
+def _stopped(pid: int) -> bool:
+    """Whether every thread of ``pid`` is stopped (Linux /proc; True where /proc is absent)."""
+    tasks = Path(f"/proc/{pid}/task")
+    if not tasks.is_dir():
+        return True
+    states = []
+    for stat in tasks.glob("*/stat"):
+        try:
+            states.append(stat.read_text().rsplit(")", 1)[1].split()[0])
+        except (OSError, IndexError):
+            continue
+    return bool(states) and all(state in ("T", "t") for state in states)
 
 
 def _oxigraph(ntriples: Path, root: Path) -> Iterator[Endpoint]:
