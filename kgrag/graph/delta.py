@@ -32,12 +32,12 @@ from kgrag.graph.iri import NAME_PREDICATE, VALUE_PREDICATE, XSD, local_id, slug
 from kgrag.graph.mapped import StringColumn, string_hashes
 from kgrag.graph.sparql import escape_string
 
-__all__ = ["GraphDelta", "StoreChanges", "edge_keys", "graph_delta", "replace_strings", "store_update_text",
+__all__ = ["GraphDelta", "TripleStoreChanges", "edge_keys", "graph_delta", "replace_strings", "store_update_text",
            "value_count_query"]
 
 
 @dataclass
-class StoreChanges:
+class TripleStoreChanges:
     """What the store loses and gains: N-Triples lines, and nodes whose value triples go."""
 
     delete: list[str] = field(default_factory=list)
@@ -55,7 +55,7 @@ class GraphDelta:
     """The new graph, the store's changes and the counts ``kgrag kg update`` prints."""
 
     graph: CSRGraph
-    store: StoreChanges
+    store: TripleStoreChanges
     added: int = 0  # triples (edges) added
     deleted: int = 0
     not_found: int = 0  # triples to delete that the graph does not hold
@@ -387,7 +387,7 @@ def graph_delta(graph: CSRGraph, add: TripleArrays | None, delete: TripleArrays 
         new_graph.__dict__["key_hashes"] = np.concatenate([vocab.column_hashes(), string_hashes(vocab.new_keys)])
     _carry_aliases(graph, new_graph, gone, alias_add)
     # ---- the store's changes
-    store = StoreChanges()
+    store = TripleStoreChanges()
     base = graph.iri_base
     ent_old = graph.entity_ids
     rel_p = [f"<{base}{r}>" for r in new_graph.relations]
@@ -458,7 +458,7 @@ def _carry_aliases(old: CSRGraph, new: CSRGraph, gone: np.ndarray, added: list[t
     new.alias_names = StringColumn.pack(p[1] for p in pairs)
 
 
-def store_update_text(changes: StoreChanges, value_predicate: str) -> str:
+def store_update_text(changes: TripleStoreChanges, value_predicate: str) -> str:
     """One SPARQL UPDATE (one transaction) for ``changes``: the lines are N-Triples the graph's own vocabulary
     minted (escaped IRIs and literals), never user text pasted raw."""
     parts = []
@@ -470,7 +470,7 @@ def store_update_text(changes: StoreChanges, value_predicate: str) -> str:
     return " ;\n".join(parts)
 
 
-def value_count_query(changes: StoreChanges, value_predicate: str) -> str | None:
+def value_count_query(changes: TripleStoreChanges, value_predicate: str) -> str | None:
     """A SELECT counting the value triples of the nodes whose values the changes touch (None: none): asked before
     and after the update, it makes the store's new size exact without counting the whole store."""
     subjects = sorted(set(changes.drop_values) | set(changes.value_subjects))

@@ -17,7 +17,7 @@ import numpy as np
 
 from kgrag.errors import KgragError
 from kgrag.graph.csr import CSRGraph, in_sorted
-from kgrag.graph.delta import StoreChanges, edge_keys
+from kgrag.graph.delta import TripleStoreChanges, edge_keys
 from kgrag.graph.iri import NAME_PREDICATE, VALUE_PREDICATE, XSD
 from kgrag.graph.mapped import string_hashes
 from kgrag.graph.sparql import escape_string
@@ -40,7 +40,7 @@ def _row_map(old: Sequence[str], new: Sequence[str]) -> np.ndarray:
 class GraphDiff:
     """What turns the old graph's store into the new graph's (see :func:`graph_diff`)."""
 
-    store: StoreChanges
+    store: TripleStoreChanges
     edges_added: int
     edges_deleted: int
     names_changed: int
@@ -68,7 +68,7 @@ def graph_diff(old: CSRGraph, new: CSRGraph, lang: str, literal_types: dict[str,
     kept[valid] = in_sorted(old_keys[valid], new_keys)
     new_order_keys = edge_keys(new.head, new.rel, new.tail, n_new, r_new)  # in the new graph's edge order
     added_rows = np.flatnonzero(~in_sorted(new_order_keys, np.sort(old_keys[kept])))
-    store = StoreChanges()
+    store = TripleStoreChanges()
     base = new.iri_base
     old_ids, new_ids = old.entity_ids, new.entity_ids
     old_rel = [f"<{base}{r}>" for r in old.relations]

@@ -32,7 +32,7 @@ from kgrag.data.spec import DatasetSpec
 from kgrag.data.triples import TripleArrays, detect_format, read_triple_files
 from kgrag.errors import KgragError
 from kgrag.graph.csr import CSRGraph
-from kgrag.graph.delta import StoreChanges, graph_delta, store_update_text, value_count_query
+from kgrag.graph.delta import TripleStoreChanges, graph_delta, store_update_text, value_count_query
 from kgrag.graph.iri import VALUE_PREDICATE
 from kgrag.graph.kg_version import (
     VERSIONS_DIR,
@@ -179,7 +179,7 @@ def commit_version(dataset_dir: Path, version: str, building: Path, has_store: b
     return record
 
 
-def apply_store_changes(source: Path, target: Path, changes: StoreChanges, iri_base: str, count: int | None) -> int:
+def apply_store_changes(source: Path, target: Path, changes: TripleStoreChanges, iri_base: str, count: int | None) -> int:
     """Checkpoint the store at ``source`` (``count`` triples, None: unknown) into ``target`` (hard links) and apply
     the changes there in one update; the new triple count."""
     backup_store(source, target)

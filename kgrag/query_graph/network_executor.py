@@ -47,7 +47,7 @@ from typing import Any
 from kgrag.network.schema.model import KnowledgeNetwork
 from kgrag.query_graph.plan import Hop, LiteralConstraint, QueryGraph
 
-__all__ = ["Execution", "literal_condition", "next_calls", "read_execution"]
+__all__ = ["NetworkExecution", "literal_condition", "next_calls", "read_execution"]
 
 #: instances one call returns at most (the tools' MAX_LIMIT)
 LIMIT = 200
@@ -58,7 +58,7 @@ _NUMERIC = frozenset({"integer", "int", "long", "short", "float", "double", "dec
 
 
 @dataclass
-class Execution:
+class NetworkExecution:
     answers: list[str] = field(default_factory=list)
     evidence: list[dict[str, Any]] = field(default_factory=list)
     count: int | None = None
@@ -412,11 +412,11 @@ def _path_rows(call: Mapping[str, Any], keys: Mapping[str, str]) -> list[dict[st
     return rows
 
 
-def read_execution(plan: QueryGraph, network: KnowledgeNetwork, done: Sequence[Mapping[str, Any]]) -> Execution:
+def read_execution(plan: QueryGraph, network: KnowledgeNetwork, done: Sequence[Mapping[str, Any]]) -> NetworkExecution:
     """The answers and evidence of the plan's finished calls (see the module docstring)."""
     keys = _display(network)
     calls = _by_label(done)
-    out = Execution()
+    out = NetworkExecution()
     for label, call in calls.items():
         if call.get("error"):
             out.problems.append(f"{call.get('name')} ({label[3:]}) failed: {call['error']}")

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["Aggregation", "EntityConstraint", "Hop", "LiteralConstraint", "QueryGraph", "Topic"]
 
-Comparison = Literal["<", "<=", ">", ">=", "=", "between"]
+ComparisonOp = Literal["<", "<=", ">", ">=", "=", "between"]
 ValueKind = Literal["year", "date", "number"]
 
 
@@ -81,7 +81,7 @@ class LiteralConstraint(_Part):
     relation: str = Field(min_length=1, max_length=300)
     label: str = Field(default="", max_length=300)
     direction: Literal["out", "in"] = "out"
-    op: Comparison
+    op: ComparisonOp
     value: float
     #: the upper bound of ``between`` (inclusive)
     value2: float | None = None

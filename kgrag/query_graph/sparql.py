@@ -1,7 +1,7 @@
 """Run a :class:`~kgrag.query_graph.plan.QueryGraph` on a triple KG as SPARQL, through its
 :class:`~kgrag.tools.client.KGClient` (the embedded store or an endpoint, same code).
 
-    QueryExecutor(client).run(query_graph)  # Execution(answers=[Answer("3", "3", …)], count=3, sparql="SELECT …")
+    QueryExecutor(client).run(query_graph)  # SparqlExecution(answers=[Answer("3", "3", …)], count=3, sparql="SELECT …")
 
 Contract:
 
@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kgrag.graph.store import Row, Term
     from kgrag.tools.client import KGClient
 
-__all__ = ["TYPE_RELATIONS", "Answer", "Execution", "QueryExecutor", "comparable_filter", "node_term", "value_key"]
+__all__ = ["TYPE_RELATIONS", "Answer", "SparqlExecution", "QueryExecutor", "comparable_filter", "node_term", "value_key"]
 
 #: type edges of a node's classes: RDF's, Freebase's, Wikidata's (where a graph has them); a plan without a topic
 #: ranges over the nodes typed with its answer type by any of them
@@ -110,7 +110,7 @@ class Answer:
 
 
 @dataclass
-class Execution:
+class SparqlExecution:
     """What one plan returned (see the module docstring)."""
 
     answers: list[Answer]
@@ -239,7 +239,7 @@ class QueryExecutor:
         return (f"SELECT (COUNT(DISTINCT ?x) AS ?n) WHERE {{ {self.core(qg, literal_constraint=apply_literal)} }}")
 
     # ------------------------------------------------------------------ running
-    def run(self, qg: QueryGraph) -> Execution:
+    def run(self, qg: QueryGraph) -> SparqlExecution:
         """Run the plan (see the module docstring); ValueError for an id or relation that cannot name a term."""
         not_applied: list[str] = []
         apply_literal = apply_aggregation = True
@@ -285,7 +285,7 @@ class QueryExecutor:
         return names
 
     def _result(self, qg: QueryGraph, rows: list[Row], text: str, count: int | None,
-                not_applied: list[str]) -> Execution:
+                not_applied: list[str]) -> SparqlExecution:
         paths: dict[str, list[tuple[Term, Hop, Term]]] = {}
         terms: dict[str, Term] = {}
         keys: dict[str, float] = {}
@@ -324,7 +324,7 @@ class QueryExecutor:
             items.sort(key=lambda a: (a.label.lower(), a.id))
         evidence = self._evidence(items[:EVIDENCE_ANSWERS], paths, names)
         answers = items if count is None else [Answer(str(count), str(count), True)]
-        return Execution(answers, items, text, count, evidence, not_applied,
+        return SparqlExecution(answers, items, text, count, evidence, not_applied,
                          checked=sum(1 for e in evidence if e["held"] and all(e["held"])))
 
     def _evidence(self, shown: list[Answer], paths: dict[str, list[tuple[Term, Hop, Term]]],
