@@ -21,12 +21,11 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kgrag.agent.kg.table_plans import graph_view
-from kgrag.agent.kn.table_plans import MAX_ROWS
 from kgrag.agent.turn.row_plans import calibrated_threshold, plan_result
 from kgrag.errors import KgragError
 from kgrag.reading.answer import answer_on_view
 from kgrag.reading.table_plan import TablePlan
-from kgrag.reading.tables import TableView, view_for
+from kgrag.reading.tables import MAX_ROWS, TableView, view_for
 
 if TYPE_CHECKING:  # pragma: no cover
     from kgrag.agent.resources import Resources
@@ -56,9 +55,10 @@ class PlanRequest(BaseModel):
 def network_view(store: Any, kn_id: str) -> TableView:
     """The network's rows as tables (``NetworkNotFound`` for an unknown one; ``ValueError`` over ``MAX_ROWS``)."""
     store.get_network(kn_id)
-    if store.count_instances(kn_id) > MAX_ROWS:
+    view = view_for(store, kn_id)
+    if view is None:
         raise ValueError(f"network {kn_id!r} has over {MAX_ROWS} instances: plans over rows are not offered on it")
-    return view_for(store, kn_id)
+    return view
 
 
 def plan_view(request: PlanRequest, resources: Resources) -> TableView:

@@ -57,7 +57,10 @@ def graph_questions(graph: CSRGraph, count: int = 2) -> list[str]:
     kinds = set(type_relations(graph))
     degree = np.diff(np.asarray(graph.out_ptr))
     out: list[str] = []
-    for row in np.argsort(-degree, kind="stable")[: 50 * count].tolist():
+    top = min(50 * count, degree.size)
+    # the best-connected rows without sorting the whole graph (ties kept in row order, as a stable sort would)
+    best = np.flatnonzero(degree >= np.partition(degree, degree.size - top)[degree.size - top]) if top else degree[:0]
+    for row in best[np.argsort(-degree[best], kind="stable")][:top].tolist():
         name = graph.entity_names[row]
         if not name or not degree[row]:
             continue

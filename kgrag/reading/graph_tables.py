@@ -31,22 +31,18 @@ import numpy as np
 from kgrag.graph.classes import type_relations
 from kgrag.graph.csr import CSRGraph, gather_ranges
 from kgrag.network.schema.model import DataProperty, KnowledgeNetwork, ObjectType, RelationType
-from kgrag.reading.tables import TableView, TypeTable
+from kgrag.reading.tables import MAX_ROWS, TableView, TypeTable
 
-__all__ = ["MAX_ROWS", "NAME", "GraphView", "view_for_graph", "view_of_graph"]
+__all__ = ["NAME", "GraphView", "view_for_graph", "view_of_graph"]
 
-#: the most typed rows (entity × class) a graph may have to be viewed as tables
-MAX_ROWS = 300_000
 #: the property holding each row's entity name
 NAME = "name"
 _SLUG = re.compile(r"[^0-9A-Za-z]+")
 
 
 class GraphView(TableView):
-    """A :class:`TableView` of a triple graph that also knows which graph row each table row is."""
+    """A :class:`TableView` of a triple graph that also knows which graph rows are typed entities."""
 
-    #: type id → the graph rows of its table rows
-    graph_rows: dict[str, np.ndarray]
     #: graph rows that are typed entities
     typed: np.ndarray
 
@@ -58,15 +54,6 @@ def _slug(text: str, taken: set[str]) -> str:
         out, n = f"{base}_{n}", n + 1
     taken.add(out)
     return out
-
-
-def _number_kind(values: list[Any]) -> str:
-    present = [v for v in values if v not in (None, "")]
-    try:
-        [float(v) for v in present]
-    except (TypeError, ValueError):
-        return "string"
-    return "number" if present else "string"
 
 
 def view_of_graph(graph: CSRGraph, max_rows: int = MAX_ROWS) -> GraphView | None:
@@ -141,10 +128,10 @@ def view_of_graph(graph: CSRGraph, max_rows: int = MAX_ROWS) -> GraphView | None
         prop = graph.relations[r] if graph.relations[r] != NAME else f"{NAME}_value"
         values = column.tolist()
         label = labels[r] if labels[r] != graph.relations[r] else ""
-        props.setdefault(c, []).append(DataProperty(name=prop, display_name=label, type=_number_kind(values)))
+        props.setdefault(c, []).append(DataProperty(name=prop, display_name=label))
         columns.setdefault(c, {})[prop] = values
 
-    object_types, tables, graph_rows = [], {}, {}
+    object_types, tables = [], {}
     for c, type_id in enumerate(type_ids):
         lo, hi = int(first[c]), int(first[c]) + int(sizes[c])
         ot = ObjectType(id=type_id, name=class_names[c] or type_id, display_key=NAME,
@@ -153,14 +140,12 @@ def view_of_graph(graph: CSRGraph, max_rows: int = MAX_ROWS) -> GraphView | None
         rows = m_entity[lo:hi]
         values = {NAME: entity_names[lo:hi].tolist(), **columns.get(c, {})}
         tables[type_id] = TypeTable(ot, [graph.entity_ids[int(r)] for r in rows.tolist()], values)
-        graph_rows[type_id] = rows
     for type_id, rows in value_types.values():
         values = names[rows].tolist()
         ot = ObjectType(id=type_id, name=type_id.replace("_", " "), display_key=NAME,
-                        data_properties=[DataProperty(name=NAME, type=_number_kind(values))])
+                        data_properties=[DataProperty(name=NAME)])
         object_types.append(ot)
         tables[type_id] = TypeTable(ot, [graph.entity_ids[int(r)] for r in rows.tolist()], {NAME: values})
-        graph_rows[type_id] = rows
 
     # links: typed entity → typed entity, one relation type per (relation, source class, target class)
     kept = ~is_type & typed[head] & typed[tail]
@@ -196,7 +181,6 @@ def view_of_graph(graph: CSRGraph, max_rows: int = MAX_ROWS) -> GraphView | None
     network = KnowledgeNetwork(kn_id=graph.name, name=graph.name, object_types=object_types,
                                relation_types=relation_types)
     view = GraphView(network, tables, links, version=f"graph:{id(graph)}")
-    view.graph_rows = graph_rows
     view.typed = np.flatnonzero(typed)
     return view
 

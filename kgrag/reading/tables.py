@@ -7,8 +7,8 @@
 Contract: one :class:`TypeTable` per object type (its instance ids in id order, one list per data property,
 a float array per number / date-like property, lower-cased strings per text property) and one pair of row-index
 arrays per relation type (source rows, target rows: a link to an instance missing from the network is dropped).
-A view is read once per network **version** (:func:`view_for` caches by ``(store, kn_id, version)``), so a change
-to the network gives the next question a new view. Values are the stored ones; :func:`answer_text` writes a value
+A view is read once per network **version** (:func:`view_for` caches by ``(store, kn_id, version)``; a network
+of over :data:`MAX_ROWS` instances has none), so a change to the network gives the next question a new view. Values are the stored ones; :func:`answer_text` writes a value
 as an answer (integral numbers without decimals, whitespace collapsed).
 """
 
@@ -26,7 +26,7 @@ import numpy as np
 
 from kgrag.network.schema.model import Instance, KnowledgeNetwork, Link, ObjectType
 
-__all__ = ["YEAR", "TableView", "TypeTable", "answer_text", "is_number_type", "number_text", "sortable", "view_for"]
+__all__ = ["MAX_ROWS", "YEAR", "TableView", "TypeTable", "answer_text", "is_number_type", "number_text", "sortable", "view_for"]
 
 #: the span of one year in :func:`sortable`'s ``YYYYMMDDhhmmss`` numbers (a year ``y`` starts at ``y * YEAR``)
 YEAR = 10_000_000_000
@@ -101,6 +101,8 @@ class TypeTable:
     _lower: dict[str, list[str]] = field(default_factory=dict)
     _index: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     _shapes: dict[str, tuple[float, float]] = field(default_factory=dict)
+    _numeric: dict[str, bool] = field(default_factory=dict)
+    _orderable: dict[str, bool] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -158,18 +160,20 @@ class TypeTable:
         return self._index[name]
 
     def is_numeric(self, name: str) -> bool:
-        """A number property, or one whose stored values are all numbers (a year stored as text)."""
-        if is_number_type(self.prop_type(name)):
-            return True
-        present = [v for v in self.column(name) if v not in (None, "")]
-        return bool(present) and all(not math.isnan(_number(v)) for v in present)
+        """A number property, or one whose stored values are all numbers (a year stored as text); cached."""
+        if name not in self._numeric:
+            present = [v for v in self.column(name) if v not in (None, "")]
+            self._numeric[name] = is_number_type(self.prop_type(name)) or (
+                bool(present) and all(not math.isnan(_number(v)) for v in present))
+        return self._numeric[name]
 
     def is_orderable(self, name: str) -> bool:
-        """A number or a date (every stored value sorts as one)."""
-        if self.is_numeric(name) or self.prop_type(name).lower() in _DATE_TYPES:
-            return True
-        present = [v for v in self.column(name) if v not in (None, "")]
-        return bool(present) and all(not math.isnan(sortable(v)) for v in present)
+        """A number or a date (every stored value sorts as one); cached."""
+        if name not in self._orderable:
+            present = [v for v in self.column(name) if v not in (None, "")]
+            self._orderable[name] = self.is_numeric(name) or self.prop_type(name).lower() in _DATE_TYPES or (
+                bool(present) and all(not math.isnan(sortable(v)) for v in present))
+        return self._orderable[name]
 
 
 @dataclass
@@ -268,19 +272,23 @@ class TableView:
         return current, reached
 
 
-_CACHE: dict[tuple[int, str], TableView] = {}
+#: the most instances a network may have for its rows to be read into memory and planned over (per version)
+MAX_ROWS = 300_000
+#: (store, network) → (version, its view, or None when it has over MAX_ROWS instances)
+_CACHE: dict[tuple[int, str], tuple[str, TableView | None]] = {}
 _LOCK = threading.Lock()
 
 
-def view_for(store: Any, kn_id: str) -> TableView:
-    """The network's :class:`TableView` at its current version (read once per version and store)."""
+def view_for(store: Any, kn_id: str) -> TableView | None:
+    """The network's :class:`TableView` at its current version, or None over :data:`MAX_ROWS` instances (read — or
+    counted — once per version and store)."""
     version = store.network_version(kn_id)
     key = (id(store), kn_id)
     with _LOCK:
         cached = _CACHE.get(key)
-    if cached is not None and cached.version == version:
-        return cached
-    view = TableView.from_store(store, kn_id)
+    if cached is not None and cached[0] == version:
+        return cached[1]
+    view = TableView.from_store(store, kn_id) if store.count_instances(kn_id) <= MAX_ROWS else None
     with _LOCK:
-        _CACHE[key] = view
+        _CACHE[key] = (version, view)
     return view

@@ -198,19 +198,27 @@ def _query_graph_call(state: AgentState, kg: TripleKG, topic: dict[str, Any] | N
     return {"pending": [call]}, f"query_graph {start}" if not topic else f"query_graph from {topic['name']!r}"
 
 
+def _plan_answers(table: tuple[Update, str, bool], topic: dict[str, Any] | None, question: str) -> bool:
+    """Whether the plan over the KG's classes answers a question naming no typed entity: when sure; with no topic
+    at all also when unsure (withheld) if it filters on something, or if it is at least UNFILTERED_FLOOR sure and no
+    query graph over a type applies ("who is the best of them all?" stays unlinked)."""
+    update, _, sure = table
+    if sure:
+        return True
+    if topic is not None:
+        return False
+    filters = (update["table_plan"].get("plan") or {}).get("filters")
+    return bool(filters) or (float(update["confidence"]) >= UNFILTERED_FLOOR and not _over_a_type(question))
+
+
 def _rules_plan(state: AgentState, run: TripleRun) -> tuple[Update, str]:
     kg = _kg(state, run)
     calls = state.get("tool_calls", [])
     topic = state.get("topic")
     if state.get("table_plan"):
         return {"pending": [], "done": True}, "query plan executed"
-    # a question naming no typed entity: the plan over the KG's classes as tables when sure; with no topic at all
-    # also when unsure (withheld) if it filters on something, or if it is at least UNFILTERED_FLOOR sure and no
-    # query graph over a type applies ("who is the best of them all?" stays unlinked)
     table = table_plan_step(state, run, kg)
-    if table is not None and (table[2] or topic is None and (
-            (table[0]["table_plan"].get("plan") or {}).get("filters")
-            or float(table[0]["confidence"]) >= UNFILTERED_FLOOR and not _over_a_type(state["question"]))):
+    if table is not None and _plan_answers(table, topic, state["question"]):
         return table[0], table[1]
     if topic is None:
         if _done(calls, "query_graph") or not run.settings.query_graphs or not _over_a_type(state["question"]) \

@@ -7,7 +7,7 @@ over them exactly as on a network (:mod:`kgrag.agent.turn.row_plans`).
     result = query_plan_result(kg, {"plan": {...}})        # the ``query_plan`` tool on a triple KG
 
 Contract: :func:`table_plan_step` plans only a turn's first call, only when ``AgentSettings.table_plans``, only on
-a KG with a local graph that types its entities (at most :data:`~kgrag.reading.graph_tables.MAX_ROWS` typed rows).
+a KG with a local graph that types its entities (at most :data:`~kgrag.reading.tables.MAX_ROWS` typed rows).
 The triple agent (:func:`kgrag.agent.kg.steps.plan`) plans over rows only a question that names no typed entity
 (:func:`names_an_entity`: its topic, however linked — "Ravenscroft" for "Zofia Ravenscroft" —
 is a typed entity): a sure plan answers; with no linked topic at all, an unsure plan answers too (withheld

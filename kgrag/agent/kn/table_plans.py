@@ -6,7 +6,7 @@ the words it did not link and a calibrated confidence.
     update, summary, sure = table_plan_step(state, run)     # None: the turn goes on with the other planners
 
 Contract: :func:`table_plan_step` plans only a turn's first call, only for a question with no CJK character (the
-Chinese path keeps its planners), only on a network of at most :data:`MAX_ROWS` instances (its rows are read into
+Chinese path keeps its planners), only on a network of at most :data:`~kgrag.reading.tables.MAX_ROWS` instances (its rows are read into
 memory once per version), only when ``AgentSettings.table_plans``, and says whether the plan is **sure**
 (:func:`kgrag.agent.turn.row_plans.is_sure`). The network agent
 (:func:`kgrag.agent.kn.steps.plan`) plans over rows only a question that names no stored instance (no exact or
@@ -33,10 +33,7 @@ from kgrag.agent.turn.row_plans import cross_check, plan_call
 from kgrag.agent.turn.state import AgentState
 from kgrag.reading.tables import view_for
 
-__all__ = ["MAX_ROWS", "check_on_rows", "names_an_instance", "table_plan_step"]
-
-#: the most instances a network may have for its rows to be read into memory and planned over (per version)
-MAX_ROWS = 300_000
+__all__ = ["check_on_rows", "names_an_instance", "table_plan_step"]
 
 
 def table_plan_step(state: AgentState, run: NetworkRun) -> tuple[Update, str, bool] | None:
@@ -44,9 +41,8 @@ def table_plan_step(state: AgentState, run: NetworkRun) -> tuple[Update, str, bo
     (:func:`kgrag.agent.turn.row_plans.is_sure`), or None when no plan is due (see the module docstring)."""
     if not run.settings.table_plans or state.get("tool_calls") or state.get("query_graph"):
         return None
-    if not state.get("question") or run.resources.store.count_instances(state["kn_id"]) > MAX_ROWS:
-        return None  # the rows are read into memory per version: a bigger network keeps the other planners
-    return plan_call(state, view_for(run.resources.store, state["kn_id"]))
+    view = view_for(run.resources.store, state["kn_id"]) if state.get("question") else None
+    return plan_call(state, view) if view is not None else None  # a bigger network keeps the other planners
 
 
 def names_an_instance(state: AgentState) -> bool:
@@ -57,6 +53,6 @@ def names_an_instance(state: AgentState) -> bool:
 def check_on_rows(state: AgentState, run: NetworkRun, values: list[str]) -> dict[str, Any] | None:
     """Another planner's answer checked against the plan over the network's rows
     (:func:`kgrag.agent.turn.row_plans.cross_check`; None when plans are off or the network is too big)."""
-    if not run.settings.table_plans or not values or run.resources.store.count_instances(state["kn_id"]) > MAX_ROWS:
+    if not run.settings.table_plans or not values:
         return None
     return cross_check(state.get("question", ""), view_for(run.resources.store, state["kn_id"]), values)

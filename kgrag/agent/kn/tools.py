@@ -36,7 +36,7 @@ from kgrag.modes.params import QueryParam
 from kgrag.modes.query import kg_query
 from kgrag.modes.render import trace_summary
 from kgrag.reading.table_plan import TablePlan
-from kgrag.reading.tables import view_for
+from kgrag.reading.tables import MAX_ROWS, view_for
 from kgrag.search.kn_models import KnSearchRequest
 from kgrag.search.pipeline import context_search, kn_search
 
@@ -101,6 +101,8 @@ class PlanArgs(BaseModel):
 
 def _query_plan(store: Any, args: PlanArgs, kn_id: str) -> dict[str, Any]:
     view = view_for(store, kn_id)
+    if view is None:
+        raise ToolInputError(f"network {kn_id!r} has over {MAX_ROWS} instances: plans over rows are not offered on it")
     try:
         return plan_result(args.plan, view)
     except KgragError as exc:

@@ -1,8 +1,8 @@
 """The answer confidence of the query graphs and of the other planners, fitted to data (issue 49 §5): a logistic
 per source over the planner's own confidence, whether a part of the question went unused, how many content words
 the question has (:func:`content_words`), and the cross-check
-against the plan over rows (:func:`kgrag.agent.turn.row_plans.cross_check`: whether one was made, whether it
-agrees, the plan's calibrated confidence), fitted by
+against the plan over rows (:func:`kgrag.agent.turn.row_plans.cross_check`: whether it agrees, the plan's
+calibrated confidence), fitted by
 ``bench/answer_confidence.py`` on the agent's answers to the Spider validation databases and the dev question sets,
 shipped beside this module as ``answer_confidence.json`` (its material and command inside).
 
@@ -31,7 +31,7 @@ __all__ = ["FIT_FILE", "FEATURES", "features", "fitted_confidence"]
 
 FIT_FILE = Path(__file__).with_name("answer_confidence.json")
 #: the fit's inputs, in order
-FEATURES = ("raw", "unused", "checked", "agree", "plan_confidence", "words")
+FEATURES = ("raw", "unused", "agree", "plan_confidence", "words")
 #: content words counted up to this many (a longer question asks more, and more can go wrong)
 MAX_WORDS = 20
 _WORD = re.compile(r"[^\W_]+")
@@ -44,8 +44,8 @@ def content_words(question: str) -> int:
 
 def features(raw: float, unused: int, cross: dict[str, Any] | None, question: str = "") -> list[float]:
     """The fit's inputs (:data:`FEATURES`) of one answer."""
-    checked = cross is not None
-    return [float(raw), float(unused > 0), float(checked), float(checked and bool(cross.get("agree"))),
+    checked = cross is not None  # whether there is one picks the fit (see fitted_confidence)
+    return [float(raw), float(unused > 0), float(checked and bool(cross.get("agree"))),
             float(cross.get("confidence") or 0.0) if checked else 0.0, content_words(question) / MAX_WORDS]
 
 

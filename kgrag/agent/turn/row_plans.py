@@ -18,6 +18,9 @@ right ≥ 90 % of the time on its validation databases — the default that
 from __future__ import annotations
 
 import re
+import threading
+import weakref
+from collections import OrderedDict
 from typing import Any
 
 from kgrag.agent.turn.node import Update
@@ -30,8 +33,8 @@ from kgrag.reading.scorer import load_scorer
 from kgrag.reading.table_plan import TablePlan
 from kgrag.reading.tables import TableView, answer_text
 
-__all__ = ["FLOOR", "TAKEOVER", "UNFILTERED_FLOOR", "calibrated_threshold", "cross_check", "is_sure", "plan_call",
-           "plan_result", "table_answer"]
+__all__ = ["FLOOR", "TAKEOVER", "UNFILTERED_FLOOR", "best_plan", "calibrated_threshold", "cross_check", "is_sure",
+           "plan_call", "plan_result", "table_answer"]
 
 #: the least confidence of a sure query plan (the calibrated threshold when that is higher)
 TAKEOVER = 0.5
@@ -42,6 +45,30 @@ FLOOR = 0.1
 #: not link)
 UNFILTERED_FLOOR = 0.25
 _CJK = re.compile("[\u3400-\u9fff]")
+
+
+#: the last questions' best plans per view: a turn that plans a question and then cross-checks another planner's
+#: answer to it reads and scores it once
+_BEST: OrderedDict[tuple[str, int, str], tuple[weakref.ref[TableView], TableAnswer | None]] = OrderedDict()
+_BEST_SIZE = 64
+_LOCK = threading.Lock()
+
+
+def best_plan(question: str, view: TableView) -> TableAnswer | None:
+    """:func:`~kgrag.reading.answer.answer_on_view` of the question on this view (its version), kept for the
+    last :data:`_BEST_SIZE` questions."""
+    key = (question, id(view), view.version)
+    with _LOCK:
+        held = _BEST.get(key)
+        if held is not None and held[0]() is view:  # the same view object, not one that took its id
+            _BEST.move_to_end(key)
+            return held[1]
+    found = answer_on_view(question, view)
+    with _LOCK:
+        _BEST[key] = (weakref.ref(view), found)
+        while len(_BEST) > _BEST_SIZE:
+            _BEST.popitem(last=False)
+    return found
 
 
 def calibrated_threshold() -> float:
@@ -61,7 +88,7 @@ def plan_call(state: AgentState, view: TableView) -> tuple[Update, str, bool] | 
     question = state.get("question", "")
     if not question or _CJK.search(question):
         return None
-    found: TableAnswer | None = answer_on_view(question, view)
+    found = best_plan(question, view)
     if found is None or found.confidence < FLOOR:
         return None
     call = ToolCall(id=f"call_{len(state.get('tool_calls', [])) + 1}", name="query_plan",
@@ -81,7 +108,7 @@ def cross_check(question: str, view: TableView | None, values: list[str]) -> dic
     (:mod:`kgrag.agent.turn.answer_confidence`)."""
     if view is None or not values or not question or _CJK.search(question):
         return None
-    found = answer_on_view(question, view)
+    found = best_plan(question, view)
     if found is None:
         return None
     agree = {answer_key(v) for v in found.answers} == {answer_key(v) for v in values}
