@@ -14,7 +14,7 @@ export PREFECT_LOGGING_LEVEL ?= WARNING
 export LANGGRAPH_CLI_NO_ANALYTICS := 1
 export LANGSMITH_TRACING := false
 
-.PHONY: install assets run test bench bench-install lint clean
+.PHONY: install assets run test docs bench bench-install lint clean
 
 install: $(STAMP) assets
 
@@ -50,6 +50,13 @@ test: $(STAMP) assets
 	@$(PY) -m pytest -q --durations=10 $(TEST_XDIST); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
+# The docs site (mkdocs.yml, docs/) with live reload; 8001 because 8000 is `kgrag serve`'s. Its CLI and HTTP
+# reference pages are generated from the code at every build (docs/hooks/reference.py); `make test` builds the
+# site with `mkdocs build --strict` (tests/test_docs_site.py).
+DOCS_ADDR ?= 127.0.0.1:8001
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr $(DOCS_ADDR)
+
 bench: $(STAMP)
 	@mkdir -p $(PREFECT_HOME)
 	$(PY) -m bench
@@ -59,7 +66,7 @@ bench-install: $(STAMP)
 	$(PY) -m pip install --quiet -c constraints.txt --no-deps -r bench/requirements-lightrag.txt
 
 lint: $(STAMP)
-	$(PY) -m ruff check kgrag flows graphs bench tests
+	$(PY) -m ruff check kgrag flows graphs harness bench tests docs/hooks
 
 clean:
 	rm -rf $(VENV) work .pytest_cache

@@ -37,7 +37,7 @@ def progress(message: str) -> None:
 def _baseline_state(baseline: Any, store: Any, lexicon: Any, question: str) -> dict[str, Any]:
     """The baseline's (topic, label) executed through the agent's own query tools."""
     from kgrag.agent.kn.answers import answer_values, evidence_from
-    from kgrag.agent.kn.linking import TopicCandidate
+    from kgrag.agent.kn.linking import InstanceMatch
     from kgrag.agent.kn.planner import next_call
     from kgrag.agent.kn.tools import run_tool
 
@@ -48,7 +48,7 @@ def _baseline_state(baseline: Any, store: Any, lexicon: Any, question: str) -> d
     instance_id = next((iid for type_id, iid in lexicon.names.get(topic, []) if type_id == "Disease"), None)
     if instance_id is None:  # the lexicon keeps names of 2+ characters
         return {"answers": [], "topic": {"name": topic}, "label": label}
-    candidate = TopicCandidate(topic, "Disease", instance_id, "exact", topic, 0)
+    candidate = InstanceMatch(topic, "Disease", instance_id, "exact", topic, 0)
     found = next_call([(label, 1.0)], [candidate], network, "medical", set())
     if found is None:
         return {"answers": [], "topic": {"name": topic}, "label": label}
@@ -86,7 +86,7 @@ def main() -> None:  # noqa: PLR0915 - one linear benchmark script
     from kgrag.agent.kn.intent import load_latest_intent
     from kgrag.agent.training.baseline import BaselineIntent
     from kgrag.agent.training.train_intent import split_questions, train_intent
-    from kgrag.main_job.parts import ensure_network
+    from kgrag.network.loaders.registry import ensure_network
     from kgrag.network.store import NetworkStore
 
     store = NetworkStore(settings.db_url)
@@ -138,7 +138,7 @@ def main() -> None:  # noqa: PLR0915 - one linear benchmark script
 
     from langgraph_sdk import get_sync_client
 
-    from kgrag.servers.langgraph_dev import langgraph_dev
+    from harness.servers.langgraph_dev import langgraph_dev
 
     api_items = items[: args.api_questions]
     in_ms, api_ms, graph_ms = [], [], []

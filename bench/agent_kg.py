@@ -133,7 +133,7 @@ def api_latency(questions: list[str], work_env: dict[str, str]) -> dict[str, Any
     import httpx
     from langgraph_sdk import get_sync_client
 
-    from kgrag.servers.langgraph_dev import langgraph_dev
+    from harness.servers.langgraph_dev import langgraph_dev
 
     api_ms, graph_ms, inline_ms = [], [], []
     with langgraph_dev(env={**work_env, "KGRAG_LLM_BASE_URL": ""}) as url, httpx.Client(base_url=url,

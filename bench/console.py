@@ -99,8 +99,8 @@ def _screenshots(browser: Any, url: str) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
+    from harness.servers.kgrag_serve import kgrag_serve
     from kgrag.console.browser import headless_chromium
-    from kgrag.servers.kgrag_serve import kgrag_serve
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=int, default=10)

@@ -9,7 +9,7 @@ Per network (medical, then the 6,000-relation synthetic one), in one run:
   embeddings, vector indexes, page caches), then p50/p95 of a measured pass; every response is compared across
   the backends (``identical_responses``).
 Baseline: SQLite (a file in a temp dir); ratio: PostgreSQL / SQLite. PostgreSQL is a throwaway local cluster
-(kgrag.servers.postgres: fsync off, 32 MB shared_buffers) reached over loopback TCP with psycopg 3.
+(harness.servers.postgres: fsync off, 32 MB shared_buffers) reached over loopback TCP with psycopg 3.
 
     .venv/bin/python -m bench.db_backends [--distinct 100] [--networks medical synthetic]
 """
@@ -25,13 +25,13 @@ from typing import Any
 
 from bench.common import percentiles, write_result
 from bench.kn_search import QUERIES, distinct_queries
+from harness.servers.postgres import throwaway_postgres
 from kgrag.config import get_settings
 from kgrag.network.loaders.registry import build_named
 from kgrag.network.store import NetworkStore
 from kgrag.network.text.embedding import network_embedder
 from kgrag.search.kn_models import KnSearchRequest
 from kgrag.search.pipeline import kn_search
-from kgrag.servers.postgres import throwaway_postgres
 
 
 def progress(message: str) -> None:

@@ -26,14 +26,14 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.common import ms_percentiles, write_result
+from harness.servers.oxigraph_server import serve_read_only
+from harness.servers.virtuoso import bulk_load, start_virtuoso
 from kgrag.config import get_settings
 from kgrag.graph.remote_store import RemoteStore
 from kgrag.hrag.online.endpoint_reasoner import EndpointReasoner
 from kgrag.hrag.online.reasoner import HRAGReasoner
 from kgrag.hrag.online.sparql_neighbourhood import ExpansionLimits
 from kgrag.hrag.retrieval.questions import prepared_questions
-from kgrag.servers.oxigraph_server import serve_read_only
-from kgrag.servers.virtuoso import bulk_load, start_virtuoso
 
 console = Console()
 GRAPH = "http://kgrag.bench/graph/metaqa"

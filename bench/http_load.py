@@ -23,7 +23,7 @@ from pathlib import Path
 import httpx
 
 from bench.common import percentiles
-from kgrag.servers.ports import free_port
+from harness.servers.ports import free_port
 
 __all__ = ["http_load", "start_server", "stop_server"]
 

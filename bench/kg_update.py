@@ -82,7 +82,7 @@ def generate(folder: Path, triples: int, entities: int, relations: int, delta: i
 
 def _import(settings, name: str, files: list[Path]) -> float:
     """``kgrag prepare --dataset name --triples files``'s steps (no Prefect), timed."""
-    from kgrag.graph.kg_version import new_version, write_version
+    from kgrag.graph.versions.version_file import new_version, write_version
     from kgrag.prep import imports, steps
     from kgrag.prep.register import import_spec
     from kgrag.prep.summary import write_summary
@@ -105,15 +105,17 @@ def _import(settings, name: str, files: list[Path]) -> float:
 
 def _answers(settings, name: str, nodes: list[int], relations: int) -> list[str]:
     """The tools' texts and a SPARQL neighbourhood per sampled node (names, not ids: equal across imports)."""
-    from kgrag.graph import open_store
+    from kgrag.data.registry import dataset_spec
     from kgrag.graph.sparql import escape_string
+    from kgrag.graph.versions.stores import open_store
     from kgrag.tools.factory import open_session
 
     out = []
-    store = open_store(name, settings)
+    spec = dataset_spec(name, settings)
+    store = open_store(spec, settings)
     try:
         for node in nodes:
-            session = open_session(name, settings=settings, store=store)
+            session = open_session(spec, settings=settings, store=store)
             for call in (f'get_relations("Entity {node}")', f'get_triples("Entity {node}", ["rel{node % relations}"])'):
                 # the lines as a set: the tools list ties in the store's order, which the namespace's ids vary
                 out.append(repr(sorted(session.run(call).splitlines())))

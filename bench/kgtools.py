@@ -37,13 +37,14 @@ from rank_bm25 import BM25Okapi
 
 from bench.common import percentiles, write_result
 from bench.neighbourhood import ensure_prepared
+from harness.servers.oxigraph_server import serve_read_only
 from kgrag.config import get_settings
 from kgrag.data.metaqa import METAQA_NS
+from kgrag.data.spec import BUILTIN_SPECS
 from kgrag.graph.oxigraph_store import OxigraphStore
 from kgrag.graph.remote_store import RemoteStore
 from kgrag.graph.store import GraphStore, Row
 from kgrag.prep import steps
-from kgrag.servers.oxigraph_server import serve_read_only
 from kgrag.tools.client import KGClient
 from kgrag.tools.config import KGToolsConfig
 from kgrag.tools.factory import make_client
@@ -229,7 +230,7 @@ def measure(store: GraphStore, topics: list[Topic], config: KGToolsConfig,
             relation_filter: OfflineRelationFilter) -> tuple[dict, dict]:
     """Both paths on every entity, in alternating order (kgrag first on even entities, naive first on odd), after
     an untimed pass that warms the store over everything they will read; checks that they agree."""
-    client = make_client(store, "metaqa", config)
+    client = make_client(store, BUILTIN_SPECS["metaqa"], config)
     naive = NaiveTools(store, config, seed=config.seed)
     shown: list[list[str]] = []
     for topic in topics:  # warms the store's caches (not the sessions') and fixes get_triples' relations

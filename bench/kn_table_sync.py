@@ -1,13 +1,13 @@
 """A network bound to PostgreSQL tables: the scheduled sync's wall time beside a full load of the same tables.
 
-In one run, on a throwaway PostgreSQL cluster (kgrag.servers.postgres; the network store in a second database of
+In one run, on a throwaway PostgreSQL cluster (harness.servers.postgres; the network store in a second database of
 it): generated tables — ``items`` (``--rows``, default 20,000: name, category, score; an integer ``version``
 incremental key and a ``deleted`` tombstone), ``categories`` (50) and ``item_category`` links (one per item) —
 bound to a network by a schema file (kgrag/network/loaders/table_source.py). Figures:
 
 - ``full_load_s`` (the baseline): the first sync, every row read and loaded (what ``kgrag kn load`` does);
 - ``scheduled_sync_s``: after ``--changed`` (1,000) rows are updated and ``--deleted`` (100) tombstoned, the
-  sync the daily flow's task runs (kgrag.network.source_sync.sync_network: incremental, rows past the watermark);
+  sync the daily flow's task runs (kgrag.network.sync.source.sync_network: incremental, rows past the watermark);
 - ``full_scan_s``: after another ``--deleted`` rows are deleted outright (no tombstone), the full scan that sees
   them (every row read, the content-hashed difference applied);
 - ``quiet_sync_s``: an incremental sync when nothing changed.
@@ -32,10 +32,10 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from bench.common import write_result
-from kgrag.network.source_sync import sync_network
+from harness.servers.postgres import throwaway_postgres
 from kgrag.network.store import NetworkStore
-from kgrag.network.table_sync import sync_table_network
-from kgrag.servers.postgres import throwaway_postgres
+from kgrag.network.sync.source import sync_network
+from kgrag.network.sync.table import sync_table_network
 
 SCHEMA = """
 kn_id: catalogue

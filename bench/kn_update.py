@@ -134,13 +134,13 @@ def main() -> None:
 
     import httpx
 
+    from harness.servers.ports import free_port
+    from harness.servers.process import server_process
     from kgrag.config import get_settings
     from kgrag.network.loaders.registry import build_named
     from kgrag.network.store import NetworkStore
     from kgrag.network.text.embedding import network_embedder
     from kgrag.rank.tokenize import tokenize_cache
-    from kgrag.servers.ports import free_port
-    from kgrag.servers.process import server_process
 
     settings = get_settings()
     folder = settings.work_dir / "bench-kn-update"

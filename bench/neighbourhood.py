@@ -13,13 +13,13 @@ import random
 import time
 
 from bench.common import percentiles, write_result
+from harness.servers.oxigraph_server import serve_read_only
 from kgrag.config import get_settings
 from kgrag.graph.csr import CSRGraph
 from kgrag.graph.oxigraph_store import OxigraphStore
 from kgrag.graph.queries import neighbourhood_query
 from kgrag.graph.remote_store import RemoteStore
 from kgrag.prep import steps
-from kgrag.servers.oxigraph_server import serve_read_only
 
 
 def ensure_prepared(dataset: str = "metaqa") -> None:

@@ -48,7 +48,7 @@ async def _completed_scheduled(url: str) -> tuple[str | None, list[str]]:
 
 def main() -> None:
     from bench.common import write_result
-    from kgrag.servers.prefect_server import prefect_server
+    from harness.servers.prefect_server import prefect_server
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-schedule-"))
     jobs = tmp / "prefect.yaml"

@@ -2,7 +2,7 @@
 vs the embedded pyoxigraph store (the baseline of the ratios).
 
 Load: MetaQA's ``triples.nt`` (``kgrag prepare``'s graph step, 176,920 RDF triples: 133,582 edges + names +
-typed years) bulk-loaded by :func:`kgrag.servers.virtuoso.bulk_load` into a fresh Virtuoso (a new database per
+typed years) bulk-loaded by :func:`harness.servers.virtuoso.bulk_load` into a fresh Virtuoso (a new database per
 configuration, ``ld_dir`` + ``rdf_loader_run`` + ``checkpoint``, timed to the end of the checkpoint):
 
 - ``one_file``: the single file, one loader;
@@ -37,12 +37,13 @@ from pathlib import Path
 from bench.common import percentiles, write_result
 from bench.kgtools import load_topics, relations_of, triples_call
 from bench.neighbourhood import ensure_prepared
+from harness.servers.oxigraph_server import serve_read_only
+from harness.servers.virtuoso import LoadReport, bulk_load, start_virtuoso
 from kgrag.config import get_settings
+from kgrag.data.spec import BUILTIN_SPECS
 from kgrag.graph.oxigraph_store import OxigraphStore, build_store
 from kgrag.graph.remote_store import RemoteStore
 from kgrag.graph.store import GraphStore
-from kgrag.servers.oxigraph_server import serve_read_only
-from kgrag.servers.virtuoso import LoadReport, bulk_load, start_virtuoso
 from kgrag.tools.config import KGToolsConfig
 from kgrag.tools.factory import make_client
 from kgrag.tools.filter import OfflineRelationFilter
@@ -117,7 +118,7 @@ def embedded_load(ntriples: Path, root: Path) -> dict:
 
 def one_entity(store: GraphStore, entity_id: str, question: str, config: KGToolsConfig,
                relation_filter: OfflineRelationFilter) -> tuple[float, float, str, str]:
-    session = KGSession(make_client(store, "metaqa", config), question=question, config=config,
+    session = KGSession(make_client(store, BUILTIN_SPECS["metaqa"], config), question=question, config=config,
                         relation_filter=relation_filter)
     t = time.perf_counter()
     rels = session.run(f'get_relations("{entity_id}")')

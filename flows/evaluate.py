@@ -24,7 +24,8 @@ from prefect.cache_policies import NO_CACHE
 from flows.artifact_keys import artifact_key
 from kgrag.config import get_settings
 from kgrag.data.question_files import require_question_file
-from kgrag.data.registry import dataset_spec
+from kgrag.data.registry import spec_of
+from kgrag.data.spec import DatasetSpec
 from kgrag.hrag.gflownet import pipeline as policy_data
 from kgrag.hrag.gflownet.answers import summarise
 from kgrag.hrag.gflownet.evaluate import (
@@ -88,13 +89,13 @@ def answer_split(dataset: str, split: str, checkpoint: str | None, shards: int |
 
 
 @flow(name="evaluate", log_prints=True)
-def evaluate(dataset: str = "metaqa", split: str = "validation", questions: str | None = None,
+def evaluate(dataset: str | DatasetSpec = "metaqa", split: str = "validation", questions: str | None = None,
              hop: int | None = None, retriever_checkpoint: str | None = None,
              policy_checkpoint: str | None = None, no_brackets: bool = False) -> dict:
     """Hits@1 / Hit / F1 of the latest (or given) checkpoints on ``split`` or on the ``questions`` file (with
     ``no_brackets``: topics linked from the text with its brackets removed)."""
     settings = get_settings()
-    dataset = dataset_spec(dataset, settings).name  # an unknown name: one line naming the known ones
+    dataset = spec_of(dataset, settings).name  # a spec from the CLI; a deployment's name resolved here
     require_question_file(questions)  # named before the checkpoints are looked for
     if questions:
         reasoner = HRAGReasoner.load(settings, dataset, _path(retriever_checkpoint), _path(policy_checkpoint))

@@ -15,7 +15,7 @@ from prefect import flow
 from flows.retriever_eval import retriever_eval
 from flows.train_gflownet import train_gflownet
 from flows.train_retriever import train_retriever
-from kgrag.main_job.parts import retriever_splits
+from kgrag.hrag.retrieval.pipeline import retriever_splits
 from kgrag.ops.task_runner import on_task_runner
 
 

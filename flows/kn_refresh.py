@@ -2,10 +2,10 @@
 missing (a first load of a Chinese network trains its domain vectors), sync **every** network in the store from its
 source, then train the medical intent ranker (reused when its config and data are unchanged).
 
-The sync of one network (:func:`kgrag.network.source_sync.sync_network`): a schema file naming only files is
+The sync of one network (:func:`kgrag.network.sync.source.sync_network`): a schema file naming only files is
 re-read and its difference applied; one bound to database tables syncs incrementally by each table's
 incremental key, with deletions by its tombstone column or by a full scan every ``full_scan_every`` runs (or when
-``full_scan`` is set; :mod:`kgrag.network.table_sync`); a built-in network has nothing to sync. Each network's
+``full_scan`` is set; :mod:`kgrag.network.sync.table`); a built-in network has nothing to sync. Each network's
 inserted / updated / deleted counts are published as a keyed markdown artifact (``kn-sync-<kn_id>``); a network
 whose sync fails leaves the others syncing and fails the run at the end, naming it.
 
@@ -25,10 +25,10 @@ from flows.artifact_keys import artifact_key
 from flows.train_intent import train_intent
 from kgrag.config import get_settings
 from kgrag.errors import NetworkNotFound
-from kgrag.main_job.parts import ensure_network
-from kgrag.network.source_sync import sync_network
+from kgrag.network.loaders.registry import ensure_network
 from kgrag.network.store import NetworkStore
-from kgrag.network.table_sync import FULL_SCAN_EVERY, SyncReport
+from kgrag.network.sync.source import sync_network
+from kgrag.network.sync.table import FULL_SCAN_EVERY, SyncReport
 
 #: the counts an artifact's table shows, in order
 COUNTS = ("instances_inserted", "instances_updated", "instances_deleted", "instances_unchanged", "links_inserted",

@@ -22,7 +22,7 @@ from kgrag.config import get_settings
 from kgrag.data.spec import DatasetSpec
 from kgrag.errors import KgragError
 from kgrag.fileio import png_data_url
-from kgrag.graph.kg_version import new_version, read_version, write_version
+from kgrag.graph.versions.version_file import new_version, read_version, write_version
 from kgrag.prep import imports, steps
 from kgrag.prep.chart import write_chart
 from kgrag.prep.manifest import state_token, step_is_current

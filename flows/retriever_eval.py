@@ -1,4 +1,5 @@
-"""Retriever evaluation + g_agent materialization flow (spec h-rag.md §4.4, the ``stage=retriever_eval`` stage).
+"""Retriever evaluation + g_agent materialization flow (spec h-rag.md, the H-RAG specification of a triple
+retriever and a GFlowNet path reasoner, §4.4, the ``stage=retriever_eval`` stage).
 
 By default every split of the prepared questions (``run_all_splits=True``); ``run_all_splits=False`` with ``split``
 runs one. Per split: G_retrieval samples → retriever scores → recall report (JSON, markdown table, PNG; also as
@@ -26,7 +27,8 @@ from flows.artifact_keys import artifact_key
 from flows.retrieval_samples import run as sharded_samples
 from kgrag.config import get_settings
 from kgrag.data.question_files import require_question_file
-from kgrag.data.registry import dataset_spec
+from kgrag.data.registry import spec_of
+from kgrag.data.spec import DatasetSpec
 from kgrag.fileio import png_data_url
 from kgrag.hrag.retrieval import pipeline
 from kgrag.hrag.retrieval.evaluate import (
@@ -130,22 +132,22 @@ def evaluate_split(dataset: str, split: str, checkpoint: str | None, anchor_top_
 
 
 @flow(name="retriever-eval", log_prints=True)
-def retriever_eval(dataset: str = "metaqa", run_all_splits: bool = True, split: str = "test",
+def retriever_eval(dataset: str | DatasetSpec = "metaqa", run_all_splits: bool = True, split: str = "test",
                    checkpoint: str | None = None, anchor_top_k: int | None = None) -> dict:
     """Evaluate the latest (or given) retriever checkpoint and write g_agent, for all splits or ``split``."""
     settings = get_settings()
-    dataset = dataset_spec(dataset, settings).name  # an unknown name: one line naming the known ones
+    dataset = spec_of(dataset, settings).name  # a spec from the CLI; a deployment's name resolved here
     splits = pipeline.available_splits(settings, dataset) if run_all_splits else [split]
     return {s: evaluate_split(dataset, s, checkpoint, anchor_top_k) for s in splits}
 
 
 @flow(name="retriever-eval-file", log_prints=True)
-def retriever_eval_file(dataset: str = "metaqa", questions: str = "", hop: int | None = None,
+def retriever_eval_file(dataset: str | DatasetSpec = "metaqa", questions: str = "", hop: int | None = None,
                         checkpoint: str | None = None) -> dict:
     """Evaluate the latest (or given) retriever checkpoint on a question file (``kgrag retriever-eval
     --questions``; no g_agent is written): ``{"report": recall report, "info": what was read}``."""
     settings = get_settings()
-    dataset = dataset_spec(dataset, settings).name
+    dataset = spec_of(dataset, settings).name
     require_question_file(questions)  # named before the checkpoint is looked for
     evaluation, info = evaluate_question_file(settings, dataset, Path(questions), hop,
                                               Path(checkpoint) if checkpoint else None)

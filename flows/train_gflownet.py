@@ -1,4 +1,5 @@
-"""GFlowNet training flow (spec h-rag.md §4.2–4.3, §5: ``experiment=train_gflownet data.cache_paths.*``).
+"""GFlowNet training flow (spec h-rag.md, the H-RAG specification of a triple retriever and a GFlowNet path
+reasoner, §4.2–4.3, §5: ``experiment=train_gflownet data.cache_paths.*``).
 
 Reads the ``<split>_g_agent.pt`` files written by the retriever-eval flow (``cache_paths`` overrides them), trains
 the path policy with checkpoints every ``checkpoint_every`` steps (a killed run resumes from the last one with the
@@ -22,7 +23,8 @@ from prefect.cache_policies import NO_CACHE
 
 from flows.artifact_keys import artifact_key
 from kgrag.config import get_settings
-from kgrag.data.registry import dataset_spec
+from kgrag.data.registry import spec_of
+from kgrag.data.spec import DatasetSpec
 from kgrag.fileio import png_data_url
 from kgrag.hrag.gflownet import pipeline
 from kgrag.hrag.gflownet.answers import answer_metrics, choose_threshold, summarise
@@ -119,10 +121,11 @@ def _calibration_key(checkpoint: Path, validation_file: Path, cfg: GFlowNetConfi
 
 
 @flow(name="train-gflownet", log_prints=True)
-def train_gflownet(dataset: str = "metaqa", config: dict | None = None, cache_paths: dict[str, str] | None = None,
-                   train_split: str = "train", validation_split: str = "validation") -> dict:
+def train_gflownet(dataset: str | DatasetSpec = "metaqa", config: dict | None = None,
+                   cache_paths: dict[str, str] | None = None, train_split: str = "train",
+                   validation_split: str = "validation") -> dict:
     """Train the GFlowNet path policy on g_agent files; ``cache_paths`` = ``{"train": …, "validation": …}``."""
-    dataset = dataset_spec(dataset, get_settings()).name  # an unknown name: one line naming the known ones
+    dataset = spec_of(dataset, get_settings()).name  # a spec from the CLI; a deployment's name resolved here
     cfg = GFlowNetConfig(**(config or {}))
     result = train(dataset, cfg.model_dump_json(), train_split, validation_split, cache_paths or {})
     validation = calibrate(dataset, result["checkpoint"], validation_split, result["validation_file"])

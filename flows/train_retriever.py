@@ -1,4 +1,5 @@
-"""Retriever training flow (spec h-rag.md §3, §4.1): text vectors → G_retrieval samples (train, validation) → train.
+"""Retriever training flow (spec h-rag.md, the H-RAG specification of a triple retriever and a GFlowNet path
+reasoner, §3, §4.1): text vectors → G_retrieval samples (train, validation) → train.
 
 Run: ``python -m flows.train_retriever --dataset metaqa [--epochs 8] [--max-train-questions 0]`` or
 ``kgrag train-retriever``. Needs ``kgrag prepare --dataset <dataset>`` first. Samples and text vectors are cached on
@@ -26,7 +27,8 @@ from flows.artifact_keys import artifact_key
 from flows.retrieval_samples import run as sharded_samples
 from flows.text_embeddings import run as run_text_embeddings
 from kgrag.config import get_settings
-from kgrag.data.registry import dataset_spec
+from kgrag.data.registry import spec_of
+from kgrag.data.spec import DatasetSpec
 from kgrag.fileio import png_data_url
 from kgrag.hrag.retrieval import pipeline
 from kgrag.hrag.retrieval.config import RetrieverConfig
@@ -82,11 +84,11 @@ def train(dataset: str, config_json: str, train_split: str, validation_split: st
 
 
 @flow(name="train-retriever", log_prints=True)
-def train_retriever(dataset: str = "metaqa", config: dict | None = None, train_split: str = "train",
+def train_retriever(dataset: str | DatasetSpec = "metaqa", config: dict | None = None, train_split: str = "train",
                     validation_split: str = "validation") -> dict:
     """Train the dense triple retriever on ``dataset``'s train split, early-stopping on the validation split
     (a dataset without them, like the demo KG's single ``test`` split, names the splits to use)."""
-    dataset = dataset_spec(dataset, get_settings()).name  # an unknown name: one line naming the known ones
+    dataset = spec_of(dataset, get_settings()).name  # a spec from the CLI; a deployment's name resolved here
     cfg = RetrieverConfig(**(config or {}))
     config_json = cfg.model_dump_json()
     run_text_embeddings(dataset)

@@ -249,8 +249,8 @@ def test_without_a_reasoner_the_zero_shot_chain_ranker_answers(demo_untrained_se
 @pytest.fixture(scope="module")
 def kg_langgraph_url(demo_trained_work, oxigraph_server, tmp_path_factory):
     """``langgraph dev`` serving the agent over the trained demo, its triples read from ``oxigraph serve``."""
+    from harness.servers.langgraph_dev import langgraph_dev
     from kgrag.errors import KgragError
-    from kgrag.servers.langgraph_dev import langgraph_dev
 
     logs = tmp_path_factory.mktemp("langgraph-kg")
     env = {"KGRAG_WORK_DIR": str(demo_trained_work), "KGRAG_SPARQL_ENDPOINT": oxigraph_server.url,

@@ -219,11 +219,11 @@ def test_knn_neighbours_are_kept_on_vector_similarity(store: NetworkStore) -> No
 
 
 def test_the_agent_takes_an_alias_form_before_contains_and_fuzzy() -> None:
-    from kgrag.agent.kn.linking import TopicCandidate, choose_topic
+    from kgrag.agent.kn.linking import InstanceMatch, choose_topic
 
-    candidates = [TopicCandidate("心梗后综合征", "Disease", "Disease:心梗后综合征", "contains", "心梗", -1, 0.6),
-                  TopicCandidate("心肌梗死", "Disease", "Disease:心肌梗死", "alias", "心梗", -1, 1.0),
-                  TopicCandidate("心肌梗塞", "Disease", "Disease:心肌梗塞", "fuzzy", "心梗", -1, 0.7)]
+    candidates = [InstanceMatch("心梗后综合征", "Disease", "Disease:心梗后综合征", "contains", "心梗", -1, 0.6),
+                  InstanceMatch("心肌梗死", "Disease", "Disease:心肌梗死", "alias", "心梗", -1, 1.0),
+                  InstanceMatch("心肌梗塞", "Disease", "Disease:心肌梗塞", "fuzzy", "心梗", -1, 0.7)]
     assert choose_topic(candidates, "Disease").name == "心肌梗死"
-    exact = TopicCandidate("心梗", "Disease", "Disease:心梗", "exact", "心梗", 0, 1.0)
+    exact = InstanceMatch("心梗", "Disease", "Disease:心梗", "exact", "心梗", 0, 1.0)
     assert choose_topic([*candidates, exact], "Disease").name == "心梗"

@@ -10,9 +10,9 @@ import time
 import httpx
 from fastapi.testclient import TestClient
 
+from harness.servers.ports import free_port
 from kgrag.api.app import create_app
 from kgrag.prep import steps
-from kgrag.servers.ports import free_port
 
 
 def _prepare_demo(settings) -> None:

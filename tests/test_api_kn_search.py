@@ -12,6 +12,7 @@ import uvicorn
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 
+from harness.servers.ports import free_port
 from kgrag.api.app import create_app
 from kgrag.network.schema.model import (
     DataProperty,
@@ -23,7 +24,6 @@ from kgrag.network.schema.model import (
 )
 from kgrag.network.store import NetworkStore
 from kgrag.search.kn_models import KnSearchRequest, KnSearchResponse
-from kgrag.servers.ports import free_port
 
 URL = "/api/agent-retrieval/in/v1/kn/kn_search"
 NAME_OPS = ["knn", "match", "==", "prefix", "contain"]

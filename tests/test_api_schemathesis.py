@@ -29,10 +29,10 @@ from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance
 
+from harness.servers.ports import free_port
 from kgrag.api.app import create_app
 from kgrag.config import Settings
 from kgrag.prep import steps
-from kgrag.servers.ports import free_port
 
 KEY = "schemathesis-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}

@@ -20,9 +20,9 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from pydantic import ValidationError
 
+from harness.servers.ports import free_port
 from kgrag.api.app import create_app
 from kgrag.config import Settings
-from kgrag.servers.ports import free_port
 
 KEY = "s3cret-key"
 QUERY = "/api/query"

@@ -20,6 +20,10 @@ ENTRY_POINTS = ("kgrag.cli", "kgrag.api", "kgrag.mcp")
 ONLINE_ROOTS = ("graphs.agent.graph", "kgrag.api.langgraph_http", "kgrag.api.app", "kgrag.mcp.server")
 #: the agent's offline folders: training and evaluation
 OFFLINE = ("kgrag.agent.training", "kgrag.agent.evaluation")
+#: the ``make run`` demo: only its own package and the command that runs it import it
+MAIN_JOB, MAIN_JOB_RUNNER = "kgrag.main_job", "kgrag.cli.run"
+#: test and benchmark support at the repository root (not shipped): the product never imports it
+HARNESS = "harness"
 
 
 def _modules() -> dict[str, Path]:
@@ -219,3 +223,46 @@ def test_a_two_way_folder_dependency_is_detected():
                               "kgrag.network.store.core": {"kgrag.network.service"}})
     assert found == [("kgrag/network", "kgrag/network/store", "kgrag.network.service -> kgrag.network.store.core",
                       "kgrag.network.store.core -> kgrag.network.service")]
+
+
+def _absolute_imports(path: Path) -> set[str]:
+    """Every absolute module name a file imports (``from a.b import c`` gives ``a.b`` and ``a.b.c``), whether or
+    not it is a project module: what :func:`_imports` leaves out."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _in(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def test_the_product_never_imports_the_harness():
+    """harness/ (the server launchers and conformance suites of tests and benchmarks) is not in the wheel: nothing
+    of kgrag/, flows/ or graphs/ may import it, at any level."""
+    assert (ROOT / HARNESS / "__init__.py").is_file()
+    assert not (ROOT / "kgrag" / "servers").exists()  # the launchers moved out of the product
+    found = sorted((module, name) for module, path in MODULES.items() for name in _absolute_imports(path)
+                   if _in(name, HARNESS))
+    assert found == []
+
+
+def test_only_the_run_command_imports_the_main_job():
+    """The ``make run`` demo sits on top: the flows, the agent graph and the rest of kgrag use what it uses from
+    kgrag proper, never the demo itself."""
+    assert MAIN_JOB_RUNNER in MODULES and GRAPH[MAIN_JOB_RUNNER] & {f"{MAIN_JOB}.run"}
+    found = sorted((module, target) for module, targets in GRAPH.items() for target in targets
+                   if _in(target, MAIN_JOB) and not _in(module, MAIN_JOB) and module != MAIN_JOB_RUNNER)
+    assert found == []
+
+
+def test_the_import_rules_catch_offenders():
+    """The checks above see an offending import when there is one."""
+    assert _absolute_imports(ROOT / "tests" / "conftest.py") >= {"pytest", "os"}
+    assert _in("harness.servers.ports", HARNESS) and not _in("harnessing", HARNESS)
+    assert any(_in(name, HARNESS) for name in _absolute_imports(ROOT / "tests" / "fixtures" / "postgres.py"))

@@ -8,7 +8,9 @@ import pytest
 from pydantic import ValidationError
 
 from kgrag.config import REPO_ROOT, Settings, default_data_dir, get_settings
-from kgrag.graph import OxigraphStore, RemoteStore, open_store
+from kgrag.data.spec import BUILTIN_SPECS
+from kgrag.graph import OxigraphStore, RemoteStore
+from kgrag.graph.versions.stores import open_store
 from kgrag.prep import steps
 
 
@@ -47,12 +49,12 @@ def test_open_store_follows_the_endpoint_setting(work_settings, monkeypatch, oxi
     fp = steps.input_fingerprint("demo", work_settings.data_dir)
     steps.build_graph("demo", work_settings.data_dir, out, fp)
     steps.load_store(out, fp)
-    with open_store("demo") as store:
+    with open_store(BUILTIN_SPECS["demo"]) as store:
         assert isinstance(store, OxigraphStore)
         local = store.count_triples()
     monkeypatch.setenv("KGRAG_SPARQL_ENDPOINT", oxigraph_server.url)
     get_settings.cache_clear()
-    with open_store("demo") as store:
+    with open_store(BUILTIN_SPECS["demo"]) as store:
         assert isinstance(store, RemoteStore)
         assert store.count_triples() == local
 
@@ -61,5 +63,5 @@ def test_embedded_store_missing_is_a_clear_error(work_settings):
     from kgrag.errors import SparqlError
 
     with pytest.raises(SparqlError, match="kgrag prepare"):
-        open_store("metaqa")
+        open_store(BUILTIN_SPECS["metaqa"])
     assert not Path(work_settings.work_dir / "metaqa" / "oxigraph").exists()

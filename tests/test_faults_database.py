@@ -4,7 +4,7 @@ starts, and PostgreSQL stopped while the app runs then started again.
 Contract checked: kn_search / context_search answer 503 with ``{"error": "... database unavailable (...)"}``
 within the connect timeout, ``/healthz`` still answers 200, the app keeps serving, and once the database is back
 the next request answers 200 with the same result as before the outage (nothing lost: same counts, same hits).
-Real parts only: a throwaway PostgreSQL cluster (kgrag.servers.postgres) and the real app (kgrag.api.app).
+Real parts only: a throwaway PostgreSQL cluster (harness.servers.postgres) and the real app (kgrag.api.app).
 
     .venv/bin/python -m pytest -q tests/test_faults_database.py
 """
@@ -17,6 +17,8 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 from fixtures.postgres import postgres_missing
 
+from harness.servers.ports import free_port
+from harness.servers.postgres import PostgresUnavailable, throwaway_postgres
 from kgrag.api.app import create_app
 from kgrag.config import Settings
 from kgrag.network.schema.model import (
@@ -28,8 +30,6 @@ from kgrag.network.schema.model import (
     RelationType,
 )
 from kgrag.network.store import NetworkStore
-from kgrag.servers.ports import free_port
-from kgrag.servers.postgres import PostgresUnavailable, throwaway_postgres
 
 SEARCH_URL = "/api/agent-retrieval/in/v1/kn/kn_search"
 CONTEXT_URL = "/api/agent-retrieval/in/v1/kn/context_search"

@@ -30,13 +30,13 @@ import pytest
 from fastapi.testclient import TestClient
 from fixtures.virtuoso_server import DEMO_GRAPH, require_virtuoso
 
+from harness.servers.oxigraph_server import load_into, serve_read_only
+from harness.servers.ports import free_port
+from harness.servers.virtuoso import bulk_load, start_virtuoso
 from kgrag.api.app import create_app
 from kgrag.config import Settings
 from kgrag.graph.remote_store import RemoteStore
 from kgrag.prep import steps
-from kgrag.servers.oxigraph_server import load_into, serve_read_only
-from kgrag.servers.ports import free_port
-from kgrag.servers.virtuoso import bulk_load, start_virtuoso
 from kgrag.tools import KGClient, KGSession, KGToolsConfig
 
 FRANCE = "m.0v2j_"

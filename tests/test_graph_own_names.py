@@ -162,12 +162,13 @@ def wd_kg(work_settings, tmp_path) -> CSRGraph:
 def test_prepared_graph_store_tools_and_linker_say_the_labels(wd_kg, work_settings) -> None:
     from kgrag.agent.kg.triple_kg import TripleKG
     from kgrag.agent.kg.zero_shot import chain_words
+    from kgrag.data.registry import dataset_spec
     from kgrag.tools.factory import open_session
 
     summary = json.loads((work_settings.dataset_dir("wd") / "summary.json").read_text())["graph"]
     assert (summary["other_names"], summary["labelled_relations"]) == (3, 6)
     assert summary["property_triples"] == 5  # a property's type and datatype, 3 directClaims
-    session = open_session("wd", question="where was Albert Einstein born", settings=work_settings)
+    session = open_session(dataset_spec("wd", work_settings), question="where was Albert Einstein born", settings=work_settings)
     relations = session.run('get_relations("Albert Einstein")')
     assert "place_of_birth" in relations and "P19" not in relations
     assert "Ulm" in session.run('get_triples("Albert Einstein", ["place_of_birth"])')

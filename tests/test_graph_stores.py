@@ -1,4 +1,6 @@
-"""Round trip through both stores: the embedded pyoxigraph store and a real `oxigraph serve` over HTTP."""
+"""What is particular to each SPARQL store: the embedded store's build (every triple, idempotent) and the remote
+store's transport (retries, timeouts, refused endpoints). The contract both share — rows, terms, query shapes,
+errors, the demo KG against its CSR graph — runs on every backend in tests/test_conformance_graph_store.py."""
 
 from __future__ import annotations
 
@@ -8,13 +10,10 @@ import time
 
 import pytest
 
+from harness.servers.ports import free_port
 from kgrag.errors import SparqlError
-from kgrag.graph.iri import NAME_PREDICATE
 from kgrag.graph.oxigraph_store import OxigraphStore, build_store
-from kgrag.graph.queries import neighbourhood_query, one_hop_names
 from kgrag.graph.remote_store import RemoteStore
-from kgrag.graph.sparql import relation_term
-from kgrag.servers.ports import free_port
 
 
 @pytest.fixture(scope="module")
@@ -25,10 +24,6 @@ def embedded(demo_ntriples, tmp_path_factory):
     store = OxigraphStore(target, read_only=True)
     yield store, graph, count
     store.close()
-
-
-def _edge_set(rows, base):
-    return sorted((r["s"].value.removeprefix(base), r["p"].value.removeprefix(base), r["o"].value.removeprefix(base)) for r in rows)
 
 
 def test_embedded_store_holds_every_triple(embedded, demo_ntriples):
@@ -45,49 +40,6 @@ def test_build_store_is_idempotent(demo_ntriples, tmp_path):
     second = build_store(path, tmp_path / "s")
     assert first == second
     assert OxigraphStore(tmp_path / "s", read_only=True).count_triples() == first
-
-
-def test_csr_neighbourhood_equals_sparql_on_both_backends(embedded, oxigraph_server):
-    store, graph, _ = embedded
-    remote = RemoteStore(oxigraph_server.url, timeout=10)
-    base = graph.iri_base
-    checked = 0
-    for idx in range(0, graph.num_entities, max(1, graph.num_entities // 25)):
-        expected = sorted((graph.entity_ids[graph.key_index[h]], r, graph.entity_ids[graph.key_index[t]])
-                          for h, r, t in graph.neighbourhood(idx))
-        q = neighbourhood_query(base, graph.entity_ids[idx])
-        assert _edge_set(store.select(q), base) == expected
-        assert _edge_set(remote.select(q), base) == expected
-        checked += 1
-    assert checked >= 20
-
-
-def test_names_and_literals_agree_across_backends(embedded, oxigraph_server):
-    store, graph, _ = embedded
-    remote = RemoteStore(oxigraph_server.url, timeout=10)
-    name_p = relation_term(graph.iri_base, NAME_PREDICATE)
-    q = f"SELECT ?s ?n WHERE {{ ?s {name_p} ?n }} ORDER BY ?s"
-    a, b = store.select(q), remote.select(q)
-    assert len(a) == sum(1 for n in graph.entity_names if n) > 0
-    assert [(r["s"], r["n"]) for r in a] == [(r["s"], r["n"]) for r in b]
-    assert all(r["n"].lang == "en" for r in a)
-    assert store.ask("ASK { ?s ?p ?o }") and remote.ask("ASK { ?s ?p ?o }")
-    assert remote.count_triples() == store.count_triples()
-
-
-def test_one_hop_names_on_remote(embedded, oxigraph_server):
-    store, graph, _ = embedded
-    remote = RemoteStore(oxigraph_server.url, timeout=10)
-    e = int(graph.head[0])
-    rel = graph.relations[graph.rel[0]]
-    assert one_hop_names(remote, graph.iri_base, graph.entity_ids[e], rel) == one_hop_names(
-        store, graph.iri_base, graph.entity_ids[e], rel)
-
-
-def test_remote_http_error_is_clear(oxigraph_server):
-    remote = RemoteStore(oxigraph_server.url, timeout=10)
-    with pytest.raises(SparqlError, match="rejected the query|HTTP 400"):
-        remote.select("SELECT ?x WHERE { this is not sparql }")
 
 
 def test_remote_connection_refused_retries_then_fails():

@@ -1,9 +1,11 @@
 """A real Virtuoso 7 as kgrag's remote SPARQL store: the bulk loader, named graphs, result terms and limits.
 
 The session's Virtuoso (``fixtures/virtuoso_server``) holds the demo KG and MetaQA in two named graphs, loaded
-with :func:`kgrag.servers.virtuoso.bulk_load`; :class:`RemoteStore` queries one of them through
-``default-graph-uri``. Expectations are the embedded store's: same counts, same rows, same terms. The KG tools
-and the get_triples injection suite run on it in tests/test_tools_metaqa.py and tests/test_tools_injection.py.
+with :func:`harness.servers.virtuoso.bulk_load`; :class:`RemoteStore` queries one of them through
+``default-graph-uri``. Expectations are the embedded store's: same counts, same rows, same terms. The store
+contract (rows, terms, query shapes, errors, long IRIs, demo neighbourhoods) runs on it with the other backends in
+tests/test_conformance_graph_store.py; the KG tools and the get_triples injection suite in
+tests/test_tools_metaqa.py and tests/test_tools_injection.py.
 
 Run: ``.venv/bin/python -m pytest tests/test_graph_virtuoso.py -q``
 """
@@ -13,15 +15,16 @@ from __future__ import annotations
 import pytest
 from fixtures.virtuoso_server import DEMO_GRAPH, METAQA_GRAPH
 
+from harness.servers.virtuoso import bulk_load, start_virtuoso, virtuoso_ini
 from kgrag.config import get_settings
 from kgrag.data.metaqa import METAQA_NS
+from kgrag.data.spec import BUILTIN_SPECS
 from kgrag.errors import SparqlError
-from kgrag.graph import RemoteStore, open_store
+from kgrag.graph import RemoteStore
 from kgrag.graph.iri import NAME_PREDICATE, VALUE_PREDICATE
 from kgrag.graph.oxigraph_store import OxigraphStore, build_store
-from kgrag.graph.queries import neighbourhood_query
 from kgrag.graph.sparql import relation_term
-from kgrag.servers.virtuoso import bulk_load, start_virtuoso, virtuoso_ini
+from kgrag.graph.versions.stores import open_store
 
 
 @pytest.fixture(scope="module")
@@ -63,19 +66,6 @@ def test_named_graphs_are_separate(virtuoso, virtuoso_metaqa):
     assert demo.location.endswith(f"(graph <{DEMO_GRAPH}>)")
 
 
-def test_neighbourhoods_equal_the_embedded_store(virtuoso, demo_embedded):
-    embedded, graph = demo_embedded
-    remote = RemoteStore(virtuoso.url, timeout=30, graph=DEMO_GRAPH)
-    base = graph.iri_base
-
-    def edges(rows):
-        return sorted((r["s"].value, r["p"].value, r["o"].value) for r in rows)
-
-    for idx in range(0, graph.num_entities, max(1, graph.num_entities // 25)):
-        q = neighbourhood_query(base, graph.entity_ids[idx])
-        assert edges(remote.select(q)) == edges(embedded.select(q))
-
-
 def test_literal_terms_equal_the_embedded_store(virtuoso, virtuoso_metaqa, metaqa_prepared):
     """Language-tagged names and typed values (MetaQA's xsd:gYear years) come back as the same Terms."""
     embedded = OxigraphStore(metaqa_prepared.store_dir, read_only=True)
@@ -95,10 +85,10 @@ def test_open_store_follows_endpoint_and_graph_settings(virtuoso, virtuoso_metaq
     monkeypatch.setenv("KGRAG_SPARQL_ENDPOINT", virtuoso.url)
     monkeypatch.setenv("KGRAG_SPARQL_GRAPH", "http://kgrag.test/graph/{dataset}")
     get_settings.cache_clear()
-    store = open_store("metaqa")
+    store = open_store(BUILTIN_SPECS["metaqa"])
     assert isinstance(store, RemoteStore) and store.graph == METAQA_GRAPH
     assert store.count_triples() == virtuoso_metaqa.triples
-    assert open_store("demo").graph == DEMO_GRAPH
+    assert open_store(BUILTIN_SPECS["demo"]).graph == DEMO_GRAPH
 
 
 def test_bad_query_and_bad_graph_are_clear(virtuoso):
@@ -107,8 +97,6 @@ def test_bad_query_and_bad_graph_are_clear(virtuoso):
         remote.select("SELECT ?x WHERE { this is not sparql }")
     with pytest.raises(SparqlError, match="KGRAG_SPARQL_GRAPH"):
         RemoteStore(virtuoso.url, graph="http://x/> } DROP")
-    # an IRI longer than Virtuoso keeps inline is a lookup, not an error
-    assert remote.select(f"SELECT * WHERE {{ <http://rdf.freebase.com/ns/m.{'a' * 3000}> ?p ?o }}") == []
 
 
 def test_results_cut_by_result_set_max_rows_raise(demo_ntriples, tmp_path):

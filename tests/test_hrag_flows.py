@@ -104,10 +104,10 @@ def test_train_and_eval_flows_on_demo(prefect_harness, work_settings, tmp_path, 
     assert nothing.answers == [] and "no topic entity" in nothing.note
 
     # the same trained chain over the demo served by `oxigraph serve`: each question's neighbourhood by SPARQL
+    from harness.servers.ports import free_port
     from kgrag.graph.remote_store import RemoteStore
     from kgrag.hrag.online.endpoint_reasoner import EndpointReasoner
     from kgrag.hrag.online.sparql_neighbourhood import ExpansionLimits
-    from kgrag.servers.ports import free_port
 
     remote = EndpointReasoner(reasoner, RemoteStore(oxigraph_server.url), reasoner.graph.iri_base)
     same = 0

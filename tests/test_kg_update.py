@@ -19,14 +19,14 @@ from fixtures.kg_import import import_kg
 from typer.testing import CliRunner
 
 from kgrag.cli import app
-from kgrag.data.registry import register
+from kgrag.data.registry import dataset_spec, register
 from kgrag.data.spec import DatasetSpec
 from kgrag.errors import KgragError
 from kgrag.graph import OxigraphStore
 from kgrag.graph.csr import CSRGraph
 from kgrag.graph.iri import NAME_PREDICATE, VALUE_PREDICATE
-from kgrag.graph.kg_version import VERSIONS_DIR, graph_file, read_version, store_dir, version_token
 from kgrag.graph.mapped import string_hashes
+from kgrag.graph.versions.version_file import VERSIONS_DIR, graph_file, read_version, store_dir, version_token
 from kgrag.prep.manifest import step_result
 from kgrag.prep.update import update_kg
 from kgrag.tools.factory import open_session
@@ -143,7 +143,7 @@ def test_update_reaches_store_graph_tools_and_equals_a_fresh_import(tiny) -> Non
     assert graph.entity_names[graph.key_index[f"{EX}acme"]] == ""
     assert graph.entity_names[graph.key_index[f"{EX}dave"]] == "Dave"
     # the tools
-    session = open_session("tiny", settings=settings)
+    session = open_session(dataset_spec("tiny", settings), settings=settings)
     assert "bornIn" in session.run('get_relations("Alice")')
     assert "Acme" not in session.run('get_relations("Carol")')
     assert "Dave" in session.run('get_triples("Alice", ["knows"])')
@@ -212,6 +212,11 @@ def test_bad_input_rejects_the_whole_update(tiny, tmp_path) -> None:
     bad.write_text(f"<{EX}eve> <{EX}knows> <{EX}bob> .\nthis is not a triple\n", encoding="utf-8")
     with pytest.raises(KgragError, match=r"bad\.nt:2: .*nothing applied"):
         update_kg(settings, "tiny", [paths["add"], bad], [])
+    open_quote = tmp_path / "open_quote.nt"  # the string opened on line 2 closes on line 3, where the error is
+    open_quote.write_text(f'<{EX}eve> <{EX}knows> <{EX}bob> .\n<{EX}eve> <{EX}name> "Eve .\n'
+                          f'<{EX}bob> <{EX}name> "Bob" .\n', encoding="utf-8")
+    with pytest.raises(KgragError, match=r"open_quote\.nt:3: .*string opened on line 2.*nothing applied"):
+        update_kg(settings, "tiny", [open_quote], [])
     bad_tsv = tmp_path / "bad.tsv"
     bad_tsv.write_text("a\tb\tc\nonly two\tfields\n", encoding="utf-8")
     result = runner.invoke(app, ["kg", "update", "tiny", "--delete", str(bad_tsv)])
@@ -448,7 +453,7 @@ def test_trained_checkpoints_load_and_answer_after_an_update(demo_trained_work, 
     assert [after.entity_ids[i] for i in range(before.num_entities)] == list(before.entity_ids)
     state = agent.invoke({"question": "who directed Carnival Lights?", "kg": "demo"}, context=AgentContext())
     assert state["answers"] == ["Uma Halvorsen"], state.get("answer")
-    session = open_session("demo", settings=settings)
+    session = open_session(dataset_spec("demo", settings), settings=settings)
     assert "Carnival Lights Returns" in session.run('get_triples("Carnival Lights", ["film.film.sequel"])')
     get_settings.cache_clear()
 
@@ -477,8 +482,8 @@ def test_every_worker_of_kgrag_serve_follows_an_update(tiny, tmp_path) -> None:
     version after ``kgrag kg update`` in another process — no restart; each query lands on either worker."""
     import httpx
 
-    from kgrag.servers.ports import free_port
-    from kgrag.servers.process import server_process
+    from harness.servers.ports import free_port
+    from harness.servers.process import server_process
 
     settings, paths = tiny
     port = free_port()

@@ -1,11 +1,11 @@
 """Network topic linking as people write: a surname or one word of a longer English name links to the stored name
-(kgrag.search.keywords.Lexicon.partial_spans, kgrag.agent.kn.linking.topic_candidates)."""
+(kgrag.search.keywords.Lexicon.partial_spans, kgrag.agent.kn.linking.exact_matches)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from kgrag.agent.kn.linking import topic_candidates
+from kgrag.agent.kn.linking import exact_matches
 from kgrag.network.loaders.declarative import load_declarative
 from kgrag.search.keywords import Lexicon
 
@@ -20,7 +20,7 @@ def _lexicon() -> Lexicon:
 
 
 def _linked(question: str) -> list[str]:
-    return [c.name for c in topic_candidates(question, _lexicon())]
+    return [c.name for c in exact_matches(question, _lexicon())]
 
 
 def test_a_surname_in_any_case_or_possessive_links_the_whole_name() -> None:

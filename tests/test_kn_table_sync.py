@@ -1,4 +1,4 @@
-"""A network bound to real PostgreSQL tables (kgrag/network/loaders/table_source.py, kgrag/network/table_sync.py):
+"""A network bound to real PostgreSQL tables (kgrag/network/loaders/table_source.py, kgrag/network/sync/table.py):
 the first sync loads it, later ones read only rows past each table's watermark (an integer and a timestamp key),
 tombstoned rows are deleted at once, rows deleted outright by the full scan; the daily flow (flows/kn_refresh.py)
 syncs every network and publishes its counts as a keyed artifact."""
@@ -16,8 +16,8 @@ from fixtures.postgres import database_url
 from kgrag.errors import KgragError
 from kgrag.network.loaders.registry import sync_named
 from kgrag.network.store import NetworkStore
-from kgrag.network.store.sync_state import SyncState
-from kgrag.network.table_sync import sync_table_network
+from kgrag.network.sync.state import SyncState
+from kgrag.network.sync.table import sync_table_network
 
 SCHEMA = """
 kn_id: school

@@ -64,6 +64,21 @@ def test_an_unterminated_string_is_parsed_past_from_the_next_line(tmp_path: Path
         read_triple_files([path], strict=True)
 
 
+def test_an_error_after_a_string_that_ran_over_a_line_break_names_its_own_line(tmp_path: Path) -> None:
+    """A quote left open on line 25 closes at the next quote, on line 26: pyoxigraph reports the error at line 25 and
+    counts its column on over the line break; the reader names line 26 and its column, and where the string began."""
+    broken = _turtle('ex:bad rdfs:label "never closed .').replace('ex:p11 rdfs:label "Person 11" ;',
+                                                                  'ex:p11 rdfs:label "Person 11" .', 1)
+    path = _write(tmp_path, "kg.ttl", broken)
+    lines = broken.splitlines()
+    assert lines[25].startswith('ex:p11 rdfs:label "Person')  # line 26: the open string ends at its first quote
+    graph = read_triple_files([path])
+    first = str(graph.issues[0])
+    column = len('ex:p11 rdfs:label "') + 1
+    assert first.startswith(f"{path}:26: Person is not a valid") and f"(column {column})" in first
+    assert "a string opened on line 25" in first
+
+
 def test_where_parsing_cannot_go_on_the_lines_lost_are_counted(tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     import kgrag.data.triples as triples

@@ -30,13 +30,13 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from harness.servers.ports import free_port
 from kgrag.config import Settings
 from kgrag.mcp.server import MAX_ARGUMENT_CHARS, McpConfig, build_server
 from kgrag.mcp.tools import TOOLS, ToolContext
 from kgrag.network.loaders.demo import demo_network
 from kgrag.network.store import NetworkStore
 from kgrag.prep import steps
-from kgrag.servers.ports import free_port
 
 KGRAG = Path(sys.executable).parent / "kgrag"
 TOOL_NAMES = {"kn_search", "context_search", "query_object_instance", "query_instance_subgraph", "query_modes",

@@ -17,7 +17,7 @@ from fixtures.library_kn import ask_network, load_network, settings_on
 from kgrag.config import Settings
 from kgrag.network.loaders.declarative import load_declarative
 from kgrag.query_graph.network_executor import linked_value
-from kgrag.query_graph.network_planner import LinkedTopic, has_structure, plan_network, relational_noun
+from kgrag.query_graph.network_planner import NetworkTopic, has_structure, plan_network, relational_noun
 
 SCHEMA = """\
 kn_id: operas
@@ -138,14 +138,14 @@ def test_value_nodes_and_relational_nouns_are_read_from_the_schema(tmp_path: Pat
     # a composer with a birth year is still a thing (relations start from it), not a value of its operas
     assert linked_value(with_year, "Opera", "composed", "in") is None
     question = "Where was the composer of Glass Harbour born?"
-    topic = LinkedTopic("Glass Harbour", "Opera", "o:glass", "Glass Harbour", question.index("Glass"))
+    topic = NetworkTopic("Glass Harbour", "Opera", "o:glass", "Glass Harbour", question.index("Glass"))
     assert relational_noun(question, topic) == "composer"
     possessive = "Which houses staged Tomas Veldt's operas?"
-    veldt = LinkedTopic("Tomas Veldt", "Composer", "c:veldt", "Tomas Veldt", possessive.index("Tomas"))
+    veldt = NetworkTopic("Tomas Veldt", "Composer", "c:veldt", "Tomas Veldt", possessive.index("Tomas"))
     assert relational_noun(possessive, veldt) == "operas"
     assert has_structure(question, network, [topic], "rel_in:composed")
     assert not has_structure("Who is the composer of Glass Harbour?", network,
-                             [LinkedTopic("Glass Harbour", "Opera", "o:glass", "Glass Harbour", 23)], "rel_in:composed")
+                             [NetworkTopic("Glass Harbour", "Opera", "o:glass", "Glass Harbour", 23)], "rel_in:composed")
     best = plan_network(question, network, [topic], [("rel_in:composed", 0.9), ("rel:staged_at", 0.1)])[0]
     assert [(h.relation, h.direction) for h in best.path] == [("composed", "in"), ("hometown", "out")]
 

@@ -178,24 +178,24 @@ def _medlike() -> Any:
 
 
 def test_planner_keeps_one_relation_questions_one_relation() -> None:
-    from kgrag.query_graph.network_planner import LinkedTopic, has_structure, plan_network, unapplicable_cues
+    from kgrag.query_graph.network_planner import NetworkTopic, has_structure, plan_network, unapplicable_cues
 
     net = _medlike()
-    both = [LinkedTopic("精索静脉曲张", "Disease", "d1", "精索静脉曲张", 2),
-            LinkedTopic("精索静脉曲张", "Symptom", "s1", "精索静脉曲张", 2)]
+    both = [NetworkTopic("精索静脉曲张", "Disease", "d1", "精索静脉曲张", 2),
+            NetworkTopic("精索静脉曲张", "Symptom", "s1", "精索静脉曲张", 2)]
     # one name stored as a disease and a symptom is one topic, not two
     assert not has_structure("得了精索静脉曲张该怎样治", net, both, "prop:cure_way")
-    two = [LinkedTopic("糖尿病", "Disease", "d2", "糖尿病", 0), LinkedTopic("乳腺癌", "Disease", "d3", "乳腺癌", 7)]
+    two = [NetworkTopic("糖尿病", "Disease", "d2", "糖尿病", 0), NetworkTopic("乳腺癌", "Disease", "d3", "乳腺癌", 7)]
     # two diseases named, but the best intent is a property of one: no intersection to plan
     assert not has_structure("糖尿病患者中晚期乳腺癌怎么办", net, two, "prop:cure_way")
     assert has_structure("糖尿病和乳腺癌都有哪些症状", net, two, "rel:has_symptom")
     # a bare 多少 asks a value; 多少种 counts things
-    one = [LinkedTopic("百日咳", "Disease", "d4", "百日咳", 0)]
+    one = [NetworkTopic("百日咳", "Disease", "d4", "百日咳", 0)]
     assert not has_structure("百日咳治疗需要多少钱", net, one, "prop:cost_money")
     assert has_structure("百日咳有多少种症状", net, one, "rel:has_symptom")
     plan = plan_network("百日咳有多少种症状", net, one, [("rel:has_symptom", 0.9)])[0]
     assert plan.aggregation is not None and plan.aggregation.op == "count" and plan.answer_type == "Symptom"
     # 最新 on a network without a date: no plan can apply it, the one-relation answer says so
-    pain = [LinkedTopic("三叉神经痛", "Disease", "d5", "三叉神经痛", 0)]
+    pain = [NetworkTopic("三叉神经痛", "Disease", "d5", "三叉神经痛", 0)]
     assert unapplicable_cues("三叉神经痛有哪些最新的治疗方法", net, pain) == ["最新"]
     assert not has_structure("三叉神经痛有哪些最新的治疗方法", net, pain, "prop:cure_way")

@@ -206,7 +206,7 @@ def test_linked_topic_type_restricts_the_labelled_ranker(tmp_path_factory: pytes
     the candidates that start at a Department answers — the relation ending at the department, backwards."""
     from kgrag.agent.kn.intent import IntentRanker
     from kgrag.agent.kn.intent_sources import IntentPlanner
-    from kgrag.agent.kn.linking import TopicCandidate
+    from kgrag.agent.kn.linking import InstanceMatch
     from kgrag.agent.kn.planner import next_call
     from kgrag.agent.kn.schema_candidates import build_profile
     from kgrag.agent.kn.zero_shot import ZeroShotSchemaRanker
@@ -234,8 +234,8 @@ def test_linked_topic_type_restricts_the_labelled_ranker(tmp_path_factory: pytes
     # a Disease topic keeps the labelled ranking (renormalised over the Disease labels)
     disease = planner.rank("百日咳有什么并发症", "百日咳", ["Disease"])
     assert disease[0][0] == "rel:acompany_with" and abs(sum(p for _, p in disease) - 1.0) < 1e-6
-    candidates = [TopicCandidate("儿科", "Department", "Department:儿科", "exact", "儿科", 0),
-                  TopicCandidate("男科病", "Disease", "Disease:男科病", "contains", "科病", -1, 0.67)]
+    candidates = [InstanceMatch("儿科", "Department", "Department:儿科", "exact", "儿科", 0),
+                  InstanceMatch("男科病", "Disease", "Disease:男科病", "contains", "科病", -1, 0.67)]
     call, label, topic = next_call(intents, candidates, network, "medlike", tried=set())
     assert (label, topic.name) == ("rel_in:belongs_to", "儿科")
     assert call["args"]["relation_type_path"] == [{"relation_type": "belongs_to", "direction": "in"}]

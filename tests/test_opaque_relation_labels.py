@@ -76,9 +76,10 @@ def zh_kg(work_settings, tmp_path) -> Path:
 def test_tools_ranker_and_console_show_the_labels(zh_kg, work_settings) -> None:
     from kgrag.agent.kg.triple_kg import TripleKG
     from kgrag.console.data import kg_node, kg_schema
+    from kgrag.data.registry import dataset_spec
     from kgrag.tools.factory import open_session
 
-    session = open_session("zh", question="出生地 of Albert Einstein", settings=work_settings)
+    session = open_session(dataset_spec("zh", work_settings), question="出生地 of Albert Einstein", settings=work_settings)
     relations = session.run('get_relations("Albert Einstein")').splitlines()
     assert "P19 (出生地)" in relations and "P69 (教育机构)" in relations
     assert "award_received" in relations and "P800" in relations  # a readable name / no label: as they are

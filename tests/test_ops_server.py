@@ -16,8 +16,8 @@ import pytest
 from prefect.client.orchestration import get_client
 from prefect.settings import PREFECT_API_URL, temporary_settings
 
+from harness.servers.prefect_server import prefect_server
 from kgrag.ops.deployments import load_specs
-from kgrag.servers.prefect_server import prefect_server
 
 KGRAG = str(Path(sys.executable).with_name("kgrag"))
 PREFECT = str(Path(sys.executable).with_name("prefect"))

@@ -229,7 +229,7 @@ def test_rerun_is_a_noop_and_a_failed_import_keeps_the_previous_state(mini_kg, w
 def test_kg_tools_flatten_cvts_and_commands_take_the_name(mini_kg, work_settings) -> None:
     from kgrag.tools.factory import open_session
 
-    session = open_session("mini", question="what award did the guide win", settings=work_settings)
+    session = open_session(dataset_spec("mini", work_settings), question="what award did the guide win", settings=work_settings)
     text = session.run('get_triples("The Hitchhiker\'s Guide to the Galaxy", ["award"])')
     assert "Hugo Award" in text and "e.cvt1" not in text  # the unnamed node is flattened away
     sparql = runner.invoke(app, ["sparql", "--dataset", "mini", "--json", "SELECT ?v WHERE { ?s "

@@ -38,7 +38,7 @@ def test_an_oxigraph_served_kg_is_registered_and_answered(oxigraph_server, work_
 
 
 def test_an_endpoint_that_does_not_answer_is_not_registered(work_settings) -> None:
-    from kgrag.servers.ports import free_port
+    from harness.servers.ports import free_port
 
     url = f"http://127.0.0.1:{free_port()}/query"
     result = runner.invoke(app, ["prepare", "--dataset", "gone", "--endpoint", url])

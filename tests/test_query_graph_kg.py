@@ -15,7 +15,7 @@ from kgrag.agent.kg.zero_shot import ZeroShotChainRanker
 from kgrag.agent.turn.answer_confidence import fitted_confidence
 from kgrag.query_graph.plan import Aggregation, EntityConstraint, Hop, LiteralConstraint, QueryGraph, Topic
 from kgrag.query_graph.sparql import QueryExecutor
-from kgrag.query_graph.triple_planner import TopicCandidate, TriplePlanner
+from kgrag.query_graph.triple_planner import KGTopic, TriplePlanner
 from kgrag.rank.sentence_embedder import Embedder
 from kgrag.tools.client import KGClient
 
@@ -150,7 +150,7 @@ KINDS = [
 
 @pytest.mark.parametrize(("kind", "question", "topics", "gold"), KINDS, ids=[k[0] for k in KINDS])
 def test_the_planner_answers_each_kind(planner, executor, ids, kind, question, topics, gold) -> None:
-    planned = planner.plan(question, [TopicCandidate(ids[k], name, name) for k, name in topics])
+    planned = planner.plan(question, [KGTopic(ids[k], name, name) for k, name in topics])
     assert planned.best is not None, planned.reason
     run = executor.run(planned.best)
     assert sorted(a.label for a in run.answers) == gold, planned.best.describe()
@@ -160,18 +160,18 @@ def test_the_planner_answers_each_kind(planner, executor, ids, kind, question, t
 
 def test_the_plan_stops_where_the_type_fits_and_extends_where_it_does_not(planner, ids) -> None:
     winners = planner.plan("Which winners of the Nobel Prize in Physics were born before 1900?",
-                           [TopicCandidate(ids["nobelphysics"], "Nobel Prize in Physics")]).best
+                           [KGTopic(ids["nobelphysics"], "Nobel Prize in Physics")]).best
     assert [(h.relation, h.direction) for h in winners.path] == [("won", "in")]  # the winners, not their cities
     assert winners.literal_constraint.relation == "birthDate" and winners.literal_constraint.op == "<"
     country = planner.plan("In which country was Albert Einstein born?",
-                           [TopicCandidate(ids["einstein"], "Albert Einstein")]).best
+                           [KGTopic(ids["einstein"], "Albert Einstein")]).best
     assert [h.relation for h in country.path] == ["bornIn", "locatedIn"] and country.answer_type_label == "Country"
 
 
 def test_a_class_node_loses_to_the_entity_and_a_missing_topic_says_why(planner, ids) -> None:
     planned = planner.plan("Which prizes did Marie Curie win?",
-                           [TopicCandidate(ids["prize"], "Prize", "prizes", score=1.0),
-                            TopicCandidate(ids["curie"], "Marie Curie", "Marie Curie", score=1.0)])
+                           [KGTopic(ids["prize"], "Prize", "prizes", score=1.0),
+                            KGTopic(ids["curie"], "Marie Curie", "Marie Curie", score=1.0)])
     assert planned.best.topics[0].name == "Marie Curie"
     none = planner.plan("How many prizes are there?", [])
     assert none.best is None and none.reason == "no topic: the question names no node of the graph"
@@ -179,7 +179,7 @@ def test_a_class_node_loses_to_the_entity_and_a_missing_topic_says_why(planner, 
 
 def test_an_unusable_cue_is_named_and_lowers_the_confidence(planner, ids) -> None:
     planned = planner.plan("Which prizes did Marie Curie win with more than 300 pages?",
-                           [TopicCandidate(ids["curie"], "Marie Curie", "Marie Curie")])
+                           [KGTopic(ids["curie"], "Marie Curie", "Marie Curie")])
     assert planned.best.unused == ["more than 300 pages"] and planned.best.confidence <= 0.5
 
 
@@ -261,8 +261,8 @@ def test_a_plan_without_a_topic_ranges_over_its_answer_type(executor, ids) -> No
 def test_the_planner_plans_over_a_class_and_drops_topics_read_from_a_cue(planner, executor, ids) -> None:
     # the class linked from the question's words, and a year the linker took for a node: neither is a topic
     planned = planner.plan("Which people were born before 1870?",
-                           [TopicCandidate(ids["person"], "Person", "people"),
-                            TopicCandidate(ids["einstein"], "Albert Einstein", "1870", score=1.0)])
+                           [KGTopic(ids["person"], "Person", "people"),
+                            KGTopic(ids["einstein"], "Albert Einstein", "1870", score=1.0)])
     best = planned.best
     assert best is not None and best.topics == [] and best.answer_type == ids["person"], planned.reason
     assert best.literal_constraint.relation == "birthDate"
@@ -272,14 +272,14 @@ def test_the_planner_plans_over_a_class_and_drops_topics_read_from_a_cue(planner
     assert _labels(executor, oldest) == ["Sorbonne"]
     # a name the question says beats a plan over the whole class that ignores it
     named = planner.plan("Who is the oldest winner of the Nobel Prize in Physics?",
-                         [TopicCandidate(ids["nobelphysics"], "Nobel Prize in Physics")]).best
+                         [KGTopic(ids["nobelphysics"], "Nobel Prize in Physics")]).best
     assert named.topics and _labels(executor, named) == ["Pierre Curie"]
 
 
 def test_a_second_name_inside_the_first_is_not_a_second_topic(planner, executor, ids) -> None:
     planned = planner.plan("Who won the Nobel Prize in Physics?",
-                           [TopicCandidate(ids["nobelphysics"], "Nobel Prize in Physics", "Nobel Prize in Physics"),
-                            TopicCandidate(ids["paris"], "Paris", "Physics")])  # words inside the longer name
+                           [KGTopic(ids["nobelphysics"], "Nobel Prize in Physics", "Nobel Prize in Physics"),
+                            KGTopic(ids["paris"], "Paris", "Physics")])  # words inside the longer name
     assert planned.best.topics[0].name == "Nobel Prize in Physics" and planned.best.entity_constraint is None
 
 
@@ -290,11 +290,11 @@ def test_a_cue_inside_a_name_asks_nothing_and_long_words_are_not_their_prefix() 
     question = "Where was the director of The Last Cartographer born?"
     cues = read_cues(question)
     assert cues.superlative is not None and cues.answer_words == ["cartographer"]  # read as "the last …"
-    named = _without_cues_in_names(cues, [TopicCandidate("e.x_00000001", "The Last Cartographer",
+    named = _without_cues_in_names(cues, [KGTopic("e.x_00000001", "The Last Cartographer",
                                                          "The Last Cartographer")])
     assert named.superlative is None and named.answer_words == [] and named.answer_kind == "place"
     kept = _without_cues_in_names(read_cues("Who is the last winner of the Davy Medal?"),
-                                  [TopicCandidate("e.x_00000002", "Davy Medal", "Davy Medal")])
+                                  [KGTopic("e.x_00000002", "Davy Medal", "Davy Medal")])
     assert kept.superlative is not None
     assert _alike("founded", "founder") and not _alike("birthplace", "birth")
 
@@ -319,11 +319,11 @@ def test_plural_type_words_keep_their_stem_and_plain_questions_trust_the_chain()
     # "languages spoken" names a language; "places" a place ("es" goes only after s / x / z / ch / sh)
     assert [_stem(w) for w in ("languages", "places", "countries", "boxes", "churches", "class")] == \
         ["language", "place", "country", "box", "church", "class"]
-    curie = [TopicCandidate("e.curie_1", "Marie Curie", "Marie Curie", 1.0)]
+    curie = [KGTopic("e.curie_1", "Marie Curie", "Marie Curie", 1.0)]
     assert not _structured(read_cues("who are Marie Curie's parents?"), curie)
     assert not _structured(read_cues("where was Marie Curie born?"), curie)
     for asked in ("In which country was Marie Curie born?", "When was Marie Curie born?",
                   "How many prizes did Marie Curie win?"):
         assert _structured(read_cues(asked), curie), asked
-    two = [*curie, TopicCandidate("e.sorbonne", "Sorbonne", "Sorbonne", 1.0)]
+    two = [*curie, KGTopic("e.sorbonne", "Sorbonne", "Sorbonne", 1.0)]
     assert _structured(read_cues("where did Marie Curie meet Sorbonne?"), two)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import httpx
 
-from kgrag.servers.ports import free_port
-from kgrag.servers.process import server_process
+from harness.servers.ports import free_port
+from harness.servers.process import server_process
 
 
 def test_two_workers_share_connections_and_stop_on_sigterm(tmp_path: Path) -> None:

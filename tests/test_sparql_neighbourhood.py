@@ -18,14 +18,14 @@ from pathlib import Path
 import pytest
 from fixtures.virtuoso_server import DEMO_GRAPH
 
+from harness.servers.oxigraph_server import load_into, serve_read_only
+from harness.servers.ports import free_port
 from kgrag.data.freebase import FREEBASE_NS
 from kgrag.errors import SparqlError
 from kgrag.graph.csr import CSRGraph
 from kgrag.graph.iri import slug_id
 from kgrag.graph.remote_store import RemoteStore
 from kgrag.hrag.online.sparql_neighbourhood import ExpansionLimits, Neighbourhood, expand_neighbourhood
-from kgrag.servers.oxigraph_server import load_into, serve_read_only
-from kgrag.servers.ports import free_port
 
 NS = FREEBASE_NS
 FILM = "m.0yr8s"  # Carnival Lights, the topic of demo question 1

@@ -360,9 +360,9 @@ def test_same_seed_same_outputs_on_embedded_and_remote(demo_store, oxigraph_serv
 
 
 def test_endpoint_down_then_back():
+    from harness.servers.oxigraph_server import load_into, serve_read_only
+    from harness.servers.ports import free_port
     from kgrag.graph.remote_store import RemoteStore
-    from kgrag.servers.oxigraph_server import load_into, serve_read_only
-    from kgrag.servers.ports import free_port
 
     port = free_port()
     store = RemoteStore(f"http://127.0.0.1:{port}/query", timeout=2, retries=1, backoff=0.01)

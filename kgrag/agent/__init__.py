@@ -12,7 +12,7 @@ of KG, one for the contract they share and two for offline work:
   evaluation on question files: neither is imported online.
 
 Served elsewhere: the inline routes in :mod:`kgrag.api.agent_routes`, a run as events and its evidence graph in
-:mod:`kgrag.console.agent_events`, the ``langgraph dev`` launcher in :mod:`kgrag.servers.langgraph_dev`.
+:mod:`kgrag.console.agent_events`, the tests' ``langgraph dev`` launcher in :mod:`harness.servers.langgraph_dev`.
 
     python -c "from graphs.agent.run import agent_answerer; print(agent_answerer('demo', None, kg='demo')('who directed Heat'))"
 """

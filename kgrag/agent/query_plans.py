@@ -46,7 +46,7 @@ class PlanRequest(BaseModel):
     @model_validator(mode="after")
     def _one_each(self) -> PlanRequest:
         if (self.kn_id is None) == (self.kg is None):
-            raise ValueError("give exactly one of kn_id (a network) and kg (a prepared triple graph)")
+            raise ValueError("give exactly one of kn_id (a network) and kg (a prepared KG)")
         if (self.question is None) == (self.plan is None):
             raise ValueError("give exactly one of question (to plan) and plan (to run)")
         return self

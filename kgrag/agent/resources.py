@@ -20,6 +20,7 @@ from kgrag.agent.kn.intent import IntentRanker
 from kgrag.agent.kn.intent_sources import IntentPlanner
 from kgrag.agent.kn.resources import NetworkResources
 from kgrag.config import Settings
+from kgrag.data.spec import DatasetSpec
 from kgrag.graph import GraphStore
 from kgrag.llm.client import ChatClient
 from kgrag.network.schema.model import KnowledgeNetwork
@@ -65,9 +66,10 @@ class Resources:
         """How often each stored name was the topic of the labelled ranker's training questions (else empty)."""
         return self.networks.topic_prior(kn_id)
 
-    def graph_store(self, kg: str) -> GraphStore:
-        """The prepared store of ``kg`` (``ValueError`` naming the fix when it is unknown or not prepared)."""
-        return self.triples.graph_store(kg)
+    def kg_store(self, kg: str) -> tuple[DatasetSpec, GraphStore]:
+        """The spec and prepared store of the KG named ``kg`` (``ValueError`` naming the fix when it is unknown or
+        not prepared)."""
+        return self.triples.kg_store(kg)
 
     def triple_kg(self, kg: str) -> TripleKG:
         """The triple graph ``kg`` (store, linker, reasoner, sessions), opened once."""

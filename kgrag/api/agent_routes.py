@@ -39,8 +39,8 @@ class AskRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     question: str = Field(max_length=100_000)
-    kg: str | None = Field(default=None, min_length=1, max_length=200, description="a triple graph (metaqa, demo…)")
-    kn_id: str | None = Field(default=None, min_length=1, max_length=200, description="a knowledge network")
+    kg: str | None = Field(default=None, min_length=1, max_length=200, description="a KG (metaqa, demo, an import: kgrag kg list)")
+    kn_id: str | None = Field(default=None, min_length=1, max_length=200, description="a network (kgrag kn list)")
     session_id: str | None = Field(default=None, pattern=r"^[0-9a-f]{32}$", description="the KG session to reuse")
     history: list[dict[str, Any]] = Field(default_factory=list, max_length=20)
     max_tool_calls: int | None = Field(default=None, ge=1, le=16)

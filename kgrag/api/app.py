@@ -7,6 +7,7 @@ mounts on the LangGraph server (``http.app``): the agent routes, the console and
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import threading
@@ -57,6 +58,10 @@ def _warm(app: FastAPI) -> None:
     finally:
         log.info("warm: %s", report)
         app.state.warm_report = report
+        # what warming built lives as long as the process: out of the cyclic collector's way, a full collection
+        # of a warm worker (~450,000 objects, 0.2 s with the GIL held) no longer stalls every request it serves
+        gc.collect()
+        gc.freeze()
         app.state.warming = False
 
 
@@ -143,7 +148,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.get("/api/datasets", tags=["graph"])
     def datasets(request: Request) -> dict:
-        """The datasets whose stores are open, with their triple counts."""
+        """The KGs whose stores are open, with their triple counts."""
         return {name: {"location": s.location, "triples": s.count_triples()} for name, s in request.app.state.stores.items()}
 
     return app

@@ -1,14 +1,20 @@
-"""HTTP surface of the KG tools: ``POST /api/kg/query`` runs one ``<kg-query>`` in a server-side session."""
+"""HTTP surface of the KG tools: ``POST /api/kg/query`` runs one ``<kg-query>`` in a server-side session. The
+route is the edge where the request's KG name becomes a spec (once, against the app's settings); an unknown name
+is a standard 422 on ``body.kg``.
+
+    curl -X POST http://127.0.0.1:8000/api/kg/query -d '{"session_id": "s1", "kg": "demo", "query": "get_relations(\"Carnival Lights\")"}'
+"""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Request
-from pydantic import BaseModel, Field, field_validator
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, Field
 
-from kgrag.config import get_settings
 from kgrag.data.registry import dataset_spec
+from kgrag.data.spec import DatasetSpec
 from kgrag.errors import KgragError
 from kgrag.tools.factory import follow_version, open_session
 from kgrag.tools.session_store import SessionConflict, SessionStore
@@ -27,16 +33,6 @@ class KGQueryRequest(BaseModel):
     topics: list[Annotated[str, Field(max_length=500)]] = Field(default_factory=list, max_length=20,
                                                                 description="topic entities (names or ids)")
 
-    @field_validator("kg")
-    @classmethod
-    def _known_kg(cls, kg: str) -> str:
-        """An unknown kg is a validation error (422 with the standard body), before any store is touched."""
-        try:
-            dataset_spec(kg, get_settings())
-        except KgragError as exc:
-            raise ValueError(str(exc)) from None
-        return kg
-
 
 class KGQueryResponse(BaseModel):
     session_id: str
@@ -44,6 +40,16 @@ class KGQueryResponse(BaseModel):
     call_number: int
     text: str = Field(description="what the model sees next")
     trace: list[dict[str, Any]] = Field(description="trace records of this call")
+
+
+def _kg_spec(kg: str, request: Request) -> DatasetSpec:
+    """The KG the request names, resolved once: an unknown name is a validation error (422 with the standard
+    body, on ``body.kg``), before any store is touched."""
+    try:
+        return dataset_spec(kg, request.app.state.settings)
+    except KgragError as exc:
+        raise RequestValidationError([{"type": "value_error", "loc": ("body", "kg"), "msg": f"Value error, {exc}",
+                                       "input": kg, "ctx": {"error": str(exc)}}]) from None
 
 
 def _sessions(request: Request) -> SessionStore:
@@ -62,13 +68,15 @@ SESSION_LINKS = {"links": {
 @router.post("/query", response_model=KGQueryResponse, responses={200: SESSION_LINKS})
 def kg_query(body: KGQueryRequest, request: Request) -> KGQueryResponse:
     """Run one query in the session ``session_id`` (created on first use, expires when idle)."""
+    spec = _kg_spec(body.kg, request)
     graph_store = request.app.state.stores.get(body.kg)
     if graph_store is None:
         raise HTTPException(404, f"kg {body.kg!r} is not prepared here; run `kgrag prepare --dataset {body.kg}`")
     try:
         entry, created = _sessions(request).get_or_create(
             body.session_id, body.kg,
-            lambda: open_session(body.kg, question=body.question, topics=body.topics, store=graph_store))
+            lambda: open_session(spec, question=body.question, topics=body.topics, settings=request.app.state.settings,
+                                 store=graph_store))
     except SessionConflict as exc:
         raise HTTPException(409, str(exc)) from None
     with entry.lock:

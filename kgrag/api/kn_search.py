@@ -1,5 +1,5 @@
-"""kn_search over HTTP (spec kn-search.md): ``POST /api/agent-retrieval/in/v1/kn/kn_search``, plus admin routes
-to list networks and their types.
+"""kn_search over HTTP (spec kn-search.md, the kn_search API specification of concept and instance recall):
+``POST /api/agent-retrieval/in/v1/kn/kn_search``, plus admin routes to list networks and their types.
 
 Bad input is a 400 with ``{"error": …, "field": …}`` (missing/blank ``query`` or ``kn_id``, malformed JSON, an
 invalid ``x-account-type``); an unknown ``kn_id`` is a 404; a database that cannot be reached (down, restarting,
@@ -141,7 +141,7 @@ async def validation_error_as_400(request: Request, exc: RequestValidationError)
 
 @router.get("/api/kn/networks", tags=["kn-admin"])
 def list_networks(request: Request) -> list[dict[str, str]]:
-    """Every loaded knowledge network."""
+    """Every loaded network."""
     return [{"kn_id": kn_id, "name": name} for kn_id, name in network_service(request).list_networks()]
 
 

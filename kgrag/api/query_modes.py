@@ -1,4 +1,4 @@
-"""The query modes over HTTP (spec query-modes.md):
+"""The query modes over HTTP (spec query-modes.md, the specification of LightRAG-style query modes):
 
     POST /api/query  {"query": "百日咳有哪些症状", "kn_id": "medical", "param": {"mode": "hybrid"}}
          -> {"response": …, "context": …, "raw_data": {…}}

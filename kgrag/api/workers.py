@@ -20,8 +20,6 @@ import socket
 import time
 from types import FrameType
 
-from kgrag.servers.ports import free_port
-
 __all__ = ["MAX_RESTARTS", "reuse_port_socket", "serve_workers"]
 
 #: workers started again after dying, over the server's life, before it gives up and stops
@@ -54,8 +52,9 @@ def serve_workers(host: str, port: int, workers: int, log_level: str = "warning"
 
         uvicorn.run(APP, factory=True, host=host, port=port, workers=workers, log_level=log_level)
         return
-    port = port or free_port(host)
-    reuse_port_socket(host, port).close()  # the address is usable: fail here, not in every worker
+    probe = reuse_port_socket(host, port)  # the address is usable: fail here, not in every worker
+    port = int(probe.getsockname()[1])  # port 0: the one the kernel picked, shared by every worker
+    probe.close()
     context = multiprocessing.get_context("spawn")
     stopping = False
 

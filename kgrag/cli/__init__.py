@@ -47,7 +47,8 @@ __all__ = ["app", "main"]
 
 app = typer.Typer(
     name="kgrag",
-    help="kgrag: turn a knowledge graph into agent-ready context and answers.",
+    help="kgrag: turn a KG (a graph of triples) or a network (typed objects and links in rows) into agent-ready "
+         "context and answers.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

@@ -33,8 +33,8 @@ def agent_answerer(kn: str, llm: bool | None, kg: str | None = None,
 @friendly_errors
 def ask(
     question: Annotated[str, typer.Argument(help="The question, in the network's language.")],
-    kn: Annotated[str, typer.Option(help="Knowledge network id (kgrag kn list).")] = "medical",
-    kg: Annotated[str | None, typer.Option(help="A triple graph behind SPARQL instead (metaqa, demo, freebase).")] = None,
+    kn: Annotated[str, typer.Option(help="Network id (kgrag kn list).")] = "medical",
+    kg: Annotated[str | None, typer.Option(help="A KG instead of a network (metaqa, demo, an import: kgrag kg list).")] = None,
     thread: Annotated[str | None, typer.Option(help="Conversation thread id: a follow-up resolves to its topic.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the final state as JSON.")] = False,
     llm: Annotated[bool | None, typer.Option("--llm/--no-llm", help="Plan with the LLM (default: when "
@@ -103,7 +103,7 @@ QueryModeName = StrEnum("QueryModeName", {mode: mode for mode in MODES})
 @friendly_errors
 def query_cmd(
     question: Annotated[str, typer.Argument(help="The question, in the network's language.")],
-    kn: Annotated[str, typer.Option(help="Knowledge network id (kgrag kn list).")] = "medical",
+    kn: Annotated[str, typer.Option(help="Network id (kgrag kn list).")] = "medical",
     mode: Annotated[QueryModeName, typer.Option(help="Query mode (spec query-modes.md).")] = QueryModeName.mix,
     top_k: Annotated[int, typer.Option(help="Entities retrieved.")] = 40,
     chunk_top_k: Annotated[int, typer.Option(help="Chunks kept per chunk route.")] = 20,

@@ -16,7 +16,7 @@ from rich.progress import Progress
 
 from kgrag.cli.above import above
 from kgrag.cli.agent import agent_answerer
-from kgrag.cli.inputs import LLMStyle, known_dataset
+from kgrag.cli.inputs import LLMStyle, dataset_of
 from kgrag.cli.output import console, err_console, friendly_errors
 from kgrag.config import get_settings
 from kgrag.errors import KgragError
@@ -42,12 +42,12 @@ def retriever_eval_cmd(
     if hop is not None and hop < 0:
         raise KgragError("--hop must be >= 0")
     require_question_file(questions)  # the flow checks it too; here before Prefect starts
-    dataset = known_dataset(dataset)
+    spec = dataset_of(dataset)
     flow = above("flows.retriever_eval")
     from kgrag.ops.task_runner import on_task_runner
 
     if questions is not None:
-        result = on_task_runner(flow.retriever_eval_file)(dataset=dataset, questions=str(questions), hop=hop,
+        result = on_task_runner(flow.retriever_eval_file)(dataset=spec, questions=str(questions), hop=hop,
                                                      checkpoint=str(checkpoint) if checkpoint else None)
         info = result["info"]
         if not json_out:
@@ -57,7 +57,7 @@ def retriever_eval_cmd(
         if json_out:
             print(json.dumps(flat_metrics(result["report"])))
         return
-    result = on_task_runner(flow.retriever_eval)(dataset=dataset, run_all_splits=split is None, split=split or "test",
+    result = on_task_runner(flow.retriever_eval)(dataset=spec, run_all_splits=split is None, split=split or "test",
                                             checkpoint=str(checkpoint) if checkpoint else None)
     for name, part in result.items():
         console.print(f"[bold]{name}[/] (g_agent: {part['g_agent']})")
@@ -88,7 +88,7 @@ def eval_cmd(
     require_question_file(questions)  # the flow checks it too; here before Prefect starts
     if no_brackets and questions is None:
         raise KgragError("--no-brackets needs --questions (a g_agent split has its topics already)")
-    result = on_task_runner(evaluate)(dataset=known_dataset(dataset), split=split,
+    result = on_task_runner(evaluate)(dataset=dataset_of(dataset), split=split,
                                       questions=str(questions) if questions else None, hop=hop,
                                       no_brackets=no_brackets)
     info = result["info"]
@@ -108,8 +108,8 @@ def agent_eval_cmd(
     questions: Annotated[Path, typer.Option(help="CE-Prompt JSON ([{input, cypher}]) or JSONL of {question, answers}; "
                                             "with --kg: JSONL {question, topic_entities, answers}, MetaQA lines "
                                             "(question<TAB>a1|a2), WebQSP or CWQ JSON.")],
-    kn: Annotated[str, typer.Option(help="Knowledge network id.")] = "medical",
-    kg: Annotated[str | None, typer.Option(help="A triple graph behind SPARQL instead (metaqa, demo, freebase).")] = None,
+    kn: Annotated[str, typer.Option(help="Network id (kgrag kn list).")] = "medical",
+    kg: Annotated[str | None, typer.Option(help="A KG instead of a network (metaqa, demo, an import: kgrag kg list).")] = None,
     no_brackets: Annotated[bool, typer.Option("--no-brackets", help="With --kg: strip the [topic] marks; the agent "
                                               "links the topic from the text.")] = False,
     style: Annotated[LLMStyle, typer.Option(help="With --kg and an LLM: <kg-query> text or tool calls.")] = LLMStyle.kg_query,
@@ -126,17 +126,18 @@ def agent_eval_cmd(
     given with confidence ≥ --threshold (gold of CE-Prompt files: the Cypher executed on the raw disease data;
     skips counted)."""
     from kgrag.agent.evaluation.evaluate import evaluate, read_kg_questions, read_questions
-    from kgrag.graph.csr import CSRGraph
+    from kgrag.agent.resources import resources_for
 
     if not questions.is_file():
         raise KgragError(f"no question file at {questions}")
     if no_brackets and not kg:
         raise KgragError("--no-brackets needs --kg (MetaQA-format questions mark their topic in [brackets])")
     settings = get_settings()
-    graph_file = settings.dataset_dir(known_dataset(kg)) / "graph.npz" if kg else None
+    # the KG opened by the agent's own loader: its name resolved once, here (unknown or unprepared: one line saying
+    # so); the agent's steps then find it open, and its graph (None on an endpoint) reads the questions' topics
+    triple_kg = resources_for(settings).triple_kg(kg) if kg else None
     try:
-        items, skipped = (read_kg_questions(questions, CSRGraph.load(graph_file) if graph_file and graph_file.is_file()
-                                            else None, no_brackets) if kg else
+        items, skipped = (read_kg_questions(questions, triple_kg.graph, no_brackets) if triple_kg is not None else
                           read_questions(questions, settings.data_dir / "medical" / "diseases"))
     except ValueError as exc:
         raise KgragError(str(exc)) from None

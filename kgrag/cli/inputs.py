@@ -2,20 +2,27 @@
 a pydantic model's fields, the agent's ``--style``. The checks a flow run by a deployment needs too live in the
 library (:func:`kgrag.data.registry.dataset_spec`, :func:`kgrag.data.question_files.require_question_file`).
 
-    known_dataset("demo")   # "demo", or one error line naming the known datasets
+    dataset_of("demo")   # the demo KG's DatasetSpec, or one error line naming the known datasets
+
+A command resolves its ``--dataset`` / ``--kg`` name here, once, and passes the spec down (to the stores, the KG
+tools, the flows), never the name.
 """
 
 from __future__ import annotations
 
 import json
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ValidationError
 
 from kgrag.config import get_settings
 from kgrag.errors import KgragError
 
-__all__ = ["LLMStyle", "config_overrides", "known_dataset"]
+if TYPE_CHECKING:  # pragma: no cover
+    from kgrag.data.spec import DatasetSpec
+
+__all__ = ["LLMStyle", "config_overrides", "dataset_of"]
 
 
 class LLMStyle(StrEnum):
@@ -23,11 +30,12 @@ class LLMStyle(StrEnum):
     tools = "tools"
 
 
-def known_dataset(name: str) -> str:
-    """``name`` when it is a built-in or registered dataset; else a one-line error naming the known ones."""
-    from kgrag.data.registry import dataset_spec
+def dataset_of(name: str) -> DatasetSpec:
+    """The spec of the built-in or registered dataset ``name`` (the command's one resolution of it); else a
+    one-line error naming the known ones."""
+    from kgrag.data.registry import dataset_spec  # on use: the dataset readers cost `kgrag --help` ~25 ms
 
-    return dataset_spec(name, get_settings()).name
+    return dataset_spec(name, get_settings())
 
 
 def config_overrides(config: str | None, model: type[BaseModel], **fields: int | str | None) -> dict:

@@ -1,4 +1,4 @@
-"""The triple graphs (KGs): ``kgrag kg import`` (your own graph under a name: the engine of ``kgrag prepare
+"""The KGs (graphs of triples): ``kgrag kg import`` (your own graph under a name: the engine of ``kgrag prepare
 --triples``), ``kgrag kg list`` (the ones kgrag knows, built-in and registered, what is prepared of
 each, its version and last update), ``kgrag kg update`` (triples to add and delete, applied as a new version),
 ``kgrag kg remove`` (an imported KG), ``kgrag sparql`` (a SELECT on a KG's store) and ``kgrag tools`` (the agent's KG
@@ -19,19 +19,20 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from kgrag.cli.inputs import known_dataset
+from kgrag.cli.inputs import dataset_of
 from kgrag.cli.output import console, friendly_errors
 from kgrag.config import Settings, get_settings
 
 __all__ = ["kg_app", "kg_remove", "kg_rows", "kg_update", "sparql", "tools"]
 
-kg_app = typer.Typer(help="Triple graphs (KGs): the built-in ones and your own imports.", no_args_is_help=True)
+kg_app = typer.Typer(help="KGs (graphs of triples: RDF / TSV files or a SPARQL endpoint): the built-in ones and your "
+                     "own imports.", no_args_is_help=True)
 
 
 def kg_rows(settings: Settings) -> list[dict[str, Any]]:
     """One row per KG: its source and, once prepared, its triple, entity, relation and question counts."""
     from kgrag.data.registry import registered_specs  # on use: the dataset readers cost `kgrag --help` ~25 ms
-    from kgrag.graph.kg_version import read_version
+    from kgrag.graph.versions.version_file import read_version
     from kgrag.prep.summary import read_summary
 
     rows = []
@@ -150,15 +151,15 @@ def kg_remove(name: Annotated[str, typer.Argument(help="An imported KG (kgrag kg
 @friendly_errors
 def sparql(
     query: Annotated[str, typer.Argument(help="A SPARQL 1.1 SELECT query ('-' reads it from stdin).")],
-    dataset: Annotated[str, typer.Option(help="Prepared dataset whose store to query. (kgrag kg list)")] = "metaqa",
+    dataset: Annotated[str, typer.Option(help="Prepared KG whose store to query. (kgrag kg list)")] = "metaqa",
     limit: Annotated[int, typer.Option(help="Rows to print at most.")] = 50,
     as_json: Annotated[bool, typer.Option("--json", help="Print rows as JSON lines.")] = False,
 ) -> None:
-    """Run a SELECT query on the dataset's store (KGRAG_SPARQL_ENDPOINT when set, else the embedded store)."""
-    from kgrag.graph import open_store
+    """Run a SELECT query on a KG's store (KGRAG_SPARQL_ENDPOINT when set, else the embedded store)."""
+    from kgrag.graph.versions.stores import open_store
 
     text = sys.stdin.read() if query == "-" else query
-    with open_store(known_dataset(dataset)) as store:
+    with open_store(dataset_of(dataset)) as store:
         rows = store.select(text)
     for row in rows[:limit]:
         if as_json:
@@ -182,7 +183,7 @@ def tools(
     """
     from kgrag.tools.factory import open_session
 
-    session = open_session(known_dataset(kg), question=question, topics=topic or [])
+    session = open_session(dataset_of(kg), question=question, topics=topic or [])
     first = True
     for line in sys.stdin:
         if not line.strip():

@@ -27,8 +27,8 @@ from kgrag.network.schema.model import Condition
 __all__ = ["TEMPLATE_QUESTIONS", "kn_app", "template_files"]
 
 kn_app = typer.Typer(
-    help="Knowledge networks: start your own (init), load built-in networks or your schema files into the SQL "
-    "store, list them, show schemas, query instances.",
+    help="Networks (knowledge networks: typed objects and their links, in rows of a SQL store): start your own "
+    "(init), load built-in networks or your schema files into the store, list them, show schemas, query instances.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -307,15 +307,15 @@ def sync_cmd(
         "--full-scan", help="Read every row of a table-bound network (sees rows deleted without a tombstone).")] = False,
     full_scan_every: Annotated[int | None, typer.Option(
         help="A full scan of a table-bound network every N syncs (0: only when asked or needed); default: the "
-        "daily run's (kgrag.network.table_sync.FULL_SCAN_EVERY, 7).", min=0, show_default=False)] = None,
+        "daily run's (kgrag.network.sync.table.FULL_SCAN_EVERY, 7).", min=0, show_default=False)] = None,
     db: DbOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print each network's sync report as JSON.")] = False,
 ) -> None:
     """Sync networks from their sources now, as the daily `knowledge-network-daily` run does: a schema file's
     files are re-read and their difference applied; a network bound to database tables reads only the rows past
-    each table's watermark (kgrag/network/table_sync.py); a built-in network is left as it is."""
-    from kgrag.network.source_sync import sync_network
-    from kgrag.network.table_sync import FULL_SCAN_EVERY
+    each table's watermark (kgrag/network/sync/table.py); a built-in network is left as it is."""
+    from kgrag.network.sync.source import sync_network
+    from kgrag.network.sync.table import FULL_SCAN_EVERY
 
     every = FULL_SCAN_EVERY if full_scan_every is None else full_scan_every
     store = _store(db)

@@ -17,7 +17,7 @@ __all__ = ["run"]
 def run() -> None:
     """The main job (what `make run` runs): prepare MetaQA when the data dir has it (else the demo KG), answer one
     dev question with SPARQL, train the H-RAG retriever and reasoner on a budget, answer the validation split and
-    two questions in memory, then the agent over the knowledge network; prints the wall time of each stage."""
+    two questions in memory, then the agent over a network; prints the wall time of each stage."""
     from kgrag.main_job.run import Jobs, main
 
     main(Jobs(prepare_data=above("flows.prepare_data").prepare_data,

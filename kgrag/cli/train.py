@@ -17,7 +17,7 @@ import typer
 from rich.markup import escape
 
 from kgrag.cli.above import above
-from kgrag.cli.inputs import config_overrides, known_dataset
+from kgrag.cli.inputs import config_overrides, dataset_of
 from kgrag.cli.output import console, friendly_errors
 from kgrag.config import get_settings
 from kgrag.errors import KgragError
@@ -39,7 +39,7 @@ def train_retriever_cmd(
     from kgrag.hrag.retrieval.config import RetrieverConfig
 
     overrides = config_overrides(config, RetrieverConfig, epochs=epochs, max_train_questions=max_train_questions)
-    result = train_retriever(dataset=known_dataset(dataset), config=overrides)
+    result = train_retriever(dataset=dataset_of(dataset), config=overrides)
     for row in result["history"]:
         console.print(f"epoch {row['epoch']}: loss {row['loss']:.4f}, {row['train_seconds']:.1f}s, "
                       + ", ".join(f"{k} {v:.4f}" for k, v in row.items() if k.startswith("val_") and isinstance(v, float)))
@@ -53,7 +53,7 @@ class IntentSource(StrEnum):
 
 @friendly_errors
 def train_intent_cmd(
-    kn: Annotated[str, typer.Option(help="The stored knowledge network (kgrag kn list).")] = "medical",
+    kn: Annotated[str, typer.Option(help="The stored network (kgrag kn list).")] = "medical",
     source: Annotated[IntentSource, typer.Option(help="self: questions synthesised from the network (no labels); "
                                                  "labelled: CE-Prompt questions with Cypher (the medical network).")
                       ] = IntentSource.self_supervised,
@@ -117,7 +117,7 @@ def train_gflownet_cmd(
 
     overrides = config_overrides(config, GFlowNetConfig, steps=steps, objective=objective, device=device)
     paths = {k: str(v) for k, v in (("train", train_g_agent), ("validation", validation_g_agent)) if v}
-    result = train_gflownet(dataset=known_dataset(dataset), config=overrides, cache_paths=paths)
+    result = train_gflownet(dataset=dataset_of(dataset), config=overrides, cache_paths=paths)
     for row in result["history"]:
         console.print(f"step {row['step']}: loss {row['loss']:.3f}, correct {row['correct']:.3f}, "
                       f"val hits@1 {row['val_hits@1']:.4f}, {row['train_seconds']:.0f}s")

@@ -43,8 +43,8 @@ from kgrag.data.spec import DatasetSpec
 from kgrag.errors import KgragError, NetworkNotFound
 from kgrag.graph.csr import CSRGraph
 from kgrag.graph.imported import opaque_relation_labels
-from kgrag.graph.kg_version import graph_file
 from kgrag.graph.mapped import StringColumn
+from kgrag.graph.versions.version_file import graph_file
 from kgrag.network.schema import tables as t
 from kgrag.network.schema.model import KnowledgeNetwork
 from kgrag.network.store import NetworkStore

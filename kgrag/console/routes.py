@@ -42,7 +42,7 @@ def _settings(request: Request) -> Settings:
 
 def _source(kn: str | None, kg: str | None) -> tuple[str, str]:
     if (kn is None) == (kg is None):
-        raise HTTPException(400, "name one source: ?kn=<knowledge network> or ?kg=<triple KG>")
+        raise HTTPException(400, "name one source: ?kn=<network> or ?kg=<KG>")
     return ("kn", kn) if kn is not None else ("kg", kg)  # type: ignore[return-value]
 
 
@@ -65,7 +65,7 @@ def console_router() -> APIRouter:
 
     @router.get("/console/api/sources")
     async def sources(request: Request) -> dict[str, Any]:
-        """Every knowledge network and triple KG the agent can be asked on."""
+        """Every network and KG the agent can be asked on."""
         settings = _settings(request)
         return await _answer(lambda: data.sources(settings, resources_for(settings).store))
 

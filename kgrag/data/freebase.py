@@ -1,8 +1,9 @@
 """Freebase-flavoured samples: WebQSP and CWQ question files, the CWQ relation whitelist, metadata filter.
 
 No Freebase graph ships with kgrag; these readers give typed questions (with SPARQL, topic MIDs, answers) and the
-relation lists that spec kg-tools.md names. Malformed records are reported as :class:`LineIssue` whose ``line`` is
-the 1-based record number in the file's top-level JSON list.
+relation lists that spec kg-tools.md (the specification of the KG tools for LLM agents) names. Malformed
+records are reported as :class:`LineIssue` whose ``line`` is the 1-based record number in the file's
+top-level JSON list.
 """
 
 from __future__ import annotations

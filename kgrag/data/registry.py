@@ -3,6 +3,9 @@
 
     dataset_spec("mykg", get_settings())   # the spec every later command reads by name
 
+A name is resolved once, where it enters (a CLI command, an HTTP route, an MCP tool, a flow run by a deployment,
+the agent's KG loader); below that the spec is passed, not the name (:func:`spec_of` for an entry that takes either).
+
 A spec is written only after its import succeeded (:func:`register`, atomic), so a failed import leaves the
 previous registration as it was. Names of the built-in datasets cannot be re-registered.
 """
@@ -11,17 +14,21 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from kgrag.config import Settings
-from kgrag.data.spec import BUILTIN_SPECS, DatasetSpec
+from kgrag.config import Settings, get_settings
+from kgrag.data.spec import BUILTIN_SPECS, NAME_PATTERN, DatasetSpec
 from kgrag.errors import KgragError
 
 __all__ = ["dataset_names", "dataset_spec", "register", "registered_spec", "registered_specs", "registry_dir",
-           "unregister"]
+           "spec_of", "unregister"]
+
+
+_NAME = re.compile(NAME_PATTERN)
 
 
 def registry_dir(settings: Settings) -> Path:
@@ -50,8 +57,9 @@ def _read(path: Path) -> DatasetSpec | None:
 
 
 def registered_spec(name: str, settings: Settings) -> DatasetSpec | None:
-    """The imported spec registered as ``name`` (None when there is none; the built-in specs are not here)."""
-    if not name or "/" in name or name.startswith("."):
+    """The imported spec registered as ``name`` (None when there is none; the built-in specs are not here). A name
+    no dataset can have (:data:`~kgrag.data.spec.NAME_PATTERN`: a path, a NUL byte…) is none, never a file lookup."""
+    if not _NAME.fullmatch(name):
         return None
     return _read(_path(settings, name))
 
@@ -82,6 +90,14 @@ def dataset_spec(name: str, settings: Settings) -> DatasetSpec:
         raise KgragError(f"unknown dataset {name!r}: known datasets are {known}. Import your own graph with "
                          f"`kgrag prepare --dataset NAME --triples FILE` (or --endpoint URL).")
     return spec
+
+
+def spec_of(dataset: str | DatasetSpec, settings: Settings | None = None) -> DatasetSpec:
+    """The spec of a dataset given as a spec (returned as it is: resolved already at the caller's edge) or by name
+    (:func:`dataset_spec`) — for an entry point that takes either, like a flow a deployment runs by name."""
+    if isinstance(dataset, DatasetSpec):
+        return dataset
+    return dataset_spec(dataset, settings or get_settings())
 
 
 def register(spec: DatasetSpec, settings: Settings) -> Path:

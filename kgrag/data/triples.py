@@ -418,12 +418,49 @@ _PARSER_ERROR = re.compile(
     r"^Parser error (?:at line \d+ |between line \d+ )?(?:between columns?|columns?) (\d+)[^:]*: ")
 
 
-def _reason(message: str) -> str:
+def _reason(message: str, column: int | None = None) -> str:
     """pyoxigraph's message without what ``file:line`` already says: ``Parser error at line 25 between columns 23
-    and 28: A dot is expected … (line 25)`` → ``A dot is expected … (column 23)``."""
+    and 28: A dot is expected … (line 25)`` → ``A dot is expected … (column 23)``; ``column`` replaces the parser's
+    (see :class:`_Lines`)."""
     message = message.split(" (line")[0]
     match = _PARSER_ERROR.match(message)
-    return f"{message[match.end():]} (column {match[1]})" if match else message
+    return f"{message[match.end():]} (column {column or match[1]})" if match else message
+
+
+class _Lines:
+    """Where a parser error really is. After a token that spanned lines (a string opened by an unterminated quote),
+    pyoxigraph reports the line the token began on and counts the column on from there across the line breaks
+    (``at line 4 … column 61`` for column 2 of line 6); :meth:`physical` turns that into the file's line and
+    column. The file's line lengths are read once, on the first error, only as far as the errors reach."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lengths: list[int] = []  # characters of each line read so far, its line break included
+        self._fh: IO[bytes] | None = None
+
+    def _length(self, line: int) -> int | None:
+        while len(self.lengths) < line:
+            if self._fh is None:
+                self._fh = _open(self.path)
+            raw = self._fh.readline()
+            if not raw:
+                self.close()
+                return None
+            self.lengths.append(len(raw.decode("utf-8", errors="replace")))
+        return self.lengths[line - 1]
+
+    def physical(self, line: int, column: int) -> tuple[int, int]:
+        """``(line, column)`` (1-based, the parser's) → the file's ``(line, column)``."""
+        at = column - 1
+        while (length := self._length(line)) is not None and at >= length:
+            at -= length
+            line += 1
+        return line, at + 1
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
 
 
 def _statements(parser: Iterator[ox.Quad], path: Path, builder: _Builder, offset: int,
@@ -433,6 +470,15 @@ def _statements(parser: Iterator[ox.Quad], path: Path, builder: _Builder, offset
     IRI) ends the parse and sets ``report["resume_at"]`` to that line: :func:`_read_rdf` parses again after it.
     ``offset``: what turns the parser's line numbers into the file's."""
     spath = str(path)
+    lines = _Lines(path)
+    try:
+        yield from _checked(parser, spath, path, builder, offset, report, lines)
+    finally:
+        lines.close()
+
+
+def _checked(parser: Iterator[ox.Quad], spath: str, path: Path, builder: _Builder, offset: int, report: dict,
+             lines: _Lines) -> Iterator[ox.Quad]:
     while True:
         try:
             yield next(parser)
@@ -440,6 +486,13 @@ def _statements(parser: Iterator[ox.Quad], path: Path, builder: _Builder, offset
             return
         except SyntaxError as exc:
             line = (exc.lineno or 0) and exc.lineno + offset
+            if line and exc.offset and _RUNAWAY not in str(exc):
+                found, column = lines.physical(line, exc.offset)
+                if found != line:
+                    reason = _reason(str(exc), column)
+                    builder.bad_line(spath, found, f"{reason} — after a string opened on line {line} ran on over "
+                                                   "the line break (an unterminated quote?)")
+                    continue
             reason = _reason(str(exc))
             if _RUNAWAY in reason and line:
                 after = _line_count(path) - line

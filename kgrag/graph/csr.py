@@ -333,7 +333,7 @@ class CSRGraph:
         cached["_orders"] = {k: z[k] for k in ("key_order", "id_order") if k in z}
         if "degree" in z:
             cached["degree"] = z["degree"]
-        if "key_hashes" in z:  # the 64-bit hash of every key (kgrag.graph.delta finds a delta's nodes by them)
+        if "key_hashes" in z:  # the 64-bit hash of every key (kgrag.graph.versions.delta finds a delta's nodes by them)
             cached["key_hashes"] = z["key_hashes"]
         if "alias_rows" in z:
             graph.alias_rows = z["alias_rows"]

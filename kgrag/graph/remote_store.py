@@ -3,7 +3,12 @@
 ``graph`` (setting ``KGRAG_SPARQL_GRAPH``) names the graph the queries run on, sent as the SPARQL protocol's
 ``default-graph-uri`` parameter, so query text never changes: Virtuoso then queries that graph only (without it
 Virtuoso's default graph is the union of every graph, its system graphs included); ``oxigraph serve`` honours
-the same parameter. Virtuoso quirks handled here: SPARQL 1.0 ``typed-literal`` result terms, and results it cut
+the same parameter. Terms come back as the embedded store gives them (an ``xsd:boolean`` is
+``true`` / ``false``; Virtuoso answers ``1`` / ``0``), except a literal typed ``xsd:string`` in the data:
+Virtuoso keeps RDF 1.0's distinction from a plain literal and names the type, which a query must then name too
+to find it (the embedded store never names it: both are one literal there). A query of another form than the
+call's (a CONSTRUCT through :meth:`RemoteStore.select`, which Virtuoso answers with rows) is refused before it
+is sent. Virtuoso quirks also handled here: SPARQL 1.0 ``typed-literal`` result terms, and results it cut
 short without an HTTP error (``ResultSetMaxRows`` / an anytime-query timeout, reported only in the
 ``X-SPARQL-MaxRows`` / ``X-SQL-State`` headers), which raise :class:`SparqlError` instead of silently
 returning fewer rows.
@@ -21,7 +26,7 @@ import time
 import urllib.error
 from collections.abc import Mapping
 
-from SPARQLWrapper import JSON, POST, SPARQLWrapper
+from SPARQLWrapper import ASK, JSON, POST, SELECT, SPARQLWrapper
 from SPARQLWrapper.SPARQLExceptions import SPARQLWrapperException
 
 from kgrag.errors import SparqlError
@@ -30,6 +35,9 @@ from kgrag.graph.store import GraphStore, Row, Term
 log = logging.getLogger(__name__)
 
 _CONNECTION_ERRORS = (ConnectionError, http.client.RemoteDisconnected, http.client.IncompleteRead)
+_BOOLEAN = "http://www.w3.org/2001/XMLSchema#boolean"
+#: Virtuoso's booleans (it stores them as integers) in their canonical lexical form
+_BOOLEAN_FORMS = {"1": "true", "0": "false"}
 
 
 def _is_timeout(exc: BaseException) -> bool:
@@ -44,7 +52,10 @@ def _parse_term(binding: dict) -> Term:
     if kind == "bnode":
         return Term("bnode", binding["value"])
     # "literal" or the SPARQL 1.0 "typed-literal"
-    return Term("literal", binding["value"], binding.get("xml:lang"), binding.get("datatype"))
+    value, datatype = binding["value"], binding.get("datatype")
+    if datatype == _BOOLEAN:
+        value = _BOOLEAN_FORMS.get(value, value)
+    return Term("literal", value, binding.get("xml:lang"), datatype)
 
 
 class RemoteStore(GraphStore):
@@ -73,9 +84,11 @@ class RemoteStore(GraphStore):
         if self.graph:
             self.location = f"{endpoint} (graph <{self.graph}>)"
 
-    def _request(self, query: str, timeout: float | None) -> dict:
+    def _request(self, query: str, timeout: float | None, form: str) -> dict:
         client = SPARQLWrapper(self.endpoint, agent="kgrag")
         client.setQuery(query)
+        if client.queryType != form:  # SPARQLWrapper's reading of the query form (SELECT when it finds none)
+            raise SparqlError(f"{form.lower()}() needs {'an' if form == ASK else 'a'} {form} query")
         client.setReturnFormat(JSON)
         client.setMethod(POST)
         client.timeout = timeout or self.timeout  # float seconds (setTimeout would truncate to int)
@@ -124,13 +137,13 @@ class RemoteStore(GraphStore):
                               "[SPARQL] ResultSetMaxRows in virtuoso.ini); raise it or ask for fewer rows")
 
     def select(self, query: str, timeout: float | None = None) -> list[Row]:
-        result = self._request(query, timeout)
+        result = self._request(query, timeout, SELECT)
         if not isinstance(result, dict) or "results" not in result:
             raise SparqlError(f"SPARQL endpoint {self.endpoint} returned no SELECT results")
         return [{k: _parse_term(v) for k, v in b.items()} for b in result["results"]["bindings"]]
 
     def ask(self, query: str, timeout: float | None = None) -> bool:
-        result = self._request(query, timeout)
+        result = self._request(query, timeout, ASK)
         if not isinstance(result, dict) or "boolean" not in result:
             raise SparqlError(f"SPARQL endpoint {self.endpoint} returned no ASK result")
         return bool(result["boolean"])

@@ -1,8 +1,11 @@
 """The main job's parts, none of which prints: which dataset it runs on, its training budgets, the examples it
 picks (a SPARQL question, g_agent paths, validation questions), the stage clock and the knowledge network it loads
-in the background. :mod:`kgrag.main_job.run` runs and prints the stages; the flows and bench/ reuse the budgets and loaders.
+in the background. :mod:`kgrag.main_job.run` runs and prints the stages; bench/ reuses the budgets. Nothing in
+kgrag, flows/ or graphs/ imports this package but the command that runs it (tests/test_architecture.py): what the
+main job shares with them lives in kgrag proper (the splits in :mod:`kgrag.hrag.retrieval.pipeline`, loading a
+named network once in :mod:`kgrag.network.loaders.registry`).
 
-    from kgrag.main_job.parts import RUN_RETRIEVER_CONFIG, default_dataset, ensure_network
+    from kgrag.main_job.parts import RUN_RETRIEVER_CONFIG, default_dataset
 """
 
 from __future__ import annotations
@@ -14,15 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kgrag.config import Settings, get_settings
-from kgrag.graph import open_store
+from kgrag.data.registry import dataset_spec
 from kgrag.graph.csr import CSRGraph
 from kgrag.graph.queries import one_hop_names, one_hop_query
+from kgrag.graph.versions.stores import open_store
 from kgrag.hrag.online.file_eval import strip_brackets
 from kgrag.hrag.online.reasoner import loaded_reasoner
 from kgrag.hrag.retrieval.g_agent import GAgentSplit
 from kgrag.hrag.retrieval.pipeline import g_agent_file
 from kgrag.hrag.retrieval.questions import prepared_questions
-from kgrag.network.loaders.registry import load_named
+from kgrag.network.loaders.registry import ensure_network, network_loaded
 from kgrag.network.store import NetworkStore
 from kgrag.prep.steps import read_prepared_questions
 
@@ -65,7 +69,7 @@ def sparql_example(dataset: str, settings: Settings | None = None, prefer_qtype:
     # a validation question of the preferred type with a few answers makes the clearest example
     questions.sort(key=lambda q: (q.get("qtype") != prefer_qtype, q["split"] != "validation",
                                   not 3 <= len(q["answer_ids"]) <= 8, q["qid"]))
-    with open_store(dataset, settings) as store:
+    with open_store(dataset_spec(dataset, settings), settings) as store:
         for q in questions[:50]:
             topic = graph.key_index[q["topic_ids"][0]]
             link = _linking_relation(graph, topic, {graph.key_index[a] for a in q["answer_ids"]})
@@ -83,11 +87,6 @@ def sparql_example(dataset: str, settings: Settings | None = None, prefer_qtype:
 #: the retriever budget of ``make run`` (the full budget is ``kgrag train-retriever`` with the defaults: every train
 #: question, 6 epochs); the relation-chain prior it uses is learned from every train question either way
 RUN_RETRIEVER_CONFIG = {"max_train_questions": 2000, "epochs": 3, "early_stop_questions": 300}
-
-
-def retriever_splits(dataset: str) -> tuple[str, str]:
-    """(train, validation) splits of a dataset; the demo KG has one ``test`` split, used for both."""
-    return ("test", "test") if dataset == "demo" else ("train", "validation")
 
 
 def g_agent_example(settings: Settings, dataset: str, split: str, top: int = 5) -> list[str]:
@@ -171,19 +170,6 @@ MEDICAL_AGENT_QUESTIONS = ("上气道梗阻有哪些症状", "哪些人容易得
 def agent_network(settings: Settings) -> str:
     """The network make run's agent stage uses: the medical network when its data is there, else the demo one."""
     return "medical" if (settings.data_dir / "medical" / "diseases").is_dir() else "demo"
-
-
-def network_loaded(store, kn_id: str) -> bool:
-    """``kn_id`` is in ``store`` with its text chunks (a store loaded before chunks existed is reloaded once)."""
-    return kn_id in {k for k, _ in store.list_networks()} and "chunks" in store.network_stats(kn_id)
-
-
-def ensure_network(store, kn_id: str, data_dir: Path) -> bool:
-    """Load network ``kn_id`` into ``store`` unless it is there already; True when it was loaded now."""
-    if network_loaded(store, kn_id):
-        return False
-    load_named(kn_id, store, data_dir)
-    return True
 
 
 class NetworkLoad:

@@ -25,6 +25,7 @@ from kgrag.config import get_settings
 from kgrag.hrag.gflownet.evaluate import metrics_table
 from kgrag.hrag.online.file_eval import strip_brackets
 from kgrag.hrag.retrieval.metrics import report_table
+from kgrag.hrag.retrieval.pipeline import retriever_splits
 from kgrag.main_job.parts import (
     RUN_RETRIEVER_CONFIG,
     NetworkLoad,
@@ -33,16 +34,15 @@ from kgrag.main_job.parts import (
     agent_questions,
     answer_examples,
     default_dataset,
-    ensure_network,
     example_questions,
     g_agent_example,
     gflownet_budget,
-    retriever_splits,
     sparql_example,
 )
 from kgrag.modes.params import QueryParam
 from kgrag.modes.query import kg_query
 from kgrag.modes.render import result_summary
+from kgrag.network.loaders.registry import ensure_network
 from kgrag.network.store import NetworkStore
 from kgrag.terminal.tables import markdown_table
 from kgrag.terminal.turn_tree import state_tree

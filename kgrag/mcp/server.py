@@ -54,8 +54,8 @@ log = logging.getLogger(__name__)
 MAX_ARGUMENT_CHARS = 1_000_000
 MCP_SESSION_HEADER = "mcp-session-id"
 INSTRUCTIONS = (
-    "kgrag: retrieval over knowledge networks (kn_search, context_search, query_object_instance, "
-    "query_instance_subgraph, query_modes) and triple graphs (get_relations, then get_triples with relations it "
+    "kgrag: retrieval over networks (kn_search, context_search, query_object_instance, "
+    "query_instance_subgraph, query_modes) and KGs (get_relations, then get_triples with relations it "
     "returned, in one session), and `ask` for the whole agent. Errors come back as tool results saying what to fix."
 )
 

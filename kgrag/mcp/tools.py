@@ -131,9 +131,9 @@ class AskArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     question: str = Field(min_length=1, max_length=4_000, description="the question, in the network's language")
-    kn: str = Field("medical", min_length=1, max_length=200, description="knowledge network id")
+    kn: str = Field("medical", min_length=1, max_length=200, description="network id (kgrag kn list)")
     kg: str | None = Field(None, max_length=50,
-                           description="a prepared triple graph (kgrag kg list) instead of the network")
+                           description="a prepared KG (kgrag kg list) instead of the network")
     thread: str | None = Field(None, max_length=64,
                                description="conversation thread id: a follow-up resolves to the thread's topic")
     llm: bool | None = Field(None, description="plan with the LLM (default: when KGRAG_LLM_BASE_URL is set)")
@@ -171,14 +171,14 @@ def _query_modes(ctx: ToolContext, args: QueryRequest, _: CallScope) -> Any:
 
 
 def _kg_call(ctx: ToolContext, args: _KGToolArgs, scope: CallScope, query: GetRelations | GetTriples) -> Any:
-    store = ctx.resources.graph_store(args.kg)
+    spec, store = ctx.resources.kg_store(args.kg)  # the one resolution of the KG's name
     owner = f"id:{args.session_id}" if args.session_id else scope.mcp_session
     if owner is None:
         raise ValueError("this connection has no MCP session (stateless): pass session_id to keep one KG session "
                          "across get_relations and get_triples")
     key = f"{owner}|{args.kg}"
     entry, created = ctx.kg_sessions.get_or_create(
-        key, args.kg, lambda: open_session(args.kg, question=args.question, topics=args.topics,
+        key, args.kg, lambda: open_session(spec, question=args.question, topics=args.topics,
                                            settings=ctx.settings, store=store))
     ctx.remember(owner, key)
     with entry.lock:
@@ -225,15 +225,15 @@ class ToolSpec:
 
 
 TOOLS: tuple[ToolSpec, ...] = (
-    ToolSpec("kn_search", "Knowledge-network search",
+    ToolSpec("kn_search", "Network search",
              "Concept recall (object, relation and action types, with a schema brief) and semantic instance recall "
-             "for `query` on knowledge network `kn_id` (spec kn-search.md). Same body as POST "
+             "for `query` on network `kn_id` (spec kn-search.md). Same body as POST "
              "/api/agent-retrieval/in/v1/kn/kn_search.", KnSearchRequest, _kn_search),
-    ToolSpec("context_search", "Knowledge-network search with contextual recall",
+    ToolSpec("context_search", "Network search with contextual recall",
              "kn_search plus `contextual_knowledge` (spec contextual-recall.md): how the question's keywords, "
              "attribute values and relations are stored in the network.", KnSearchRequest, _context_search),
     ToolSpec("query_object_instance", "Query object instances",
-             "Instances of one object type of a knowledge network matching a condition tree (optionally only some "
+             "Instances of one object type of a network matching a condition tree (optionally only some "
              "properties), sorted by a property (`order_by`, `order` asc/desc, with `limit`: the oldest, the "
              "largest), by their number of links of one relation type (`order_by_links`: the author who wrote the most "
              "books), or only their number (`count_only`).", ObjectInstanceQuery, _query_object_instance),
@@ -241,17 +241,17 @@ TOOLS: tuple[ToolSpec, ...] = (
              "Instances reached from start instances along a path of relation types, with the links walked.",
              InstanceSubgraphQuery, _query_instance_subgraph),
     ToolSpec("query_plan", "Plan a question over rows",
-             "Plan a question as SQL would over a knowledge network's rows (`kn_id`) or a prepared KG's classes as "
+             "Plan a question as SQL would over a network's rows (`kn_id`) or a prepared KG's classes as "
              "tables (`kg`): the learned scorer's best plan (filters on stored values, a join, a count, max / min, "
              "an order), its calibrated `confidence` (below `min_confidence` the agent says it is not sure), the "
              "words it did not link, its answers and the rows they rest on, and the alternatives; or run a `plan` "
              "you wrote.", PlanRequest, _query_plan),
     ToolSpec("query_modes", "Query modes (local / global / hybrid / naive / mix / bypass)",
-             "LightRAG-style retrieval over a knowledge network in one mode and an answer (LLM when configured), or "
+             "LightRAG-style retrieval over a network in one mode and an answer (LLM when configured), or "
              "only the context / prompt (spec query-modes.md). Same body as POST /api/query.",
              QueryRequest, _query_modes),
     ToolSpec("get_relations", "KG tool: get_relations",
-             "Relations of an entity in a prepared triple graph, ranked for the question (spec kg-tools.md §2). "
+             "Relations of an entity in a prepared KG, ranked for the question (spec kg-tools.md §2). "
              "Runs in this MCP session's KG session: get_triples then accepts only relations it returned. "
              "`text` is what the model reads. On a stateless connection (no MCP session) pass `session_id`.",
              GetRelationsArgs, _get_relations),
@@ -259,7 +259,7 @@ TOOLS: tuple[ToolSpec, ...] = (
              "Triples of an entity along up to 4 relations returned by get_relations in the same KG session, CVT "
              "nodes flattened (spec kg-tools.md §3). `text` is what the model reads.", GetTriplesArgs, _get_triples),
     ToolSpec("ask", "Ask the agent",
-             "Answer a question with the kgrag agent over a knowledge network (or a triple graph with `kg`): "
+             "Answer a question with the kgrag agent over a network (or a KG with `kg`): "
              "keywords, schema recall, contextual recall, tool calls, answer; returns the final state "
              "(`answer`, `answers`, evidence, per-step trace). LLM-free unless KGRAG_LLM_BASE_URL is set.",
              AskArgs, _ask),

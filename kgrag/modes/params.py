@@ -1,4 +1,5 @@
-"""``QueryParam`` of the query modes (spec query-modes.md, "QueryParam 详解"), validated with pydantic.
+"""``QueryParam`` of the query modes (spec query-modes.md, the specification of LightRAG-style query modes,
+"QueryParam 详解"), validated with pydantic.
 
     QueryParam(mode="hybrid", top_k=20, only_need_context=True).fingerprint()
 

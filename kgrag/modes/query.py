@@ -1,4 +1,5 @@
-"""The query modes end to end (spec query-modes.md ``kgQuery``): keywords → search → context → prompt → answer.
+"""The query modes end to end (spec query-modes.md, the specification of LightRAG-style query modes,
+``kgQuery``): keywords → search → context → prompt → answer.
 
     result = kg_query("百日咳有哪些症状", store, "medical", QueryParam(mode="hybrid", only_need_context=True))
     result.context, result.raw_data["tokens"]

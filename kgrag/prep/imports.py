@@ -18,8 +18,8 @@ from pathlib import Path
 from kgrag.config import Settings
 from kgrag.data.registry import register, registered_spec
 from kgrag.data.spec import DatasetSpec
+from kgrag.graph.versions.commit import update_lock
 from kgrag.prep.manifest import MANIFEST, step_is_current
-from kgrag.prep.update import update_lock
 
 __all__ = ["PREP_STEPS", "commit", "discard", "staging_dir"]
 

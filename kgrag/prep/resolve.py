@@ -12,7 +12,6 @@ The built-in datasets resolve by key only, as before (``by_key_only``).
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,17 +21,13 @@ import numpy as np
 
 from kgrag.data.records import KGQuestion
 from kgrag.graph.csr import CSRGraph
+from kgrag.text import name_key
 
 __all__ = ["EntityResolver", "Resolution"]
 
-_NON_WORD = re.compile(r"[\W_]+")
-
-
-def normalise(name: str) -> str:
-    """Case, accents and punctuation folded: ``"Hitchhiker's  Guide!"`` → ``"hitchhiker s guide"``."""
-    folded = unicodedata.normalize("NFKD", name).casefold()
-    folded = "".join(c for c in folded if not unicodedata.combining(c))
-    return " ".join(_NON_WORD.sub(" ", folded).split())
+#: a name as looked up by its normalised form: case, accents and punctuation folded (``"Hitchhiker's  Guide!"`` →
+#: ``"hitchhiker s guide"``; :func:`kgrag.text.name_key`)
+normalise = name_key
 
 
 _IRI_LIKE = re.compile(r"^(?:[a-z][a-z0-9+.-]*:|_:)", re.IGNORECASE)

@@ -15,39 +15,29 @@ from pathlib import Path
 
 import numpy as np
 
-from kgrag.config import Settings, get_settings
+from kgrag.config import Settings
 from kgrag.data import load_kg, load_questions
 from kgrag.data.download import missing_data_error
 from kgrag.data.metaqa import split_train_validation
 from kgrag.data.records import KGDataset, KGQuestion, ReadResult
-from kgrag.data.registry import dataset_spec, registered_specs
-from kgrag.data.spec import BUILTIN_SPECS, DatasetSpec, imported_namespace
+from kgrag.data.registry import registered_specs, spec_of
+from kgrag.data.spec import DatasetSpec, imported_namespace
 from kgrag.data.triples import detect_format, read_triple_files
 from kgrag.errors import KgragError
-from kgrag.graph import store_path
 from kgrag.graph.csr import CSRGraph
-from kgrag.graph.graph_diff import graph_diff
 from kgrag.graph.imported import imported_csr
-from kgrag.graph.kg_version import graph_file, read_version, store_dir
-from kgrag.graph.live_stores import LiveStores
 from kgrag.graph.oxigraph_store import build_store
 from kgrag.graph.rdf import write_ntriples
+from kgrag.graph.versions.commit import apply_store_changes
+from kgrag.graph.versions.diff import graph_diff
+from kgrag.graph.versions.stores import LiveStores, store_path
+from kgrag.graph.versions.version_file import graph_file, read_version, store_dir
 from kgrag.prep.manifest import fingerprint_paths, record_step, step_is_current, step_result
 from kgrag.prep.reach import UNREACHABLE, min_answer_hops
 from kgrag.prep.resolve import EntityResolver
-from kgrag.prep.update import apply_store_changes
 
 CODE_VERSION = "prep-v2"  # bump when a step's output format changes
 IMPORT_VERSION = "import-v3"  # bump when an imported graph's output changes (v3: property labels, other names)
-
-
-def spec_of(dataset: str | DatasetSpec, settings: Settings | None = None) -> DatasetSpec:
-    """The spec of a dataset given by name (built-in or registered) or as a spec."""
-    if isinstance(dataset, DatasetSpec):
-        return dataset
-    if dataset in BUILTIN_SPECS:
-        return BUILTIN_SPECS[dataset]
-    return dataset_spec(dataset, settings or get_settings())
 
 
 def check_inputs(dataset: str | DatasetSpec, data_dir: Path) -> list[Path]:
@@ -312,7 +302,7 @@ def read_prepared_questions(out_dir: Path) -> list[dict]:
 def open_prepared_stores(settings: Settings) -> LiveStores:
     """A store for every prepared dataset: its embedded store, or the SPARQL endpoint when one is configured
     (the endpoint then holds that dataset's triples; the work dir keeps its vocabularies). Each lookup follows the
-    dataset's version (:class:`~kgrag.graph.live_stores.LiveStores`: ``kgrag kg update`` / a re-prepare)."""
+    dataset's version (:class:`~kgrag.graph.versions.stores.LiveStores`: ``kgrag kg update`` / a re-prepare)."""
     names = []
     for name, spec in registered_specs(settings).items():
         prepared = store_path(name, settings).is_dir()

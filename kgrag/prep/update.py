@@ -4,23 +4,22 @@
 
 The files are read as ``kgrag prepare`` reads them, strictly: a malformed line, a missing file or an unknown format
 rejects the whole update (``file:line: reason``) before anything is written. The graph takes the delta
-(:func:`kgrag.graph.delta.graph_delta`); the new version is built in ``versions/<version>.building/`` — the store a
-hard-link checkpoint of the current one (``Store.backup``) with the delta applied in one SPARQL UPDATE, the new
+(:func:`kgrag.graph.versions.delta.graph_delta`); the new version is built in ``versions/<version>.building/`` —
+the store a hard-link checkpoint of the current one (``Store.backup``) with the delta applied in one SPARQL UPDATE, the new
 ``graph.npz`` beside it — renamed to ``versions/<version>/`` and committed by replacing ``version.json`` (one
 ``os.replace``). A SIGKILL at any point before that leaves the previous version whole (a stale ``.building`` folder
 is removed by the next update); after it, the new one is. Serving processes see the version file change on their
-next request (:mod:`kgrag.graph.kg_version`). The previous version is kept (readers may still hold it open), older
-ones are removed. Updates of one KG are serialised by a lock file.
+next request (:mod:`kgrag.graph.versions.version_file`). The previous version is kept (readers may still hold it
+open), older ones are removed. Updates of one KG are serialised by a lock file. The on-disk steps (the lock, the
+store checkpoint, the commit) are :mod:`kgrag.graph.versions.commit`'s; this module reads the files, computes the
+delta and records the new counts in the dataset's manifest and summary.
 """
 
 from __future__ import annotations
 
-import fcntl
-import os
 import shutil
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -32,26 +31,19 @@ from kgrag.data.spec import DatasetSpec
 from kgrag.data.triples import TripleArrays, detect_format, read_triple_files
 from kgrag.errors import KgragError
 from kgrag.graph.csr import CSRGraph
-from kgrag.graph.delta import TripleStoreChanges, graph_delta, store_update_text, value_count_query
-from kgrag.graph.iri import VALUE_PREDICATE
-from kgrag.graph.kg_version import (
-    VERSIONS_DIR,
-    graph_file,
-    new_version,
-    read_version,
-    store_dir,
-    write_version,
+from kgrag.graph.versions.commit import (
+    apply_store_changes,
+    commit_version,
+    pause,
+    repair_top_level,
+    update_lock,
 )
-from kgrag.graph.oxigraph_store import backup_store, update_store
+from kgrag.graph.versions.delta import graph_delta
+from kgrag.graph.versions.version_file import VERSIONS_DIR, graph_file, new_version, read_version, store_dir
 from kgrag.prep.manifest import MANIFEST, record_step, step_result
 from kgrag.prep.summary import read_summary, write_summary
 
-__all__ = ["UpdateStats", "apply_store_changes", "commit_version", "endpoint_note", "read_delta_files", "update_kg",
-           "update_lock"]
-
-#: a hook the crash tests use to stop an update at a named point (``KGRAG_UPDATE_PAUSE=point:seconds``; the point's
-#: name is written to the file ``KGRAG_UPDATE_PAUSE_MARK`` names when it is reached)
-_PAUSE = "KGRAG_UPDATE_PAUSE"
+__all__ = ["UpdateStats", "endpoint_note", "read_delta_files", "update_kg"]
 
 
 @dataclass
@@ -82,16 +74,6 @@ def endpoint_note(spec: DatasetSpec) -> str:
             "(kgrag queries it live)")
 
 
-def _pause(point: str) -> None:
-    """Sleep at ``point`` when ``KGRAG_UPDATE_PAUSE`` names it (crash tests kill the process there)."""
-    wanted = os.environ.get(_PAUSE, "")
-    if wanted.partition(":")[0] == point:
-        mark = os.environ.get(f"{_PAUSE}_MARK")
-        if mark:
-            Path(mark).write_text(point, encoding="utf-8")
-        time.sleep(float(wanted.partition(":")[2] or 5))
-
-
 def read_delta_files(paths: Sequence[Path], spec: DatasetSpec, lang: str) -> TripleArrays | None:
     """The triples of ``paths`` (None for none); a missing file, an unknown format or a malformed line is a
     :class:`KgragError` ``file:line: reason`` — the whole update is rejected."""
@@ -107,86 +89,6 @@ def read_delta_files(paths: Sequence[Path], spec: DatasetSpec, lang: str) -> Tri
         more = f" (and {arrays.bad_lines - 1} more malformed lines)" if arrays.bad_lines > 1 else ""
         raise KgragError(f"{arrays.issues[0]}{more}; update rejected, nothing applied")
     return arrays
-
-
-@contextmanager
-def update_lock(dataset_dir: Path) -> Iterator[None]:
-    """The KG's update lock (``flock`` on ``<dataset dir>/.update.lock``): one update at a time, and a re-import's
-    folder swap never in the middle of one. A folder that does not exist yet needs no lock."""
-    path = dataset_dir / ".update.lock"
-    for _ in range(100):
-        if not dataset_dir.is_dir():
-            yield
-            return
-        with open(path, "a") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                if os.path.exists(path) and os.fstat(fh.fileno()).st_ino == os.stat(path).st_ino:
-                    yield  # the lock of the folder that is there now (a re-import may have swapped it meanwhile)
-                    return
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
-    raise KgragError(f"{dataset_dir}: could not take the update lock (the folder keeps being replaced)")
-
-
-def _relink(target: Path, link: Path) -> None:
-    """Make ``link`` the same file as ``target`` (a hard link, swapped in atomically)."""
-    tmp = link.with_name(f".{link.name}.link{os.getpid()}")
-    tmp.unlink(missing_ok=True)
-    try:
-        os.link(target, tmp)
-    except OSError:  # no hard links on this file system: a copy
-        shutil.copy2(target, tmp)
-    os.replace(tmp, link)
-
-
-def _repair_top_level(dataset_dir: Path, record: dict) -> None:
-    """After a SIGKILL between a commit and its relink, the top-level ``graph.npz`` is the previous version's:
-    make it the committed one's again."""
-    current = graph_file(dataset_dir, record)
-    top = dataset_dir / "graph.npz"
-    if current != top and current.is_file() and (not top.is_file() or not os.path.samefile(current, top)):
-        _relink(current, top)
-
-
-def _prune(dataset_dir: Path, keep: set[str]) -> None:
-    """Remove version folders other than ``keep`` (relative paths), stale ``.building`` ones and, once the
-    previous version lives under ``versions/``, the top-level store of the first import."""
-    root = dataset_dir / VERSIONS_DIR
-    if root.is_dir():
-        for child in root.iterdir():
-            if f"{VERSIONS_DIR}/{child.name}" not in keep:
-                shutil.rmtree(child, ignore_errors=True)
-    if all(k.startswith(f"{VERSIONS_DIR}/") for k in keep):
-        shutil.rmtree(dataset_dir / "oxigraph", ignore_errors=True)
-
-
-def commit_version(dataset_dir: Path, version: str, building: Path, has_store: bool) -> dict:
-    """Rename the finished ``building`` folder to ``versions/<version>``, commit it, relink the top-level graph
-    and remove the versions no reader needs any more (the previous one is kept)."""
-    previous = read_version(dataset_dir)
-    final = dataset_dir / VERSIONS_DIR / version
-    os.replace(building, final)
-    _pause("before-commit")
-    relative = f"{VERSIONS_DIR}/{version}"
-    record = write_version(dataset_dir, version, graph=f"{relative}/graph.npz",
-                           store=f"{relative}/oxigraph" if has_store else None)
-    _pause("after-commit")
-    _relink(final / "graph.npz", dataset_dir / "graph.npz")
-    before = str(previous.get("store") or previous.get("graph") or "oxigraph").split("/")
-    keep = {relative, "/".join(before[:2]) if before[0] == VERSIONS_DIR else before[0]}
-    _prune(dataset_dir, keep)
-    return record
-
-
-def apply_store_changes(source: Path, target: Path, changes: TripleStoreChanges, iri_base: str, count: int | None) -> int:
-    """Checkpoint the store at ``source`` (``count`` triples, None: unknown) into ``target`` (hard links) and apply
-    the changes there in one update; the new triple count."""
-    backup_store(source, target)
-    _pause("after-backup")
-    value_p = iri_base + VALUE_PREDICATE
-    expected = None if count is None else count + len(changes.insert) - len(changes.delete)
-    return update_store(target, store_update_text(changes, value_p), value_count_query(changes, value_p), expected)
 
 
 def _record(dataset_dir: Path, name: str, graph: CSRGraph, store_triples: int | None, version: str) -> None:
@@ -238,7 +140,7 @@ def update_kg(settings: Settings, name: str, add: Sequence[Path] = (), delete: S
         if now != record:  # another update committed while we read the files: its graph is the base
             record = now
             old = CSRGraph.load(graph_file(dataset_dir, record))
-        _repair_top_level(dataset_dir, record)
+        repair_top_level(dataset_dir, record)
         delta = graph_delta(old, added, deleted, lang)
         stats = dict(triples_added=delta.added, triples_deleted=delta.deleted, not_found=delta.not_found,
                      already_present=delta.already_present, names_changed=delta.names_changed,
@@ -263,10 +165,10 @@ def update_kg(settings: Settings, name: str, add: Sequence[Path] = (), delete: S
             store_triples = apply_store_changes(source_store, building / "oxigraph", delta.store, old.iri_base,
                                          int(known) if isinstance(known, int) else None)
             say("store updated")
-        _pause("after-store")
+        pause("after-store")
         delta.graph.save(building / "graph.npz")
         say("graph written")
-        _pause("after-graph")
+        pause("after-graph")
         commit_version(dataset_dir, version, building, has_store)
         _record(dataset_dir, name, delta.graph, store_triples, version)
     return UpdateStats(name, version, True, seconds=round(time.perf_counter() - started, 3), **stats)

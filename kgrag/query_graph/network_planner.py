@@ -3,7 +3,7 @@
 candidates over the network's own schema (run by :mod:`kgrag.query_graph.network_executor`).
 
     plans = plan_network("how many books did George Orwell write", network,
-                         [LinkedTopic("George Orwell", "Author", "a:orwell", "George Orwell", 17)], [("rel:wrote", .9)])
+                         [NetworkTopic("George Orwell", "Author", "a:orwell", "George Orwell", 17)], [("rel:wrote", .9)])
     plans[0].describe()   # 'George Orwell -[wrote]-> ?answer (type: book) · count'
 
 Stages (staged query-graph generation, Yih et al. 2015):
@@ -51,6 +51,9 @@ type can take is left in the plan's ``unused`` (the answer says it could not app
 temperature :data:`TEMPERATURE`): a plan that leaves part of the question out, or barely beats another reading,
 is less sure. :func:`has_structure` tells whether a question needs a query graph at all (today's one-relation
 planners answer the rest).
+
+What both planners do alike (cues a name holds dropped, the constraint / aggregation a cue becomes, the question's
+structure parts and a plan's coverage of them, the share of words said) is :mod:`kgrag.query_graph.stages`.
 """
 
 from __future__ import annotations
@@ -58,15 +61,27 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from kgrag.network.schema.model import DataProperty, KnowledgeNetwork, ObjectType
-from kgrag.query_graph.cues import Cues, read_cues
+from kgrag.query_graph.cues import Comparison, Cues, Superlative, read_cues
 from kgrag.query_graph.network_executor import linked_value
 from kgrag.query_graph.plan import Aggregation, EntityConstraint, Hop, LiteralConstraint, QueryGraph, Topic
+from kgrag.query_graph.stages import (
+    comparison_constraint,
+    count_aggregation,
+    coverage,
+    drop_cues,
+    said,
+    share_said,
+    structure_parts,
+    superlative_aggregation,
+    unused_parts,
+    within,
+)
 from kgrag.reading.words import noun_stem
 
-__all__ = ["LinkedTopic", "asked_types", "has_structure", "plan_network", "question_cues", "unapplicable_cues",
+__all__ = ["NetworkTopic", "asked_types", "has_structure", "plan_network", "question_cues", "unapplicable_cues",
            "value_properties"]
 
 WORDS = 0.35
@@ -98,8 +113,11 @@ their his her he she they them i you we me my your our any all some one ones num
 
 
 @dataclass(frozen=True)
-class LinkedTopic:
-    """A linked instance: its stored name, object type and id, the words that named it and where."""
+class NetworkTopic:
+    """A network instance the plan may start from (a topic of the question, as the planner sees it): its stored
+    name, object type and id, the words that named it and where. Made from the agent's chosen
+    :class:`kgrag.agent.kn.linking.InstanceMatch`; a chosen one becomes the plan's
+    :class:`kgrag.query_graph.plan.Topic`."""
 
     name: str
     object_type: str
@@ -133,8 +151,8 @@ def _similar(a: str, b: str) -> bool:
 
 
 def _overlap(words: Iterable[str], text_words: Iterable[str]) -> int:
-    pool = list(text_words)
-    return sum(any(_similar(w, t) for t in pool) for w in dict.fromkeys(words))
+    """How many distinct ``words`` some of ``text_words`` is :func:`_similar` to."""
+    return said(words, text_words, _similar)
 
 
 def _type_words(ot: ObjectType) -> tuple[list[str], list[str]]:
@@ -267,7 +285,7 @@ class _Parts:
         return [w for w in self.words if w not in _WH and not (stem and _similar(w, stem))]
 
 
-def _parts(question: str, cues: Cues, network: KnowledgeNetwork, topics: Sequence[LinkedTopic]) -> _Parts:
+def _parts(question: str, cues: Cues, network: KnowledgeNetwork, topics: Sequence[NetworkTopic]) -> _Parts:
     masked = cues.masked()
     for t in topics:
         if t.mention:
@@ -279,12 +297,12 @@ def _parts(question: str, cues: Cues, network: KnowledgeNetwork, topics: Sequenc
     return _Parts(cues, asked, words, type_word if asked else "")
 
 
-def _inside(span: tuple[int, int], topic: LinkedTopic) -> bool:
-    return topic.start >= 0 and topic.start <= span[0] and span[1] <= topic.start + len(topic.mention)
+def _inside(span: tuple[int, int], topic: NetworkTopic) -> bool:
+    return topic.start >= 0 and within(span, (topic.start, topic.start + len(topic.mention)))
 
 
-def _covers(span: tuple[int, int], topic: LinkedTopic) -> bool:
-    return topic.start >= 0 and span[0] <= topic.start and topic.start + len(topic.mention) <= span[1]
+def _covers(span: tuple[int, int], topic: NetworkTopic) -> bool:
+    return topic.start >= 0 and within((topic.start, topic.start + len(topic.mention)), span)
 
 
 _OF_NOUN = re.compile(r"\b(?:the|a|an|its|his|her|their)\s+([a-z]+)\s+of\s+(?:the\s+)?$", re.I)
@@ -293,7 +311,7 @@ _POSSESSIVE = re.compile(r"^(?:'s|’s|'|’)\s+([a-z]+)", re.I)
 _WH = frozenset({"where", "when", "why"})
 
 
-def relational_noun(question: str, topic: LinkedTopic) -> str:
+def relational_noun(question: str, topic: NetworkTopic) -> str:
     """The noun the question reaches the topic's neighbour by: "the *director* of X", "X's *books*" ("" when
     the question says none, or the topic's place is unknown)."""
     if topic.start < 0 or not topic.mention:
@@ -315,25 +333,21 @@ def _noun_fit(noun: str, hop_words: str, reached: ObjectType | None) -> float:
     return 0.5 if _overlap([stem], _tokens(hop_words)) else 0.0
 
 
-def question_cues(question: str, topics: Sequence[LinkedTopic]) -> Cues:
+def question_cues(question: str, topics: Sequence[NetworkTopic]) -> Cues:
     """:func:`read_cues`, less the cues a linked topic's name holds (a title's "Last") and the equalities whose
     value is a linked instance ("in 2006" where 2006 is stored): the topic reading wins there."""
     cues = read_cues(question)
-    dropped: list[tuple[int, int]] = []
+    drop: list[Comparison | Superlative] = []
     sup, comparison = cues.superlative, cues.comparison
     if sup is not None and any(_inside(sup.span, t) for t in topics):
-        dropped.append(sup.span)
-        sup = None
+        drop.append(sup)
     if comparison is not None and (any(_inside(comparison.span, t) for t in topics)
                                    or (comparison.op == "=" and any(_covers(comparison.span, t) for t in topics))):
-        dropped.append(comparison.span)
-        comparison = None
-    if not dropped:
-        return cues
-    return replace(cues, superlative=sup, comparison=comparison, spans=[s for s in cues.spans if s not in dropped])
+        drop.append(comparison)
+    return drop_cues(cues, drop)
 
 
-def has_structure(question: str, network: KnowledgeNetwork, topics: Sequence[LinkedTopic],
+def has_structure(question: str, network: KnowledgeNetwork, topics: Sequence[NetworkTopic],
                   best_intent: str | None) -> bool:
     """Whether the question asks more than one relation from one topic: a count of things, a comparison, a
     superlative, two topics, or an answer type (named by its type's own name, not the topic's type) the best
@@ -371,7 +385,7 @@ def _intent_end(network: KnowledgeNetwork, intent: str) -> str | None:
     return reached
 
 
-def _chains_on(question: str, network: KnowledgeNetwork, topics: Sequence[LinkedTopic], cues: Cues) -> bool:
+def _chains_on(question: str, network: KnowledgeNetwork, topics: Sequence[NetworkTopic], cues: Cues) -> bool:
     """"Where was the director of X born": a relational noun whose node a path passes, then goes on by a hop
     whose words the rest of the question says."""
     if not topics:
@@ -390,7 +404,7 @@ def _chains_on(question: str, network: KnowledgeNetwork, topics: Sequence[Linked
                for path, end, _text, chain in _paths(network, main.object_type, {}, noun) if end in types)
 
 
-def unapplicable_cues(question: str, network: KnowledgeNetwork, topics: Sequence[LinkedTopic]) -> list[str]:
+def unapplicable_cues(question: str, network: KnowledgeNetwork, topics: Sequence[NetworkTopic]) -> list[str]:
     """The comparison / superlative cues (their words) that no number or date property within two hops of the
     topics' types (of any type, without a topic) can take: no plan could apply them, so they do not call for a
     query graph — the one-relation answer says it could not apply them ("最新" on a network without dates)."""
@@ -411,7 +425,7 @@ def unapplicable_cues(question: str, network: KnowledgeNetwork, topics: Sequence
     return out
 
 
-def _counts_a_property(cues: Cues, network: KnowledgeNetwork, topics: Sequence[LinkedTopic],
+def _counts_a_property(cues: Cues, network: KnowledgeNetwork, topics: Sequence[NetworkTopic],
                        asked: Mapping[str, float]) -> bool:
     """"how many pages does X have": the count noun names a number property of a topic's type, not a type."""
     if not cues.count_noun or asked:
@@ -422,20 +436,20 @@ def _counts_a_property(cues: Cues, network: KnowledgeNetwork, topics: Sequence[L
                for p in value_properties(ot) for w in _prop_words(p))
 
 
-def _mention(t: LinkedTopic) -> tuple[int, str] | str:
+def _mention(t: NetworkTopic) -> tuple[int, str] | str:
     """What names the topic in the question: its words where known, else its instance (one mention may be
     stored under several types: "精索静脉曲张" a disease and a symptom — one topic read two ways)."""
     return (t.start, t.mention) if t.start >= 0 and t.mention else f"{t.object_type}:{t.instance_id}"
 
 
-def _mentions(topics: Sequence[LinkedTopic]) -> list[tuple[int, str] | str]:
+def _mentions(topics: Sequence[NetworkTopic]) -> list[tuple[int, str] | str]:
     return list(dict.fromkeys(_mention(t) for t in topics))
 
 
-def _own_topics(cues: Cues, topics: Sequence[LinkedTopic]) -> list[LinkedTopic]:
+def _own_topics(cues: Cues, topics: Sequence[NetworkTopic]) -> list[NetworkTopic]:
     """Distinct topics (first mention first; every stored reading of the first :data:`MAX_MENTIONS` mentions)
     whose words are not a cue's ("1984" in "before 1984")."""
-    out: list[LinkedTopic] = []
+    out: list[NetworkTopic] = []
     for t in sorted(topics, key=lambda t: t.start if t.start >= 0 else 1 << 30):
         end = t.start + len(t.mention)
         if t.start >= 0 and any(a < end and t.start < b for a, b in cues.spans):
@@ -446,7 +460,7 @@ def _own_topics(cues: Cues, topics: Sequence[LinkedTopic]) -> list[LinkedTopic]:
     return [t for t in out if _mention(t) in kept]
 
 
-def _topic(t: LinkedTopic) -> Topic:
+def _topic(t: NetworkTopic) -> Topic:
     return Topic(name=t.name[:500], id=f"{t.object_type}:{t.instance_id}"[:500], mention=t.mention[:500],
                  type=t.object_type[:300])
 
@@ -463,10 +477,7 @@ def _literal(parts: _Parts, ot: ObjectType, network: KnowledgeNetwork | None = N
         return None, 0.0
     prop, fit = picked
     kind = "year" if comparison.kind == "year" else ("date" if prop.type.lower() in _DATES else "number")
-    lc = LiteralConstraint(relation=prop.relation, label=prop.label, direction="in" if prop.direction == "in" else "out",
-                           op=comparison.op, value=comparison.value, value2=comparison.value2, kind=kind,
-                           text=comparison.text[:200])
-    return lc, fit
+    return comparison_constraint(comparison, prop.relation, prop.label, prop.direction, kind), fit
 
 
 def _counted_step(network: KnowledgeNetwork, parts: _Parts, ot: ObjectType) -> tuple[Hop, float] | None:
@@ -486,7 +497,7 @@ def _counted_step(network: KnowledgeNetwork, parts: _Parts, ot: ObjectType) -> t
         fit = 1.0 if _overlap(nouns, own) else 0.5 if _overlap(nouns, rel_words) else 0.0
         if not fit:
             continue
-        fit += _overlap(parts.words, rel_words) / max(len(set(parts.words)), 1)
+        fit += share_said(parts.words, rel_words, _similar)
         if best is None or fit > best[1]:
             best = (hop, fit)
     return best
@@ -503,54 +514,39 @@ def _aggregation(parts: _Parts, ot: ObjectType, network: KnowledgeNetwork) -> tu
                      and _overlap([noun_stem(w) for w in sup.words], _prop_words(p))]
             if not named:
                 return None, 0.0
-            return Aggregation(op="argmax" if sup.direction == "max" else "argmin", relation=named[0].name,
-                               label=named[0].display_name or named[0].name, kind="number",
-                               text=sup.text[:200]), 1.0
+            return superlative_aggregation(sup, named[0].name, named[0].display_name or named[0].name,
+                                           kind="number"), 1.0
         hop, fit = counted
-        return Aggregation(op="argmax" if sup.direction == "max" else "argmin", relation=hop.relation,
-                           label=hop.label, direction=hop.direction, kind="number", counts=True,
-                           text=sup.text[:200]), fit
+        return superlative_aggregation(sup, hop.relation, hop.label, hop.direction, "number", counts=True), fit
     if sup is not None and not sup.counts:
         picked = _pick_property(ot, sup.words, parts.words, sup.kind, parts.values_of(ot, network))
         if picked is None:
             return None, 0.0
         prop, fit = picked
-        kind = "date" if prop.type.lower() in _DATES else ("year" if sup.kind == "date" else "number")
         # a date superlative on a year-valued number orders the numbers ("oldest": the smallest year)
-        op = "argmax" if sup.direction == "max" else "argmin"
-        return Aggregation(op=op, relation=prop.relation, label=prop.label, kind=kind,
-                           direction="in" if prop.direction == "in" else "out", text=sup.text[:200]), fit
+        kind = "date" if prop.type.lower() in _DATES else ("year" if sup.kind == "date" else "number")
+        return superlative_aggregation(sup, prop.relation, prop.label, prop.direction, kind), fit
     if cues.is_count:
-        return Aggregation(op="count", text="how many"), 1.0
+        return count_aggregation(), 1.0
     return None, 0.0
 
 
-def _structure(parts: _Parts, topics: Sequence[LinkedTopic]) -> list[str]:
-    """The question's parts a plan should use, in the question's words."""
-    cues = parts.cues
-    out = []
-    if cues.is_count:
-        out.append("how many")
-    if cues.comparison is not None:
-        out.append(cues.comparison.text)
-    if cues.superlative is not None:
-        out.append(cues.superlative.text)
-    if parts.type_word:
-        out.append(parts.type_word)
-    out += list(dict.fromkeys(t.mention or t.name for t in topics))
-    return out
+def _structure(parts: _Parts, topics: Sequence[NetworkTopic]) -> list[str]:
+    """The question's parts a plan should use, in the question's words: its structure parts
+    (:func:`~kgrag.query_graph.stages.structure_parts`), then each topic's words."""
+    return structure_parts(parts.cues, parts.type_word) + list(dict.fromkeys(t.mention or t.name for t in topics))
 
 
-def _finish(plan: QueryGraph, parts: _Parts, topics: Sequence[LinkedTopic], used: set[str], meaning: float,
+def _finish(plan: QueryGraph, parts: _Parts, topics: Sequence[NetworkTopic], used: set[str], meaning: float,
             words: float, type_fit: float, chain: float = 0.0, extra: Sequence[str] = ()) -> QueryGraph:
     wanted = _structure(parts, topics) + [w for w in extra if w]
-    unused = [w for w in wanted if w not in used]
-    coverage = 1.0 - len(unused) / len(wanted) if wanted else 1.0
+    unused = unused_parts(wanted, used)
+    covered = coverage(len(unused), len(wanted))
     miss = bool(parts.asked) and type_fit == 0.0
-    score = (meaning + WORDS * words + TYPE * type_fit - TYPE_MISS * miss + COVERAGE * coverage
+    score = (meaning + WORDS * words + TYPE * type_fit - TYPE_MISS * miss + COVERAGE * covered
              - HOP * max(len(plan.path) - 1, 0) + chain)
     return plan.model_copy(update={"unused": unused[:20], "score": round(score, 4),
-                                   "confidence": round(coverage, 4)})
+                                   "confidence": round(covered, 4)})
 
 
 def _apply_cues(parts: _Parts, ot: ObjectType, network: KnowledgeNetwork) -> tuple[dict, set[str]]:
@@ -568,7 +564,7 @@ def _apply_cues(parts: _Parts, ot: ObjectType, network: KnowledgeNetwork) -> tup
     return update, used
 
 
-def plan_network(question: str, network: KnowledgeNetwork, topics: Sequence[LinkedTopic],
+def plan_network(question: str, network: KnowledgeNetwork, topics: Sequence[NetworkTopic],
                  intents: Sequence[tuple[str, float]] = (), max_candidates: int = MAX_CANDIDATES
                  ) -> list[QueryGraph]:
     """The scored query-graph candidates of ``question`` on ``network``, best first (see the module docstring);
@@ -592,7 +588,7 @@ def plan_network(question: str, network: KnowledgeNetwork, topics: Sequence[Link
             labels = [_intent(h) for h in path]
             meaning = _meaning(p, labels)
             path_words = _tokens(f"{text} {ot.name} {_id_words(ot.id)}")
-            words = _overlap(parts.words, path_words) / max(len(set(parts.words)), 1)
+            words = share_said(parts.words, path_words, _similar)
             # a path that goes on past the noun's node as the question does ("… of X born": to a birthplace)
             type_fit = parts.asked.get(end, 0.0) or _kind_fit(parts, network, path[-1], ot)
             goes_on = chain and (end in parts.asked or (_overlap(rest, _tokens(f"{_hop_text(network, path[-1])} "
@@ -647,8 +643,8 @@ def _kind_fit(parts: _Parts, network: KnowledgeNetwork, last: Hop, end: ObjectTy
     hints = _KIND_WORDS.get(parts.cues.answer_kind)
     if not hints:
         return 0.0
-    said = _tokens(f"{_hop_text(network, last)} {end.name} {_id_words(end.id)}")
-    return 0.5 if _overlap([noun_stem(h) for h in hints], said) else 0.0
+    named = _tokens(f"{_hop_text(network, last)} {end.name} {_id_words(end.id)}")
+    return 0.5 if _overlap([noun_stem(h) for h in hints], named) else 0.0
 
 
 def _meaning(p: Mapping[str, float], labels: Sequence[str]) -> float:
@@ -697,7 +693,7 @@ def _middle_plans(network: KnowledgeNetwork, parts: _Parts, ot: ObjectType, fit:
         hop = hop_back.model_copy(update={"direction": "in" if hop_back.direction == "out" else "out"})
         agg, _ = _aggregation(parts, ot, network)
         used = {parts.type_word, middle.text} | ({agg.text} if agg is not None else set())
-        words = _overlap(parts.words, _tokens(f"{text} {mid_type.name} {_id_words(mid)}")) / max(len(set(parts.words)), 1)
+        words = share_said(parts.words, _tokens(f"{text} {mid_type.name} {_id_words(mid)}"), _similar)
         plan = QueryGraph(topics=[], path=[hop], answer_type=ot.id, answer_type_label=ot.name or ot.id,
                           start_type=mid, literal_constraint=middle, aggregation=agg)
         out.append(_finish(plan, parts, [], used, 0.0, words, fit))
@@ -769,7 +765,7 @@ def _paths(network: KnowledgeNetwork, start: str, asked: Mapping[str, float], no
     return list(out.values())
 
 
-def _entity_constraint(network: KnowledgeNetwork, others: Sequence[LinkedTopic], end: str, parts: _Parts,
+def _entity_constraint(network: KnowledgeNetwork, others: Sequence[NetworkTopic], end: str, parts: _Parts,
                        p: Mapping[str, float]) -> tuple[EntityConstraint, str] | None:
     """The best one-hop path from another topic to the answer type: ``(constraint, the words it uses)``."""
     best: tuple[float, EntityConstraint, str] | None = None

@@ -1,7 +1,7 @@
 """Run a :class:`~kgrag.query_graph.plan.QueryGraph` on a triple KG as SPARQL, through its
 :class:`~kgrag.tools.client.KGClient` (the embedded store or an endpoint, same code).
 
-    QueryExecutor(client).run(query_graph)  # SparqlExecution(answers=[Answer("3", "3", …)], count=3, sparql="SELECT …")
+    QueryExecutor(client).run(query_graph)  # SparqlExecution(answers=[Node("3", "3", True)], count=3, sparql="SELECT …")
 
 Contract:
 
@@ -17,9 +17,9 @@ Contract:
   digits (``xsd:gYear``, ``xsd:date``, ``xsd:dateTime`` and ISO strings alike), dates in ISO order, numbers as
   ``xsd:decimal``. A constraint or a superlative whose relation holds no comparable value on the candidates is
   **not applied and said** (``not_applied``), never dropped in silence.
-- The result: answers (id, name, literal or not), the evidence (per answer, the first five: the path's triples with
-  names and ids and each hop's direction, and whether the store holds each triple: one batched check), the SPARQL
-  text run, and how many answers' paths were checked.
+- The result: answers (:class:`~kgrag.tools.client.Node`: id, name, literal or not), the evidence (per answer,
+  the first five: the path's triples with names and ids and each hop's direction, and whether the store holds each
+  triple: one batched check), the SPARQL text run, and how many answers' paths were checked.
 """
 
 from __future__ import annotations
@@ -31,12 +31,13 @@ from typing import TYPE_CHECKING, Any
 from kgrag.graph.iri import ENTITY_ID_RE, NAME_PREDICATE, RELATION_RE, VALUE_PREDICATE, XSD
 from kgrag.graph.sparql import entity_term, iri, literal, relation_term
 from kgrag.query_graph.plan import Aggregation, Hop, LiteralConstraint, QueryGraph
+from kgrag.tools.client import Node
 
 if TYPE_CHECKING:  # pragma: no cover
     from kgrag.graph.store import Row, Term
     from kgrag.tools.client import KGClient
 
-__all__ = ["TYPE_RELATIONS", "Answer", "SparqlExecution", "QueryExecutor", "comparable_filter", "node_term", "value_key"]
+__all__ = ["TYPE_RELATIONS", "QueryExecutor", "SparqlExecution", "comparable_filter", "node_term", "value_key"]
 
 #: type edges of a node's classes: RDF's, Freebase's, Wikidata's (where a graph has them); a plan without a topic
 #: ranges over the nodes typed with its answer type by any of them
@@ -98,24 +99,13 @@ def comparable_filter(var: str, kind: str) -> str:
     return f'REGEX(STR(?{var}), "^[+-]?[0-9]+([.][0-9]*)?$")'
 
 
-@dataclass(frozen=True)
-class Answer:
-    id: str  # a local id, a full foreign IRI, or a literal's value
-    name: str
-    is_literal: bool = False
-
-    @property
-    def label(self) -> str:
-        return self.name or self.id
-
-
 @dataclass
 class SparqlExecution:
     """What one plan returned (see the module docstring)."""
 
-    answers: list[Answer]
+    answers: list[Node]
     #: the counted (``count``) or ranked items; the answers otherwise
-    items: list[Answer]
+    items: list[Node]
     sparql: str
     count: int | None = None
     evidence: list[dict[str, Any]] = field(default_factory=list)
@@ -315,7 +305,7 @@ class QueryExecutor:
         names = self._names([*terms.values(), *shown_terms])
         if topic is not None:
             names.setdefault(topic.value, qg.topics[0].name)
-        items = [Answer(k, t.value if t.kind == "literal" else names.get(t.value, ""), t.kind == "literal")
+        items = [Node(k, t.value if t.kind == "literal" else names.get(t.value, ""), t.kind == "literal")
                  for k, t in terms.items()]
         reverse = qg.aggregation is not None and qg.aggregation.op == "argmax"
         if keys:
@@ -323,11 +313,11 @@ class QueryExecutor:
         else:
             items.sort(key=lambda a: (a.label.lower(), a.id))
         evidence = self._evidence(items[:EVIDENCE_ANSWERS], paths, names)
-        answers = items if count is None else [Answer(str(count), str(count), True)]
+        answers = items if count is None else [Node(str(count), str(count), True)]
         return SparqlExecution(answers, items, text, count, evidence, not_applied,
                          checked=sum(1 for e in evidence if e["held"] and all(e["held"])))
 
-    def _evidence(self, shown: list[Answer], paths: dict[str, list[tuple[Term, Hop, Term]]],
+    def _evidence(self, shown: list[Node], paths: dict[str, list[tuple[Term, Hop, Term]]],
                   names: dict[str, str]) -> list[dict[str, Any]]:
         triples = list(dict.fromkeys((h, hop.relation, t) if hop.direction == "out" else (t, hop.relation, h)
                                      for a in shown for h, hop, t in paths.get(a.id, [])))

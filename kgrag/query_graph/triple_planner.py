@@ -2,7 +2,7 @@
 ranker's enumeration and scores, the question's cues (:mod:`kgrag.query_graph.cues`) and a few grouped SPARQL
 queries; the best plan is run by :class:`~kgrag.query_graph.sparql.QueryExecutor`.
 
-    TriplePlanner(kg.zero_shot).plan("In which country was Marie Curie born?", [TopicCandidate("e.curie_1", "Marie Curie")])
+    TriplePlanner(kg.zero_shot).plan("In which country was Marie Curie born?", [KGTopic("e.curie_1", "Marie Curie")])
     # Planned(best=QueryGraph(... path=[bornIn, locatedIn], answer_type="Country"), candidates=[…], reason="")
 
 Stages (every topic candidate, jointly scored):
@@ -46,6 +46,9 @@ where coverage = used cues / all cues (1 when the question has none) and margin 
 score of a rival: a plan with other answers (with ``answers_of``, the best four plans are run to tell; beyond them,
 or without it, a plan with another core path); a lone plan has margin 0.6. A plan that cannot be built says why
 (``reason``: one line).
+
+What both planners do alike (cues a name holds dropped, the constraint / aggregation a cue becomes, the question's
+structure parts and a plan's coverage of them) is :mod:`kgrag.query_graph.stages`.
 """
 
 from __future__ import annotations
@@ -63,10 +66,21 @@ from kgrag.graph.sparql import literal, relation_term
 from kgrag.query_graph.cues import Cues, read_cues
 from kgrag.query_graph.plan import Aggregation, EntityConstraint, Hop, LiteralConstraint, QueryGraph, Topic
 from kgrag.query_graph.sparql import TYPE_RELATIONS, node_term
+from kgrag.query_graph.stages import (
+    COUNT_TEXT,
+    comparison_constraint,
+    count_aggregation,
+    coverage,
+    drop_cues,
+    said,
+    structure_parts,
+    superlative_aggregation,
+    within,
+)
 from kgrag.reading.words import noun_stem
 from kgrag.search.keywords import STOPWORDS
 
-__all__ = ["ChainSource", "Planned", "TopicCandidate", "TriplePlanner", "relation_words"]
+__all__ = ["ChainSource", "KGTopic", "Planned", "TriplePlanner", "relation_words"]
 
 WEIGHTS = {"fit": 0.6, "ext_rel": 0.5, "ext": 0.08, "constraint": 0.5, "second": 0.3, "unused": 0.35,
            "class": 0.6, "link": 0.3, "count_value": 0.5, "words": 0.5, "typed_unused": 0.7, "plain_fit": 0.05}
@@ -140,7 +154,7 @@ def _placed(rels: Sequence[_Rel]) -> bool:
                any(c.split() and noun_stem(c.split()[-1]) in _PLACE_STEMS for c in r.classes) for r in rels)
 
 
-def _names_a_cue(topic: TopicCandidate, cues: Cues) -> bool:
+def _names_a_cue(topic: KGTopic, cues: Cues) -> bool:
     """Whether the topic was linked from a cue's words (the year of "released after 2002"): not a topic."""
     mention = (topic.mention or "").strip()
     if not mention:
@@ -149,7 +163,7 @@ def _names_a_cue(topic: TopicCandidate, cues: Cues) -> bool:
     return any(pattern.search(cues.question[a:b]) for a, b in cues.spans)
 
 
-def _without_cues_in_names(cues: Cues, topics: Sequence[TopicCandidate]) -> Cues:
+def _without_cues_in_names(cues: Cues, topics: Sequence[KGTopic]) -> Cues:
     """The cues less a comparison / superlative whose words lie inside a topic's name ("Last" in "The Last
     Cartographer", "1984" in "Nineteen … 1984"): they name the thing, they ask nothing."""
     spans = []
@@ -157,8 +171,8 @@ def _without_cues_in_names(cues: Cues, topics: Sequence[TopicCandidate]) -> Cues
         if t.mention and t.score >= 0.9:
             spans += [m.span() for m in re.finditer(re.escape(t.mention), cues.question, flags=re.IGNORECASE)]
 
-    def inside(span: tuple[int, int]) -> bool:
-        return any(a <= span[0] and span[1] <= b and (b - a) > (span[1] - span[0]) for a, b in spans)
+    def inside(span: tuple[int, int]) -> bool:  # inside a longer name
+        return any(within(span, (a, b)) and (b - a) > (span[1] - span[0]) for a, b in spans)
 
     drop = [c for c in (cues.comparison, cues.superlative) if c is not None and inside(c.span)]
     if not drop:
@@ -168,13 +182,10 @@ def _without_cues_in_names(cues: Cues, topics: Sequence[TopicCandidate]) -> Cues
         after = re.match(r"\s+([A-Za-z]+)", cues.question[cues.superlative.span[1]:])
         if after is not None and answer_words == [after.group(1).lower()]:
             answer_words = []
-    return replace(cues, answer_words=answer_words,
-                   comparison=None if cues.comparison in drop else cues.comparison,
-                   superlative=None if cues.superlative in drop else cues.superlative,
-                   spans=[sp for sp in cues.spans if sp not in {c.span for c in drop}])
+    return drop_cues(cues, drop, answer_words)
 
 
-def _nested(topic: TopicCandidate, topics: Sequence[TopicCandidate]) -> bool:
+def _nested(topic: KGTopic, topics: Sequence[KGTopic]) -> bool:
     """Whether the topic was linked from words inside another topic's longer words ("Chemistry" in "Aster Prize for
     Chemistry"), as well linked: the longer name is the topic."""
     mine = topic.mention.lower().strip()
@@ -183,12 +194,12 @@ def _nested(topic: TopicCandidate, topics: Sequence[TopicCandidate]) -> bool:
                               and t.score >= topic.score for t in topics)
 
 
-def _structured(cues: Cues, topics: Sequence[TopicCandidate]) -> bool:
+def _structured(cues: Cues, topics: Sequence[KGTopic]) -> bool:
     """Whether the question asks more than a look-up along one chain: a count, comparison, superlative, an
     explicit type noun ("which country"), a value kind (when / how tall) or a second well-linked name. A plain question ("who are X's parents")
     trusts the chain's meaning score and lets the answer type only break near-ties (``plain_fit``): relation
     words that merely say the asked kind (a nationality read backwards for "who") would beat the right chain."""
-    return bool(cues.is_count or cues.comparison or cues.superlative or cues.answer_words
+    return bool(structure_parts(cues, " ".join(cues.answer_words))  # a count, comparison, superlative, type noun
                 or cues.answer_kind in ("year", "date", "number")  # a value kind: told by the values, not words
                 or len({(t.mention or t.name).lower() for t in topics if t.score >= 0.9}) > 1)
 
@@ -251,9 +262,11 @@ class ChainSource(Protocol):
 
 
 @dataclass(frozen=True)
-class TopicCandidate:
-    """A node the question may start from: its id, stored name, the question's words for it, how well they match
-    (1 = exactly) and whether it is a class (a node that things are typed with)."""
+class KGTopic:
+    """A KG node the plan may start from (a topic of the question, as the planner sees it): its id, stored name,
+    the question's words for it, how well they match (1 = exactly) and whether it is a class (a node that things
+    are typed with). Made from the agent's :class:`kgrag.agent.kg.triple_kg.EntityMatch`; a chosen one becomes the
+    plan's :class:`kgrag.query_graph.plan.Topic`."""
 
     id: str
     name: str
@@ -338,7 +351,7 @@ class TriplePlanner:
     def _is_type(self, relation: str) -> bool:
         return relation in TYPE_RELATIONS
 
-    def _classes_of_topics(self, topics: Sequence[TopicCandidate]) -> set[str]:
+    def _classes_of_topics(self, topics: Sequence[KGTopic]) -> set[str]:
         """The topics that are classes (objects of a type edge): one query."""
         todo = [t for t in topics if t.is_class is None]
         known = {t.id for t in topics if t.is_class}
@@ -436,7 +449,7 @@ class TriplePlanner:
         return max(0.0, min(1.0, max(scores)))
 
     # ------------------------------------------------------------------ planning
-    def plan(self, question: str, topics: Sequence[TopicCandidate],
+    def plan(self, question: str, topics: Sequence[KGTopic],
              answers_of: Callable[[QueryGraph], frozenset[str]] | None = None) -> Planned:
         """The scored plans for the question from the topic candidates (best first); ``best`` None with a reason
         when none can be built. ``answers_of`` (a plan's answer ids, e.g. by the executor) sharpens the confidence:
@@ -495,7 +508,7 @@ class TriplePlanner:
         found.sort(key=lambda f: (-f[2], f[1], f[0]))
         return list(dict.fromkeys(found))[:2]
 
-    def _typed_plans(self, question: str, cues: Cues, topics: list[TopicCandidate],
+    def _typed_plans(self, question: str, cues: Cues, topics: list[KGTopic],
                      classes: set[str]) -> list[QueryGraph]:
         """Plans over a class as a whole ("which scientists were born before 1880", "the oldest university"): the
         nodes typed with the class the asked words name, with the comparison / superlative / count on their own
@@ -530,7 +543,7 @@ class TriplePlanner:
                     plans.append(plan)
         return plans
 
-    def _topic_plans(self, question: str, cues: Cues, topics: list[TopicCandidate], classes: set[str],
+    def _topic_plans(self, question: str, cues: Cues, topics: list[KGTopic], classes: set[str],
                      flat: list[Any]) -> list[QueryGraph]:
         """The plans along the topics' chains: their ends read (one fetch, grouped queries), then scored."""
         fetched = self.chains.fetch(flat)
@@ -554,7 +567,7 @@ class TriplePlanner:
         rels = self._describe(ends)
         return self._candidates(question, cues, topics, classes, flat, ends, rels)
 
-    def _candidates(self, question: str, cues: Cues, topics: list[TopicCandidate], classes: set[str],
+    def _candidates(self, question: str, cues: Cues, topics: list[KGTopic], classes: set[str],
                     flat: list[Any], ends: list[_Ends], rels: dict[int, list[_Rel]]) -> list[QueryGraph]:
         w = self.weights
         asked = self._asked(cues)
@@ -623,10 +636,9 @@ class TriplePlanner:
                 want = "date" if best is not None else want
             if best is not None:
                 r, fit_r = best
-                lc = LiteralConstraint(relation=r.relation, label=relation_words(r.relation) or r.relation,
-                                       direction=r.direction, op=cmp_.op, value=cmp_.value,  # type: ignore[arg-type]
-                                       value2=cmp_.value2, kind="year" if want == "date" else "number",
-                                       on=r.on, text=cmp_.text)  # type: ignore[arg-type]
+                lc = comparison_constraint(cmp_, r.relation, relation_words(r.relation) or r.relation, r.direction,
+                                           "year" if want == "date" else "number",
+                                           on="middle" if r.on == "middle" else "answer")
                 used += w["constraint"] * fit_r
             else:
                 unused.append(cmp_.text)
@@ -642,16 +654,15 @@ class TriplePlanner:
                                       allow_middle=False)
             if best is not None:
                 r, fit_r = best
-                ag = Aggregation(op="argmax" if sup.direction == "max" else "argmin", relation=r.relation,
-                                 label=relation_words(r.relation) or r.relation, direction=r.direction,  # type: ignore[arg-type]
-                                 kind=None if sup.counts else ("date" if r.kind == "date" else "number"),
-                                 text=sup.text, counts=sup.counts)
+                ag = superlative_aggregation(sup, r.relation, relation_words(r.relation) or r.relation, r.direction,
+                                             None if sup.counts else ("date" if r.kind == "date" else "number"),
+                                             counts=sup.counts)
                 used += w["constraint"] * fit_r
             else:
                 unused.append(sup.text)
         out = []
         if cues.is_count and ag is None:
-            count = Aggregation(op="count", text="how many")
+            count = count_aggregation()
             value_answer = ends.literal_kind == "number"  # the chain's own ends are numbers ("how many pages")
             plans_for = [(count, 0.0 if not value_answer else -w["count_value"])]
             if value_answer:  # "how many pages": the number is the answer
@@ -661,7 +672,7 @@ class TriplePlanner:
                                       type_id))
         else:
             if cues.is_count:
-                unused.append("how many")
+                unused.append(COUNT_TEXT)
             out.append(self._plan(cues, topic, hops, type_label, lc, ag, unused, score + used, fit, asked, type_id))
         return out
 
@@ -679,8 +690,7 @@ class TriplePlanner:
         if asked_words:  # words: how much of the question the plan's relations and type name
             named = _words(" ".join(_split(" ".join([*(h.relation for h in hops), type_label,
                                                      *(x.relation for x in (lc, ag) if x)]).replace(".", "_"))))
-            score += self.weights["words"] * sum(1 for a in asked_words if any(_alike(a, b) for b in named)) \
-                / len(asked_words)
+            score += self.weights["words"] * said(asked_words, named, _alike) / len(asked_words)
         return QueryGraph(topics=[topic] if topic else [], path=hops, answer_type=type_id or type_label,
                           answer_type_label=type_label,
                           literal_constraint=lc, aggregation=ag, unused=unused, score=round(score, 4))
@@ -695,13 +705,13 @@ class TriplePlanner:
         fit, best = max(scored, key=lambda p: (p[0], p[1].relation))
         return best, fit
 
-    def _second_topics(self, cues: Cues, topics: list[TopicCandidate], flat: list[Any], ends: list[_Ends],
+    def _second_topics(self, cues: Cues, topics: list[KGTopic], flat: list[Any], ends: list[_Ends],
                        plans: list[QueryGraph]) -> None:
         """An entity constraint from a second topic named by other words, where its chains reach the same ends;
         a plan that leaves such a name unused says so."""
         by_id = {t.id: t for t in topics}
 
-        def distinct(a: TopicCandidate, b: TopicCandidate) -> bool:
+        def distinct(a: KGTopic, b: KGTopic) -> bool:
             x, y = a.mention.lower(), b.mention.lower()
             return bool(x and y and x not in y and y not in x)
 
@@ -743,8 +753,7 @@ class TriplePlanner:
                    answers_of: Callable[[QueryGraph], frozenset[str]] | None) -> None:
         """Each plan's confidence (see the module docstring). With ``answers_of`` the best few plans are run and a
         rival is a plan with other answers (two paths to the same answers do not make the plan less sure)."""
-        total = sum(1 for x in (cues.comparison, cues.superlative, cues.count_noun) if x is not None) + \
-            (1 if cues.answer_words else 0)
+        total = len(structure_parts(cues, " ".join(cues.answer_words)))
         known: dict[int, frozenset[str]] = {}
         if answers_of is not None:
             for i, plan in enumerate(plans[:_RUN_FOR_MARGIN]):
@@ -758,6 +767,6 @@ class TriplePlanner:
         for i, plan in enumerate(plans):
             rivals = [p.score for j, p in enumerate(plans) if j != i and not same(i, j)]
             margin = plan.score - max(rivals) if rivals else 0.6
-            coverage = 1.0 if total == 0 else max(0.0, (total - len(plan.unused)) / total)
-            plan.confidence = round(max(0.0, min(1.0, coverage * (0.4 + 0.6 * (1 - math.exp(-max(0.0, margin)
-                                                                                              / 0.15))))), 4)
+            covered = coverage(len(plan.unused), total)
+            plan.confidence = round(max(0.0, min(1.0, covered * (0.4 + 0.6 * (1 - math.exp(-max(0.0, margin)
+                                                                                             / 0.15))))), 4)

@@ -4,7 +4,8 @@
 
 Rules, in order:
 
-1. NFKC-normalise (full-width letters, digits and punctuation become ASCII) and lowercase.
+1. NFKC-normalise (full-width letters, digits and punctuation become ASCII) and lowercase
+   (:func:`kgrag.text.fold_width`).
 2. Text without any Chinese character never touches jieba: it is split into ASCII word tokens
    (``[a-z0-9]+``, decimals such as ``3.5`` kept whole). Everything else — dots, underscores, hyphens,
    spaces, punctuation — separates tokens, so the Freebase relation ``people.person.place_of_birth`` gives
@@ -31,11 +32,12 @@ from __future__ import annotations
 import logging
 import re
 import threading
-import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 import jieba
+
+from kgrag.text import fold_width
 
 __all__ = ["ENGLISH_STOPWORDS", "CHINESE_STOPWORDS", "add_words", "has_cjk", "is_word", "tokenize", "tokenize_cache",
            "word_pieces"]
@@ -84,10 +86,6 @@ _block_cache: dict[str, tuple[str, ...]] | None = None
 _cache_depth = 0
 
 
-def _normalise(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).lower()
-
-
 def _get_segmenter() -> jieba.Tokenizer:
     """The process-wide jieba tokenizer, initialised on first use."""
     global _segmenter
@@ -112,7 +110,7 @@ def add_words(words: Iterable[str]) -> int:
     Returns how many words were added. Cheap before the first Chinese text: the words are queued and added
     when jieba initialises.
     """
-    cleaned = [w for w in (_normalise(word).strip() for word in words) if w]
+    cleaned = [w for w in (fold_width(word).strip() for word in words) if w]
     with _lock:
         if _segmenter is None:
             _pending_words.extend(cleaned)
@@ -127,12 +125,12 @@ def add_words(words: Iterable[str]) -> int:
 def word_pieces(text: str) -> list[str]:
     """jieba's pieces of the normalised ``text`` (NFKC, lower-cased), nothing dropped: they join to it. For
     word-level views of short strings such as names (:mod:`kgrag.search.name_segments`)."""
-    return list(_get_segmenter().cut(_normalise(text), HMM=True)) if text else []
+    return list(_get_segmenter().cut(fold_width(text), HMM=True)) if text else []
 
 
 def is_word(word: str) -> bool:
     """Whether the normalised ``word`` is in the jieba dictionary (with a positive frequency)."""
-    return bool(_get_segmenter().FREQ.get(_normalise(word)))
+    return bool(_get_segmenter().FREQ.get(fold_width(word)))
 
 
 @contextmanager
@@ -160,7 +158,7 @@ def text_blocks(text: str) -> list[str] | None:
     it holds no Chinese (:func:`tokenize` then never uses jieba)."""
     if not text:
         return None
-    text = _normalise(text)
+    text = fold_width(text)
     if not _CJK.search(text):
         return None
     return [block for block in _JIEBA_BLOCK.split(text) if block]
@@ -203,7 +201,7 @@ def tokenize(text: str, *, stopwords: bool = True) -> list[str]:
     """
     if not text:
         return []
-    text = _normalise(text)
+    text = fold_width(text)
     if not _CJK.search(text):
         return [t for t in _ASCII_WORD.findall(text) if _keep(t, stopwords)]
     cache = _block_cache

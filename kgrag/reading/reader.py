@@ -45,6 +45,7 @@ from functools import lru_cache
 from typing import Any
 
 from kgrag.reading.numbers import SMALLER, Quantity, find_quantities
+from kgrag.text import stem_key
 
 __all__ = ["Token", "Degree", "Reading", "read_question", "lemma", "stem", "ENV_VAR"]
 
@@ -367,16 +368,9 @@ def lemma(word: str) -> str:
     return _lemma_cached(word, _mode())
 
 
-@lru_cache(maxsize=65536)
-def _normalise(text: str) -> str:
-    text = unicodedata.normalize("NFKD", text.lower())
-    text = "".join(c for c in text if not unicodedata.combining(c))
-    return re.sub(r"[\s\-_'.’]+", "", text)
-
-
 def stem(word: str) -> str:
-    """``lemma(word)`` lowercased, accents stripped, ``- _ ' . ’`` and spaces removed."""
-    return _normalise(lemma(word))
+    """``lemma(word)`` lowercased, accents stripped, ``- _ ' . ’`` and spaces removed (:func:`kgrag.text.stem_key`)."""
+    return stem_key(lemma(word))
 
 
 # --- reading ------------------------------------------------------------------------------------------------

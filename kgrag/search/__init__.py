@@ -1,5 +1,7 @@
-"""kn_search: concept + semantic instance recall over a knowledge network (spec kn-search.md), and
-``context_search``: the same plus contextual recall (spec contextual-recall.md). See :mod:`kgrag.search.pipeline`."""
+"""kn_search: concept + semantic instance recall over a knowledge network (spec kn-search.md, the kn_search
+API specification of concept and instance recall), and ``context_search``: the same plus contextual recall
+(spec contextual-recall.md, the specification of recalling how a question's words are stored). See
+:mod:`kgrag.search.pipeline`."""
 
 from kgrag.search.kn_models import (
     KnSearchActionType,

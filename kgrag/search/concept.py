@@ -1,5 +1,6 @@
-"""Concept recall (spec kn-search.md §3.2): network detail → coarse recall → relation ranking → object-type
-selection → response conversion (schema brief, property pruning, sample data, action types)."""
+"""Concept recall (spec kn-search.md, the kn_search API specification of concept and instance recall, §3.2):
+network detail → coarse recall → relation ranking → object-type selection → response conversion (schema
+brief, property pruning, sample data, action types)."""
 
 from __future__ import annotations
 

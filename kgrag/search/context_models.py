@@ -1,4 +1,5 @@
-"""Contextual recall models (spec contextual-recall.md §3.2 stage outputs and §4 ``contextual_knowledge``).
+"""Contextual recall models (spec contextual-recall.md, the specification of recalling how a question's words
+are stored, §3.2 stage outputs and §4 ``contextual_knowledge``).
 
 Stage 1 (keyword extraction) produces :class:`Extraction`; stages 3–6 produce :class:`KeywordMapping`,
 :class:`AttributeFormat`, :class:`RelationPattern` and :class:`PrimaryFields`; stage 7 assembles them into

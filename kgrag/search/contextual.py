@@ -1,5 +1,6 @@
-"""Contextual recall (spec contextual-recall.md): after kn_search's schema recall, the preparatory knowledge a
-downstream agent needs to write a query that matches how the data is stored.
+"""Contextual recall (spec contextual-recall.md, the specification of recalling how a question's words are
+stored): after kn_search's schema recall, the preparatory knowledge a downstream agent needs to write a query
+that matches how the data is stored.
 
     knowledge = contextual_recall(request, store, concepts)  # concepts: kn_search's response for request
     knowledge.keyword_mappings[0].storage_forms  # 上气道梗阻 exact / 上、下气道梗阻 contains …

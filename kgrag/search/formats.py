@@ -1,5 +1,6 @@
 """Stages 4 and 6 of contextual recall: how attribute values are stored, and each type's primary fields
-(spec contextual-recall.md §2.2, §2.4, §3.2 阶段4/6, §4.2.2, §4.2.4).
+(spec contextual-recall.md, the specification of recalling how a question's words are stored, §2.2, §2.4,
+§3.2 阶段4/6, §4.2.2, §4.2.4).
 
 Attribute formats: an attribute condition (年龄大于30岁, 男性) is tied to data properties by the words that name
 it (年龄 ~ a property called/commented 年龄 or ``age``), by its unit (岁 -> an age property), or — for a categorical
@@ -85,25 +86,43 @@ def attribute_candidates(cond: AttributeCondition, object_types: list[ObjectType
     return [(ot, prop) for _, _, ot, prop in scored]
 
 
+_CATEGORICAL_TYPES = frozenset({"string", "text", "varchar", "char", "keyword", "enum"})
+#: (network, version, value forms, the (type, property) pairs searched) -> what categorical_candidates found: a
+#: value absent from every property costs one scan per type, and questions repeat the same few values (男性, 儿童)
+_categorical: dict[tuple, list[tuple[ObjectType, DataProperty, Any]]] = {}
+_CATEGORICAL_KEPT = 512
+
+
 def categorical_candidates(store: ContextStore, kn_id: str, cond: AttributeCondition,
                            object_types: list[ObjectType]) -> list[tuple[ObjectType, DataProperty, str]]:
-    """For a categorical value (男性): ``(type, property, stored value)`` where the value or a synonym is stored."""
+    """For a categorical value (男性): ``(type, property, stored value)`` where the value or a synonym is stored
+    (the first instance by id of each property holding one), found once per network version."""
     word = str(cond.value).lower()
     forms = {word}
     for canonical, synonyms in CATEGORICAL_SYNONYMS.items():
         if word in synonyms or word == canonical:
             forms |= {canonical, *synonyms}
     variants = sorted({f for form in forms for f in (form, form.upper(), form.capitalize())})
-    found = []
-    for ot in object_types:
-        for prop in ot.data_properties:
-            if prop.type.lower() not in ("string", "text", "varchar", "char", "keyword", "enum"):
+    searched = [(ot, [p for p in ot.data_properties if p.type.lower() in _CATEGORICAL_TYPES]) for ot in object_types]
+    key = (kn_id, store.network_version(kn_id), tuple(variants),
+           tuple((ot.id, p.name) for ot, props in searched for p in props))
+    found = _categorical.get(key)
+    if found is None:
+        found = []
+        for ot, props in searched:
+            # one scan of the type for all its properties first: most types store the value nowhere
+            if not props or not store.query_instances(kn_id, ot.id, Condition(operation="or", sub_conditions=[
+                    Condition(operation="in", field=p.name, value=variants) for p in props]), 1, sort_by_score=False):
                 continue
-            hits = store.query_instances(kn_id, ot.id, Condition(operation="in", field=prop.name, value=variants), 1,
-                                         sort_by_score=False)
-            if hits:
-                found.append((ot, prop, hits[0].properties.get(prop.name)))
-    return found
+            for prop in props:
+                hits = store.query_instances(kn_id, ot.id, Condition(operation="in", field=prop.name, value=variants),
+                                             1, sort_by_score=False)
+                if hits:
+                    found.append((ot, prop, hits[0].properties.get(prop.name)))
+        if len(_categorical) > _CATEGORICAL_KEPT:
+            _categorical.clear()
+        _categorical[key] = found
+    return list(found)
 
 
 def _query_value(cond: AttributeCondition, storage: str, pattern: str, unit: str | None) -> Any:
@@ -138,9 +157,26 @@ def attribute_format(store: ContextStore, kn_id: str, cond: AttributeCondition, 
     )
 
 
+#: (network, version, object type, samples) -> its PrimaryFields: the same for every question on one version
+_primary: dict[tuple[str, str, str, int], PrimaryFields] = {}
+_PRIMARY_KEPT = 4096
+
+
 def primary_fields(store: ContextStore, kn_id: str, ot: ObjectType, samples: int) -> PrimaryFields:
     """The type's name field (display key) and id field (first primary key, else ``id``/``*_id``, else the
-    instance id), with sample values from ``samples`` instances."""
+    instance id), with sample values from ``samples`` instances (the first by id); read once per network
+    version."""
+    key = (kn_id, store.network_version(kn_id), ot.id, samples)
+    found = _primary.get(key)
+    if found is None:
+        found = _read_primary_fields(store, kn_id, ot, samples)
+        if len(_primary) > _PRIMARY_KEPT:
+            _primary.clear()
+        _primary[key] = found
+    return found.model_copy(deep=True)
+
+
+def _read_primary_fields(store: ContextStore, kn_id: str, ot: ObjectType, samples: int) -> PrimaryFields:
     name = name_field(ot) or ot.display_key
     props = [p.name for p in ot.data_properties]
     id_field = (ot.primary_keys[0] if ot.primary_keys else

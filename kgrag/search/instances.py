@@ -1,4 +1,5 @@
-"""Semantic instance recall (spec kn-search.md §3.3): searchable fields, conditions, scoring, filters.
+"""Semantic instance recall (spec kn-search.md, the kn_search API specification of concept and instance
+recall, §3.3): searchable fields, conditions, scoring, filters.
 
 The helpers are pure; :func:`recall_instances` is the only one that calls the :class:`OntologyService`.
 """

@@ -1,5 +1,6 @@
 """Stage 1 of contextual recall: split a question into entity keywords, attribute-value conditions and relation
-words (spec contextual-recall.md §3.2 阶段1), for Chinese and English, without an LLM.
+words (spec contextual-recall.md, the specification of recalling how a question's words are stored, §3.2
+阶段1), for Chinese and English, without an LLM.
 
     lexicon = Lexicon.from_network(network, store.instance_names(kn_id))
     extraction = extract_keywords("上气道梗阻有哪些症状", lexicon)

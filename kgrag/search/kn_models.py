@@ -1,4 +1,5 @@
-"""kn_search request / response models and the retrieval-config merge (spec kn-search.md §2.2–§2.5).
+"""kn_search request / response models and the retrieval-config merge (spec kn-search.md, the kn_search API
+specification of concept and instance recall, §2.2–§2.5).
 
 Two families of config models:
 

@@ -24,16 +24,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from kgrag.text import fold_keyword
+
 __all__ = ["MIN_CHARS", "NgramIndex", "fold", "within_one_edit"]
 
 #: the shortest folded word looked up (one character of three changed is mostly another name: 肋膜炎 / 巩膜炎)
 MIN_CHARS = 4
-_PUNCT = str.maketrans("", "", "、，,。.·・-_/()（）[]【】 　'\"“”‘’－—–:：;；")
-
-
-def fold(text: str) -> str:
-    """``text`` lower-cased without punctuation or spaces."""
-    return text.lower().translate(_PUNCT)
+#: ``text`` lower-cased without punctuation or spaces (:func:`kgrag.text.fold_keyword`)
+fold = fold_keyword
 
 
 def _bigrams(text: str) -> set[str]:

@@ -1,4 +1,5 @@
-"""Concept + semantic instance recall: kn_search's own stages (spec kn-search.md), on an :class:`OntologyService`.
+"""Concept + semantic instance recall: kn_search's own stages (spec kn-search.md, the kn_search API
+specification of concept and instance recall), on an :class:`OntologyService`.
 
 The entry points (``kn_search`` with ``include_context``, ``context_search``) are in :mod:`kgrag.search.pipeline`;
 this module knows nothing of contextual recall.

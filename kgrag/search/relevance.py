@@ -1,4 +1,5 @@
-"""Pure scoring / ordering rules of kn_search concept recall (spec kn-search.md §3.2.3–§3.2.5).
+"""Pure scoring / ordering rules of kn_search concept recall (spec kn-search.md, the kn_search API
+specification of concept and instance recall, §3.2.3–§3.2.5).
 
 Every function here is free of I/O, so each rule is testable without a store or a model.
 
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 
 from kgrag.network.schema.model import ObjectType, RelationType
 from kgrag.rank.rerank import Reranker
+from kgrag.text import fold_case
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +35,8 @@ __all__ = [
 FULLWIDTH_COMMA = "，"
 
 
-def normalize(text: str | None) -> str:
-    return (text or "").strip().casefold()
+#: how names, comments and queries are compared here (:func:`kgrag.text.fold_case`: stripped, casefolded)
+normalize = fold_case
 
 
 def calculate_relevance_score(query: str, name: str, comment: str = "") -> float:

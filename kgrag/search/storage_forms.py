@@ -1,5 +1,6 @@
 """Stages 2–3 of contextual recall: which object types a keyword belongs to, and how the data stores it
-(spec contextual-recall.md §2.1, §3.2 阶段2/3, §5.1.1).
+(spec contextual-recall.md, the specification of recalling how a question's words are stored, §2.1, §3.2
+阶段2/3, §5.1.1).
 
 For one keyword and one object type, through the store's condition queries (interface 1) on the type's name field
 (its display key), at most ``forms_per_strategy`` forms per strategy:
@@ -43,6 +44,7 @@ has_symptom) — capped at 1. When the lexicon restricts the search to the types
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from difflib import SequenceMatcher
 
@@ -52,6 +54,7 @@ from kgrag.network.service import ContextStore
 from kgrag.search.context_models import ContextConfig, KeywordMapping, StorageForm
 from kgrag.search.other_names import OtherNameIndex, other_name_index
 from kgrag.search.standard_name import standard_names, validated
+from kgrag.text import fold_punct
 
 __all__ = ["ALIAS_FIELDS", "ALIAS_SIMILARITY", "EARLY_OTHER_TYPES", "KNN_WEIGHT", "LATE_AFTER_FUZZY",
            "OTHER_NAME_TYPES", "TypeHits", "alias_field", "alias_forms", "prefetch_hits",
@@ -72,13 +75,13 @@ EARLY_OTHER_TYPES = frozenset({"standard_name", "abbreviation"})
 #: often another thing: the embedding neighbours come first)
 LATE_AFTER_FUZZY = 2
 
-_PUNCT = str.maketrans("", "", "、，,。.·・-_/()（）[]【】 　'\"“”")
 
-
+@functools.lru_cache(maxsize=16384)  # a question's keyword meets the same names in several strategies and types
 def similarity(keyword: str, form: str) -> float:
     """Character-level closeness in [0, 1]: the larger of the difflib ratio and the Dice coefficient of
-    character bigrams, both on lower-cased text without punctuation (上下气道梗阻 ~ 上、下气道梗阻)."""
-    a, b = keyword.lower().translate(_PUNCT), form.lower().translate(_PUNCT)
+    character bigrams, both on lower-cased text without punctuation (:func:`kgrag.text.fold_punct`: 上下气道梗阻 ~
+    上、下气道梗阻)."""
+    a, b = fold_punct(keyword), fold_punct(form)
     if not a or not b:
         return 0.0
     if a == b:
@@ -131,7 +134,7 @@ def _alias_closeness(keyword: str, alias: str) -> float:
     """1 when equal ignoring case and punctuation (Hamman-Rich综合征 ~ HammanRich综合征); :func:`similarity` when
     one contains the other and that is at least :data:`ALIAS_SIMILARITY` (眼震有 ~ 眼震: a word left attached);
     else 0 — a changed character (甲型 / 乙型) is another name, not the same alias."""
-    a, b = keyword.lower().translate(_PUNCT), alias.lower().translate(_PUNCT)
+    a, b = fold_punct(keyword), fold_punct(alias)
     if not a or not b:
         return 0.0
     if a == b:

@@ -1,4 +1,5 @@
-"""KG tools for agents (spec kg-tools.md): ``get_relations`` / ``get_triples`` over SPARQL with CVT flattening."""
+"""KG tools for agents (spec kg-tools.md, the specification of the KG tools for LLM agents):
+``get_relations`` / ``get_triples`` over SPARQL with CVT flattening."""
 
 from kgrag.tools.client import KGClient
 from kgrag.tools.config import KGToolsConfig

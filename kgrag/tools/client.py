@@ -1,4 +1,5 @@
-"""Stateless SPARQL access for the KG tools (spec kg-tools.md §2.3, §3.5).
+"""Stateless SPARQL access for the KG tools (spec kg-tools.md, the specification of the KG tools for LLM
+agents, §2.3, §3.5).
 
 :class:`KGClient` builds every query from validated identifiers (:mod:`kgrag.graph.sparql`) and escaped
 literals, runs it on any :class:`~kgrag.graph.store.GraphStore` (embedded or remote, same code) and turns IRIs

@@ -1,4 +1,5 @@
-"""Settings of the KG tools (spec kg-tools.md §6), with the spec's defaults."""
+"""Settings of the KG tools (spec kg-tools.md, the specification of the KG tools for LLM agents, §6), with
+the spec's defaults."""
 
 from __future__ import annotations
 

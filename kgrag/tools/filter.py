@@ -1,4 +1,5 @@
-"""Relation filters (spec kg-tools.md §2.4 and the flatten filter of §3.5.5).
+"""Relation filters (spec kg-tools.md, the specification of the KG tools for LLM agents, §2.4 and the flatten
+filter of §3.5.5).
 
 :class:`LLMRelationFilter` asks an OpenAI-compatible model to pick and order relations (JSON list), retrying
 with exponential backoff up to ``attempts`` times on API or parse failures and falling back to the caller's

@@ -1,4 +1,5 @@
-"""Parse what an agent writes inside ``<kg-query>…</kg-query>`` (spec kg-tools.md §1).
+"""Parse what an agent writes inside ``<kg-query>…</kg-query>`` (spec kg-tools.md, the specification of the
+KG tools for LLM agents, §1).
 
 Two call shapes are accepted, with single or double quotes and free whitespace::
 

@@ -1,4 +1,5 @@
-"""One agent's KG session for one question (spec kg-tools.md): ``get_relations`` / ``get_triples``.
+"""One agent's KG session for one question (spec kg-tools.md, the specification of the KG tools for LLM
+agents): ``get_relations`` / ``get_triples``.
 
 A :class:`KGSession` owns everything that lives for one question — the bidirectional entity registry, the
 seen-relation set, the per-entity relation cache, CVT flatten mappings, pending flatten relations, the last

@@ -1,10 +1,11 @@
 """The agent's tools on a triple graph: ``reason_paths`` (H-RAG), ``get_relations`` / ``get_triples`` (the
-kg-tools session, spec kg-tools.md), ``verify_path`` (each triple of a path asked of the store) and, LLM-free
-without a trained reasoner, ``rank_chains`` (:mod:`kgrag.agent.kg.zero_shot`: the topics' chains ranked, the
-best chain's ends, its triples checked on the store) and ``query_graph`` (:mod:`kgrag.agent.kg.query_plan`: the
-question's query graph planned over the linked topics and run as SPARQL: counts, filters, superlatives, answer
-types) and ``query_plan`` (:mod:`kgrag.agent.kg.table_plans`: a plan over the KG's classes as tables — filters
-on values, a join, a count, an order), run the same way for both planners and both LLM styles.
+kg-tools session, spec kg-tools.md, the specification of the KG tools for LLM agents), ``verify_path`` (each
+triple of a path asked of the store) and, LLM-free without a trained reasoner, ``rank_chains``
+(:mod:`kgrag.agent.kg.zero_shot`: the topics' chains ranked, the best chain's ends, its triples checked on
+the store) and ``query_graph`` (:mod:`kgrag.agent.kg.query_plan`: the question's query graph planned over the
+linked topics and run as SPARQL: counts, filters, superlatives, answer types) and ``query_plan``
+(:mod:`kgrag.agent.kg.table_plans`: a plan over the KG's classes as tables — filters on values, a join, a
+count, an order), run the same way for both planners and both LLM styles.
 
     call = run_kg_call(kg, session, ToolCall(name="get_relations", args={"entity": "Tom Hanks"}), turn)
     call["result"]["text"]          # exactly what the model reads next
@@ -30,7 +31,7 @@ from kgrag.hrag.gflownet.llm_answer import verbalise_path
 from kgrag.tools.parse import GetRelations, GetTriples, ParseError, extract_query, parse_query
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kgrag.agent.kg.triple_kg import TopicLink, TripleKG
+    from kgrag.agent.kg.triple_kg import EntityMatch, TripleKG
     from kgrag.tools.session import KGSession
 
 __all__ = ["KG_TOOL_NAMES", "kg_openai_tools", "reason_text", "run_kg_call"]
@@ -60,7 +61,7 @@ def reason_text(answers: list[dict[str, Any]], predicted: list[str], shown: int 
     return "\n".join(lines)
 
 
-def _reason(kg: TripleKG, question: str, topics: list[TopicLink], k: int) -> tuple[dict[str, Any], str]:
+def _reason(kg: TripleKG, question: str, topics: list[EntityMatch], k: int) -> tuple[dict[str, Any], str]:
     if kg.reasoner is None:
         return {"text": f"[reason_paths is not available on {kg.dataset}: {kg.reasoner_note}]"}, "no reasoner"
     rows = [t.row for t in topics] or None
@@ -91,7 +92,7 @@ def _verify(kg: TripleKG, triples: Any) -> tuple[dict[str, Any], str]:
             "text": f"{sum(c['held'] for c in checks)}/{len(checks)} triples held by the store"}, ""
 
 
-def _rank_chains(kg: TripleKG, question: str, entities: Any, topics: list[TopicLink]) -> tuple[dict[str, Any], str]:
+def _rank_chains(kg: TripleKG, question: str, entities: Any, topics: list[EntityMatch]) -> tuple[dict[str, Any], str]:
     if not isinstance(entities, list) or not entities or not all(isinstance(e, str) for e in entities):
         return {"text": "[rank_chains needs a list of topic entity ids]"}, "bad arguments"
     known = {t.entity_id: t.name for t in topics}
@@ -149,7 +150,7 @@ def _string(args: dict[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) and 0 < len(value) <= MAX_ARG_CHARS else None
 
 
-def _dispatch(kg: TripleKG, session: KGSession, name: str, args: Any, question: str, topics: list[TopicLink],
+def _dispatch(kg: TripleKG, session: KGSession, name: str, args: Any, question: str, topics: list[EntityMatch],
               k: int, propose: Proposer | None = None) -> tuple[dict[str, Any], str]:
     if not isinstance(args, dict):
         return {"text": "[arguments must be a JSON object]"}, "arguments are not a JSON object"
@@ -182,7 +183,7 @@ def _dispatch(kg: TripleKG, session: KGSession, name: str, args: Any, question: 
     return {"text": f"[unknown tool {name!r}; use {', '.join(KG_TOOL_NAMES[:3])}]"}, f"unknown tool {name!r}"
 
 
-def run_kg_call(kg: TripleKG, session: KGSession, call: ToolCall, question: str, topics: list[TopicLink],
+def run_kg_call(kg: TripleKG, session: KGSession, call: ToolCall, question: str, topics: list[EntityMatch],
                 k: int = 10, propose: Proposer | None = None) -> ToolCall:
     """Run one call; the returned copy has ``result`` (with ``text``), ``ms`` and, when it failed, ``error``
     (``propose``: the LLM's query graph, for ``query_graph``)."""

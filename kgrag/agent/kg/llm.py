@@ -1,7 +1,8 @@
 """The LLM planner on a triple graph, in two styles (``AgentSettings.llm_style``):
 
-- ``kg-query`` (KG-R1, spec kg-tools.md): the model writes one ``<kg-query>…</kg-query>`` per turn; the session's
-  text comes back as a user message ``<information>…</information>``; ``<answer>…</answer>`` ends the turn.
+- ``kg-query`` (KG-R1, spec kg-tools.md, the specification of the KG tools for LLM agents): the model writes
+  one ``<kg-query>…</kg-query>`` per turn; the session's text comes back as a user message
+  ``<information>…</information>``; ``<answer>…</answer>`` ends the turn.
 - ``tools``: OpenAI tool calling over ``reason_paths`` / ``get_relations`` / ``get_triples``; a reply without a
   tool call is the answer.
 

@@ -1,6 +1,7 @@
-"""The ``query_graph`` tool of the triple agent: plan the question's query graph over the linked topic candidates
-(:class:`~kgrag.query_graph.triple_planner.TriplePlanner`, over the KG's zero-shot chain ranker) and run the best
-plan as SPARQL (:class:`~kgrag.query_graph.sparql.QueryExecutor`).
+"""The ``query_graph`` tool of the KG agent: plan the question's query graph over the linked topics
+(:class:`~kgrag.query_graph.triple_planner.KGTopic`) with :class:`~kgrag.query_graph.triple_planner.TriplePlanner`
+(over the KG's zero-shot chain ranker) and run the best plan as SPARQL
+(:class:`~kgrag.query_graph.sparql.QueryExecutor`).
 
     result = query_graph_result(kg, "how many prizes did Marie Curie win?", [{"entity_id": "e.curie_1", …}])
     result["answers"], result["query_graph"]["aggregation"], result["sparql"]
@@ -27,12 +28,12 @@ from typing import TYPE_CHECKING, Any
 from kgrag.graph.iri import ENTITY_ID_RE
 from kgrag.query_graph.plan import QueryGraph, Topic
 from kgrag.query_graph.sparql import QueryExecutor
-from kgrag.query_graph.triple_planner import TopicCandidate, TriplePlanner
+from kgrag.query_graph.triple_planner import KGTopic, TriplePlanner
 
 if TYPE_CHECKING:  # pragma: no cover
     from kgrag.agent.kg.triple_kg import TripleKG
 
-__all__ = ["Proposer", "query_graph_result", "topic_candidates"]
+__all__ = ["Proposer", "kg_topics", "query_graph_result"]
 
 #: the LLM's plan of a question over the shown topics and relations: ``(plan, "")`` or ``(None, why)``
 Proposer = Callable[[str, list[Topic], Mapping[str, str]], tuple[QueryGraph | None, str]]
@@ -52,10 +53,11 @@ def _parts(kg: TripleKG) -> tuple[TriplePlanner, QueryExecutor]:
         return parts
 
 
-def topic_candidates(links: list[dict[str, Any]]) -> list[TopicCandidate]:
-    """Topic candidates from the state's linked keywords (``entity_id``, ``name``, ``keyword``, ``match_type``,
-    ``similarity``, optional ``score`` / ``is_class``); ids that are not entity ids are dropped."""
-    out: dict[str, TopicCandidate] = {}
+def kg_topics(links: list[dict[str, Any]]) -> list[KGTopic]:
+    """The topics the planner may start from, out of the state's entity matches (``entity_id``, ``name``,
+    ``keyword``, ``match_type``, ``similarity``, optional ``score`` / ``is_class``: :class:`EntityMatch` dicts); ids
+    that are not entity ids are dropped."""
+    out: dict[str, KGTopic] = {}
     for link in links:
         entity = link.get("entity_id")
         if not isinstance(entity, str) or not ENTITY_ID_RE.match(entity) or entity in out:
@@ -64,8 +66,8 @@ def topic_candidates(links: list[dict[str, Any]]) -> list[TopicCandidate]:
         if not isinstance(score, int | float):
             score = _MATCH_SCORE.get(str(link.get("match_type")), float(link.get("similarity") or 0.5) * 0.9)
         is_class = link.get("is_class")
-        out[entity] = TopicCandidate(entity, str(link.get("name") or entity), str(link.get("keyword") or ""),
-                                     float(score), is_class if isinstance(is_class, bool) else None)
+        out[entity] = KGTopic(entity, str(link.get("name") or entity), str(link.get("keyword") or ""),
+                              float(score), is_class if isinstance(is_class, bool) else None)
     return list(out.values())
 
 
@@ -91,7 +93,7 @@ def query_graph_result(kg: TripleKG, question: str, links: list[dict[str, Any]],
     def answers_of(plan: QueryGraph) -> frozenset[str]:
         return frozenset(a.id for a in executor.run(plan).answers)
 
-    topics = topic_candidates(links)[:4]
+    topics = kg_topics(links)[:4]
     planned = planner.plan(question, topics, answers_of)
     if planned.best is None:
         return {"query_graph": None, "candidates": [], "answers": [], "reason": planned.reason,

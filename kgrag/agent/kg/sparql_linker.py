@@ -7,7 +7,7 @@ made of stopwords only) are looked up in ONE query: each span as written, Title-
 ``"…"@lang`` and a plain literal of the name predicate (``VALUES``: exact matches, served by the store's index).
 Where nothing matches and the server has a text index (Virtuoso's ``bif:contains``; tried once, remembered), the
 longest spans that neither start nor end with a stopword are looked up through it (one query each, at most 6) and
-kept when their normalised name equals the span's. The longest span wins; among entities sharing that name, the one with the most types (:meth:`KGClient._most_typed`).
+kept when their normalised name (:func:`kgrag.text.name_key`) equals the span's. The longest span wins; among entities sharing that name, the one with the most types (:meth:`KGClient._most_typed`).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from kgrag.data.metaqa import TOPIC_SPAN
 from kgrag.errors import KgragError
 from kgrag.graph.iri import ENTITY_ID_RE
 from kgrag.graph.sparql import literal
-from kgrag.prep.resolve import normalise
 from kgrag.search.keywords import STOPWORDS
+from kgrag.text import name_key
 from kgrag.tools.client import KGClient
 
 __all__ = ["SparqlLinker"]
@@ -117,7 +117,7 @@ class SparqlLinker:
                     break
         if not links:
             for span in self._content_spans(question, spans)[:TEXT_INDEX_SPANS]:
-                matches = [(e, n) for e, n in self._text_index(span) if normalise(n) == normalise(span)
+                matches = [(e, n) for e, n in self._text_index(span) if name_key(n) == name_key(span)
                            and ENTITY_ID_RE.match(e)]
                 if matches:
                     links.append((span, matches[0][1], matches[0][0], "text index"))

@@ -39,7 +39,7 @@ from kgrag.agent.kg.llm import llm_plan, result_messages
 from kgrag.agent.kg.needs import TripleRun
 from kgrag.agent.kg.query_plan import Proposer
 from kgrag.agent.kg.table_plans import check_on_tables, table_plan_step
-from kgrag.agent.kg.triple_kg import TopicLink, TripleKG, new_session_id
+from kgrag.agent.kg.triple_kg import EntityMatch, TripleKG, new_session_id
 from kgrag.agent.turn.confidence import settle
 from kgrag.agent.turn.messages import answer_message, question_from, question_update
 from kgrag.agent.turn.node import (
@@ -73,9 +73,9 @@ def _turn(state: AgentState) -> str:
     return f"{len(state.get('history') or [])}:{state.get('question', '')}"
 
 
-def _topics(state: AgentState) -> list[TopicLink]:
+def _topics(state: AgentState) -> list[EntityMatch]:
     topic = state.get("topic")
-    return [TopicLink(**{k: topic[k] for k in ("keyword", "name", "entity_id", "row", "match_type")})] if topic else []
+    return [EntityMatch(**{k: topic[k] for k in ("keyword", "name", "entity_id", "row", "match_type")})] if topic else []
 
 
 @traced("extract_keywords")
@@ -127,7 +127,7 @@ def schema_recall(state: AgentState, run: TripleRun) -> tuple[Update, str]:
     entity = next((k for k in state.get("keywords", []) if k["type"] == "entity"), None) or _history_topic(state)
     relations: list[str] = []
     if entity is not None:
-        topic = TopicLink(entity.get("keyword", entity["name"]), entity["name"], entity["entity_id"], entity["row"],
+        topic = EntityMatch(entity.get("keyword", entity["name"]), entity["name"], entity["entity_id"], entity["row"],
                           entity["match_type"])
         with kg.session(state["session_id"], _turn(state), state["question"], [topic]) as session:
             try:

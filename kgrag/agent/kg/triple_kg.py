@@ -25,9 +25,10 @@ from kgrag.agent.kg.sparql_linker import SparqlLinker
 from kgrag.agent.kg.zero_shot import ZeroShotChainRanker
 from kgrag.config import Settings
 from kgrag.data.registry import dataset_spec
+from kgrag.data.spec import DatasetSpec
 from kgrag.errors import KgragError
-from kgrag.graph import open_store
 from kgrag.graph.imported import opaque_relation_labels
+from kgrag.graph.versions.stores import open_store
 from kgrag.hrag.online.linker import EntityLinker
 from kgrag.hrag.retrieval.chains import chain_text
 from kgrag.hrag.retrieval.questions import masked_text
@@ -44,12 +45,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-__all__ = ["TopicLink", "TripleKG", "new_session_id"]
+__all__ = ["EntityMatch", "TripleKG", "new_session_id"]
 
 
 @dataclass(frozen=True)
-class TopicLink:
-    """A span of the question linked to a stored entity: its storage form (the stored name) and id."""
+class EntityMatch:
+    """Words of the question matched to a stored KG entity, and how: its storage form (the stored name) and id
+    (the linker's result, chosen or a candidate; its network counterpart is
+    :class:`kgrag.agent.kn.linking.InstanceMatch`, what the KG planner starts from
+    :class:`kgrag.query_graph.triple_planner.KGTopic`)."""
 
     keyword: str  # the user's words
     name: str  # the stored name
@@ -75,8 +79,9 @@ def new_session_id() -> str:
 class TripleKG:
     """A prepared triple graph (see the module docstring). Thread-safe: sessions are locked per id."""
 
-    def __init__(self, settings: Settings, dataset: str) -> None:
-        self.spec = dataset_spec(dataset, settings)  # a KgragError naming the known KGs when unknown
+    def __init__(self, settings: Settings, spec: DatasetSpec) -> None:
+        self.spec = spec
+        dataset = spec.name
         local = (settings.dataset_dir(dataset) / "graph.npz").is_file()
         remote_only = not local and self.spec.reader == "endpoint"
         if not local and not remote_only:
@@ -84,8 +89,8 @@ class TripleKG:
         self.dataset = dataset
         self.settings = settings
         self.config = KGToolsConfig(timeout=settings.sparql_timeout, seed=settings.seed)
-        self.store = open_store(dataset, settings)
-        self.client = make_client(self.store, dataset, self.config, settings)
+        self.store = open_store(spec, settings)
+        self.client = make_client(self.store, spec, self.config)
         self.filters = RelationFilters.from_data_dir(settings.data_dir)
         self.sessions = SessionStore()
         self._turns: dict[str, str] = {}  # session id -> the turn its per-question state belongs to
@@ -132,21 +137,23 @@ class TripleKG:
 
     @classmethod
     def open(cls, settings: Settings, dataset: str) -> TripleKG:
-        return cls(settings, dataset)
+        """The KG named ``dataset``: the agent's one resolution of a KG name (its state, the HTTP and MCP requests
+        carry names) — a :class:`~kgrag.errors.KgragError` naming the known KGs when unknown."""
+        return cls(settings, dataset_spec(dataset, settings))
 
     # ------------------------------------------------------------------ linking (contextual recall)
-    def _link(self, row: int, keyword: str, match_type: str, similarity: float = 1.0) -> TopicLink:
+    def _link(self, row: int, keyword: str, match_type: str, similarity: float = 1.0) -> EntityMatch:
         assert self.graph is not None
         name = self.graph.entity_names[row] or self.graph.entity_ids[row]
-        return TopicLink(keyword, name, self.graph.entity_ids[row], row, match_type, similarity)
+        return EntityMatch(keyword, name, self.graph.entity_ids[row], row, match_type, similarity)
 
-    def link(self, question: str, top: int = 3) -> tuple[list[TopicLink], str]:
+    def link(self, question: str, top: int = 3) -> tuple[list[EntityMatch], str]:
         """The question's topic links, the chosen one first, and the question with the chosen span in
         [brackets] (as the reasoner reads it); ``([], question)`` when nothing links. On an endpoint-only KG the
         names are looked up by SPARQL (:mod:`kgrag.agent.kg.sparql_linker`; ``row`` is -1)."""
         if self.sparql_linker is not None:
             found, linked = self.sparql_linker.link(question)
-            return [TopicLink(span, name, entity, -1, kind) for span, name, entity, kind in found], linked
+            return [EntityMatch(span, name, entity, -1, kind) for span, name, entity, kind in found], linked
         assert self.graph is not None
         rows, linked = self.linker.topics(question)
         links = [self._link(li.entity, question[li.start:li.end], li.match_type, li.similarity)
@@ -158,7 +165,7 @@ class TripleKG:
         others = [link for link in links if link.row not in rows]
         return chosen + others, linked
 
-    def candidates(self, question: str, top: int = 5) -> list[TopicLink]:
+    def candidates(self, question: str, top: int = 5) -> list[EntityMatch]:
         """Up to ``top`` candidate topics of the question, best score first, each with its ``score`` and
         ``is_class`` (:meth:`EntityLinker.candidates`): names, other names, partial names (a surname) and
         near-misses, for a planner that picks the topic jointly with its query graph. On an endpoint-only KG:
@@ -197,7 +204,7 @@ class TripleKG:
                          relation_labels=self.relation_labels)
 
     @contextmanager
-    def session(self, session_id: str, turn: str, question: str, topics: Sequence[TopicLink] = (),
+    def session(self, session_id: str, turn: str, question: str, topics: Sequence[EntityMatch] = (),
                 max_calls: int | None = None) -> Iterator[KGSession]:
         """The session ``session_id`` (created when new or expired), locked while the caller uses it. A new
         ``turn`` starts a new question in it (entities named in earlier turns still resolve)."""

@@ -35,27 +35,19 @@ import numpy as np
 
 from kgrag.graph.iri import NAME_PREDICATE, RELATION_RE
 from kgrag.graph.sparql import entity_term, literal, relation_term
-from kgrag.query_graph.sparql import Answer, held_triples
+from kgrag.query_graph.sparql import held_triples
 from kgrag.rank.bm25 import BM25Index
 from kgrag.search.keywords import STOPWORDS
+from kgrag.text import CHAIN_KINDS, answer_kind
+from kgrag.tools.client import Node
 
 if TYPE_CHECKING:  # pragma: no cover
     from kgrag.graph.store import Row, Term
     from kgrag.rank.sentence_embedder import Embedder
     from kgrag.tools.client import KGClient
 
-__all__ = ["Chain", "End", "ZeroShotAnswer", "ZeroShotChainRanker", "asked_type", "chain_words", "end_words"]
+__all__ = ["Chain", "ZeroShotAnswer", "ZeroShotChainRanker", "asked_type", "chain_words", "end_words"]
 
-_WH = (
-    ("date", re.compile(r"\b(when|what (year|date|time|day|month|decade|century)|which year|since when|"
-                        r"how long ago|in what year|what age)\b")),
-    ("number", re.compile(r"\b(how (many|much|old|tall|big|large|long|far|high)|what (number|percentage|"
-                          r"population|amount)|what is the (population|number|amount))\b")),
-    ("place", re.compile(r"\b(where|what (country|city|state|place|continent|region|county|town|island|"
-                         r"location|nation|province)|which (country|city|state|place|continent|region|county|"
-                         r"town|island|nation|province))\b")),
-    ("person", re.compile(r"\b(who|whom|whose)\b")),
-)
 #: short descriptions of the answer kinds, compared (MiniLM) with the words that describe a chain's end
 TYPE_TEXT = {"person": "person people human name", "place": "place location country city region",
              "date": "date year time", "number": "number count amount quantity"}
@@ -69,9 +61,9 @@ _STOP = STOPWORDS | {"s"}
 
 
 def asked_type(question: str) -> str:
-    """What the question asks for: ``date``, ``number``, ``place``, ``person`` or ``other``."""
-    text = question.lower()
-    return next((kind for kind, pattern in _WH if pattern.search(text)), "other")
+    """What the question asks for: ``date``, ``number``, ``place``, ``person`` or ``other``
+    (:data:`kgrag.text.CHAIN_KINDS`)."""
+    return answer_kind(question.lower(), CHAIN_KINDS, "other")
 
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -159,13 +151,9 @@ class Chain:
                 "ends": self.ends}
 
 
-#: an end of a chain: the query-graph executor's answer (a local id, a full foreign IRI or a literal's value)
-End = Answer
-
-
 @dataclass
 class ZeroShotAnswer:
-    answers: list[End]
+    answers: list[Node]  # the chains' ends (a local id, a full foreign IRI or a literal's value)
     chains: list[Chain]  # the chains used (one per topic that contributed)
     #: per answer (the first 5): ``{"answer", "entity_id", "triples": [[head name, relation, tail name]…],
     #: "id_triples", "held": [bool…]}`` — the path that reaches it and whether the store holds each triple
@@ -192,7 +180,7 @@ class ZeroShotAnswer:
 
 @dataclass
 class _Fetched:
-    ends: dict[str, End]
+    ends: dict[str, Node]
     paths: dict[str, list[tuple[Term, str, Term]]]  # end id -> the triples of one path to it
 
 
@@ -326,7 +314,7 @@ class ZeroShotChainRanker:
             name = (row.get("ne") or row.get("na") or x).value
             old = f.ends.get(key)
             if old is None or (old.name > name and "ne" not in row):
-                f.ends[key] = End(key, name, x.kind == "literal")
+                f.ends[key] = Node(key, name, x.kind == "literal")
             if key not in f.paths:
                 c = chains[int(row["b"].value)]
                 nodes = [_uri(self.base + c.topic), *([row["m"]] if "m" in row else []), x]

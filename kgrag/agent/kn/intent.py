@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -38,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from kgrag.config import Settings
 from kgrag.fileio import atomic_write, write_json
 from kgrag.network.loaders.medical import MEDICAL_RELATION_TYPES
+from kgrag.text import plain_text
 
 __all__ = ["DATASET", "KIND", "MASK", "RELATION_SCHEMA", "IntentConfig", "IntentRanker", "char_ngrams", "fit_tfidf",
            "label_topic_type", "latest_intent_dir", "latest_run", "load_latest_intent", "mask_question",
@@ -89,9 +89,9 @@ class IntentConfig(BaseModel):
         return hashlib.sha256(json.dumps(self.model_dump(), sort_keys=True).encode()).hexdigest()[:12]
 
 
-def normalize_text(text: str) -> str:
-    """NFKC (full-width → half-width), lower case, whitespace runs → one space, stripped."""
-    return " ".join(unicodedata.normalize("NFKC", text).lower().split())
+#: the question as the ranker reads it: NFKC (full-width → half-width), lower case, whitespace runs → one space,
+#: stripped (:func:`kgrag.text.plain_text`)
+normalize_text = plain_text
 
 
 def mask_question(question: str, topic: str | None) -> str:

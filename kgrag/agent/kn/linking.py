@@ -1,7 +1,7 @@
 """Topic linking: which stored instance a question is about, as contextual recall's storage forms (the stored name,
 not the user's spelling).
 
-    candidates = topic_candidates(question, lexicon)           # exact stored names in the question, in order
+    candidates = exact_matches(question, lexicon)              # exact stored names in the question, in order
     candidates += storage_form_candidates(store, "medical", ["前列腺"], [disease_type], recalled={"Disease"})
 
 1. **Exact forms**: every maximal span of the question that is a stored instance name (a name inside a longer
@@ -37,11 +37,15 @@ from kgrag.search.context_models import ContextConfig
 from kgrag.search.keywords import STOPWORDS, Lexicon
 from kgrag.search.storage_forms import map_keyword
 
-__all__ = ["TopicCandidate", "choose_topic", "contains_candidates", "storage_form_candidates", "topic_candidates"]
+__all__ = ["InstanceMatch", "choose_topic", "contains_candidates", "exact_matches", "storage_form_candidates"]
 
 
 @dataclass(frozen=True)
-class TopicCandidate:
+class InstanceMatch:
+    """Words of the question matched to a stored network instance, and how (one of the candidates the topic is
+    chosen from; its KG counterpart is :class:`kgrag.agent.kg.triple_kg.EntityMatch`, what the network planner
+    starts from :class:`kgrag.query_graph.network_planner.NetworkTopic`)."""
+
     name: str  # the stored name
     object_type: str
     instance_id: str
@@ -55,27 +59,27 @@ class TopicCandidate:
         return asdict(self)
 
 
-def topic_candidates(question: str, lexicon: Lexicon) -> list[TopicCandidate]:
+def exact_matches(question: str, lexicon: Lexicon) -> list[InstanceMatch]:
     """Exact storage forms: maximal spans of ``question`` that are stored names, by position (then longer first)."""
     names = lexicon.names
     maximal = lexicon.name_spans(question)
-    out: list[TopicCandidate] = []
+    out: list[InstanceMatch] = []
     for i, j in maximal:
         text = question[i:j]
         for type_id, instance_id in names[text]:
-            out.append(TopicCandidate(text, type_id, instance_id, "exact", text, i))
+            out.append(InstanceMatch(text, type_id, instance_id, "exact", text, i))
     # English names said in another case or in the plural, where no exact span covers them
     folded = lexicon.folded_spans(question)
     for i, j, stored in folded:
         if not any(a < j and i < b for a, b in maximal):
             for type_id, instance_id in names[stored]:
-                out.append(TopicCandidate(stored, type_id, instance_id, "exact", question[i:j], i))
+                out.append(InstanceMatch(stored, type_id, instance_id, "exact", question[i:j], i))
     # a surname or a word of a longer English name ("Orwell's" -> George Orwell), where no name covers it
     covered = [*maximal, *((i, j) for i, j, _ in folded)]
     for i, j, stored in lexicon.partial_spans(question):
         if not any(a < j and i < b for a, b in covered):
             for type_id, instance_id in names[stored]:
-                out.append(TopicCandidate(stored, type_id, instance_id, "exact", question[i:j], i))
+                out.append(InstanceMatch(stored, type_id, instance_id, "exact", question[i:j], i))
     out.sort(key=lambda c: c.start)
     return out
 
@@ -113,7 +117,7 @@ def _schema_word(text: str, lexicon: Lexicon) -> bool:
 
 
 def contains_candidates(question: str, lexicon: Lexicon, object_type: str, max_length: int = 8
-                        ) -> list[TopicCandidate]:
+                        ) -> list[InstanceMatch]:
     """Contains forms: stored names of ``object_type`` holding the longest question substring any name holds."""
     index = _names_by_bigram(lexicon, object_type)
     text = "".join(ch for ch in question if not ch.isspace())
@@ -127,30 +131,30 @@ def contains_candidates(question: str, lexicon: Lexicon, object_type: str, max_l
                 if sub in name and name not in found and len(sub) >= MIN_CONTAINED * len(name):
                     found[name] = (sub, i)
         if found:
-            return [TopicCandidate(name, object_type, next(iid for t, iid in lexicon.names[name] if t == object_type),
+            return [InstanceMatch(name, object_type, next(iid for t, iid in lexicon.names[name] if t == object_type),
                                    "contains", sub, -1, len(sub) / len(name))
                     for name, (sub, i) in found.items()]
     return []
 
 
 def storage_form_candidates(store: Any, kn_id: str, keywords: Sequence[str], object_types: Sequence[ObjectType],
-                            config: ContextConfig | None = None) -> list[TopicCandidate]:
+                            config: ContextConfig | None = None) -> list[InstanceMatch]:
     """Contains/fuzzy storage forms of ``keywords`` among ``object_types`` (contextual recall's search)."""
     config = config or ContextConfig()
     wanted = {ot.id for ot in object_types}
-    out: list[TopicCandidate] = []
+    out: list[InstanceMatch] = []
     for keyword in keywords:
         for mapping in map_keyword(store, kn_id, keyword, list(object_types), config, wanted, set(), set()):
             for form in mapping.storage_forms:
                 if mapping.object_type_id in wanted:
-                    out.append(TopicCandidate(form.sample_instance_name, mapping.object_type_id,
+                    out.append(InstanceMatch(form.sample_instance_name, mapping.object_type_id,
                                               form.sample_instance_id, form.match_type, keyword, -1,
                                               float(form.similarity)))
     return out
 
 
-def choose_topic(candidates: Sequence[TopicCandidate], object_type: str,
-                 prior: Mapping[str, int] | None = None) -> TopicCandidate | None:
+def choose_topic(candidates: Sequence[InstanceMatch], object_type: str,
+                 prior: Mapping[str, int] | None = None) -> InstanceMatch | None:
     """The topic of type ``object_type``: the first exact form, else the closest alias form (the keyword is a
     name the instance records, e.g. 心梗), else the best contains/fuzzy form."""
     typed = [c for c in candidates if c.object_type == object_type]

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kgrag.agent.kn.linking import TopicCandidate, choose_topic
+from kgrag.agent.kn.linking import InstanceMatch, choose_topic
 from kgrag.agent.turn.state import ToolCall
 from kgrag.network.schema.model import KnowledgeNetwork, ObjectType, RelationType
 
@@ -100,7 +100,7 @@ def ranker_fits(labels: Iterable[str], network: KnowledgeNetwork) -> bool:
         return False
 
 
-def _call(label: str, topic: TopicCandidate, network: KnowledgeNetwork, kn_id: str, why: str,
+def _call(label: str, topic: InstanceMatch, network: KnowledgeNetwork, kn_id: str, why: str,
           limit: int) -> ToolCall:
     kind, element = parse_label(label)
     display = next((ot.display_key for ot in network.object_types if ot.id == topic.object_type), "name")
@@ -115,10 +115,10 @@ def _call(label: str, topic: TopicCandidate, network: KnowledgeNetwork, kn_id: s
     return ToolCall(name="query_instance_subgraph", args=args, why=why)
 
 
-def next_call(intents: Sequence[Intent], candidates: Sequence[TopicCandidate], network: KnowledgeNetwork,
+def next_call(intents: Sequence[Intent], candidates: Sequence[InstanceMatch], network: KnowledgeNetwork,
               kn_id: str, tried: set[str], prior: Mapping[str, int] | None = None,
-              history_topic: TopicCandidate | None = None, limit: int = 200
-              ) -> tuple[ToolCall, str, TopicCandidate] | None:
+              history_topic: InstanceMatch | None = None, limit: int = 200
+              ) -> tuple[ToolCall, str, InstanceMatch] | None:
     """The first untried intent with a topic of its type: ``(call, label, topic)``, or None.
 
     When the question names stored instances verbatim (exact forms), the intents whose topic type is one of

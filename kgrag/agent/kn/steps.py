@@ -36,10 +36,10 @@ from typing import Any
 
 from kgrag.agent.kn import answers as ans
 from kgrag.agent.kn.linking import (
-    TopicCandidate,
+    InstanceMatch,
     contains_candidates,
+    exact_matches,
     storage_form_candidates,
-    topic_candidates,
 )
 from kgrag.agent.kn.llm_planner import llm_plan, tool_messages
 from kgrag.agent.kn.needs import NetworkRun
@@ -63,7 +63,7 @@ from kgrag.errors import NetworkNotFound
 from kgrag.query_graph.llm_proposal import propose_query_graph
 from kgrag.query_graph.network_executor import next_calls as graph_calls
 from kgrag.query_graph.network_executor import read_execution
-from kgrag.query_graph.network_planner import LinkedTopic, has_structure, plan_network, unapplicable_cues
+from kgrag.query_graph.network_planner import NetworkTopic, has_structure, plan_network, unapplicable_cues
 from kgrag.query_graph.plan import QueryGraph, Topic
 from kgrag.search.contextual import extract
 from kgrag.search.kn_models import KnSearchRequest
@@ -102,15 +102,15 @@ def extract_keywords(state: AgentState, run: NetworkRun) -> tuple[Update, str]:
     words = ", ".join(k["text"] for k in keywords) or "none"
     # the dictionary match: stored names said verbatim (the ranker's mask, contextual recall's exact forms)
     names = [{"text": c.keyword, "type": STORED_NAME, "name": c.name, "object_type": c.object_type,
-              "instance_id": c.instance_id, "start": c.start} for c in topic_candidates(question, lexicon)]
+              "instance_id": c.instance_id, "start": c.start} for c in exact_matches(question, lexicon)]
     update["keywords"] = keywords + names
     said = ", ".join(dict.fromkeys(n["text"] for n in names)) or "none"
     return update, f"{len(keywords)} keywords ({extraction.source}): {words}; stored names: {said}"
 
 
-def _exact_forms(state: AgentState) -> list[TopicCandidate]:
+def _exact_forms(state: AgentState) -> list[InstanceMatch]:
     """The stored names the question says verbatim (found by ``extract_keywords``), as exact storage forms."""
-    return [TopicCandidate(k.get("name", k["text"]), k["object_type"], k["instance_id"], "exact", k["text"], k["start"])
+    return [InstanceMatch(k.get("name", k["text"]), k["object_type"], k["instance_id"], "exact", k["text"], k["start"])
             for k in state.get("keywords", []) if k["type"] == STORED_NAME]
 
 
@@ -149,11 +149,11 @@ def schema_recall(state: AgentState, run: NetworkRun) -> tuple[Update, str]:
     return {"schema": schema}, f"types {object_types[:4]}; intents ({planner.source}{said}): {best}"
 
 
-def _history_topic(state: AgentState) -> TopicCandidate | None:
+def _history_topic(state: AgentState) -> InstanceMatch | None:
     for turn in reversed(state.get("history") or []):
         topic = turn.get("topic")
         if topic and "object_type" in topic:  # a network's topic (a thread may have asked a triple graph before)
-            return TopicCandidate(**{**topic, "match_type": "history"})
+            return InstanceMatch(**{**topic, "match_type": "history"})
     return None
 
 
@@ -182,9 +182,9 @@ def _graph_calls(state: AgentState, calls: list[dict[str, Any]]) -> list[ToolCal
     return [ToolCall(id=f"call_{start + n + 1}", **c) for n, c in enumerate(calls)]
 
 
-def _linked(state: AgentState) -> list[LinkedTopic]:
+def _linked(state: AgentState) -> list[NetworkTopic]:
     """The topics a query graph may start from: the storage forms the question names (exact or alias)."""
-    return [LinkedTopic(c["name"], c["object_type"], c["instance_id"], c.get("keyword", ""), c.get("start", -1))
+    return [NetworkTopic(c["name"], c["object_type"], c["instance_id"], c.get("keyword", ""), c.get("start", -1))
             for c in state.get("context", {}).get("storage_forms", []) if c.get("match_type") in ("exact", "alias")]
 
 
@@ -201,7 +201,7 @@ def _query_graph_plan(state: AgentState, run: NetworkRun) -> tuple[Update, str] 
         return {"pending": _graph_calls(state, calls)}, f"query graph, next: {', '.join(c['label'] for c in calls)}"
     if state.get("tool_calls"):
         return None  # today's planner is already at work this turn
-    forms = [TopicCandidate(**c) for c in state.get("context", {}).get("storage_forms", [])]
+    forms = [InstanceMatch(**c) for c in state.get("context", {}).get("storage_forms", [])]
     linked = _linked(state)
     intents = [(label, p) for label, p in state.get("schema", {}).get("intents", [])]
     question = state["question"]
@@ -297,7 +297,7 @@ def _rules_plan(state: AgentState, run: NetworkRun) -> tuple[Update, str]:
     if any(c.get("result") and ans.evidence_from(c) for c in state.get("tool_calls", [])):
         return {"pending": [], "done": True}, "answered: no further call"
     network = run.resources.network(kn_id)
-    candidates = [TopicCandidate(**c) for c in state.get("context", {}).get("storage_forms", [])]
+    candidates = [InstanceMatch(**c) for c in state.get("context", {}).get("storage_forms", [])]
     intents = [(label, p) for label, p in state.get("schema", {}).get("intents", [])]
     tried = {c.get("label", "") for c in state.get("tool_calls", [])}
     found = next_call(intents, candidates, network, kn_id, tried, prior=run.resources.topic_prior(kn_id),

@@ -40,6 +40,7 @@ import numpy as np
 from kgrag.agent.kn.schema_candidates import CandidateProfile
 from kgrag.rank.tokenize import tokenize
 from kgrag.reading.words import suffix_stems
+from kgrag.text import SCHEMA_CLASSES, answer_kinds
 
 __all__ = ["CUES", "ZeroShotSchemaRanker", "answer_classes"]
 
@@ -55,21 +56,9 @@ PATH = 0.1
 LEARNED = 0.6
 TEMPERATURE = 0.08
 
-#: question words → the kind of answer asked for (English and Chinese; general question words, no network's words)
-CUES: dict[str, re.Pattern[str]] = {
-    "time": re.compile(r"\bwhen\b|\bwhat (year|date|time|day|month)\b|\bwhich (year|date|day|month)\b|\byear\b|"
-                       r"\bdate\b|什么时候|哪一?年|何时|哪天|年份|日期|几月|几号"),
-    "place": re.compile(r"\bwhere\b|\bwhat (place|location|town)\b|\bwhich (place|location|town)\b|\blocated\b|"
-                        r"\bbased\b|\bhometown\b|哪里|哪儿|在哪|何处|何地|什么地方|哪个地方|位于|哪家|哪所"),
-    "number": re.compile(r"\bhow (many|much|long|old|big|large|tall|far)\b|\bnumber of\b|\bcount\b|多少|几个|"
-                         r"多久|多长|多大|多高|几岁|比例|概率|几率"),
-    "person": re.compile(r"\bwho(m|se)?\b|\bwhich (person|people)\b|谁|哪位|什么人|哪些人"),
-    "category": re.compile(r"\bwhat (kind|type|sort|category|class)\b|\bwhich (kind|type|sort|category)\b|"
-                           r"\bkinds? of\b|\btypes? of\b|什么类型|哪种|哪类|哪一类|什么样的?|类别|种类|属于"),
-    "list": re.compile(r"\bwhich\b|\bwhat are\b|\blist\b|\bname (the|all|some|every)\b|哪些|有什么|有哪几|都有"),
-    "manner": re.compile(r"\bhow (to|do|does|did|can|could|should|is|are)\b|\bwhat way\b|怎么|怎样|如何|咋|"
-                         r"怎么办|方法|办法"),
-}
+#: question words → the kind of answer asked for (English and Chinese; general question words, no network's words:
+#: :data:`kgrag.text.SCHEMA_CLASSES`)
+CUES: dict[str, re.Pattern[str]] = dict(SCHEMA_CLASSES)
 #: what an answer of each class is, in words (matched against the candidates' answer texts by the embedder)
 PROTOTYPES: dict[str, tuple[str, str]] = {
     "place": ("place location city country region area address", "地点 地方 城市 国家 地区 位置"),
@@ -83,8 +72,7 @@ PROTOTYPES: dict[str, tuple[str, str]] = {
 def answer_classes(question: str) -> dict[str, float]:
     """The answer classes the question's words ask for (each 1.0; "how many/much/long" is a number, not a
     manner)."""
-    text = question.lower()
-    found = {name: 1.0 for name, pattern in CUES.items() if pattern.search(text)}
+    found = dict.fromkeys(answer_kinds(question.lower(), SCHEMA_CLASSES), 1.0)
     if "number" in found:
         found.pop("manner", None)
     return found

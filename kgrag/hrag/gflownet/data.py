@@ -1,4 +1,5 @@
-"""g_agent questions as padded policy batches (spec h-rag.md §5: "自动 padding 出批次级别的实体/关系 ID …").
+"""g_agent questions as padded policy batches (spec h-rag.md, the H-RAG specification of a triple retriever
+and a GFlowNet path reasoner, §5: "自动 padding 出批次级别的实体/关系 ID …").
 
     questions = agent_questions(GAgentSplit.load(path), max_edges=None)   # one QuestionGraph per question
     batch = collate([questions[i] for i in rows], question_vectors[rows], entity_vectors)

@@ -1,4 +1,5 @@
-"""The path-building environment (spec h-rag.md §4.2.1, §4.3.1), batched over questions.
+"""The path-building environment (spec h-rag.md, the H-RAG specification of a triple retriever and a GFlowNet
+path reasoner, §4.2.1, §4.3.1), batched over questions.
 
 A question's candidate pool is its g_agent edges, each offered in both orientations (a KGQA path may walk an edge
 against its direction: "what movies did [X] act in" reaches the movie through ``(movie, starred_actors, X)``):

@@ -7,8 +7,6 @@
 
 from __future__ import annotations
 
-import string
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -17,12 +15,10 @@ from pydantic import BaseModel
 from kgrag.llm.client import ChatClient
 from kgrag.llm.json_output import chat_json
 from kgrag.llm.prompts import load_prompt
+from kgrag.text import answer_key
 
 __all__ = ["PathEvidence", "PathAnswer", "verbalise_path", "build_messages", "llm_answers", "normalise_name",
            "answer_correct"]
-
-_SURROUNDING = string.whitespace + "\"'`“”‘’«»„.,;:!?"
-
 
 @dataclass(frozen=True)
 class PathEvidence:
@@ -88,10 +84,9 @@ def llm_answers(client: ChatClient, question: str, paths: Sequence[PathEvidence]
     return list(dict.fromkeys(name for name in names if name))
 
 
-def normalise_name(name: str) -> str:
-    """Casefolded, Unicode-NFKC, whitespace collapsed, surrounding quotes and punctuation dropped."""
-    text = " ".join(unicodedata.normalize("NFKC", name).casefold().split())
-    return text.strip(_SURROUNDING)
+#: an answer name as compared: casefolded, Unicode-NFKC, whitespace collapsed, surrounding quotes and punctuation
+#: dropped (:func:`kgrag.text.answer_key`)
+normalise_name = answer_key
 
 
 def answer_correct(predicted: Sequence[str], gold: Sequence[str]) -> bool:

@@ -1,4 +1,5 @@
-"""GFlowNet objectives (spec h-rag.md §4.3.1) and the reward (§4.3.2)."""
+"""GFlowNet objectives (spec h-rag.md, the H-RAG specification of a triple retriever and a GFlowNet path
+reasoner, §4.3.1) and the reward (§4.3.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The reasoning policy (spec h-rag.md §4.2.1–4.2.2): a Transformer encoder over [CLS], the query and the pool.
+"""The reasoning policy (spec h-rag.md, the H-RAG specification of a triple retriever and a GFlowNet path
+reasoner, §4.2.1–4.2.2): a Transformer encoder over [CLS], the query and the pool.
 
 Tokens: ``[CLS]``, the query (the mean of its masked question's token vectors), then one token per g_agent edge.
 An edge token's content ``h_i`` mixes its relation (name vector + id embedding), the retriever's score of the edge

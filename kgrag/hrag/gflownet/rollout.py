@@ -1,4 +1,5 @@
-"""On-policy trajectory sampling with ε-uniform exploration (spec h-rag.md §4.3.2), batched over questions.
+"""On-policy trajectory sampling with ε-uniform exploration (spec h-rag.md, the H-RAG specification of a
+triple retriever and a GFlowNet path reasoner, §4.3.2), batched over questions.
 
 Each step: the policy's masked distribution over ``[selects…, Stop]``; per question, with probability
 ``explore`` the action is drawn uniformly from the legal ones instead. The log-probabilities kept are always the

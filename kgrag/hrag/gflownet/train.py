@@ -1,4 +1,5 @@
-"""Training of the path policy with trajectory balance (or sub-trajectory balance), spec h-rag.md §4.3.
+"""Training of the path policy with trajectory balance (or sub-trajectory balance), spec h-rag.md (the H-RAG
+specification of a triple retriever and a GFlowNet path reasoner) §4.3.
 
 Each step samples one trajectory per question for ``batch_questions`` train questions (on-policy, ε-uniform
 exploration decaying linearly), scores it with ``log R = γ · log(α·Recall + β·1[correct] + ε)`` and takes one

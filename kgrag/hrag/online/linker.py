@@ -53,9 +53,9 @@ name scores by the share of the name's words it says) and weighs what the words 
 ``Speak``), numbers (values to compare, not topics) and a span inside a longer one naming other rows (``martin``
 in ``martin luther king``) ranked down. Measured by ``python -m bench.topic_linking`` (WebQSP / CWQ questions).
 
-Normalisation (names and text alike, :func:`normalise`): Unicode compatibility forms, casefold, accents dropped
-(``Amélie`` = ``Amelie``; ``ø æ œ ł đ ð þ`` spelled in ASCII), curly quotes and backticks as ``'``. A token is
-a run of letters/digits that may hold ``'`` or ``.`` between two letters/digits; those are dropped without a
+Normalisation (names and text alike, :func:`normalise`, which is :func:`kgrag.text.words_key`): Unicode
+compatibility forms, casefold, accents dropped (``Amélie`` = ``Amelie``; ``ø æ œ ł đ ð þ`` spelled in ASCII),
+curly quotes and backticks as ``'``. A token is a run of letters/digits that may hold ``'`` or ``.`` between two letters/digits; those are dropped without a
 space: ``Ocean's Eleven`` = ``Oceans Eleven``, ``L.A. Confidential`` = ``LA Confidential``; ``Se7en`` stays
 ``se7en``. ``&`` is the word ``and`` (``Mr. & Mrs. Smith`` = ``Mr and Mrs Smith``). Every other character
 separates tokens: ``Lock, Stock and Two Smoking Barrels``, ``2001: A Space Odyssey``, ``Spider-Man`` =
@@ -70,7 +70,6 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -81,6 +80,7 @@ from kgrag.data.metaqa import TOPIC_SPAN
 from kgrag.graph.classes import class_rows
 from kgrag.graph.csr import CSRGraph
 from kgrag.search.storage_forms import similarity
+from kgrag.text import APOSTROPHES, word_tokens, words_key
 
 __all__ = ["FUZZY_SIMILARITY", "MAX_FUZZY_TOKENS", "MAX_PARTIAL_ROWS", "MAX_SPAN_TOKENS", "MIN_FUZZY_CHARS",
            "Candidate", "EntityLinker", "Link", "normalise", "tokens"]
@@ -132,16 +132,6 @@ _LM_SMOOTHING = 1.0  # weight of the unigram back-off in the template bigram mod
 _FUZZY_CANDIDATES = 128  # names whose trigrams best cover the text, compared span by span
 _TRIGRAM_DICE = 0.45  # span / name trigram overlap below which similarity() is not computed
 
-# combining marks, so decomposed text (e + U+0301) stays one token
-_MARKS = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
-_APOSTROPHES = "'’‘`´ʼ′"
-_WORD = rf"(?:[^\W_]|[{_MARKS}])+"
-_TOKEN = re.compile(rf"{_WORD}(?:[{_APOSTROPHES}.]{_WORD})*|&")
-_JOINERS = re.compile(rf"[{_APOSTROPHES}.]")
-_SPELLED = str.maketrans({"ø": "o", "æ": "ae", "œ": "oe", "ł": "l", "đ": "d", "ð": "d", "þ": "th", "ı": "i"})
-_TOKEN_CACHE: dict[str, str] = {}
-_TOKEN_CACHE_SIZE = 200_000
-
 
 @dataclass(frozen=True)
 class Link:
@@ -163,34 +153,10 @@ class Candidate:
     is_class: bool
 
 
-def _norm_token(raw: str) -> str:
-    cached = _TOKEN_CACHE.get(raw)
-    if cached is not None:
-        return cached
-    if raw == "&":
-        out = "and"
-    else:
-        text = unicodedata.normalize("NFKD", _JOINERS.sub("", raw).casefold())
-        out = "".join(c for c in text if not unicodedata.combining(c)).translate(_SPELLED)
-        out = "".join(c for c in out if c.isalnum())  # NFKD may leave separators (½ -> 1⁄2)
-    if len(_TOKEN_CACHE) < _TOKEN_CACHE_SIZE:
-        _TOKEN_CACHE[raw] = out
-    return out
-
-
-def tokens(text: str) -> list[tuple[str, int, int]]:
-    """(normalised token, start, end) for each token of ``text`` (see the module docstring)."""
-    out = []
-    for m in _TOKEN.finditer(text):
-        norm = _norm_token(m.group())
-        if norm:
-            out.append((norm, m.start(), m.end()))
-    return out
-
-
-def normalise(text: str) -> str:
-    """The normalised form of a name or text: its normalised tokens joined by single spaces."""
-    return " ".join(t for t, _, _ in tokens(text))
+#: (normalised token, start, end) for each token of a text (see the module docstring; :func:`kgrag.text.word_tokens`)
+tokens = word_tokens
+#: the normalised form of a name or text: its normalised tokens joined by single spaces (:func:`kgrag.text.words_key`)
+normalise = words_key
 
 
 def _is_cased(text: str, toks: Sequence[tuple[str, int, int]]) -> bool:
@@ -223,7 +189,7 @@ def _schema_words(names: Sequence[str]) -> frozenset[str]:
 
 def _possessive(text: str, end: int) -> bool:
     """The token ending at ``end`` ends with a possessive ``'s``."""
-    return end >= 3 and text[end - 1] in "sS" and text[end - 2] in _APOSTROPHES
+    return end >= 3 and text[end - 1] in "sS" and text[end - 2] in APOSTROPHES
 
 
 def _trigrams(compact: str) -> set[str]:

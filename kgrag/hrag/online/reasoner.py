@@ -27,6 +27,7 @@ import numpy as np
 from kgrag.config import Settings, get_settings
 from kgrag.data.metaqa import TOPIC_SPAN
 from kgrag.graph.csr import CSRGraph
+from kgrag.graph.versions.version_file import version_token
 from kgrag.hrag.gflownet.answers import FoundPath, answer_questions, predicted_set
 from kgrag.hrag.gflownet.data import QuestionGraph, agent_questions
 from kgrag.hrag.gflownet.evaluate import TrainedPolicy, load_trained_policy, path_evidence
@@ -40,6 +41,7 @@ from kgrag.hrag.retrieval.retriever import score_samples
 from kgrag.hrag.retrieval.samples import build_samples
 from kgrag.hrag.retrieval.text import MAX_QUESTION_TOKENS, QuestionTokens, TextEmbeddings
 from kgrag.rank.sentence_embedder import Embedder
+from kgrag.versioned import VersionedCache
 
 __all__ = ["RankedAnswer", "Answer", "Ranking", "HRAGReasoner", "answer_question", "template_of", "path_ids", "loaded_reasoner"]
 
@@ -287,16 +289,26 @@ def known_relations(graph: CSRGraph, trained: int) -> CSRGraph:
     return view
 
 
-_LOADED: dict[tuple[str, str], tuple[object, HRAGReasoner]] = {}
+@dataclass(frozen=True)
+class _ReasonerKey:
+    """A dataset under one work dir (the settings ride along, not compared: they load it)."""
+
+    dataset: str
+    work_dir: str
+    settings: Settings = field(compare=False, hash=False)
+
+
+def _reasoner_token(key: _ReasonerKey) -> object:
+    return version_token(key.settings.dataset_dir(key.dataset))
+
+
+#: the process's reasoners, one per (dataset, work dir), reloaded when the KG has a new version (kgrag kg update)
+_REASONERS: VersionedCache[_ReasonerKey, HRAGReasoner] = VersionedCache(
+    _reasoner_token, lambda key: HRAGReasoner.load(key.settings, key.dataset))
 
 
 def loaded_reasoner(dataset: str, settings: Settings) -> HRAGReasoner:
-    """The process's reasoner for ``dataset`` under ``settings``' work dir, loaded on first use (the latest
-    checkpoints then; :class:`kgrag.errors.KgragError` when there are none)."""
-    from kgrag.graph.kg_version import version_token
-
-    key = (dataset, str(settings.work_dir))
-    token = version_token(settings.dataset_dir(dataset))  # a new version of the KG (kgrag kg update): reload
-    if key not in _LOADED or _LOADED[key][0] != token:
-        _LOADED[key] = (token, HRAGReasoner.load(settings, dataset))
-    return _LOADED[key][1]
+    """The process's reasoner for ``dataset`` under ``settings``' work dir, loaded on first use and again after
+    each new version of the KG (the latest checkpoints then; :class:`kgrag.errors.KgragError` when there are
+    none); one load per version even with concurrent callers (:class:`kgrag.versioned.VersionedCache`)."""
+    return _REASONERS.get(_ReasonerKey(dataset, str(settings.work_dir), settings))

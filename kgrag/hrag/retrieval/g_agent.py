@@ -1,4 +1,5 @@
-"""g_agent materialization (spec h-rag.md §4.4): the retriever's Top-K edges of G_retrieval as the agent's graph.
+"""g_agent materialization (spec h-rag.md, the H-RAG specification of a triple retriever and a GFlowNet path
+reasoner, §4.4): the retriever's Top-K edges of G_retrieval as the agent's graph.
 
     record = materialize(head, relation, tail, scores, labels, topics, answers, answer_hops, top_k=500, oracle=True)
     split = GAgentSplit.build(records, qids, questions, hops, meta={"split": "train", "mode": "oracle", "top_k": 500})

@@ -1,4 +1,5 @@
-"""Weak supervision (spec h-rag.md §3): the triples on the shortest topic → answer paths.
+"""Weak supervision (spec h-rag.md, the H-RAG specification of a triple retriever and a GFlowNet path
+reasoner, §3): the triples on the shortest topic → answer paths.
 
 For one question: BFS distances ``d`` from the topic entities over the undirected graph, up to ``max_hops``; for each
 answer ``a`` reached at ``L = d[a]``, walk the shortest-path DAG back from ``a``: layer ``L`` is ``{a}``, layer

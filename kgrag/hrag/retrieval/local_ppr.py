@@ -1,5 +1,6 @@
-"""Local (push) personalised PageRank and the retrieval subgraph it defines (spec h-rag.md §3, level 2), at a cost
-bounded by its residual threshold instead of the graph's size.
+"""Local (push) personalised PageRank and the retrieval subgraph it defines (spec h-rag.md, the H-RAG
+specification of a triple retriever and a GFlowNet path reasoner, §3, level 2), at a cost bounded by its
+residual threshold instead of the graph's size.
 
     ppr = LocalPPR(graph, epsilon=1e-5)
     sub = ppr.retrieval_subgraph([seed], top_n=500, max_triples=3000)   # nodes, scores, triples, distances

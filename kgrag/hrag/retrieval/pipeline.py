@@ -37,7 +37,7 @@ from kgrag.hrag.retrieval.text import TextEmbeddings
 
 __all__ = ["SAMPLES_VERSION", "hrag_dir", "split_samples", "question_samples", "checkpoint_dir",
            "record_latest", "checkpoint_input", "build_g_agent", "chain_prior", "with_chain_prior",
-           "split_questions", "available_splits", "g_agent_file", "g_agent_input"]
+           "split_questions", "available_splits", "retriever_splits", "g_agent_file", "g_agent_input"]
 
 SAMPLES_VERSION = "samples-v2"  # bump when the samples' content changes
 CHAIN_PRIOR_VERSION = "chain-prior-v1"  # bump when the chain prior's model or labels change
@@ -106,6 +106,11 @@ def available_splits(settings: Settings, dataset: str) -> list[str]:
     found = {q.split for q in prepared_questions(settings.dataset_dir(dataset))}
     order = ["train", "validation", "test"]
     return [s for s in order if s in found] + sorted(found - set(order))
+
+
+def retriever_splits(dataset: str) -> tuple[str, str]:
+    """(train, validation) splits of a dataset; the demo KG has one ``test`` split, used for both."""
+    return ("test", "test") if dataset == "demo" else ("train", "validation")
 
 
 def split_samples(settings: Settings, dataset: str, graph: CSRGraph, split: str, cfg: RetrieverConfig,

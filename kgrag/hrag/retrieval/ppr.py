@@ -1,5 +1,6 @@
-"""Global personalized PageRank over G_global and the retrieval subgraph it defines (spec h-rag.md §3, level 2):
-the exact baseline of :class:`kgrag.hrag.retrieval.local_ppr.LocalPPR` (what every stage uses), whose cost grows with the graph.
+"""Global personalized PageRank over G_global and the retrieval subgraph it defines (spec h-rag.md, the H-RAG
+specification of a triple retriever and a GFlowNet path reasoner, §3, level 2): the exact baseline of
+:class:`kgrag.hrag.retrieval.local_ppr.LocalPPR` (what every stage uses), whose cost grows with the graph.
 
     ppr = PersonalizedPageRank(graph)                  # builds the transition matrix once
     scores = ppr.scores([[seed_a], [seed_b, seed_c]])  # (questions, entities), one column-block power iteration

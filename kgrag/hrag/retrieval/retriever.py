@@ -1,4 +1,5 @@
-"""The dense triple retriever s(q, t) (spec h-rag.md §3, §4.1): a small MLP over text and structure features.
+"""The dense triple retriever s(q, t) (spec h-rag.md, the H-RAG specification of a triple retriever and a
+GFlowNet path reasoner, §3, §4.1): a small MLP over text and structure features.
 
 Per triple ``(h, r, t)`` of a question's G_retrieval the scorer reads the (masked) question vector, the relation
 and entity-name vectors (frozen MiniLM, projected by learned linear maps) and the distance code

@@ -1,5 +1,6 @@
 """Retrieval samples: for each question, G_retrieval (PPR top-N nodes and the triples among them), the
-structure features of those triples and the shortest-path labels (spec h-rag.md §3).
+structure features of those triples and the shortest-path labels (spec h-rag.md, the H-RAG specification of a
+triple retriever and a GFlowNet path reasoner, §3).
 
 Questions sharing a topic-entity set share one G_retrieval ("group": PPR depends on the seeds only), so the
 triples and their distance features are stored once per group; labels, answers and hops per question.

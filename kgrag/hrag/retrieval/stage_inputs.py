@@ -33,7 +33,7 @@ def stage_input(path: str | Path, command: str) -> Path:
 
 def load_graph(settings: Settings, dataset: str) -> CSRGraph:
     """The prepared graph of ``dataset`` (memory-mapped), or one line naming `kgrag prepare`."""
-    from kgrag.graph.kg_version import graph_file  # the current version's (kgrag kg update)
+    from kgrag.graph.versions.version_file import graph_file  # the current version's (kgrag kg update)
 
     return CSRGraph.load(stage_input(graph_file(settings.dataset_dir(dataset)), f"kgrag prepare --dataset {dataset}"))
 

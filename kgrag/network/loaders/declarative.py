@@ -42,7 +42,7 @@ each instance file of its type, and a display_key the schema declares must be on
 are checked against them too).
 
 An entry may name a database ``table`` instead of a ``file`` (a network bound to a table, kept in step by the
-daily sync :mod:`kgrag.network.table_sync`)::
+daily sync :mod:`kgrag.network.sync.table`)::
 
       instances:
         - {object_type: Disease, table: diseases, url_env: CLINIC_DB_URL, id_column: id,

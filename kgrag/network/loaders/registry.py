@@ -29,8 +29,8 @@ from kgrag.network.store import ChangeStats, LoadStats, NetworkStore
 from kgrag.network.text.embedding import network_embedder
 from kgrag.rank.tokenize import tokenize_cache
 
-__all__ = ["NAMED_NETWORKS", "SCHEMA_SUFFIXES", "build_named", "check_kn_id", "load_named", "network_source",
-           "sync_named"]
+__all__ = ["NAMED_NETWORKS", "SCHEMA_SUFFIXES", "build_named", "check_kn_id", "ensure_network", "load_named",
+           "network_loaded", "network_source", "sync_named"]
 
 NAMED_NETWORKS = ("medical", "metaqa", "demo", "synthetic")
 #: a schema file of the declarative loader (kgrag.network.loaders.declarative): kn_id from the file or its stem
@@ -80,6 +80,19 @@ def load_named(name: str, store: NetworkStore, data_dir: str | Path | None = Non
     with tokenize_cache():
         embedder = network_embedder(network, instances, get_settings(), log=log)
         return store.load(network, instances, links, embedder=embedder, source=network_source(name, data_dir))
+
+
+def network_loaded(store: NetworkStore, kn_id: str) -> bool:
+    """``kn_id`` is in ``store`` with its text chunks (a store loaded before chunks existed is reloaded once)."""
+    return kn_id in {k for k, _ in store.list_networks()} and "chunks" in store.network_stats(kn_id)
+
+
+def ensure_network(store: NetworkStore, kn_id: str, data_dir: str | Path | None = None) -> bool:
+    """Load the named network ``kn_id`` into ``store`` unless it is there already; True when it was loaded now."""
+    if network_loaded(store, kn_id):
+        return False
+    load_named(kn_id, store, data_dir)
+    return True
 
 
 def sync_named(name: str, store: NetworkStore, data_dir: str | Path | None = None,

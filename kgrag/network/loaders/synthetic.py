@@ -1,4 +1,5 @@
-"""A generated large-schema network (deterministic for a seed) for coarse recall (spec kn-search §3.2.2).
+"""A generated large-schema network (deterministic for a seed) for coarse recall (spec kn-search, the
+kn_search API specification of concept and instance recall, §3.2.2).
 
 Object types are ``<Qualifier> <Noun>`` pairs drawn from a small business/science/civic vocabulary
 (``Hospital Patient``, ``Freight Invoice`` …) with a comment naming the domain; relation types connect two

@@ -37,7 +37,7 @@ A schema file's ``data`` section (:mod:`kgrag.network.loaders.declarative`) may 
 - ``deleted_column`` (optional): a tombstone — a row whose value there is true (a boolean true, a non-zero number,
   ``'true'``/``'t'``/``'yes'``/``'y'``/``'1'``, or any non-NULL timestamp) is a deletion; the incremental read sees
   it as it sees any change. Tables without one have deletions seen by the full id scan (every Nth run, see
-  :mod:`kgrag.network.table_sync`).
+  :mod:`kgrag.network.sync.table`).
 
 Table and column names are never pasted into SQL: the table is reflected (its real columns listed by the
 database) and every name of the entry must be one of them; statements are built with SQLAlchemy's quoted

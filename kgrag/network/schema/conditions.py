@@ -59,7 +59,9 @@ __all__ = [
     "SCORED_OPERATIONS",
     "Plan",
     "compile_condition",
+    "fold_ascii",
     "is_list_type",
+    "reads_name_column",
     "order_expression",
     "scored_leaves",
     "validate_condition",
@@ -230,6 +232,19 @@ _UPPER, _LOWER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz"
 _ASCII_LOWER = str.maketrans(_UPPER, _LOWER)
 
 
+def fold_ascii(text: str) -> str:
+    """``text`` with its ASCII letters lowered and every other character kept: the case ``contain`` / ``like`` /
+    ``prefix`` ignore (SQLite's ``LIKE``; PostgreSQL folds both sides the same way)."""
+    return text.translate(_ASCII_LOWER)
+
+
+def reads_name_column(object_type: ObjectType, field_name: str) -> bool:
+    """Whether ``==``, ``in`` and ``contain`` on ``field_name`` read the indexed ``name`` column: the field is the
+    type's display key and a text property (``name`` holds its value, or the instance id when it is missing)."""
+    prop = _properties(object_type).get(field_name)
+    return prop is not None and field_name == object_type.display_key and prop.type.lower() in TEXT_TYPES
+
+
 def _folded(col: ColumnElement[Any], value: str, dialect: str) -> tuple[ColumnElement[Any], str]:
     """``(column, pattern value)`` for LIKE-based operations: SQLite's LIKE ignores the case of ASCII letters;
     on PostgreSQL both sides get those letters lowered, so the operations match the same rows."""
@@ -277,7 +292,7 @@ def _leaf_sql(cond: Condition, object_type: ObjectType, dialect: str, members: M
     col = _accessor(field_name, prop, dialect)
     # the display key is also the indexed ``name`` column: ==, in and contain read it (no JSON per row); the
     # JSON check keeps "missing" distinct (``name`` is then the instance id)
-    on_name = prop is not None and field_name == object_type.display_key and prop_type.lower() in TEXT_TYPES
+    on_name = reads_name_column(object_type, field_name)
     if op == "==":
         if on_name:
             return and_(instances.c.name == _coerce(value, prop_type, field_name), col.is_not(None))

@@ -13,14 +13,23 @@ network :class:`NetworkNotFound`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from bisect import bisect_right
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.sql.elements import False_
 
 from kgrag.network.schema import tables as t
-from kgrag.network.schema.conditions import Plan, compile_condition, is_list_type, order_expression
+from kgrag.network.schema.conditions import (
+    Plan,
+    compile_condition,
+    fold_ascii,
+    is_list_type,
+    order_expression,
+    reads_name_column,
+)
 from kgrag.network.schema.model import Condition, InstanceHit, ObjectType, PathHit
 from kgrag.network.store.core import StoreCore
 from kgrag.network.store.index import StoreIndex
@@ -42,6 +51,50 @@ def _add_members(index: dict[str, list[str]], rows: Any) -> None:
                 index.setdefault(item, []).append(instance_id)
 
 
+#: what separates two names in a :class:`NameScan`'s text (a keyword holding it is scanned name by name)
+_SEP = "\x00"
+
+
+@dataclass(frozen=True)
+class NameScan:
+    """One object type's instance names for substring search: ``ids`` in id order, ``text`` their ASCII-folded
+    names (:func:`~kgrag.network.schema.conditions.fold_ascii`) joined by :data:`_SEP`, ``starts`` where each
+    begins in ``text``."""
+
+    ids: list[str]
+    text: str
+    starts: list[int]
+
+    @classmethod
+    def of(cls, ids: list[str], names: list[str]) -> NameScan:
+        starts, at = [], 0
+        for name in names:
+            starts.append(at)
+            at += len(name) + 1
+        return cls(ids, _SEP.join(fold_ascii(name) for name in names), starts)
+
+    def containing(self, items: Sequence[str]) -> Iterator[str]:
+        """Ids, in id order, of the names holding every one of ``items`` (ASCII case ignored, as ``LIKE``)."""
+        folded = [fold_ascii(item) for item in items]
+        if not folded:
+            yield from self.ids
+            return
+        first, rest = folded[0], folded[1:]
+        if _SEP in first or not first:  # cannot be found across a separator: test name by name
+            for i, start in enumerate(self.starts):
+                name = self.text[start:self.starts[i + 1] - 1] if i + 1 < len(self.starts) else self.text[start:]
+                if all(f in name for f in folded):
+                    yield self.ids[i]
+            return
+        at = self.text.find(first)
+        while at >= 0:
+            i = bisect_right(self.starts, at) - 1
+            end = self.starts[i + 1] - 1 if i + 1 < len(self.starts) else len(self.text)
+            if not rest or all(f in self.text[self.starts[i]:end] for f in rest):
+                yield self.ids[i]
+            at = self.text.find(first, end + 1)
+
+
 def list_fields(ot: ObjectType) -> list[str]:
     """The names of an object type's list-valued data properties (``contain`` means membership there)."""
     return [p.name for p in ot.data_properties if is_list_type(p.type)]
@@ -57,6 +110,7 @@ class StoreQueries:
         self._names: dict[str, tuple[str, list[tuple[str, str, str]]]] = {}
         self._cardinality: dict[str, tuple[str, dict[str, tuple[int, int, int]]]] = {}
         self._members: dict[tuple[str, str, str], tuple[str, dict[str, list[str]]]] = {}
+        self._scans: dict[str, tuple[str, dict[str, NameScan]]] = {}
 
     # ------------------------------------------------------------------ instances
     def compile(
@@ -270,6 +324,10 @@ class StoreQueries:
         rank = func.row_number().over(partition_by=ti.c.object_type_id, order_by=ti.c.id)
         with self.core.engine.connect() as conn:
             for cond, ot, type_ids in groups.values():
+                if cond.operation == "contain" and self.core.dialect == "sqlite" and reads_name_column(ot, cond.field
+                                                                                                      or ""):
+                    out.update(self._names_containing(conn, kn_id, type_ids, cond, limit))
+                    continue
                 plan = self.compile(kn_id, ot.id, cond, limit)
                 assert plan is not None and not plan.scored  # a leaf without match/knn
                 if isinstance(plan.clause, False_):
@@ -282,6 +340,59 @@ class StoreQueries:
                                         .where(inner.c.rank <= limit).order_by(inner.c.object_type_id, inner.c.id))
                     for row in rows:
                         out[row.object_type_id].append(self._hit(row.object_type_id, row, None))
+        return out
+
+    def name_scans(self, kn_id: str) -> dict[str, NameScan]:
+        """``{object type id: its NameScan}`` built from :meth:`instance_names`, once per network version."""
+        version = self.core.schema(kn_id)[0]
+        cached = self._scans.get(kn_id)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        by_type: dict[str, tuple[list[str], list[str]]] = {}
+        for type_id, instance_id, name in self.instance_names(kn_id):  # by (type, id)
+            ids, names = by_type.setdefault(type_id, ([], []))
+            ids.append(instance_id)
+            names.append(name or "")
+        scans = {type_id: NameScan.of(ids, names) for type_id, (ids, names) in by_type.items()}
+        with self.core.lock:
+            self._scans[kn_id] = (version, scans)
+        return scans
+
+    def _names_containing(self, conn: Any, kn_id: str, type_ids: list[str], cond: Condition, limit: int
+                          ) -> dict[str, list[InstanceHit]]:
+        """``contain`` on the display key (the ``name`` column) for many types, as the SQL of
+        :meth:`query_instances_by_type` answers it — the first ``limit`` instances by id whose name holds every
+        item (ASCII case ignored) and whose field is present — without reading every row: the candidates come
+        from the per-version :meth:`name_scans`, and only their rows are read, in id order, until ``limit`` of
+        each type are found. Each row read is checked again as it is now (a name changed since is not taken)."""
+        items = [str(v) for v in (cond.value if isinstance(cond.value, list | tuple) else [cond.value])]
+        folded = [fold_ascii(item) for item in items]
+        field_name = cond.field or ""
+        scans = self.name_scans(kn_id)
+        out: dict[str, list[InstanceHit]] = {tid: [] for tid in type_ids}
+        pending = {tid: scans[tid].containing(items) for tid in type_ids if tid in scans}
+        ti = t.instances
+        while pending:
+            wanted: list[tuple[str, str]] = []
+            for tid in list(pending):
+                chunk = [i for _, i in zip(range(limit - len(out[tid])), pending[tid], strict=False)]
+                if not chunk:
+                    del pending[tid]
+                wanted += [(tid, i) for i in chunk]
+            rows: dict[tuple[str, str], Any] = {}
+            for start in range(0, len(wanted), 900):
+                part = wanted[start:start + 900]
+                for r in conn.execute(select(ti.c.object_type_id, ti.c.id, ti.c.name, ti.c.properties).where(
+                        ti.c.kn_id == kn_id, ti.c.object_type_id.in_(sorted({tid for tid, _ in part})),
+                        ti.c.id.in_(sorted({i for _, i in part})))):
+                    rows[(r.object_type_id, r.id)] = r
+            for key in wanted:
+                r = rows.get(key)
+                if (r is not None and r.properties.get(field_name) is not None
+                        and all(f in fold_ascii(r.name) for f in folded)):
+                    out[key[0]].append(self._hit(key[0], r, None))
+            for tid in [tid for tid in pending if len(out[tid]) >= limit]:
+                del pending[tid]
         return out
 
     def scored_instances_by_type(

@@ -50,6 +50,8 @@ from collections.abc import Iterable
 from difflib import SequenceMatcher
 from typing import NamedTuple
 
+from kgrag.text import fold_alias
+
 __all__ = [
     "ALIAS_PATTERNS",
     "GENERIC",
@@ -134,13 +136,6 @@ _SEPARATOR_WORDS = ("或者", "或")
 #: words that separate names only when the names around them share a head (鼻硬结病和咽硬结病), else they are
 #: part of one name (脂肪和碳水化合物诱导的高脂血症)
 _JOINING_WORDS = re.compile("以及|和|及|与")
-_PUNCT = str.maketrans("", "", "、，,。.·・-_/()（）[]【】 　'\"“”‘’「」『』《》:：")
-
-
-def _norm(text: str) -> str:
-    return text.lower().translate(_PUNCT)
-
-
 def clean_alias(text: str) -> str | None:
     """A name as written after a pattern, cleaned (quotes, brackets and their content, surrounding
     punctuation), or None when it is not a usable name (see the module docstring)."""
@@ -409,7 +404,7 @@ def statements(text: str) -> list[Statement]:
 
 
 def _ratio(a: str, b: str) -> float:
-    return SequenceMatcher(None, _norm(a), _norm(b), autojunk=False).ratio()
+    return SequenceMatcher(None, fold_alias(a), fold_alias(b), autojunk=False).ratio()
 
 
 def _clean_subject_name(subject: str) -> bool:
@@ -470,10 +465,10 @@ def _attribute(statement: Statement, own: str | None, stored: set[str]) -> list[
 
 
 def _add(index: dict[str, list[str]], target: str, names: Iterable[str]) -> None:
-    own = _norm(target)
+    own = fold_alias(target)
     bucket = index.setdefault(target, [])
     for name in names:
-        if _norm(name) != own and name not in bucket:
+        if fold_alias(name) != own and name not in bucket:
             bucket.append(name)
 
 

@@ -1,9 +1,0 @@
-"""Launchers of real servers as child processes, each started on a free loopback port and always stopped:
-``oxigraph serve-read-only`` (:mod:`.oxigraph_server`), Virtuoso (:mod:`.virtuoso`), PostgreSQL
-(:mod:`.postgres`), ``prefect server start`` (:mod:`.prefect_server`), ``langgraph dev`` (:mod:`.langgraph_dev`)
-and ``kgrag serve`` (:mod:`.kgrag_serve`); what they share: the process wrapper (:mod:`.process`) and
-:func:`~kgrag.servers.ports.free_port` (:mod:`.ports`). Code that only talks to a server stays with its client
-(the SPARQL stores in :mod:`kgrag.graph`).
-
-    python -c "from kgrag.servers.ports import free_port; print(free_port())"
-"""
