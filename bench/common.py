@@ -1,9 +1,11 @@
-"""Shared benchmark helpers: result files, percentiles, measuring a step in a fresh process."""
+"""Shared benchmark helpers: result files, percentiles, measuring a step in a fresh process, the held-out medical
+questions."""
 
 from __future__ import annotations
 
 import json
 import multiprocessing as mp
+import random
 import resource
 import sys
 import time
@@ -39,6 +41,16 @@ def percentiles(seconds: list[float]) -> dict:
     a = np.asarray(seconds) * 1000.0
     return {"p50_ms": round(float(np.percentile(a, 50)), 4), "p95_ms": round(float(np.percentile(a, 95)), 4),
             "mean_ms": round(float(a.mean()), 4)}
+
+
+def held_out_patient_questions(data_dir: Path, n: int | None = 400, seed: int = 0) -> list[str]:
+    """The held-out medical patient questions: the last 20 % of ``medical/questions_cypher_train.json`` under
+    ``data_dir``, shuffled with ``seed``, the first ``n`` (None: all 3,940)."""
+    records = json.loads((data_dir / "medical" / "questions_cypher_train.json").read_text(encoding="utf-8"))
+    texts = [r["input"] for r in records if isinstance(r, dict) and r.get("input")]
+    held = texts[int(len(texts) * 0.8):]
+    random.Random(seed).shuffle(held)
+    return held[:n] if n is not None else held
 
 
 def ms_percentiles(milliseconds: list[float], digits: int = 2) -> dict:

@@ -20,9 +20,7 @@ Run: ``python -m bench.first_answer [--runs 5] [--baseline-rev d64100d] [--medic
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import random
 import statistics
 import subprocess
 import sys
@@ -34,7 +32,7 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
-from bench.common import write_result
+from bench.common import held_out_patient_questions, write_result
 from bench.http_load import http_load, start_server, stop_server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,21 +88,13 @@ def _serve_first(tree: Path, work: Path, db: str) -> dict[str, float]:
     return out
 
 
-def _held_out_patient_questions(data_dir: Path, n: int = 400, seed: int = 0) -> list[str]:
-    records = json.loads((data_dir / "medical" / "questions_cypher_train.json").read_text(encoding="utf-8"))
-    texts = [r["input"] for r in records if isinstance(r, dict) and r.get("input")]
-    held = texts[int(len(texts) * 0.8):]
-    random.Random(seed).shuffle(held)
-    return held[:n]
-
-
 def _context_fresh(tree: Path, work: Path, db: str, data_dir: Path) -> dict:
     env = _serve_env(tree, work)
     started = time.perf_counter()
     proc, base = start_server(db, 2, env=env)
     until_warm = time.perf_counter() - started
     try:
-        questions = _held_out_patient_questions(data_dir)
+        questions = held_out_patient_questions(data_dir)
         path = "/api/agent-retrieval/in/v1/kn/context_search"
         first = http_load(base, path, [{"query": q, "kn_id": "medical"} for q in questions[:200]], clients=8,
                           seconds=15, cycle=True)

@@ -7,6 +7,7 @@
 ``errors`` (a status other than 200), ``dropped`` (no response at all: a refused or reset connection, a
 timeout). With ``cycle=False`` every request takes the next unused body (distinct requests: the response
 cache never answers); with ``cycle=True`` the clients walk the bodies again and again.
+:func:`server_cpu_seconds` reads the CPU time the server's processes have used (Linux), for CPU per request.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import httpx
 from bench.common import percentiles
 from harness.servers.ports import free_port
 
-__all__ = ["http_load", "start_server", "stop_server"]
+__all__ = ["http_load", "server_cpu_seconds", "start_server", "stop_server"]
 
 
 def start_server(db_url: str, workers: int, env: dict[str, str] | None = None,
@@ -58,6 +59,29 @@ def start_server(db_url: str, workers: int, env: dict[str, str] | None = None,
         time.sleep(0.25)
     stop_server(proc)
     raise RuntimeError(f"kgrag serve was not up and warm within {startup_s:.0f} s")
+
+
+def server_cpu_seconds(proc: subprocess.Popen) -> float | None:
+    """User + system CPU seconds so far of every process in ``proc``'s process group (the server :func:`start_server`
+    started and its workers), read from ``/proc``; None where there is no ``/proc``. The difference across a load
+    window divided by the requests served is the server's CPU per request — a figure other jobs on the machine
+    do not inflate the way they inflate requests/s."""
+    proc_dir = Path("/proc")
+    if not (proc_dir / "self" / "stat").exists():
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for entry in proc_dir.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # the process ended meanwhile
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": state, ppid, pgrp, …
+        if int(fields[2]) == proc.pid:
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return total
 
 
 def stop_server(proc: subprocess.Popen) -> None:

@@ -2,19 +2,22 @@
 
 For the medical network and the 6,000-relation synthetic one, in one run:
 - **in-process** (the baseline): each route's Python function called directly, one request at a time in one
-  thread, over 60 distinct bodies never seen before — p50 and the requests/s one core gives;
+  thread, over 60 distinct bodies never seen before — p50, CPU p50/p95 and the requests/s one core gives;
 - **HTTP**: ``kgrag serve --workers W`` (its own processes, warm), ``--clients`` concurrent keep-alive clients,
   every request a different body (the response cache never answers) for ``--seconds`` per route —
-  requests/s, p50/p95, errors and dropped requests;
+  requests/s, p50/p95, errors and dropped requests, and the server's CPU per request (its processes' CPU time
+  over the window / requests: what other jobs on the machine inflate least);
 - **burst**: ``--burst`` distinct kn_search requests from ``--burst-clients`` concurrent clients on the medical
   network — every one must come back 200.
 
 Routes: ``kn_search``, ``context_search``, ``/api/query`` (mode mix, LLM-free), and the agent tools
 ``query_object_instance`` (``match`` on the display key) and ``query_instance_subgraph`` (one relation from a
-named instance). Bodies are built from the network's own names, shuffled with a fixed seed.
+named instance). Bodies are built from the network's own names, shuffled with a fixed seed; with ``--held-out``
+the medical network's kn_search and context_search bodies are the held-out patient questions instead (the last
+20 % of ``medical/questions_cypher_train.json``, as ``bench.first_answer``: real questions, issue 50 §6).
 Targets (issue 21, 8 clients, 2 cores): medical ≥ 40 req/s with p95 ≤ 300 ms; synthetic ≥ 10 req/s; burst 0
 errors, 0 dropped.
-Run: ``python -m bench.http_serving [--workers 2] [--clients 8] [--seconds 15] [--burst 1000]``.
+Run: ``python -m bench.http_serving [--workers 2] [--clients 8] [--seconds 15] [--burst 1000] [--held-out]``.
 """
 
 from __future__ import annotations
@@ -31,14 +34,15 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy import event
 
-from bench.common import percentiles, write_result
-from bench.http_load import http_load, start_server, stop_server
+from bench.common import held_out_patient_questions, percentiles, write_result
+from bench.http_load import http_load, server_cpu_seconds, start_server, stop_server
 from kgrag.agent.kn.instance_queries import (
     InstanceSubgraphQuery,
     ObjectInstanceQuery,
     query_instance_subgraph,
     query_object_instance,
 )
+from kgrag.config import get_settings
 from kgrag.modes.params import QueryRequest
 from kgrag.modes.query import kg_query
 from kgrag.network.loaders.registry import load_named
@@ -101,14 +105,17 @@ def instance_bodies(store: NetworkStore, kn_id: str, n: int, seed: int = 0) -> t
     return objects, subgraphs
 
 
-def routes(store: NetworkStore, kn_id: str, n: int) -> dict[str, tuple[str, list[dict], Callable[[dict], object]]]:
-    """route name -> (path, distinct bodies, the in-process call of one body)."""
+def routes(store: NetworkStore, kn_id: str, n: int, search_texts: list[str] | None = None
+           ) -> dict[str, tuple[str, list[dict], Callable[[dict], object]]]:
+    """route name -> (path, distinct bodies, the in-process call of one body); ``search_texts``: the questions of
+    kn_search and context_search (default: built from the network's names, as the other routes' bodies)."""
     texts = questions(store, kn_id, n)
+    searched = search_texts if search_texts is not None else texts
     objects, subgraphs = instance_bodies(store, kn_id, n)
     return {
-        "kn_search": (f"{PREFIX}/kn_search", [{"query": q, "kn_id": kn_id} for q in texts],
+        "kn_search": (f"{PREFIX}/kn_search", [{"query": q, "kn_id": kn_id} for q in searched],
                       lambda b: kn_search(KnSearchRequest(**b), store)),
-        "context_search": (f"{PREFIX}/context_search", [{"query": q, "kn_id": kn_id} for q in reversed(texts)],
+        "context_search": (f"{PREFIX}/context_search", [{"query": q, "kn_id": kn_id} for q in reversed(searched)],
                            lambda b: context_search(KnSearchRequest(**b), store, use_llm=False)),
         "query": ("/api/query", [{"query": q, "kn_id": kn_id, "param": {"mode": "mix"}} for q in texts[1::2]]
                   + [{"query": q, "kn_id": kn_id, "param": {"mode": "mix"}} for q in texts[0::2]],
@@ -121,9 +128,9 @@ def routes(store: NetworkStore, kn_id: str, n: int) -> dict[str, tuple[str, list
 
 
 def in_process(call: Callable[[dict], object], bodies: list[dict], store: NetworkStore) -> dict:
-    """One request at a time in this thread: p50/p95, the requests/s of one core and the SQL statements a request
-    runs (mean)."""
-    seconds = []
+    """One request at a time in this thread: p50/p95 (wall and CPU), the requests/s of one core and the SQL
+    statements a request runs (mean)."""
+    seconds, cpu = [], []
     statements = [0]
 
     def count(*_args: object) -> None:
@@ -132,12 +139,15 @@ def in_process(call: Callable[[dict], object], bodies: list[dict], store: Networ
     event.listen(store.engine, "before_cursor_execute", count)
     try:
         for body in bodies:
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             call(body)
             seconds.append(time.perf_counter() - t)
+            cpu.append(time.process_time() - c)
     finally:
         event.remove(store.engine, "before_cursor_execute", count)
-    return {**percentiles(seconds), "requests": len(bodies),
+    cpu_ms = percentiles(cpu)
+    return {**percentiles(seconds), "cpu_p50_ms": cpu_ms["p50_ms"], "cpu_p95_ms": cpu_ms["p95_ms"],
+            "requests": len(bodies),
             "requests_per_s_one_core": round(len(bodies) / sum(seconds), 1),
             "statements_per_request": round(statements[0] / max(len(bodies), 1), 1)}
 
@@ -145,7 +155,7 @@ def in_process(call: Callable[[dict], object], bodies: list[dict], store: Networ
 def table(figures: dict) -> Table:
     out = Table(title="HTTP serving: distinct requests (no response-cache hits)")
     for column in ("network", "route", "in-process p50 ms", "SQL / request", "HTTP req/s", "p50 ms", "p95 ms",
-                   "errors", "dropped", "target"):
+                   "server CPU ms / req", "errors", "dropped", "target"):
         out.add_column(column, justify="left" if column in ("network", "route") else "right")
     for kn_id, routes_figures in figures.items():
         for route, f in routes_figures.items():
@@ -154,7 +164,8 @@ def table(figures: dict) -> Table:
                 kn_id, float("inf")) and not http["errors"] and not http["dropped"]
             out.add_row(kn_id, route, f"{f['in_process']['p50_ms']:.1f}",
                         f"{f['in_process'].get('statements_per_request', 0):.1f}", f"{http['requests_per_s']:.1f}",
-                        f"{http.get('p50_ms', 0):.0f}", f"{http.get('p95_ms', 0):.0f}", str(http["errors"]),
+                        f"{http.get('p50_ms', 0):.0f}", f"{http.get('p95_ms', 0):.0f}",
+                        f"{http.get('server_cpu_ms_per_request', float('nan')):.1f}", str(http["errors"]),
                         str(http["dropped"]), "met" if ok else "missed")
     return out
 
@@ -169,7 +180,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--db", default=None, help="a SQLite file that already holds both networks (skips loading)")
     parser.add_argument("--networks", nargs="+", default=list(NETWORKS), choices=NETWORKS)
     parser.add_argument("--routes", nargs="+", default=list(ROUTES), choices=ROUTES)
+    parser.add_argument("--held-out", action="store_true",
+                        help="medical kn_search / context_search bodies: the held-out patient questions")
     args = parser.parse_args(argv)
+    held = held_out_patient_questions(get_settings().data_dir, None) if args.held_out else None
     db = Path(args.db) if args.db else Path(tempfile.mkdtemp(prefix="kgrag-bench-http-")) / "kn.db"
     store = NetworkStore(f"sqlite:///{db}")
     loaded = {kn_id for kn_id, _ in store.list_networks()}
@@ -182,7 +196,8 @@ def main(argv: list[str] | None = None) -> None:
         # enough distinct bodies for the warm-up, the in-process baseline and the measured seconds at the target
         burst_n = args.burst if kn_id == "medical" else 0
         need = int(60 + 60 + TARGET_RPS[kn_id] * 4 * args.seconds) + burst_n
-        plan = {route: spec for route, spec in routes(store, kn_id, need).items() if route in args.routes}
+        texts = held if kn_id == "medical" else None
+        plan = {route: spec for route, spec in routes(store, kn_id, need, texts).items() if route in args.routes}
         figures[kn_id] = {}
         progress(f"{kn_id}: in-process baseline (60 distinct requests per route), after warm_search as the server")
         warm_search(store, kn_ids=[kn_id])
@@ -198,8 +213,12 @@ def main(argv: list[str] | None = None) -> None:
             for route, (path, bodies, _) in plan.items():
                 http_load(base, path, bodies[-120:-60], args.clients, cycle=True, seconds=3)  # every worker warm
                 progress(f"{kn_id}: {route}: {args.clients} clients, {args.seconds:.0f} s")
-                figures[kn_id][route]["http"] = http_load(base, path, bodies[: -120 - burst_n], args.clients,
-                                                          args.seconds)
+                cpu = server_cpu_seconds(server)
+                http = figures[kn_id][route]["http"] = http_load(base, path, bodies[: -120 - burst_n], args.clients,
+                                                                 args.seconds)
+                cpu_after = server_cpu_seconds(server)
+                if cpu is not None and cpu_after is not None and http["requests"]:
+                    http["server_cpu_ms_per_request"] = round(1000 * (cpu_after - cpu) / http["requests"], 1)
             if burst_n and "kn_search" in plan:
                 path, bodies, _ = plan["kn_search"]
                 progress(f"medical: burst of {burst_n} kn_search requests from {args.burst_clients} clients")
@@ -221,7 +240,9 @@ def main(argv: list[str] | None = None) -> None:
          "clients": args.clients},
         baseline={kn_id: {route: f["in_process"] for route, f in figures[kn_id].items()} for kn_id in args.networks},
         ratio=ratio,
-        split=f"distinct request bodies built from each network's names (seed 0), {args.seconds:.0f} s per route",
+        split=(f"distinct request bodies built from each network's names (seed 0)"
+               f"{'; medical searches: held-out patient questions' if args.held_out else ''}, "
+               f"{args.seconds:.0f} s per route"),
         n=sum(f["http"]["requests"] for kn_id in args.networks for f in figures[kn_id].values()),
     )
 

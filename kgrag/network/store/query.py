@@ -6,9 +6,11 @@ statistics, relation paths.
 Contract: :meth:`StoreQueries.query_instances` compiles a :class:`Condition` (:mod:`kgrag.network.schema.conditions`,
 whose ``match``/``knn`` leaves are scored by :mod:`kgrag.network.store.index`) and returns scored hits first, by
 score desc, then the rest by id; :meth:`StoreQueries.query_path` follows one relation type either way (interface 2
-of contextual recall). :meth:`StoreQueries.instance_names` and :meth:`StoreQueries.link_cardinality` are cached per
-network version. Unknown object types, fields, operations and relation types raise ``ValueError``; an unknown
-network :class:`NetworkNotFound`.
+of contextual recall). :meth:`StoreQueries.instance_names`, the name scans built from them
+(:meth:`StoreQueries.name_scans`) and :meth:`StoreQueries.link_cardinality` are cached per network version; on
+SQLite, :meth:`StoreQueries.query_instances_by_type` answers ``contain`` on the display key from the name scans and
+reads only the candidates' rows (the same hits as ``LIKE`` over every row). Unknown object types, fields, operations
+and relation types raise ``ValueError``; an unknown network :class:`NetworkNotFound`.
 """
 
 from __future__ import annotations
