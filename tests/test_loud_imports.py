@@ -131,7 +131,7 @@ def test_a_strict_import_fails_at_the_first_bad_statement_and_registers_nothing(
 
     broken = _write(tmp_path, "broken.ttl", _turtle('ex:bad rdfs:label "never closed .'))
     spec = import_spec(work_settings, "loud2", [broken], [], "en", 1000)
-    with pytest.raises(KgragError, match=rf"^{broken}:25: .*--strict"):
+    with pytest.raises(KgragError, match=rf"^{broken}:26: .*string opened on line 25.*--strict"):
         prepare_data(dataset="loud2", spec=spec.model_dump(mode="json"), strict=True)
     assert registered_spec("loud2", work_settings) is None
     assert not work_settings.dataset_dir("loud2").exists()
@@ -147,7 +147,9 @@ def test_prepare_prints_the_losses_and_strict_refuses(prefect_harness, work_sett
     assert lenient.exit_code == 0, lenient.output
     out = " ".join(lenient.output.split())
     assert "the import lost data: 4 malformed statements or lines skipped" in out
-    assert f"{broken}:25: Person is not a valid subject or graph name (column " in out
+    # the error is where the open string closed (line 26), and says where it opened
+    assert f"{broken}:26: Person is not a valid subject or graph name (column " in out
+    assert "after a string opened on line 25 ran on over the line break" in out
     # the name that swallowed the following lines is no name: listed, not imported
     assert "with a string running past line 25 (an unterminated quote?) not imported" in out
     assert f"{broken}:25: Unexpected end of file (column " in out and "parsing again from line 26" in out
@@ -161,5 +163,5 @@ def test_prepare_prints_the_losses_and_strict_refuses(prefect_harness, work_sett
     assert "nothing to redo" in again.output and "the import lost data: 4 malformed" in " ".join(again.output.split())
     refused = runner.invoke(app, ["prepare", "--dataset", "loud", "--triples", str(broken), "--questions",
                                   str(questions), "--strict"])
-    assert refused.exit_code == 1 and f"{broken}:25: " in refused.output
+    assert refused.exit_code == 1 and f"{broken}:26: " in refused.output
 
