@@ -14,7 +14,6 @@ from kgrag.hrag.online.linker import normalise as linker_normalise
 from kgrag.prep.resolve import normalise as resolve_normalise
 from kgrag.query_graph.cues import read_cues
 from kgrag.search.name_ngrams import fold
-from kgrag.search.relevance import normalize
 from kgrag.search.storage_forms import similarity
 from kgrag.text import (
     CHAIN_KINDS,
@@ -145,7 +144,6 @@ def test_the_three_readings_of_wh_words() -> None:
 
 def test_old_names_are_the_shared_functions() -> None:
     """Every former normaliser now is a name of the one function (nothing reimplemented, no extra call)."""
-    assert normalize is fold_case
     assert normalize_text is plain_text
     assert normalise_name is answer_key
     assert resolve_normalise is name_key

@@ -48,10 +48,11 @@ def drop_cues(cues: Cues, drop: Collection[Comparison | Superlative], answer_wor
     name holds names the thing, it asks nothing; ``answer_words`` replaces the asked words when given."""
     if not drop:
         return cues
+    gone = {c.span for c in drop}
     return replace(cues, answer_words=cues.answer_words if answer_words is None else answer_words,
                    comparison=None if cues.comparison in drop else cues.comparison,
                    superlative=None if cues.superlative in drop else cues.superlative,
-                   spans=[sp for sp in cues.spans if sp not in {c.span for c in drop}])
+                   spans=[sp for sp in cues.spans if sp not in gone])
 
 
 # ---- the plan parts a cue becomes --------------------------------------------------------------------------

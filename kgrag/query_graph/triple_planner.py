@@ -48,7 +48,7 @@ or without it, a plan with another core path); a lone plan has margin 0.6. A pla
 (``reason``: one line).
 
 What both planners do alike (cues a name holds dropped, the constraint / aggregation a cue becomes, the question's
-structure parts and a plan's coverage of them) is :mod:`kgrag.query_graph.stages`.
+structure parts and a plan's coverage of them, the share of words said) is :mod:`kgrag.query_graph.stages`.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ from kgrag.query_graph.stages import (
     count_aggregation,
     coverage,
     drop_cues,
-    said,
+    share_said,
     structure_parts,
     superlative_aggregation,
     within,
@@ -690,7 +690,7 @@ class TriplePlanner:
         if asked_words:  # words: how much of the question the plan's relations and type name
             named = _words(" ".join(_split(" ".join([*(h.relation for h in hops), type_label,
                                                      *(x.relation for x in (lc, ag) if x)]).replace(".", "_"))))
-            score += self.weights["words"] * said(asked_words, named, _alike) / len(asked_words)
+            score += self.weights["words"] * share_said(asked_words, named, _alike)
         return QueryGraph(topics=[topic] if topic else [], path=hops, answer_type=type_id or type_label,
                           answer_type_label=type_label,
                           literal_constraint=lc, aggregation=ag, unused=unused, score=round(score, 4))

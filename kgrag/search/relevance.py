@@ -3,9 +3,9 @@ specification of concept and instance recall, §3.2.3–§3.2.5).
 
 Every function here is free of I/O, so each rule is testable without a store or a model.
 
-Text comparisons (``==`` / contains) are made on ``strip().casefold()``-ed strings, so ``"Drug"`` matches the
-query ``"drug"``; Chinese text is unaffected. An empty name or comment never matches (otherwise "query
-contains ''" would always score).
+Text comparisons (``==`` / contains) are made on stripped, casefolded strings (:func:`kgrag.text.fold_case`),
+so ``"Drug"`` matches the query ``"drug"``; Chinese text is unaffected. An empty name or comment never matches
+(otherwise "query contains ''" would always score).
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ __all__ = [
     "RankedRelation",
     "calculate_relevance_score",
     "name_match_score",
-    "normalize",
     "object_type_rerank_scores",
     "prune_properties",
     "rank_relations",
@@ -35,17 +34,13 @@ __all__ = [
 FULLWIDTH_COMMA = "，"
 
 
-#: how names, comments and queries are compared here (:func:`kgrag.text.fold_case`: stripped, casefolded)
-normalize = fold_case
-
-
 def calculate_relevance_score(query: str, name: str, comment: str = "") -> float:
     """The spec's ``calculateRelevanceScore`` (rerank fallback, property pruning).
 
     Name part (exclusive, first that holds): ``name == query`` +1.0, else name contains query +0.5, else
     query contains name +0.3. Comment part (added): comment contains query +0.2. Range ``[0, 1.2]``.
     """
-    q, n, c = normalize(query), normalize(name), normalize(comment)
+    q, n, c = fold_case(query), fold_case(name), fold_case(comment)
     if not q:
         return 0.0
     score = 0.0
@@ -64,7 +59,7 @@ def calculate_relevance_score(query: str, name: str, comment: str = "") -> float
 def name_match_score(query: str, name: str, exact_score: float) -> float:
     """Instance name scoring (scoreNodes): ``exact_score`` when equal, 0.5 when the name contains the query,
     0.3 when the query contains the name, else 0."""
-    q, n = normalize(query), normalize(name)
+    q, n = fold_case(query), fold_case(name)
     if not q or not n:
         return 0.0
     if n == q:

@@ -55,13 +55,14 @@ in ``martin luther king``) ranked down. Measured by ``python -m bench.topic_link
 
 Normalisation (names and text alike, :func:`normalise`, which is :func:`kgrag.text.words_key`): Unicode
 compatibility forms, casefold, accents dropped (``Amélie`` = ``Amelie``; ``ø æ œ ł đ ð þ`` spelled in ASCII),
-curly quotes and backticks as ``'``. A token is a run of letters/digits that may hold ``'`` or ``.`` between two letters/digits; those are dropped without a
-space: ``Ocean's Eleven`` = ``Oceans Eleven``, ``L.A. Confidential`` = ``LA Confidential``; ``Se7en`` stays
-``se7en``. ``&`` is the word ``and`` (``Mr. & Mrs. Smith`` = ``Mr and Mrs Smith``). Every other character
-separates tokens: ``Lock, Stock and Two Smoking Barrels``, ``2001: A Space Odyssey``, ``Spider-Man`` =
-``Spider Man``, ``WALL·E`` = ``WALL E`` (``Spiderman`` / ``WALLE`` are near-misses found at similarity 1, as
-``similarity`` ignores spaces). A span's last token may drop a possessive ``'s`` (``Heat's`` finds ``Heat``).
-Names with no letter or digit (``$``) are found only by an exact bracket.
+curly quotes and backticks as ``'``. A token (:func:`kgrag.text.word_tokens`) is a run of letters/digits that
+may hold ``'`` or ``.`` between two letters/digits; those are dropped without a space: ``Ocean's Eleven`` =
+``Oceans Eleven``, ``L.A. Confidential`` = ``LA Confidential``; ``Se7en`` stays ``se7en``. ``&`` is the word
+``and`` (``Mr. & Mrs. Smith`` = ``Mr and Mrs Smith``). Every other character separates tokens: ``Lock, Stock
+and Two Smoking Barrels``, ``2001: A Space Odyssey``, ``Spider-Man`` = ``Spider Man``, ``WALL·E`` = ``WALL E``
+(``Spiderman`` / ``WALLE`` are near-misses found at similarity 1, as ``similarity`` ignores spaces). A span's
+last token may drop a possessive ``'s`` (``Heat's`` finds ``Heat``). Names with no letter or digit (``$``) are
+found only by an exact bracket.
 
     .venv/bin/python -c 'from kgrag.graph.csr import CSRGraph; from kgrag.hrag.online.linker import EntityLinker; print(EntityLinker.from_graph(CSRGraph.load("work/metaqa/graph.npz")).topics("what movies did Temuera Morrison act in"))'
 """  # noqa: E501 - the runnable line
@@ -83,7 +84,7 @@ from kgrag.search.storage_forms import similarity
 from kgrag.text import APOSTROPHES, word_tokens, words_key
 
 __all__ = ["FUZZY_SIMILARITY", "MAX_FUZZY_TOKENS", "MAX_PARTIAL_ROWS", "MAX_SPAN_TOKENS", "MIN_FUZZY_CHARS",
-           "Candidate", "EntityLinker", "Link", "normalise", "tokens"]
+           "Candidate", "EntityLinker", "Link", "normalise"]
 
 #: a near-miss counts when :func:`similarity` of its normalised span and name is at least this
 FUZZY_SIMILARITY = 0.85
@@ -153,8 +154,6 @@ class Candidate:
     is_class: bool
 
 
-#: (normalised token, start, end) for each token of a text (see the module docstring; :func:`kgrag.text.word_tokens`)
-tokens = word_tokens
 #: the normalised form of a name or text: its normalised tokens joined by single spaces (:func:`kgrag.text.words_key`)
 normalise = words_key
 
@@ -308,7 +307,7 @@ class EntityLinker:
         unigrams: Counter[str] = Counter()
         bigrams: Counter[tuple[str, str]] = Counter()
         for text in template_texts:
-            toks = tuple(t for t, _, _ in tokens(text))
+            toks = tuple(t for t, _, _ in word_tokens(text))
             if not toks:
                 continue
             doc_freq.update(set(toks))
@@ -462,7 +461,7 @@ class EntityLinker:
                 for k, link in enumerate(links):
                     self._keep(scored, link, self._score(link, k, 1, template_only=False))
         else:
-            toks = tokens(text)
+            toks = word_tokens(text)
             spans = self._plain_spans(text, toks, everything=True)
             cased = _is_cased(text, toks)
             for span in spans:
@@ -507,7 +506,7 @@ class EntityLinker:
         capitalises names writes this capitalised name in lower case (``lowered``); a span that makes the text
         a known template is not discounted for its words."""
         if link.match_type == "partial":
-            kind = 0.6 + 0.3 * min(1.0, max(words, 1) / max(1, len(tokens(link.name))))
+            kind = 0.6 + 0.3 * min(1.0, max(words, 1) / max(1, len(word_tokens(link.name))))
         else:
             kind = {"bracket": 1.0, "exact": 1.0, "normalised": 0.95, "alias": 0.9,
                     "fuzzy": 0.7 * link.similarity}.get(link.match_type, 0.7)
@@ -559,7 +558,7 @@ class EntityLinker:
                 rows = sorted(exact, key=lambda r: (-int(self.degree[r]), r))
                 out.append([Link(r, self.names[r], start, end, "bracket", 1.0) for r in rows])
                 continue
-            toks = tokens(span)
+            toks = word_tokens(span)
             if not toks:
                 out.append([])
                 continue
@@ -582,7 +581,7 @@ class EntityLinker:
 
     # ------------------------------------------------------------------ plain text
     def _link_plain(self, text: str, top: int) -> list[Link]:
-        toks = tokens(text)
+        toks = word_tokens(text)
         if not toks:
             return []
         out: list[Link] = []
