@@ -60,11 +60,6 @@ class VersionedCache(Generic[K, V]):
             return held[1]
         return self._refresh(key)
 
-    def peek(self, key: K) -> V | None:
-        """The value held for ``key`` without checking its version (None when none is held)."""
-        held = self._held.get(key)
-        return None if held is None else held[1]
-
     def _refresh(self, key: K) -> V:
         lock = self._key_locks.get(key)
         if lock is None:

@@ -44,6 +44,13 @@ class Source:
     def cache(self, **kwargs: object) -> VersionedCache[str, Value]:
         return VersionedCache(self.token, self.load, close=Value.close, **kwargs)
 
+    def two_versions(self) -> tuple[VersionedCache[str, Value], Value, Value]:
+        """A cache that got key a at version 1, then at version 2."""
+        cache = self.cache()
+        first = cache.get("a")
+        self.versions["a"] = 2
+        return cache, first, cache.get("a")
+
 
 def test_loads_once_per_version_and_a_hit_is_one_token_read() -> None:
     source = Source()
@@ -57,20 +64,14 @@ def test_loads_once_per_version_and_a_hit_is_one_token_read() -> None:
 
 def test_a_new_token_reloads() -> None:
     source = Source()
-    cache = source.cache()
-    old = cache.get("a")
-    source.versions["a"] = 2
-    new = cache.get("a")
+    cache, old, new = source.two_versions()
     assert new is not old and new.version == 2 and source.loads["a"] == 2
     assert cache.get("a") is new and source.loads["a"] == 2
 
 
 def test_the_previous_value_stays_open_until_the_next_replaces_it() -> None:
     source = Source()
-    cache = source.cache()
-    v1 = cache.get("a")
-    source.versions["a"] = 2
-    v2 = cache.get("a")
+    cache, v1, v2 = source.two_versions()
     assert not v1.closed  # a request that got v1 keeps working
     source.versions["a"] = 3
     v3 = cache.get("a")
@@ -87,7 +88,7 @@ def test_without_close_nothing_is_retained() -> None:
     source.versions["a"] = 2
     v2 = cache.get("a")
     gc.collect()
-    assert v1() is None and cache.peek("a") is v2  # the replaced value lives only as long as its callers hold it
+    assert v1() is None and cache.get("a") is v2 and source.loads["a"] == 2  # the replaced value lives only as long as its callers hold it
 
 
 def test_a_failed_load_caches_nothing_and_keeps_the_held_value() -> None:
@@ -104,8 +105,9 @@ def test_a_failed_load_caches_nothing_and_keeps_the_held_value() -> None:
     source.versions["a"], failing["a"] = 2, True
     with pytest.raises(RuntimeError):
         cache.get("a")
-    assert cache.peek("a") is v1 and not v1.closed
-    failing["a"] = False
+    source.versions["a"] = 1  # the version still held: no load (it would fail), the held value
+    assert cache.get("a") is v1 and not v1.closed
+    source.versions["a"], failing["a"] = 2, False
     assert cache.get("a").version == 2 and not v1.closed
 
 

@@ -55,6 +55,7 @@ import re
 import urllib.parse
 from array import array
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -413,7 +414,7 @@ def _line_count(path: Path) -> int:
 
 _RUNAWAY = "Unexpected end"  # pyoxigraph's message when an error ran to the end of the file
 _PREFIXED = frozenset({"ttl", "turtle", "trig", "n3"})  # formats whose prefixes a resumed parse must be given
-_MAX_RESUMES = 20  # per file: each costs a re-read of the file up to the resume line (and a line count)
+_MAX_RESUMES = 20  # per file: each costs a re-read of the file up to the resume line
 _PARSER_ERROR = re.compile(
     r"^Parser error (?:at line \d+ |between line \d+ )?(?:between columns?|columns?) (\d+)[^:]*: ")
 
@@ -431,19 +432,25 @@ class _Lines:
     """Where a parser error really is. After a token that spanned lines (a string opened by an unterminated quote),
     pyoxigraph reports the line the token began on and counts the column on from there across the line breaks
     (``at line 4 … column 61`` for column 2 of line 6); :meth:`physical` turns that into the file's line and
-    column. The file's line lengths are read once, on the first error, only as far as the errors reach."""
+    column. One per file, across its resumed parses: the file's line lengths are read once, on the first error,
+    only as far as the errors reach; its line count (:meth:`count`) once, on the first runaway error."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.lengths: list[int] = []  # characters of each line read so far, its line break included
         self._fh: IO[bytes] | None = None
+        self._ended = False  # every line's length is read
+        self._count: int | None = None
 
     def _length(self, line: int) -> int | None:
         while len(self.lengths) < line:
+            if self._ended:
+                return None
             if self._fh is None:
                 self._fh = _open(self.path)
             raw = self._fh.readline()
             if not raw:
+                self._ended = True
                 self.close()
                 return None
             self.lengths.append(len(raw.decode("utf-8", errors="replace")))
@@ -457,28 +464,25 @@ class _Lines:
             line += 1
         return line, at + 1
 
+    def count(self) -> int:
+        """The file's lines (:func:`_line_count`, read once)."""
+        if self._count is None:
+            self._count = _line_count(self.path)
+        return self._count
+
     def close(self) -> None:
         if self._fh is not None:
             self._fh.close()
             self._fh = None
 
 
-def _statements(parser: Iterator[ox.Quad], path: Path, builder: _Builder, offset: int,
+def _statements(parser: Iterator[ox.Quad], lines: _Lines, builder: _Builder, offset: int,
                 report: dict) -> Iterator[ox.Quad]:
     """The parser's quads; each syntax error becomes a bad line (its first line, in the file's numbering). An error
     that ran to the end of the file from an earlier line (the parser cannot get past it: an unterminated string or
     IRI) ends the parse and sets ``report["resume_at"]`` to that line: :func:`_read_rdf` parses again after it.
-    ``offset``: what turns the parser's line numbers into the file's."""
-    spath = str(path)
-    lines = _Lines(path)
-    try:
-        yield from _checked(parser, spath, path, builder, offset, report, lines)
-    finally:
-        lines.close()
-
-
-def _checked(parser: Iterator[ox.Quad], spath: str, path: Path, builder: _Builder, offset: int, report: dict,
-             lines: _Lines) -> Iterator[ox.Quad]:
+    ``lines``: the file's; ``offset``: what turns the parser's line numbers into the file's."""
+    spath = str(lines.path)
     while True:
         try:
             yield next(parser)
@@ -495,7 +499,7 @@ def _checked(parser: Iterator[ox.Quad], spath: str, path: Path, builder: _Builde
                     continue
             reason = _reason(str(exc))
             if _RUNAWAY in reason and line:
-                after = _line_count(path) - line
+                after = lines.count() - line
                 if after > 0:
                     report["resume_at"] = line
                     reason += (f" — the parser could not get past line {line} (an unterminated string or IRI?): "
@@ -514,32 +518,33 @@ def _read_rdf(path: Path, fmt: str, file_no: int, builder: _Builder, report: dic
     prefixes: dict[str, str] = {}
     base: str | None = None
     resumed: list[int] = []
-    while True:
-        with _open(path) as raw:
-            header = b""
-            if skip:
-                for _ in range(skip):  # only after a runaway error: the lines already parsed
-                    raw.readline()
-                if fmt in _PREFIXED:
-                    header = "".join(f"@prefix {p}: <{iri}> .\n" for p, iri in prefixes.items()).encode("utf-8")
-            parser = ox.parse(input=_Headed(raw, header) if header else raw, format=_RDF_FORMATS[f".{fmt}"],
-                              lenient=True, base_iri=base)
-            quads = _statements(parser, path, builder, skip - header.count(b"\n"), report)
-            held: list[ox.Quad] = []  # statements with a literal spanning lines: kept only if the parse ran clean
-            count += _add_quads(_hold_multiline(quads, held), str(path), file_no, builder)
-            at = report.pop("resume_at", None)
-            if at is not None and held:  # a string ran on from an unterminated quote: a bogus literal, not a value
-                builder.bad_line(str(path), at, f"{len(held)} statement(s) with a string running past line {at} "
-                                 "(an unterminated quote?) not imported")
-            elif held:
-                count += _add_quads(iter(held), str(path), file_no, builder)
-            if at is None:
-                break
-            if at <= skip or len(resumed) >= _MAX_RESUMES:
-                report.update(unread_after=at, unread_lines=_line_count(path) - at)
-                break
-            resumed.append(at)
-            prefixes, base, skip = dict(getattr(parser, "prefixes", {}) or {}), getattr(parser, "base_iri", None), at
+    with closing(_Lines(path)) as lines:  # one per file: its line lengths and count read once
+        while True:
+            with _open(path) as raw:
+                header = b""
+                if skip:
+                    for _ in range(skip):  # only after a runaway error: the lines already parsed
+                        raw.readline()
+                    if fmt in _PREFIXED:
+                        header = "".join(f"@prefix {p}: <{iri}> .\n" for p, iri in prefixes.items()).encode("utf-8")
+                parser = ox.parse(input=_Headed(raw, header) if header else raw, format=_RDF_FORMATS[f".{fmt}"],
+                                  lenient=True, base_iri=base)
+                quads = _statements(parser, lines, builder, skip - header.count(b"\n"), report)
+                held: list[ox.Quad] = []  # statements with a literal spanning lines: kept only if the parse ran clean
+                count += _add_quads(_hold_multiline(quads, held), str(path), file_no, builder)
+                at = report.pop("resume_at", None)
+                if at is not None and held:  # a string ran on from an unterminated quote: a bogus literal, not a value
+                    builder.bad_line(str(path), at, f"{len(held)} statement(s) with a string running past line {at} "
+                                     "(an unterminated quote?) not imported")
+                elif held:
+                    count += _add_quads(iter(held), str(path), file_no, builder)
+                if at is None:
+                    break
+                if at <= skip or len(resumed) >= _MAX_RESUMES:
+                    report.update(unread_after=at, unread_lines=lines.count() - at)
+                    break
+                resumed.append(at)
+                prefixes, base, skip = dict(getattr(parser, "prefixes", {}) or {}), getattr(parser, "base_iri", None), at
     if resumed:
         report["resumed_after"] = resumed
     return count

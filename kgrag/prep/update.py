@@ -128,9 +128,10 @@ def update_kg(settings: Settings, name: str, add: Sequence[Path] = (), delete: S
         raise KgragError("nothing to update: give --add FILE and/or --delete FILE")
     dataset_dir = settings.dataset_dir(name)
     record = read_version(dataset_dir)
-    if not graph_file(dataset_dir, record).is_file():
+    current = graph_file(dataset_dir, record)
+    if not current.is_file():
         raise KgragError(f"KG {name!r} is not prepared: run `kgrag prepare --dataset {name}` first")
-    old = CSRGraph.load(graph_file(dataset_dir, record))
+    old = CSRGraph.load(current)
     lang = str(old.meta.get("name_lang") or spec.lang)
     added = read_delta_files(add, spec, lang)
     deleted = read_delta_files(delete, spec, lang)

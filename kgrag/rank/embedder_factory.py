@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -25,6 +24,7 @@ import numpy as np
 
 from kgrag.rank.domain import META_FILE, PREFIX, DomainEmbedder
 from kgrag.rank.sentence_embedder import Embedder, EmbedderStats
+from kgrag.versioned import VersionedCache
 
 __all__ = ["TextEmbedder", "clear_cache", "make_embedder", "parse_fasttext_name"]
 
@@ -52,8 +52,15 @@ class TextEmbedder(Protocol):
     def compact(self) -> None: ...
 
 
-_domain: dict[Path, tuple[int, DomainEmbedder]] = {}  # folder -> (meta.json mtime_ns, embedder)
-_domain_lock = threading.Lock()
+def _meta_mtime(folder: Path) -> int | None:
+    try:
+        return (folder / META_FILE).stat().st_mtime_ns
+    except OSError:
+        return None
+
+
+#: the domain embedders, one per folder, loaded again when its meta.json changes (a retrain)
+_domain: VersionedCache[Path, DomainEmbedder] = VersionedCache(_meta_mtime, DomainEmbedder)
 _HEX = re.compile(r"[0-9a-f]{4,64}")
 
 
@@ -79,12 +86,7 @@ def _load_domain(name: str) -> DomainEmbedder:
             f"embedder {name!r}: no domain embedding model in {folder} "
             "(train it with `python -m flows.train_embeddings --kn-id <kn_id>`)"
         )
-    stamp = meta.stat().st_mtime_ns
-    with _domain_lock:
-        cached = _domain.get(folder)
-        if cached is None or cached[0] != stamp:
-            cached = _domain[folder] = (stamp, DomainEmbedder(folder))
-    embedder = cached[1]
+    embedder = _domain.get(folder)
     if fingerprint is not None and not embedder.fingerprint.startswith(fingerprint):
         raise ValueError(
             f"embedder {name!r}: {folder} now holds weights {embedder.fingerprint[:12]}, not {fingerprint} "
@@ -107,5 +109,4 @@ def make_embedder(name: str, cache_dir: str | os.PathLike[str] | None = None) ->
 
 def clear_cache() -> None:
     """Forget the loaded domain embedders (tests; a retrain is noticed without this)."""
-    with _domain_lock:
-        _domain.clear()
+    _domain.close()

@@ -32,6 +32,7 @@ import numpy as np
 
 from kgrag.reading.features import FEATURES, as_matrix
 from kgrag.reading.forest import Forest
+from kgrag.versioned import VersionedCache
 
 __all__ = ["LearnedScorer", "PlanScorer", "RulesScorer", "SHIPPED", "load_scorer", "model_folders"]
 
@@ -177,9 +178,17 @@ def model_folders() -> list[Path]:
     return out
 
 
+def _forest_mtime(folder: Path) -> float | None:
+    try:
+        return (folder / FOREST_FILE).stat().st_mtime
+    except OSError:
+        return None
+
+
 _LOCK = threading.Lock()
-_REFUSED: set[str] = set()
-_LOADED: dict[str, tuple[float, PlanScorer]] = {}
+_REFUSED: set[Path] = set()
+#: the trained scorers, one per model folder, loaded again when its forest file changes
+_LOADED: VersionedCache[Path, LearnedScorer] = VersionedCache(_forest_mtime, LearnedScorer.load)
 
 
 def load_scorer(rules_only: bool = False) -> PlanScorer:
@@ -187,23 +196,16 @@ def load_scorer(rules_only: bool = False) -> PlanScorer:
     if rules_only or os.environ.get("KGRAG_PLANNER", "").lower() == "rules":
         return _rules()
     for folder in model_folders():
-        path = folder / FOREST_FILE
-        if not path.is_file():
+        if not (folder / FOREST_FILE).is_file():
             continue
-        stamp = path.stat().st_mtime
-        with _LOCK:
-            cached = _LOADED.get(str(path))
-            if cached is not None and cached[0] == stamp:
-                return cached[1]
-            try:
-                scorer = LearnedScorer.load(folder)
-            except (ValueError, KeyError, OSError) as exc:  # a model of other features: the next one, said once
-                if str(path) not in _REFUSED:
-                    _REFUSED.add(str(path))
-                    log.warning("plan scorer %s not used: %s", folder, exc)
-                continue
-            _LOADED[str(path)] = (stamp, scorer)
-            return scorer
+        try:
+            return _LOADED.get(folder)
+        except (ValueError, KeyError, OSError) as exc:  # a model of other features: the next one, said once
+            with _LOCK:
+                if folder in _REFUSED:
+                    continue
+                _REFUSED.add(folder)
+            log.warning("plan scorer %s not used: %s", folder, exc)
     return _rules()
 
 
