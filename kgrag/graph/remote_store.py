@@ -30,12 +30,13 @@ from SPARQLWrapper import ASK, JSON, POST, SELECT, SPARQLWrapper
 from SPARQLWrapper.SPARQLExceptions import SPARQLWrapperException
 
 from kgrag.errors import SparqlError
+from kgrag.graph.iri import XSD
 from kgrag.graph.store import GraphStore, Row, Term
 
 log = logging.getLogger(__name__)
 
 _CONNECTION_ERRORS = (ConnectionError, http.client.RemoteDisconnected, http.client.IncompleteRead)
-_BOOLEAN = "http://www.w3.org/2001/XMLSchema#boolean"
+_BOOLEAN = f"{XSD}boolean"
 #: Virtuoso's booleans (it stores them as integers) in their canonical lexical form
 _BOOLEAN_FORMS = {"1": "true", "0": "false"}
 

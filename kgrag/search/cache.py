@@ -8,17 +8,48 @@ repeated search then costs a dictionary lookup instead of a few dozen SQL statem
 The key is the request without ``session_id`` (which only passes through: each answer carries its own caller's);
 the entry also remembers the version it was computed on, so a reload is never served stale. Bounded LRU,
 thread-safe; ``size=0`` disables it; degraded answers (instance recall failed) are not kept. Only for services that expose ``network_version(kn_id)`` (the store does).
+
+:class:`PerVersion` holds what one stage of recall reads once per network version (categorical values, primary
+fields, a relation's usual shape): ``{(network, version, *key): value}``, emptied when full.
+
+    names = PerVersion(16)
+    names.get(store, "medical", ("names",), lambda: store.instance_names("medical"))   # read once per version
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
 
+from kgrag.network.service import ContextStore
 from kgrag.search.kn_models import MSG_INSTANCE_FAILED, KnSearchRequest, KnSearchResponse
 
-__all__ = ["KnSearchCache"]
+__all__ = ["KnSearchCache", "PerVersion"]
+
+V = TypeVar("V")
+
+
+class PerVersion(Generic[V]):
+    """Values read once per network version, keyed ``(network, version, *key)``; more than ``kept`` entries
+    empty it (an older version's entries go with the rest). Plain dict reads and writes: safe across threads,
+    where two first readers of one key may both read it."""
+
+    def __init__(self, kept: int) -> None:
+        self.kept = kept
+        self._entries: dict[tuple[Hashable, ...], V] = {}
+
+    def get(self, store: ContextStore, kn_id: str, key: tuple[Hashable, ...], read: Callable[[], V]) -> V:
+        """The value of ``key`` on the current version of ``kn_id``: ``read()`` on its first use there."""
+        full = (kn_id, store.network_version(kn_id), *key)
+        value = self._entries.get(full)
+        if value is None:
+            value = read()
+            if len(self._entries) > self.kept:
+                self._entries.clear()
+            self._entries[full] = value
+        return value
 
 
 class KnSearchCache:

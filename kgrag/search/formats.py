@@ -18,6 +18,7 @@ from typing import Any
 
 from kgrag.network.schema.model import Condition, DataProperty, ObjectType
 from kgrag.network.service import ContextStore
+from kgrag.search.cache import PerVersion
 from kgrag.search.context_models import AttributeCondition, AttributeFormat, ContextConfig, PrimaryFields
 from kgrag.search.keywords import CATEGORICAL_SYNONYMS
 from kgrag.search.storage_forms import name_field
@@ -87,10 +88,9 @@ def attribute_candidates(cond: AttributeCondition, object_types: list[ObjectType
 
 
 _CATEGORICAL_TYPES = frozenset({"string", "text", "varchar", "char", "keyword", "enum"})
-#: (network, version, value forms, the (type, property) pairs searched) -> what categorical_candidates found: a
-#: value absent from every property costs one scan per type, and questions repeat the same few values (男性, 儿童)
-_categorical: dict[tuple, list[tuple[ObjectType, DataProperty, Any]]] = {}
-_CATEGORICAL_KEPT = 512
+#: (value forms, the (type, property) pairs searched) -> what categorical_candidates found: a value absent from
+#: every property costs one scan per type, and questions repeat the same few values (男性, 儿童)
+_categorical: PerVersion[list[tuple[ObjectType, DataProperty, Any]]] = PerVersion(512)
 
 
 def categorical_candidates(store: ContextStore, kn_id: str, cond: AttributeCondition,
@@ -104,11 +104,9 @@ def categorical_candidates(store: ContextStore, kn_id: str, cond: AttributeCondi
             forms |= {canonical, *synonyms}
     variants = sorted({f for form in forms for f in (form, form.upper(), form.capitalize())})
     searched = [(ot, [p for p in ot.data_properties if p.type.lower() in _CATEGORICAL_TYPES]) for ot in object_types]
-    key = (kn_id, store.network_version(kn_id), tuple(variants),
-           tuple((ot.id, p.name) for ot, props in searched for p in props))
-    found = _categorical.get(key)
-    if found is None:
-        found = []
+
+    def read() -> list[tuple[ObjectType, DataProperty, Any]]:
+        found: list[tuple[ObjectType, DataProperty, Any]] = []
         for ot, props in searched:
             # one scan of the type for all its properties first: most types store the value nowhere
             if not props or not store.query_instances(kn_id, ot.id, Condition(operation="or", sub_conditions=[
@@ -119,10 +117,10 @@ def categorical_candidates(store: ContextStore, kn_id: str, cond: AttributeCondi
                                              1, sort_by_score=False)
                 if hits:
                     found.append((ot, prop, hits[0].properties.get(prop.name)))
-        if len(_categorical) > _CATEGORICAL_KEPT:
-            _categorical.clear()
-        _categorical[key] = found
-    return list(found)
+        return found
+
+    key = (tuple(variants), tuple((ot.id, p.name) for ot, props in searched for p in props))
+    return list(_categorical.get(store, kn_id, key, read))
 
 
 def _query_value(cond: AttributeCondition, storage: str, pattern: str, unit: str | None) -> Any:
@@ -157,22 +155,15 @@ def attribute_format(store: ContextStore, kn_id: str, cond: AttributeCondition, 
     )
 
 
-#: (network, version, object type, samples) -> its PrimaryFields: the same for every question on one version
-_primary: dict[tuple[str, str, str, int], PrimaryFields] = {}
-_PRIMARY_KEPT = 4096
+#: (object type, samples) -> its PrimaryFields: the same for every question on one version
+_primary: PerVersion[PrimaryFields] = PerVersion(4096)
 
 
 def primary_fields(store: ContextStore, kn_id: str, ot: ObjectType, samples: int) -> PrimaryFields:
     """The type's name field (display key) and id field (first primary key, else ``id``/``*_id``, else the
     instance id), with sample values from ``samples`` instances (the first by id); read once per network
     version."""
-    key = (kn_id, store.network_version(kn_id), ot.id, samples)
-    found = _primary.get(key)
-    if found is None:
-        found = _read_primary_fields(store, kn_id, ot, samples)
-        if len(_primary) > _PRIMARY_KEPT:
-            _primary.clear()
-        _primary[key] = found
+    found = _primary.get(store, kn_id, (ot.id, samples), lambda: _read_primary_fields(store, kn_id, ot, samples))
     return found.model_copy(deep=True)
 
 

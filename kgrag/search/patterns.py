@@ -14,15 +14,15 @@ from __future__ import annotations
 
 from kgrag.network.schema.model import Condition, ObjectType, PathHit, RelationType
 from kgrag.network.service import ContextStore
+from kgrag.search.cache import PerVersion
 from kgrag.search.context_models import ContextConfig, RelationPattern
 from kgrag.search.storage_forms import name_field
 
 __all__ = ["cardinality", "relation_pattern"]
 
-#: (network, version, relation, source type and field, target type and field, samples) -> the relation's usual
-#: shape (any source to any target): the same for every question on one version of the network
-_usual: dict[tuple[str, str, str, str, str, str, str, int], list[PathHit]] = {}
-_USUAL_KEPT = 4096
+#: (relation, source type and field, target type and field, samples) -> the relation's usual shape (any source
+#: to any target): the same for every question on one version of the network
+_usual: PerVersion[list[PathHit]] = PerVersion(4096)
 
 
 def cardinality(max_targets_per_source: int, max_sources_per_target: int) -> str:
@@ -55,14 +55,9 @@ def relation_pattern(store: ContextStore, kn_id: str, rt: RelationType, types: d
         paths = store.query_path(kn_id, target.id, Condition(operation="in", field=target_field, value=target_forms),
                                  rt.id, source.id, any_source, limit_per_type=k)
     if not paths:  # no keyword on either end, or no such link: the relation's usual shape, read once per version
-        key = (kn_id, store.network_version(kn_id), rt.id, source.id, source_field, target.id, target_field, k)
-        usual = _usual.get(key)
-        if usual is None:
-            usual = store.query_path(kn_id, source.id, any_source, rt.id, target.id, any_target, limit_per_type=k)
-            if len(_usual) > _USUAL_KEPT:
-                _usual.clear()
-            _usual[key] = usual
-        paths = usual
+        paths = _usual.get(store, kn_id, (rt.id, source.id, source_field, target.id, target_field, k),
+                           lambda: store.query_path(kn_id, source.id, any_source, rt.id, target.id, any_target,
+                                                    limit_per_type=k))
     sources = list(dict.fromkeys(p.source.properties.get(source_field, p.source.id) for p in paths))[:k]
     targets = list(dict.fromkeys(p.target.properties.get(target_field, p.target.id) for p in paths))[:k]
     fan_out, fan_in, links = store.link_cardinality(kn_id, rt.id)

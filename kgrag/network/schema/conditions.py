@@ -250,7 +250,7 @@ def _folded(col: ColumnElement[Any], value: str, dialect: str) -> tuple[ColumnEl
     on PostgreSQL both sides get those letters lowered, so the operations match the same rows."""
     if dialect != "postgresql":
         return col, value
-    return func.translate(col, literal(_UPPER), literal(_LOWER)), value.translate(_ASCII_LOWER)
+    return func.translate(col, literal(_UPPER), literal(_LOWER)), fold_ascii(value)
 
 
 def _list_contains(field_name: str, value: Any, dialect: str, holders: list[str] | None) -> ColumnElement[bool]:

@@ -84,17 +84,21 @@ class NameScan:
         first, rest = folded[0], folded[1:]
         if _SEP in first or not first:  # cannot be found across a separator: test name by name
             for i, start in enumerate(self.starts):
-                name = self.text[start:self.starts[i + 1] - 1] if i + 1 < len(self.starts) else self.text[start:]
+                name = self.text[start:self._end(i)]
                 if all(f in name for f in folded):
                     yield self.ids[i]
             return
         at = self.text.find(first)
         while at >= 0:
             i = bisect_right(self.starts, at) - 1
-            end = self.starts[i + 1] - 1 if i + 1 < len(self.starts) else len(self.text)
+            end = self._end(i)
             if not rest or all(f in self.text[self.starts[i]:end] for f in rest):
                 yield self.ids[i]
             at = self.text.find(first, end + 1)
+
+    def _end(self, i: int) -> int:
+        """Where name ``i`` ends in ``text`` (its separator, or the end of the text)."""
+        return self.starts[i + 1] - 1 if i + 1 < len(self.starts) else len(self.text)
 
 
 def list_fields(ot: ObjectType) -> list[str]:
