@@ -69,7 +69,7 @@ def train(dataset: str, config_json: str, train_split: str, validation_split: st
                                      cfg.gt_walks, cfg.seed)
     validation = pipeline.agent_data(GAgentSplit.load(validation_file), text,
                                      pipeline.split_gold(settings, dataset, validation_split))
-    plan = pipeline.plan_data(settings, dataset, train_split, graph, text, cfg.max_steps)
+    plan = pipeline.plan_data(settings, dataset, train_split, graph, text, cfg.max_steps, cfg.max_plan_questions)
     result = run_training(cfg, train_data, validation, text.entities, text.relations, run_dir,
                           log=lambda line: sys.stderr.write(line + "\n"),
                           meta={"dataset": dataset, "g_agent": {k: str(v) for k, v in files.items()}}, plan=plan)

@@ -21,7 +21,6 @@ from pathlib import Path
 from prefect import flow, task
 from prefect.artifacts import create_image_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
-from tqdm.auto import tqdm
 
 from flows.artifact_keys import artifact_key
 from flows.retrieval_samples import run as sharded_samples
@@ -34,10 +33,9 @@ from kgrag.hrag.retrieval import pipeline
 from kgrag.hrag.retrieval.config import RetrieverConfig
 from kgrag.hrag.retrieval.evaluate import png_markdown
 from kgrag.hrag.retrieval.metrics import plot_training_curve
+from kgrag.hrag.retrieval.progress import counter
 from kgrag.hrag.retrieval.stage_inputs import load_graph
-from kgrag.hrag.retrieval.text import TextEmbeddings
 from kgrag.hrag.retrieval.train import train_retriever as run_training
-from kgrag.rank.sentence_embedder import Embedder
 
 
 def _samples_key(context, parameters: dict) -> str:  # noqa: ARG001 - Prefect's cache_key_fn signature
@@ -53,16 +51,24 @@ def retrieval_samples(dataset: str, split: str, config_json: str) -> dict:
     """G_retrieval + features + labels of one split (PPR batched over topic sets); returns counts."""
     settings = get_settings()
     cfg = RetrieverConfig.model_validate_json(config_json)
-    with tqdm(desc=f"G_retrieval ({split}, PPR)", unit="topic set", leave=False, disable=None) as bar:
-        def progress(done: int, total: int) -> None:
-            bar.total = total
-            bar.update(done - bar.n)
-
-        samples = pipeline.split_samples(settings, dataset, load_graph(settings, dataset), split, cfg,
-                                         progress=progress)
+    graph = load_graph(settings, dataset)
+    text, prior = pipeline.walk_inputs(settings, dataset, graph, cfg)
+    with counter(f"G_retrieval ({split}, PPR)", "topic set") as progress:
+        samples = pipeline.split_samples(settings, dataset, graph, split, cfg, progress=progress, prior=prior,
+                                         text=text)
     counts = samples.question_triple_counts()
     return {"split": split, "questions": len(samples), "mean_triples": float(counts.mean()),
             "no_path": int((samples.positive_counts() == 0).sum())}
+
+
+@task(name="chain-prior", cache_policy=NO_CACHE)
+def learn_chain_prior(dataset: str, config_json: str) -> dict:
+    """The relation-chain prior the run's walks and g_agent read: chain labels of the budget's chain questions
+    (resumable parts), then the softmax over their chains (cached by content: a re-run reads it)."""
+    settings = get_settings()
+    cfg = RetrieverConfig.model_validate_json(config_json)
+    _, prior = pipeline.walk_inputs(settings, dataset, load_graph(settings, dataset), cfg)
+    return {"chains": 0 if prior is None else int(prior.chains.shape[0])}
 
 
 @task(name="train-retriever", cache_policy=NO_CACHE)
@@ -70,9 +76,9 @@ def train(dataset: str, config_json: str, train_split: str, validation_split: st
     settings = get_settings()
     cfg = RetrieverConfig.model_validate_json(config_json)
     graph = load_graph(settings, dataset)
-    text = TextEmbeddings.for_graph(graph, pipeline.hrag_dir(settings, dataset), Embedder.from_settings(settings))
-    train_set = pipeline.split_samples(settings, dataset, graph, train_split, cfg)
-    validation = pipeline.split_samples(settings, dataset, graph, validation_split, cfg)
+    text, prior = pipeline.walk_inputs(settings, dataset, graph, cfg)
+    train_set = pipeline.split_samples(settings, dataset, graph, train_split, cfg, prior=prior, text=text)
+    validation = pipeline.split_samples(settings, dataset, graph, validation_split, cfg, prior=prior, text=text)
     run_dir = pipeline.checkpoint_dir(settings, dataset, cfg)
     (run_dir / "chain_prior.npz").unlink(missing_ok=True)  # learned again from this training's questions on load
     # progress goes straight to stderr: print() inside a task becomes a Prefect INFO log, hidden at WARNING
@@ -92,6 +98,7 @@ def train_retriever(dataset: str | DatasetSpec = "metaqa", config: dict | None =
     cfg = RetrieverConfig(**(config or {}))
     config_json = cfg.model_dump_json()
     run_text_embeddings(dataset)
+    prior = learn_chain_prior(dataset, config_json)  # before the samples: it steers each question's walk
     splits = list(dict.fromkeys((train_split, validation_split)))
     if get_settings().task_runner == "dask":  # per-shard tasks on the cluster, merged into the same files
 
@@ -110,7 +117,8 @@ def train_retriever(dataset: str | DatasetSpec = "metaqa", config: dict | None =
         markdown=(f"# Retriever training ({dataset})\n\ncheckpoint `{result['checkpoint']}`, best epoch "
                   f"{result['best_epoch']}\n\n{png_markdown(curve)}\n\n```json\n{json.dumps(counts, indent=1)}\n```\n"),
     )
-    return {**result, "samples": counts, "config": cfg.model_dump(), "learning_curve": str(curve)}
+    return {**result, "samples": counts, "config": cfg.model_dump(), "learning_curve": str(curve),
+            "prior_chains": prior["chains"]}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -63,6 +63,9 @@ class Settings(BaseSettings):
     #: where the ONNX exports live: one per machine (model, onnxruntime version), not one per work dir
     onnx_dir: Path = Field(default_factory=lambda: Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
                            / "kgrag", description="Folder of the question encoder's ONNX exports.")
+    #: questions per resumable part of the H-RAG stages' builds (G_retrieval samples, relation chains, g_agent): a
+    #: stage killed midway continues from its last finished part
+    hrag_part_questions: int = Field(default=1000, ge=1, le=1_000_000)
     #: the embedder of networks whose names are mostly Chinese: "domain" = FastText trained on the network's own
     #: texts (kgrag.network.text.embedding), "" = ``embedder`` everywhere, else an embedder name (fasttext:<dir> …)
     zh_embedder: str = Field(default="domain", max_length=500)

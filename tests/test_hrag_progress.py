@@ -1,20 +1,105 @@
-"""The H-RAG stages' progress bars: the loops yield what they did, and off a terminal nothing is printed."""
+"""The H-RAG stages' progress: a loop that ends within DELAY seconds shows nothing; a longer one writes plain
+lines (done / total, rate, ETA) to a file or a pipe, at most INTERVAL seconds apart even while one item takes
+long, and one last line; inside a Prefect flow run the lines go to its log and a progress artifact follows it."""
 
 from __future__ import annotations
 
+import asyncio
+import io
+import threading
+import time
+
 import pytest
 
-from kgrag.hrag.retrieval.progress import counted, counter
+from kgrag.hrag.retrieval.progress import Progress, counted, counter, progress_line
 
 
-def test_counted_yields_the_items_and_prints_nothing_off_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+def test_counted_yields_the_items_and_a_short_loop_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
     assert list(counted(range(5), "questions", "question")) == [0, 1, 2, 3, 4]
     assert list(counted(iter("abc"), "letters", "letter", total=3)) == ["a", "b", "c"]
-    assert capsys.readouterr().err == ""
-
-
-def test_counter_takes_done_and_total_and_prints_nothing_off_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
     with counter("G_retrieval (test, PPR)", "topic set") as progress:
         for done in (2, 4, 5):
             progress(done, 5)
     assert capsys.readouterr().err == ""
+
+
+def test_the_line_says_done_total_share_rate_and_eta() -> None:
+    line = progress_line("g_agent (validation)", "question", 1200, 3913, 10.0)
+    assert line == "progress: g_agent (validation): 1,200/3,913 questions (30.7 %), 120.0/s, ETA 23 s"
+    assert progress_line("retriever epoch 1", "batch", 3, 63, 30.0).endswith("3/63 batches (4.8 %), 0.1/s, ETA 10 min 00 s")
+    assert progress_line("loading", "step", 0, None, 75.0) == "progress: loading: 0 steps in 1 min 15 s"
+
+
+class _Pipe(io.StringIO):
+    def isatty(self) -> bool:
+        return False
+
+
+def test_a_long_item_off_a_terminal_still_gets_a_line_every_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One item that takes 0.5 s with a 0.1 s interval: the heartbeat writes several lines meanwhile, then the
+    last line says all was done."""
+    monkeypatch.delenv("KGRAG_PROGRESS", raising=False)
+    out = _Pipe()
+    with Progress("slow stage", "question", 2, stream=out, delay=0.05, interval=0.1) as progress:
+        progress.update(1)
+        time.sleep(0.5)
+        progress.update(2)
+    lines = out.getvalue().splitlines()
+    assert len(lines) >= 4, lines
+    assert all(line.startswith("progress: slow stage: ") for line in lines)
+    assert "1/2 questions (50.0 %)" in lines[0]
+    assert "2/2 questions (100.0 %)" in lines[-1]
+    assert not [t for t in threading.enumerate() if t.name.startswith("progress-")]  # the heartbeat ended
+
+
+def test_kgrag_progress_off_silences_and_lines_forces_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KGRAG_PROGRESS", "off")
+    out = _Pipe()
+    assert list(counted(range(3), "x", "item")) == [0, 1, 2]
+    monkeypatch.setenv("KGRAG_PROGRESS", "lines")
+    tty = io.StringIO()
+    tty.isatty = lambda: True  # type: ignore[method-assign]
+    with Progress("forced", "item", 1, stream=tty, delay=0.0, interval=0.05) as progress:
+        time.sleep(0.12)
+        progress.update(1)
+    assert tty.getvalue().startswith("progress: forced: ")
+    assert out.getvalue() == ""
+
+
+def test_in_a_prefect_flow_the_lines_reach_the_run_log_and_a_progress_artifact(
+        prefect_harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    from prefect import flow
+    from prefect.client.orchestration import get_client
+
+    monkeypatch.setenv("KGRAG_PROGRESS", "lines")
+
+    @flow(name="progress-probe")
+    def probe() -> None:
+        with Progress("probe loop", "item", 4, stream=_Pipe(), delay=0.0, interval=0.05) as progress:
+            for done in range(1, 5):
+                time.sleep(0.06)
+                progress.update(done)
+
+    run_id = probe(return_state=True).state_details.flow_run_id
+    from prefect.logging.handlers import APILogWorker
+
+    APILogWorker.drain_all(timeout=10)  # the run's logs reach the API in the background
+
+    async def read() -> tuple[list, list]:
+        from prefect.client.schemas.filters import (
+            ArtifactFilter,
+            ArtifactFilterFlowRunId,
+            LogFilter,
+            LogFilterFlowRunId,
+        )
+
+        async with get_client() as client:
+            logs = await client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run_id])))
+            found = await client.read_artifacts(artifact_filter=ArtifactFilter(
+                flow_run_id=ArtifactFilterFlowRunId(any_=[run_id])))
+            return logs, found
+
+    logs, found = asyncio.run(read())
+    assert [log for log in logs if log.message.startswith("progress: probe loop: ")]
+    progress = [a for a in found if a.type == "progress"]
+    assert progress and progress[0].key == "progress-probe-loop" and float(progress[0].data) == 100.0

@@ -31,11 +31,16 @@ def retriever_eval_cmd(
     hop: Annotated[int | None, typer.Option(help="Hop count of the file's questions (default: from its path).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object with the figures on the last line.")] = False,
     dataset: Annotated[str, typer.Option(help="Prepared dataset (graph + trained retriever). (kgrag kg list)")] = "metaqa",
-    split: Annotated[str | None, typer.Option(help="Without --questions: one split (default: all splits).")] = None,
+    split: Annotated[str | None, typer.Option(help="Without --questions: one split, e.g. test (default: the "
+                                              "training budget's train and validation questions).")] = None,
     checkpoint: Annotated[Path | None, typer.Option(help="Retriever checkpoint (default: the latest trained).")] = None,
+    max_questions: Annotated[int | None, typer.Option(min=0, help="With --split: a seeded sample of this many of "
+                                                      "its questions (0 = all).")] = None,
 ) -> None:
     """Evaluate the trained retriever: answer recall@K and shortest-path triple recall@K (K = 50, 100, 200, 500) per
-    hop. With --questions, on that file; else on the prepared splits, also writing <split>_g_agent.pt."""
+    hop. With --questions, on that file; else on the questions the training budget names (train and validation
+    caps; the test split only with --split test), also writing <split>_g_agent.pt; a run killed midway continues
+    from its last finished part."""
     from kgrag.data.question_files import require_question_file
     from kgrag.hrag.retrieval.metrics import flat_metrics, report_table
 
@@ -57,8 +62,11 @@ def retriever_eval_cmd(
         if json_out:
             print(json.dumps(flat_metrics(result["report"])))
         return
+    if max_questions is not None and split is None:
+        raise KgragError("--max-questions needs --split (the train and validation caps are the training budget's)")
     result = on_task_runner(flow.retriever_eval)(dataset=spec, run_all_splits=split is None, split=split or "test",
-                                            checkpoint=str(checkpoint) if checkpoint else None)
+                                                 checkpoint=str(checkpoint) if checkpoint else None,
+                                                 max_questions=max_questions)
     for name, part in result.items():
         console.print(f"[bold]{name}[/] (g_agent: {part['g_agent']})")
         print(report_table(part["report"]))

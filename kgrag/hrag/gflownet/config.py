@@ -55,6 +55,9 @@ class GFlowNetConfig(BaseModel):
     validation_questions: int = Field(500, ge=1, description="validation questions answered at each checkpoint")
     max_train_questions: int = Field(0, ge=0, description="0 = every question of the train g_agent")
     seed: int = 0
+    max_plan_questions: int = Field(0, ge=0, description="train questions whose relation chains the planner learns "
+                                    "from (a fixed sample, the same as the retriever's max_chain_questions gives, "
+                                    "so both read one chain file; 0 = the whole split)")
     device: str = Field("auto", pattern=r"^(auto|cpu|cuda(:\d+)?|mps)$",
                         description="torch device of training; auto = the GPU when torch sees one, else the CPU")
     # answering
@@ -83,4 +86,6 @@ class GFlowNetConfig(BaseModel):
         untrained = {"beam_width", "beam_lookahead", "exclude_topics", "chain_completion", "reasoner",
                      "validation_questions", "device"}
         fields = self.model_dump(exclude=untrained)
+        if not fields["max_plan_questions"]:  # added later: at its default, a run trained before keeps its name
+            del fields["max_plan_questions"]
         return hashlib.sha256(f"{POLICY_VERSION}:{json.dumps(fields, sort_keys=True)}".encode()).hexdigest()[:12]

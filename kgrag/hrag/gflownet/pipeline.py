@@ -44,12 +44,14 @@ def agent_data(g_agent: GAgentSplit, text: TextEmbeddings, gold: dict[str, set[i
 
 
 def plan_data(settings: Settings, dataset: str, split: str, graph: CSRGraph, text: TextEmbeddings,
-              max_steps: int) -> PlanData:
-    """The relation planner's training set: every question of a prepared split (not only those g_agent was built
-    for) with its relation chains read off the whole KG (cached beside the dataset's H-RAG files)."""
-    questions = prepared_questions(settings.dataset_dir(dataset), [split])
+              max_steps: int, cap: int = 0) -> PlanData:
+    """The relation planner's training set: the questions of a prepared split (not only those g_agent was built
+    for; ``cap`` of them, a fixed sample, when given) with their relation chains read off the whole KG (cached
+    beside the dataset's H-RAG files)."""
+    questions = retrieval.chain_questions(settings, dataset, split, cap)
     chains = cached_chains(retrieval.hrag_dir(settings, dataset), graph, [q.topics for q in questions],
-                           [q.answers for q in questions], [q.hop for q in questions], max_steps)
+                           [q.answers for q in questions], [q.hop for q in questions], max_steps,
+                           settings.hrag_part_questions)
     return PlanData.build([q.text for q in questions], chains, text)
 
 

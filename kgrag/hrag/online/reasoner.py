@@ -185,7 +185,8 @@ class HRAGReasoner:
         sentence, tokens = self.encode([q.text for q in blind])
         lap("encode")
         r, cfg = self.retriever, self.retriever.config
-        samples = build_samples(self.graph, blind, cfg.top_n, cfg.max_triples, ppr=self.ppr)
+        samples = build_samples(self.graph, blind, cfg.top_n, cfg.max_triples, ppr=self.ppr,
+                                focus=r.focus([q.text for q in blind], sentence), floor=cfg.ppr_focus_floor)
         lap("ppr")
         ptr, scores = score_samples(r.model, self.graph, r.text, samples, question_vec=sentence)
         lap("score")

@@ -21,14 +21,15 @@ whose frontier has more than :data:`WALK_BUDGET` edges ends there (past a hub no
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from kgrag.graph.csr import CSRGraph, in_sorted
-from kgrag.hrag.retrieval.progress import counted
+from kgrag.hrag.retrieval.progress import counted, counter
+from kgrag.hrag.retrieval.resumable import Parts
 
 __all__ = ["QuestionChains", "question_chains", "best_chains", "cached_chains", "WALK_BUDGET"]
 
@@ -55,6 +56,14 @@ class QuestionChains:
     def load(cls, path: Path) -> QuestionChains:
         with np.load(path) as z:
             return cls(z["offsets"], z["chains"], z["f1"])
+
+    @classmethod
+    def concat(cls, parts: Sequence[QuestionChains], max_steps: int) -> QuestionChains:
+        """The questions of ``parts`` in order, as one set."""
+        counts = np.concatenate([np.diff(p.offsets) for p in parts]) if parts else np.zeros(0, np.int64)
+        chains = np.concatenate([p.chains for p in parts]) if parts else np.zeros((0, max_steps), np.int64)
+        f1 = np.concatenate([p.f1 for p in parts]) if parts else np.zeros(0, np.float32)
+        return cls(np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), chains, f1)
 
 
 #: a frontier whose edges exceed this (or 100 × the question's answers, if more) is not walked further: past a
@@ -128,13 +137,17 @@ def question_chains(graph: CSRGraph, topics: Sequence[int], answers: Sequence[in
 
 
 def best_chains(graph: CSRGraph, topics: Sequence[Sequence[int]], answers: Sequence[Sequence[int]],
-                hops: Sequence[int], max_steps: int, tie: float = 1e-6) -> QuestionChains:
-    """Each question's best relation chains over ``graph`` (module docstring); ``hops[i]`` 0 = unknown."""
+                hops: Sequence[int], max_steps: int, tie: float = 1e-6,
+                progress: Callable[[int], None] | None = None) -> QuestionChains:
+    """Each question's best relation chains over ``graph`` (module docstring); ``hops[i]`` 0 = unknown;
+    ``progress(done)`` every 64 questions (else a bar / progress lines of its own)."""
     q = len(topics)
     per_question: list[list[tuple[int, ...]]] = [[] for _ in range(q)]
     f1 = np.zeros(q, np.float32)
     hops = [h if 0 < h <= max_steps else 0 for h in hops]
-    for i in counted(range(q), "relation chains", "question"):
+    for i in (range(q) if progress else counted(range(q), "relation chains", "question")):
+        if progress is not None and i % 64 == 0:
+            progress(i)
         if not len(topics[i]) or not len(answers[i]):
             continue
         found = question_chains(graph, topics[i], answers[i], hops[i], max_steps)
@@ -158,16 +171,27 @@ def best_chains(graph: CSRGraph, topics: Sequence[Sequence[int]], answers: Seque
 
 
 def cached_chains(folder: Path, graph: CSRGraph, topics: Sequence[Sequence[int]], answers: Sequence[Sequence[int]],
-                  hops: Sequence[int], max_steps: int) -> QuestionChains:
-    """:func:`best_chains`, kept in ``folder/chains_<fingerprint>.npz`` (graph triples, questions, max_steps)."""
+                  hops: Sequence[int], max_steps: int, part_questions: int = 2000) -> QuestionChains:
+    """:func:`best_chains`, kept in ``folder/chains_<fingerprint>.npz`` (graph triples, questions, max_steps);
+    built in resumable parts of ``part_questions`` questions (a killed build continues from its last part)."""
     digest = hashlib.sha256(f"{graph.edges_fingerprint}:{graph.names_fingerprint}:{WALK_BUDGET}".encode())
     digest.update(repr((list(map(list, topics)), list(map(list, answers)), list(hops), max_steps)).encode())
     path = Path(folder) / f"chains_{digest.hexdigest()[:16]}.npz"
     if path.is_file():
         return QuestionChains.load(path)
-    chains = best_chains(graph, topics, answers, hops, max_steps)
+    bounds = [(a, min(a + part_questions, len(topics))) for a in range(0, len(topics), part_questions)]
+    parts = Parts(path.with_name(path.stem + ".parts"), len(bounds), QuestionChains.save, QuestionChains.load,
+                  label="relation chains")
+    with counter("relation chains", "question", len(topics)) as progress:
+        built = []
+        for k, (a, b) in enumerate(bounds):
+            built.append(parts.get(k, lambda a=a, b=b: best_chains(
+                graph, topics[a:b], answers[a:b], hops[a:b], max_steps, progress=lambda done, a=a: progress(a + done))))
+            progress(b)
+    chains = QuestionChains.concat(built, max_steps)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp.npz")
     chains.save(tmp)
     tmp.replace(path)
+    parts.clear()
     return chains

@@ -39,7 +39,8 @@ from kgrag.hrag.retrieval.questions import masked_text
 if TYPE_CHECKING:  # torch tensors: ranking chains online never imports torch
     from kgrag.hrag.retrieval.g_agent import GAgentSplit
 
-__all__ = ["ChainPrior", "ChainWalker", "train_chain_prior", "chain_candidates", "chain_text", "chains_held"]
+__all__ = ["ChainPrior", "ChainWalker", "train_chain_prior", "chain_candidates", "chain_text", "chains_held",
+           "relation_focus", "shared_chains"]
 
 _WORD = re.compile(r"\w+")
 
@@ -195,7 +196,13 @@ def train_chain_prior(texts: Sequence[str], vectors: np.ndarray, labels: Questio
                       lr: float = 0.05, weight_decay: float = 1e-5, seed: int = 0) -> ChainPrior:
     """Fit :class:`ChainPrior` on questions' texts, sentence vectors (Q, D) and label chains (ties kept: the loss
     is ``−log Σ_{label chains} P(chain | q)``, averaged over questions); questions without a chain are left out.
-    Questions sharing a masked wording share one feature row (MetaQA's 35k train questions have ~500)."""
+    Questions sharing a masked wording share one feature row (MetaQA's 35k train questions have ~500).
+
+    A tied chain no other question has is dropped when its question has one that others share: in a big graph a
+    walk through unrelated entities sometimes reaches the same answers (a coincidence of the graph, not a way of
+    asking: 18 tied chains per 3-hop question inside 10M distractor triples, 1.7 without them), and each such
+    chain would be a class of its own."""
+    labels = shared_chains(labels)
     keys = sorted({tuple(int(a) for a in c) for i in range(len(labels)) for c in labels.of(i)})
     if not keys:
         raise ValueError("no question has a relation chain to learn from")
@@ -235,6 +242,32 @@ def train_chain_prior(texts: Sequence[str], vectors: np.ndarray, labels: Questio
     for j, k in enumerate(keys):
         chains[j, : len(k)] = k
     return ChainPrior(chains, vocabulary, linear.weight.detach().numpy().T.copy(), linear.bias.detach().numpy().copy())
+
+
+def shared_chains(labels: QuestionChains) -> QuestionChains:
+    """``labels`` with each question's chains cut to those another question also has, when it has any (else all
+    of its chains stay: a small question set keeps every label)."""
+    rows = [[tuple(int(a) for a in c) for c in labels.of(i)] for i in range(len(labels))]
+    support: dict[tuple[int, ...], int] = {}
+    for chains in rows:
+        for c in set(chains):
+            support[c] = support.get(c, 0) + 1
+    kept = [[c for c in chains if support[c] > 1] or chains for chains in rows]
+    width = labels.chains.shape[1] if labels.chains.ndim == 2 else 1
+    flat = np.array([c for chains in kept for c in chains], dtype=np.int64).reshape(-1, width)
+    counts = np.array([len(chains) for chains in kept], dtype=np.int64)
+    return QuestionChains(np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), flat, labels.f1)
+
+
+def relation_focus(prior: ChainPrior, texts: Sequence[str], vectors: np.ndarray, max_chains: int = 3,
+                   min_share: float = 0.05) -> list[np.ndarray]:
+    """Per question the relations on its most probable chains (:meth:`ChainPrior.top`), sorted: what a
+    question-aware PPR walk follows (:meth:`~kgrag.hrag.retrieval.local_ppr.LocalPPR.push`'s relation weights)."""
+    out = []
+    for chosen in prior.top(texts, vectors, max_chains, min_share):
+        actions = prior.chains[[c for c, _ in chosen]].ravel() if chosen else np.zeros(0, np.int64)
+        out.append(np.unique(actions[actions >= 0] // 2))
+    return out
 
 
 def chain_candidates(walker: ChainWalker, prior: ChainPrior, texts: Sequence[str], vectors: np.ndarray,

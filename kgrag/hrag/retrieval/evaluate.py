@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from kgrag.config import Settings
 from kgrag.fileio import atomic_write, png_data_url
 from kgrag.graph.csr import CSRGraph
 from kgrag.hrag.retrieval import pipeline
-from kgrag.hrag.retrieval.chains import ChainPrior, ChainWalker, chain_candidates
+from kgrag.hrag.retrieval.chains import ChainPrior, ChainWalker, chain_candidates, relation_focus
 from kgrag.hrag.retrieval.config import MATERIALISATION, RetrieverConfig
 from kgrag.hrag.retrieval.g_agent import GAgentSplit
 from kgrag.hrag.retrieval.metrics import DEFAULT_KS, plot_recall, recall_report, report_table
@@ -40,6 +41,15 @@ class TrainedRetriever:
     text: TextEmbeddings
     prior: ChainPrior | None = None  # the relation-chain prior (None: the scorer alone ranks)
     walker: ChainWalker | None = None
+
+    def focus(self, texts: Sequence[str], vectors: np.ndarray | None = None) -> list[np.ndarray] | None:
+        """Per question the relations its PPR walk follows (None: the even walk); ``vectors``: the questions'
+        sentence vectors when already at hand."""
+        cfg = self.config
+        if self.prior is None or cfg.ppr_focus_floor >= 1.0 or not len(texts):
+            return None
+        vectors = self.text.questions(texts) if vectors is None else vectors
+        return relation_focus(self.prior, texts, vectors, cfg.chain_max, cfg.chain_min_share)
 
     def chain_candidates(self, samples: RetrievalSamples, vectors: np.ndarray | None = None
                          ) -> list[tuple[np.ndarray, np.ndarray]] | None:
@@ -99,10 +109,8 @@ def load_trained(settings: Settings, dataset: str, checkpoint: Path | None = Non
     saved = {k: v for k, v in state["config"].items() if k not in MATERIALISATION and k in RetrieverConfig.model_fields}
     config = RetrieverConfig(**saved)
     prior = None
-    if config.chain_weight > 0:
-        prior = _run_prior(path, lambda: pipeline.chain_prior(
-            settings, dataset, graph, text, "train" if "train" in pipeline.available_splits(settings, dataset)
-            else pipeline.available_splits(settings, dataset)[0]))
+    if pipeline.needs_prior(config):
+        prior = _run_prior(path, lambda: pipeline.split_prior(settings, dataset, graph, text, config))
     return TrainedRetriever(model, config, path, graph, text, prior)
 
 
@@ -151,7 +159,8 @@ def evaluate_question_file(settings: Settings, dataset: str, path: Path, hop: in
     trained = load_trained(settings, dataset, checkpoint)
     read = read_question_file(Path(path), trained.graph, hop)
     folder = pipeline.hrag_dir(settings, dataset) / "files"
-    samples = pipeline.question_samples(trained.graph, read.questions, trained.config, folder, Path(path).stem)
+    samples = pipeline.question_samples(trained.graph, read.questions, trained.config, folder, Path(path).stem,
+                                        focus=trained.focus([q.text for q in read.questions]))
     info = {"file": str(path), "questions": len(read.questions), "malformed_lines": len(read.malformed_lines),
             "unresolved_topic": len(read.unresolved_topic), "unresolved_answers": read.unresolved_answers,
             "checkpoint": str(trained.checkpoint)}

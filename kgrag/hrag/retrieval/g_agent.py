@@ -278,9 +278,13 @@ class GAgentSplit:
 
     @classmethod
     def load(cls, path: str | Path) -> GAgentSplit:
-        data = torch.load(Path(path), weights_only=True)
+        return cls.from_dict(torch.load(Path(path), weights_only=True), str(path))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], source: str = "g_agent") -> GAgentSplit:
+        """The split :meth:`to_dict` gave (``source`` names it in the error about an old format)."""
         if data.get("version") != FORMAT_VERSION:
-            raise ValueError(f"{path}: g_agent format version {data.get('version')}, expected {FORMAT_VERSION}")
+            raise ValueError(f"{source}: g_agent format version {data.get('version')}, expected {FORMAT_VERSION}")
         tensors = {key: data[key] for key in (*SEGMENTS, *PTRS)}
         return cls(tensors, data["gt_path_exists"], list(data["qids"]), list(data["questions"]), data["hops"],
                    dict(data["meta"]))

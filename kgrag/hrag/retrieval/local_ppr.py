@@ -46,6 +46,16 @@ def _seed_set(seeds: Sequence[int]) -> np.ndarray:
     return seeds_arr
 
 
+def _weights(graph: CSRGraph, relation_weight: np.ndarray | None) -> np.ndarray | None:
+    """Checked per-relation weights (None: the even walk)."""
+    if relation_weight is None:
+        return None
+    weight = np.asarray(relation_weight, dtype=np.float64)
+    if weight.shape != (graph.num_relations,) or not (weight > 0).all():
+        raise ValueError(f"relation_weight needs one positive weight per relation ({graph.num_relations})")
+    return weight
+
+
 class LocalPPR:
     """Push PPR over a (mapped) :class:`CSRGraph`; see the module docstring. Thread-safe (one question at a time
     per object: the scratch is shared)."""
@@ -70,11 +80,13 @@ class LocalPPR:
         self.last_work = 0  # edges visited by the last push (what bench/ppr.py reports)
 
     # ------------------------------------------------------------------ the push
-    def push(self, seeds: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def push(self, seeds: Sequence[int], relation_weight: np.ndarray | None = None
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(nodes, scores, pushed)`` of one seed set: every touched node with its score (unsorted) and the
-        nodes pushed at least once."""
+        nodes pushed at least once. ``relation_weight`` (one positive weight per relation): a pushed node
+        spreads its mass over its edges in proportion to their relations' weights instead of evenly."""
         with self._lock:
-            return self._push(_seed_set(seeds))[:3]
+            return self._push(_seed_set(seeds), _weights(self.graph, relation_weight))[:3]
 
     def _distinct(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(distinct values, for each value the index of its distinct slot)`` without sorting: every value
@@ -87,7 +99,8 @@ class LocalPPR:
         slot = np.cumsum(first) - 1
         return values[first], slot[rep]
 
-    def _push(self, seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _push(self, seeds: np.ndarray, weight: np.ndarray | None = None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(nodes, scores, pushed, edges visited)``: see :meth:`push`; the edges are those the pushes walked."""
         p, r, deg, alpha, eps = self._p, self._r, self._degree, self.restart, self.epsilon
         share = 1.0 / seeds.size
@@ -110,7 +123,12 @@ class LocalPPR:
                 visited.append(ids)
                 work += other.size
                 if other.size:
-                    spread = ((1 - alpha) * mass[~stuck] / d[~stuck])[owner]
+                    if weight is None:
+                        spread = ((1 - alpha) * mass[~stuck] / d[~stuck])[owner]
+                    else:  # by relation weight: w(e) / Σ w over the node's edges
+                        w = weight[self.graph.rel[ids]]
+                        total = np.bincount(owner, weights=w, minlength=int((~stuck).sum()))
+                        spread = ((1 - alpha) * mass[~stuck] / total)[owner] * w
                     nodes, slot = self._distinct(other)
                     r[nodes] += np.bincount(slot, weights=spread, minlength=nodes.size)
                     touched.append(nodes)
@@ -129,13 +147,15 @@ class LocalPPR:
             self.last_work = work
 
     # ------------------------------------------------------------------ G_retrieval
-    def retrieval_subgraph(self, seeds: Sequence[int], top_n: int, max_triples: int) -> RetrievalSubgraph:
+    def retrieval_subgraph(self, seeds: Sequence[int], top_n: int, max_triples: int,
+                           relation_weight: np.ndarray | None = None) -> RetrievalSubgraph:
         """The ``top_n`` best nodes (seeds always kept) and the triples with both ends among them; past
         ``max_triples`` those whose ends score highest (sum of the two) are kept. Carries the topic distances of
-        its nodes through the pushed region."""
+        its nodes through the pushed region. ``relation_weight``: see :meth:`push`."""
         seeds_arr = _seed_set(seeds)
+        weight = _weights(self.graph, relation_weight)
         with self._lock:
-            nodes, scores, pushed, visited = self._push(seeds_arr)
+            nodes, scores, pushed, visited = self._push(seeds_arr, weight)
         rank = scores.copy()
         rank[np.isin(nodes, seeds_arr)] = np.inf
         k = min(top_n, nodes.size)
@@ -173,7 +193,8 @@ class LocalPPR:
                 mark[top] = False
         return np.unique(candidates[inside])
 
-    def retrieval_subgraphs(self, seeds: Sequence[Sequence[int]], top_n: int,
-                            max_triples: int) -> list[RetrievalSubgraph]:
-        return [self.retrieval_subgraph(s, top_n, max_triples) for s in seeds]
+    def retrieval_subgraphs(self, seeds: Sequence[Sequence[int]], top_n: int, max_triples: int,
+                            relation_weights: Sequence[np.ndarray | None] | None = None) -> list[RetrievalSubgraph]:
+        weights = relation_weights if relation_weights is not None else [None] * len(seeds)
+        return [self.retrieval_subgraph(s, top_n, max_triples, w) for s, w in zip(seeds, weights, strict=True)]
 

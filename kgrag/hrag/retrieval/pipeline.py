@@ -21,19 +21,22 @@ from pathlib import Path
 
 import numpy as np
 
-from kgrag.config import Settings
+from kgrag.config import Settings, get_settings
 from kgrag.errors import KgragError
 from kgrag.graph.csr import CSRGraph
 from kgrag.hrag.retrieval.chain_labels import cached_chains
-from kgrag.hrag.retrieval.chains import ChainPrior, train_chain_prior
+from kgrag.hrag.retrieval.chains import ChainPrior, relation_focus, train_chain_prior
 from kgrag.hrag.retrieval.config import RetrieverConfig
 from kgrag.hrag.retrieval.g_agent import GAgentSplit, g_agent_path, materialize
 from kgrag.hrag.retrieval.local_ppr import LocalPPR
 from kgrag.hrag.retrieval.progress import counted, counter
 from kgrag.hrag.retrieval.questions import HragQuestion, prepared_questions
+from kgrag.hrag.retrieval.resumable import Parts
 from kgrag.hrag.retrieval.samples import RetrievalSamples, build_samples
+from kgrag.hrag.retrieval.sharding import merge_samples, shard_questions, topic_groups
 from kgrag.hrag.retrieval.stage_inputs import latest_checkpoint, stage_input
 from kgrag.hrag.retrieval.text import TextEmbeddings
+from kgrag.rank.sentence_embedder import Embedder
 
 __all__ = ["SAMPLES_VERSION", "hrag_dir", "split_samples", "question_samples", "checkpoint_dir",
            "record_latest", "checkpoint_input", "build_g_agent", "chain_prior", "with_chain_prior",
@@ -48,34 +51,71 @@ def hrag_dir(settings: Settings, dataset: str) -> Path:
     return settings.dataset_dir(dataset) / "hrag"
 
 
-def _questions_key(questions: Sequence[HragQuestion], cfg: RetrieverConfig, graph: CSRGraph) -> str:
+def _questions_key(questions: Sequence[HragQuestion], cfg: RetrieverConfig, graph: CSRGraph,
+                   focus: Sequence[np.ndarray] | None = None) -> str:
     digest = hashlib.sha256(f"{SAMPLES_VERSION}:{cfg.top_n}:{cfg.max_triples}:{cfg.ppr_epsilon}:"
                             f"{graph.num_entities}:{graph.num_triples}".encode())
+    if focus is not None:
+        digest.update(f"focus {cfg.ppr_focus_floor}:".encode())
+        for f in focus:
+            digest.update(np.asarray(f, dtype=np.int64).tobytes() + b";")
     for q in questions:
         digest.update(f"{q.qid}\t{q.text}\t{q.topics}\t{q.answers}\t{q.hop}\n".encode())
     return digest.hexdigest()[:16]
 
 
 def _samples_file(folder: Path, name: str, questions: Sequence[HragQuestion], cfg: RetrieverConfig,
-                  graph: CSRGraph) -> Path:
-    return Path(folder) / f"samples_{name}_{_questions_key(questions, cfg, graph)}.npz"
+                  graph: CSRGraph, focus: Sequence[np.ndarray] | None = None) -> Path:
+    return Path(folder) / f"samples_{name}_{_questions_key(questions, cfg, graph, focus)}.npz"
+
+
+def question_focus(prior: ChainPrior | None, text: TextEmbeddings, questions: Sequence[HragQuestion],
+                   cfg: RetrieverConfig) -> list[np.ndarray] | None:
+    """Per question the relations its PPR walk follows (:func:`~kgrag.hrag.retrieval.chains.relation_focus`);
+    None for the even walk (no prior, or ``ppr_focus_floor`` 1)."""
+    if prior is None or cfg.ppr_focus_floor >= 1.0 or not questions:
+        return None
+    texts = [q.text for q in questions]
+    return relation_focus(prior, texts, text.questions(texts), cfg.chain_max, cfg.chain_min_share)
 
 
 def question_samples(graph: CSRGraph, questions: Sequence[HragQuestion], cfg: RetrieverConfig, folder: Path,
                      name: str, ppr: LocalPPR | None = None,
-                     progress: Callable[[int, int], None] | None = None) -> RetrievalSamples:
-    """Samples of ``questions``, read from ``folder/samples_<name>_<key>.npz`` when built before; a build reports
-    to ``progress(done, total)``, else to a bar on the terminal."""
-    path = _samples_file(folder, name, questions, cfg, graph)
+                     progress: Callable[[int, int], None] | None = None,
+                     part_questions: int | None = None,
+                     focus: Sequence[np.ndarray] | None = None) -> RetrievalSamples:
+    """Samples of ``questions``, read from ``folder/samples_<name>_<key>.npz`` when built before; else built in
+    resumable parts of about ``part_questions`` questions (default: the settings' ``hrag_part_questions``) (:class:`~kgrag.hrag.retrieval.resumable.Parts`: a
+    killed build continues from its last part) and merged into exactly what one build writes. A build reports
+    topic sets done to ``progress(done, total)``, else to :func:`~kgrag.hrag.retrieval.progress.counter`.
+    ``focus``: :func:`question_focus` of ``questions`` (the question-aware walk)."""
+    path = _samples_file(folder, name, questions, cfg, graph, focus)
     if path.is_file():
         return RetrievalSamples.load(path)
     ppr = ppr or ppr_for(graph, cfg)
-    if progress is None:
-        with counter(f"G_retrieval ({name}, PPR)", "topic set") as shown:
-            samples = build_samples(graph, questions, cfg.top_n, cfg.max_triples, ppr=ppr, progress=shown)
-    else:
-        samples = build_samples(graph, questions, cfg.top_n, cfg.max_triples, ppr=ppr, progress=progress)
+    shards = shard_questions(questions, -(-len(questions) // (part_questions or get_settings().hrag_part_questions)))
+    parts = Parts(path.with_name(path.stem + ".parts"), len(shards), RetrievalSamples.save, RetrievalSamples.load,
+                  label=f"G_retrieval ({name})")
+    total = len(topic_groups(questions))
+    with counter(f"G_retrieval ({name}, PPR)", "topic set", total) as shown:
+        report = progress or shown
+        built: list[RetrievalSamples] = []
+        base = 0
+        for k, indices in enumerate(shards):
+            part_questions = [questions[i] for i in indices]
+            part_focus = [focus[i] for i in indices] if focus is not None else None
+
+            def build(part_questions=part_questions, part_focus=part_focus, base=base) -> RetrievalSamples:
+                return build_samples(graph, part_questions, cfg.top_n, cfg.max_triples, ppr=ppr,
+                                     progress=lambda done, _total: report(base + done, total), focus=part_focus,
+                                     floor=cfg.ppr_focus_floor)
+
+            built.append(parts.get(k, build))
+            base += len(built[-1].topic_ptr) - 1
+            report(base, total)
+    samples = merge_samples(built, shards) if len(built) > 1 else built[0]
     samples.save(path)
+    parts.clear()
     return samples
 
 
@@ -85,20 +125,44 @@ def ppr_for(graph: CSRGraph, cfg: RetrieverConfig) -> LocalPPR:
 
 
 def samples_path(settings: Settings, dataset: str, split: str, cfg: RetrieverConfig,
-                 questions: Sequence[HragQuestion], graph: CSRGraph) -> Path:
-    """Where :func:`split_samples` keeps the split's samples (keyed by the questions, config and graph)."""
-    return _samples_file(hrag_dir(settings, dataset), split, questions, cfg, graph)
+                 questions: Sequence[HragQuestion], graph: CSRGraph, focus: Sequence[np.ndarray] | None = None) -> Path:
+    """Where :func:`split_samples` keeps the split's samples (keyed by the questions, config, graph and focus)."""
+    return _samples_file(hrag_dir(settings, dataset), split, questions, cfg, graph, focus)
 
 
-def split_questions(settings: Settings, dataset: str, split: str, cfg: RetrieverConfig) -> list[HragQuestion]:
-    """A prepared split's questions; for ``train`` a fixed random ``cfg.max_train_questions`` of them when set."""
+def budget_cap(split: str, cfg: RetrieverConfig) -> int:
+    """How many of ``split``'s questions the budget names (0 = all); any other split (test) is built only on
+    request, with the cap the request names (``split_questions(…, cap=N)``)."""
+    return {"train": cfg.max_train_questions, "validation": cfg.max_validation_questions}.get(split, 0)
+
+
+def seeded_sample(questions: Sequence[HragQuestion], cap: int, seed: int) -> list[HragQuestion]:
+    """A fixed random ``cap`` of ``questions`` in their order (all of them when ``cap`` is 0 or not smaller)."""
+    if not cap or len(questions) <= cap:
+        return list(questions)
+    keep = np.random.default_rng(seed).choice(len(questions), cap, replace=False)
+    return [questions[i] for i in np.sort(keep)]
+
+
+def split_questions(settings: Settings, dataset: str, split: str, cfg: RetrieverConfig,
+                    cap: int | None = None) -> list[HragQuestion]:
+    """A prepared split's questions: the fixed random sample of them the budget names (:func:`budget_cap`), or
+    ``cap`` of them when given (0 = all)."""
     questions = prepared_questions(settings.dataset_dir(dataset), [split])
     if not questions:
         raise KgragError(f"no {split!r} questions with a topic entity in {settings.dataset_dir(dataset)}")
-    if split == "train" and cfg.max_train_questions and len(questions) > cfg.max_train_questions:
-        keep = np.random.default_rng(cfg.seed).choice(len(questions), cfg.max_train_questions, replace=False)
-        questions = [questions[i] for i in np.sort(keep)]
-    return questions
+    return seeded_sample(questions, budget_cap(split, cfg) if cap is None else cap, cfg.seed)
+
+
+#: the seed of the chain questions' sample (one for the prior and the planner, so they share a chain file)
+CHAIN_SEED = 0
+
+
+def chain_questions(settings: Settings, dataset: str, split: str, cap: int = 0) -> list[HragQuestion]:
+    """The questions whose relation chains are read off the KG (the chain prior's and the relation planner's
+    labels): a fixed random ``cap`` of ``split``'s (0 = all); the same cap and seed give the same questions, so
+    the prior and the planner share one :func:`~kgrag.hrag.retrieval.chain_labels.cached_chains` file."""
+    return seeded_sample(prepared_questions(settings.dataset_dir(dataset), [split]), cap, CHAIN_SEED)
 
 
 def available_splits(settings: Settings, dataset: str) -> list[str]:
@@ -114,11 +178,42 @@ def retriever_splits(dataset: str) -> tuple[str, str]:
 
 
 def split_samples(settings: Settings, dataset: str, graph: CSRGraph, split: str, cfg: RetrieverConfig,
-                  ppr: LocalPPR | None = None,
-                  progress: Callable[[int, int], None] | None = None) -> RetrievalSamples:
-    """Samples of one prepared split (``train``/``validation``/``test``…)."""
-    questions = split_questions(settings, dataset, split, cfg)
-    return question_samples(graph, questions, cfg, hrag_dir(settings, dataset), split, ppr, progress)
+                  ppr: LocalPPR | None = None, progress: Callable[[int, int], None] | None = None,
+                  cap: int | None = None, prior: ChainPrior | None = None,
+                  text: TextEmbeddings | None = None) -> RetrievalSamples:
+    """Samples of one prepared split (``train``/``validation``/``test``…): the questions the budget names, or
+    ``cap`` of them (:func:`split_questions`); with the chain ``prior`` (and ``text``) each walk question-aware."""
+    questions = split_questions(settings, dataset, split, cfg, cap)
+    focus = question_focus(prior, text, questions, cfg) if prior is not None and text is not None else None
+    return question_samples(graph, questions, cfg, hrag_dir(settings, dataset), split, ppr, progress, focus=focus)
+
+
+def prior_split(settings: Settings, dataset: str) -> str:
+    """The split the chain prior learns from: ``train``, else the dataset's first (the demo KG's ``test``)."""
+    splits = available_splits(settings, dataset)
+    return "train" if "train" in splits or not splits else splits[0]
+
+
+def needs_prior(cfg: RetrieverConfig) -> bool:
+    """Whether a run uses the chain prior: for g_agent's chain walks or for the question-aware PPR."""
+    return cfg.chain_weight > 0 or cfg.ppr_focus_floor < 1.0
+
+
+def walk_inputs(settings: Settings, dataset: str, graph: CSRGraph, cfg: RetrieverConfig
+                ) -> tuple[TextEmbeddings, ChainPrior | None]:
+    """What a sample build of ``cfg`` reads besides the graph: the name vectors and the chain prior (learned and
+    cached on first use) that steers each question's walk."""
+    text = TextEmbeddings.for_graph(graph, hrag_dir(settings, dataset), Embedder.from_settings(settings))
+    return text, split_prior(settings, dataset, graph, text, cfg)
+
+
+def split_prior(settings: Settings, dataset: str, graph: CSRGraph, text: TextEmbeddings,
+                cfg: RetrieverConfig) -> ChainPrior | None:
+    """The chain prior a run of ``cfg`` learns (None when it uses none): :func:`chain_prior` on
+    :func:`prior_split` with the budget's ``max_chain_questions``."""
+    if not needs_prior(cfg):
+        return None
+    return chain_prior(settings, dataset, graph, text, prior_split(settings, dataset), cfg.max_chain_questions)
 
 
 def checkpoint_dir(settings: Settings, dataset: str, cfg: RetrieverConfig) -> Path:
@@ -142,10 +237,10 @@ def checkpoint_input(settings: Settings, dataset: str, checkpoint: str | Path | 
 
 
 def chain_prior(settings: Settings, dataset: str, graph: CSRGraph, text: TextEmbeddings,
-                split: str = "train") -> ChainPrior:
-    """The relation-chain prior learned from ``split``'s questions (all of them), kept in
-    ``hrag/chain_prior_<key>.npz`` (key: version, graph, questions)."""
-    questions = prepared_questions(settings.dataset_dir(dataset), [split])
+                split: str = "train", cap: int = 0) -> ChainPrior:
+    """The relation-chain prior learned from ``split``'s questions (all of them, or the fixed ``cap`` of
+    :func:`chain_questions`), kept in ``hrag/chain_prior_<key>.npz`` (key: version, graph, questions)."""
+    questions = chain_questions(settings, dataset, split, cap)
     if not questions:
         raise KgragError(f"no {split!r} questions to learn the relation-chain prior from")
     folder = hrag_dir(settings, dataset)
@@ -156,7 +251,7 @@ def chain_prior(settings: Settings, dataset: str, graph: CSRGraph, text: TextEmb
     if path.is_file():
         return ChainPrior.load(path)
     labels = cached_chains(folder, graph, [q.topics for q in questions], [q.answers for q in questions],
-                           [q.hop for q in questions], MAX_CHAIN_STEPS)
+                           [q.hop for q in questions], MAX_CHAIN_STEPS, settings.hrag_part_questions)
     texts = [q.text for q in questions]
     prior = train_chain_prior(texts, text.questions(texts), labels)
     tmp = path.with_name(path.name + f".tmp{os.getpid()}.npz")

@@ -127,7 +127,7 @@ def score_samples(model: TripleScorer, graph: CSRGraph, text: TextEmbeddings, sa
     ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     scores = np.zeros(int(ptr[-1]), dtype=np.float32)
     start = 0
-    with counter("retriever scoring", "question") as progress:
+    with counter("retriever scoring", "question", len(samples)) as progress:
         while start < len(samples):
             stop = start + 1
             while stop < len(samples) and ptr[stop + 1] - ptr[start] <= max_rows:

@@ -28,7 +28,7 @@ from kgrag.hrag.retrieval.local_ppr import LocalPPR
 from kgrag.hrag.retrieval.ppr import PersonalizedPageRank
 from kgrag.hrag.retrieval.questions import HragQuestion
 
-__all__ = ["MAX_DIST", "QuestionSample", "RetrievalSamples", "build_samples"]
+__all__ = ["MAX_DIST", "QuestionSample", "RetrievalSamples", "build_samples", "focus_weights"]
 
 MAX_DIST = 4
 MAX_HOPS = 3
@@ -158,13 +158,31 @@ def _capped(dist: np.ndarray) -> np.ndarray:
     return np.where(dist == UNREACHED, MAX_DIST, np.minimum(dist, MAX_DIST)).astype(np.uint8)
 
 
+def focus_weights(num_relations: int, relations: Sequence[int], floor: float) -> np.ndarray | None:
+    """Relation weights of a question-aware walk: 1 for ``relations`` (the question's predicted chains'), ``floor``
+    for every other one; None (the even walk) without a focus or with ``floor`` 1."""
+    if floor >= 1.0 or not len(relations):
+        return None
+    weight = np.full(num_relations, floor, dtype=np.float64)
+    relations = np.asarray(relations, dtype=np.int64)
+    weight[relations[relations < num_relations]] = 1.0
+    return weight
+
+
 def build_samples(graph: CSRGraph, questions: Sequence[HragQuestion], top_n: int = 500, max_triples: int = 3000,
                   ppr: LocalPPR | PersonalizedPageRank | None = None, batch: int = PPR_BATCH,
-                  progress: Callable[[int, int], None] | None = None) -> RetrievalSamples:
-    """G_retrieval, structure features and labels for ``questions`` (one PPR per distinct topic set; the
-    features are the subgraph's own topic distances, the labels a full BFS, only for questions with answers)."""
+                  progress: Callable[[int, int], None] | None = None,
+                  focus: Sequence[Sequence[int]] | None = None, floor: float = 1.0) -> RetrievalSamples:
+    """G_retrieval, structure features and labels for ``questions`` (one PPR per distinct topic set and focus;
+    the features are the subgraph's own topic distances, the labels a full BFS, only for questions with answers).
+    ``focus[i]``: the relations question ``i``'s walk follows (the rest weighted ``floor``: :func:`focus_weights`;
+    the local PPR only)."""
     ppr = ppr or LocalPPR(graph)
-    keys = [tuple(sorted(set(q.topics))) for q in questions]
+    if focus is not None and floor < 1.0 and not isinstance(ppr, LocalPPR):
+        raise ValueError("a focused walk needs the local PPR")
+    if focus is None or floor >= 1.0:
+        focus = [()] * len(questions)
+    keys = [(tuple(sorted(set(q.topics))), tuple(int(r) for r in f)) for q, f in zip(questions, focus, strict=True)]
     groups = list(dict.fromkeys(keys))
     group_index = {k: i for i, k in enumerate(groups)}
     members: dict[int, list[int]] = {}
@@ -178,16 +196,21 @@ def build_samples(graph: CSRGraph, questions: Sequence[HragQuestion], top_n: int
     positives: list[np.ndarray] = [np.zeros(0, np.int64)] * len(questions)
     for start in range(0, len(groups), batch):
         chunk = groups[start : start + batch]
-        subgraphs = ppr.retrieval_subgraphs([list(k) for k in chunk], top_n, max_triples)
+        if any(f for _, f in chunk):
+            subgraphs = ppr.retrieval_subgraphs([list(t) for t, _ in chunk], top_n, max_triples,
+                                                [focus_weights(graph.num_relations, f, floor) for _, f in chunk])
+        else:  # the even walk (a dense PPR batches its topic sets)
+            subgraphs = ppr.retrieval_subgraphs([list(t) for t, _ in chunk], top_n, max_triples)
         for offset, (key, sub) in enumerate(zip(chunk, subgraphs, strict=True)):
             g_triples.append(sub.triples)
             g_head.append(_capped(sub.distances.at(graph.head[sub.triples])))
             g_tail.append(_capped(sub.distances.at(graph.tail[sub.triples])))
             labelled = [i for i in members[start + offset] if len(questions[i].answers)]
             # exact shortest-path labels: the topics' BFS to MAX_HOPS - 1, the last hop from each answer's side
-            dist = topic_distances(graph, np.asarray(key, dtype=np.int64), MAX_HOPS - 1) if labelled else None
+            topics = np.asarray(key[0], dtype=np.int64)
+            dist = topic_distances(graph, topics, MAX_HOPS - 1) if labelled else None
             for i in labelled:
-                labels = shortest_path_labels(graph, key, questions[i].answers, MAX_HOPS, distances=dist)
+                labels = shortest_path_labels(graph, key[0], questions[i].answers, MAX_HOPS, distances=dist)
                 answers[i] = np.asarray(questions[i].answers, dtype=np.int64)
                 answer_hop[i] = np.array([labels.answer_hops.get(int(a), -1) for a in answers[i]], dtype=np.int8)
                 positives[i] = labels.positive_triples
@@ -199,10 +222,12 @@ def build_samples(graph: CSRGraph, questions: Sequence[HragQuestion], top_n: int
         group_of=np.array([group_index[k] for k in keys], dtype=np.int32),
         group_ptr=_ptr([len(t) for t in g_triples]), triples=_flat(g_triples, np.int32),
         head_dist=_flat(g_head, np.uint8), tail_dist=_flat(g_tail, np.uint8),
-        topic_ptr=_ptr([len(k) for k in groups]), topics=np.array([t for k in groups for t in k], dtype=np.int32),
+        topic_ptr=_ptr([len(k) for k, _ in groups]),
+        topics=np.array([t for k, _ in groups for t in k], dtype=np.int32),
         answer_ptr=_ptr([len(a) for a in answers]), answers=_flat(answers, np.int32),
         answer_hop=_flat(answer_hop, np.int8), pos_ptr=_ptr([len(p) for p in positives]),
         positives=_flat(positives, np.int32),
         meta={"top_n": top_n, "max_triples": max_triples, "max_dist": MAX_DIST, "graph": graph.name,
+              "focus_floor": floor if any(f for _, f in groups) else 1.0,
               "entities": graph.num_entities, "graph_triples": graph.num_triples},
     )

@@ -1,0 +1,138 @@
+"""A stage killed midway (SIGKILL) continues from its last completed part: the G_retrieval sample build and the
+relation-chain labels are killed by a real SIGKILL in a child process after a few parts, then run again here; the
+parts on disk are read back (said on stderr), the rest built, and the result is exactly an uninterrupted build's."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kgrag.graph.csr import CSRGraph
+from kgrag.hrag.retrieval.chain_labels import best_chains, cached_chains
+from kgrag.hrag.retrieval.config import RetrieverConfig
+from kgrag.hrag.retrieval.pipeline import question_samples
+from kgrag.hrag.retrieval.questions import HragQuestion
+from kgrag.hrag.retrieval.resumable import Parts
+from kgrag.hrag.retrieval.samples import build_samples
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: a seeded random graph and 260 questions (answers: what a topic reaches in 1–2 steps), built the same way here
+#: and in the child process
+WORLD = textwrap.dedent("""
+    import numpy as np
+    from kgrag.graph.csr import CSRGraph
+    from kgrag.hrag.retrieval.questions import HragQuestion
+
+    def world():
+        rng = np.random.default_rng(7)
+        n, m = 400, 2000
+        head, tail = rng.integers(0, n, m), rng.integers(0, n, m)
+        keep = head != tail
+        rel = rng.integers(0, 6, m)
+        graph = CSRGraph(name="w", iri_base="http://w/", entity_keys=[f"e{i}" for i in range(n)],
+                         entity_ids=[f"e{i}" for i in range(n)], entity_names=[f"e {i}" for i in range(n)],
+                         relations=[f"r{i}" for i in range(6)], head=head[keep].astype(np.int32),
+                         rel=rel[keep].astype(np.int32), tail=tail[keep].astype(np.int32))
+        questions = []
+        for topic in range(260):  # 260 topic sets: whole PPR batches of 64 make 5 parts
+            ends = graph.tail[graph.head == topic][:3].tolist()
+            questions.append(HragQuestion(f"q{topic}", f"what about [e {topic}]", [topic], [int(e) for e in ends],
+                                          1, "train"))
+        return graph, questions
+""")
+
+
+def _world() -> tuple[CSRGraph, list[HragQuestion]]:
+    scope: dict = {}
+    exec(WORLD, scope)  # noqa: S102 - the one definition both processes use
+    return scope["world"]()
+
+
+def _killed_child(script: str) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-c", WORLD + textwrap.dedent(script)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == -9, f"the child was not killed: rc {proc.returncode}\n{proc.stderr[-2000:]}"
+    return proc
+
+
+def test_parts_are_read_back_by_the_next_run_and_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    save = lambda value, path: np.save(path, value)  # noqa: E731
+    first = Parts(tmp_path / "job.parts", 3, save, np.load, suffix=".npy", label="job")
+    assert [int(first.get(k, lambda k=k: np.array(k * 10))) for k in range(2)] == [0, 10]
+    again = Parts(tmp_path / "job.parts", 3, save, np.load, suffix=".npy", label="job")
+    built = []
+    values = [int(again.get(k, lambda k=k: built.append(k) or np.array(k * 10))) for k in range(3)]
+    assert values == [0, 10, 20] and built == [2] and (again.resumed, again.built) == (2, 1)
+    err = capsys.readouterr().err
+    assert "resumed: job: part 1 of 3 read back" in err and "part 2 of 3" in err and "part 3 of 3" not in err
+    again.clear()
+    assert not (tmp_path / "job.parts").exists()
+
+
+def test_a_sample_build_killed_midway_continues_from_its_last_part(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = RetrieverConfig(top_n=50, max_triples=200)
+    folder = tmp_path / "hrag"
+    _killed_child(f"""
+        import os, signal
+        from pathlib import Path
+        from kgrag.hrag.retrieval.config import RetrieverConfig
+        from kgrag.hrag.retrieval.pipeline import question_samples
+        graph, questions = world()
+        folder = Path({str(folder)!r})
+
+        def progress(done, total):
+            parts = list(folder.glob("*.parts/*of*.npz"))
+            if len(parts) >= 3:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+        question_samples(graph, questions, RetrieverConfig(top_n=50, max_triples=200), folder, "kill",
+                         progress=progress, part_questions=64)
+    """)
+    left = sorted(p.name for p in folder.glob("*.parts/*.npz"))
+    assert len(left) == 3 and not list(folder.glob("samples_kill_*.npz")), left
+
+    graph, questions = _world()
+    samples = question_samples(graph, questions, cfg, folder, "kill", part_questions=64)
+    err = capsys.readouterr().err
+    assert err.count("resumed: G_retrieval (kill): part") == 3 and "of 5 read back" in err
+    whole = build_samples(graph, questions, cfg.top_n, cfg.max_triples)
+    for name in ("triples", "group_ptr", "head_dist", "tail_dist", "positives", "pos_ptr", "answers", "group_of"):
+        assert np.array_equal(getattr(samples, name), getattr(whole, name)), name
+    assert samples.qids == whole.qids and not list(folder.glob("*.parts"))  # parts dropped once merged
+
+
+def test_chain_labels_killed_midway_continue_from_their_last_part(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "hrag"
+    _killed_child(f"""
+        import os, signal
+        from pathlib import Path
+        import kgrag.hrag.retrieval.chain_labels as labels
+        graph, questions = world()
+        folder = Path({str(folder)!r})
+        best = labels.best_chains
+
+        def killing(*args, **kwargs):  # SIGKILL as the third part starts: two are on disk
+            if len(list(folder.glob("*.parts/*of*.npz"))) >= 2:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return best(*args, **kwargs)
+
+        labels.best_chains = killing
+        labels.cached_chains(folder, graph, [q.topics for q in questions], [q.answers for q in questions],
+                             [q.hop for q in questions], 2, part_questions=10)
+    """)
+    assert len(list(folder.glob("*.parts/*.npz"))) == 2
+    graph, questions = _world()
+    args = ([q.topics for q in questions], [q.answers for q in questions], [q.hop for q in questions], 2)
+    chains = cached_chains(folder, graph, *args, part_questions=10)
+    assert capsys.readouterr().err.count("resumed: relation chains: part") == 2
+    whole = best_chains(graph, *args)
+    assert np.array_equal(chains.offsets, whole.offsets) and np.array_equal(chains.chains, whole.chains)
+    assert np.array_equal(chains.f1, whole.f1) and chains.offsets[-1] > 0
