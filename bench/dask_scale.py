@@ -54,6 +54,10 @@ def main() -> None:
     parser.add_argument("--dataset", default="metaqa")
     parser.add_argument("--split", default="validation")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--baseline", choices=["default", "one-worker"], default="default",
+                        help="what the Dask run is compared with: the default runner (one process) or a Dask "
+                             "cluster of one worker")
+    parser.add_argument("--out", default="dask_scale", help="results name (bench/results/<out>.json)")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import numpy as np
@@ -72,7 +76,8 @@ def main() -> None:
     cfg, graph = trained.config, trained.graph
     questions = pipeline.split_questions(settings, args.dataset, args.split, cfg)
     text_path = text_file(graph, pipeline.hrag_dir(settings, args.dataset), Embedder.from_settings(settings).model_name)
-    samples_path = pipeline.samples_path(settings, args.dataset, args.split, cfg, questions, graph)
+    samples_path = pipeline.samples_path(settings, args.dataset, args.split, cfg, questions, graph,
+                                         trained.focus([q.text for q in questions]))
     g_path = pipeline.g_agent_file(settings, args.dataset, args.split)
     eval_dir = pipeline.hrag_dir(settings, args.dataset) / "eval"
     reports = [eval_dir / f"{args.split}.{k}" for k in ("json", "md", "png")] + [eval_dir / f"answers_{args.split}.json"]
@@ -93,7 +98,9 @@ def main() -> None:
             with task_runner(get_settings()):
                 cluster_start = time.perf_counter() - started
             for kind in ("default", "dask"):
-                os.environ["KGRAG_TASK_RUNNER"] = kind
+                one_worker = kind == "default" and args.baseline == "one-worker"
+                os.environ["KGRAG_TASK_RUNNER"] = "dask" if one_worker else kind
+                os.environ["KGRAG_DASK_WORKERS"] = "1" if one_worker else str(args.workers)
                 loaded_retriever.cache_clear()  # each runner loads its models itself, in the timed stage
                 loaded_policy.cache_clear()
                 get_settings.cache_clear()
@@ -153,7 +160,8 @@ def main() -> None:
     for stage in STAGES:
         row = figures["stages"][stage]
         print(f"{stage:<18} {row['default_s']:>10} {row['dask_s']:>8} {row['ratio']:>6}")
-    write_result("dask_scale", figures, {"default_s": round(total["default"], 1)},
+    figures["baseline"] = "a Dask cluster of 1 worker" if args.baseline == "one-worker" else "the default runner"
+    write_result(args.out, figures, {"default_s": round(total["default"], 1)},
                  round(total["default"] / total["dask"], 3), f"{args.dataset} {args.split} (every question)", n)
 
 

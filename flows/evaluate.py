@@ -110,7 +110,10 @@ def evaluate(dataset: str | DatasetSpec = "metaqa", split: str = "validation", q
     title = f"Answers on {dataset} {name}"
     create_markdown_artifact(key=artifact_key("answers", dataset, name, max_length=60), description=title,
                              markdown=f"# {title}\n\n{metrics_table(report)}\n")
-    return {"report": report, "info": info, "file": str(path), "figures": flat_figures(report)}
+    figures = flat_figures(report)
+    if "stage_seconds" in info:  # the time answering took (the reasoner's load left out)
+        figures["answer_seconds"] = round(sum(info["stage_seconds"].values()), 3)
+    return {"report": report, "info": info, "file": str(path), "figures": figures}
 
 
 def _path(value: str | None) -> Path | None:

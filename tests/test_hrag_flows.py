@@ -75,7 +75,8 @@ def test_train_and_eval_flows_on_demo(prefect_harness, work_settings, tmp_path, 
     res = runner.invoke(app, ["eval", "--dataset", "demo", "--questions", str(qfile), "--json"])
     assert res.exit_code == 0, res.output
     figures = json.loads(res.output.strip().splitlines()[-1])
-    assert set(figures) == {"n", "hits@1", "hit", "f1"} and figures["n"] == 18
+    assert set(figures) == {"n", "hits@1", "hit", "f1", "answer_seconds"} and figures["n"] == 18
+    assert 0 < figures["answer_seconds"] < 60
     assert 0.0 <= figures["f1"] <= figures["hit"] <= 1.0 and figures["hits@1"] <= figures["hit"]
     res = runner.invoke(app, ["eval", "--dataset", "demo", "--split", "test"])
     assert res.exit_code == 0 and "Hits@1" in res.output, res.output

@@ -78,7 +78,7 @@ def retriever_eval_cmd(
 def eval_cmd(
     questions: Annotated[Path | None, typer.Option(help="Question file: MetaQA lines (question<TAB>a1|a2), JSONL {question, topic_entities, answers}, WebQSP or CWQ JSON.")] = None,
     hop: Annotated[int | None, typer.Option(help="Hop count of the file's questions (default: from its path).")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print {n, hits@1, hit, f1} as JSON on the last line.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print {n, hits@1, hit, f1} (with --questions also answer_seconds) as JSON on the last line.")] = False,
     dataset: Annotated[str, typer.Option(help="Prepared dataset (graph + trained retriever and policy). (kgrag kg list)")] = "metaqa",
     split: Annotated[str, typer.Option(help="Without --questions: the g_agent split to answer.")] = "validation",
     no_brackets: Annotated[bool, typer.Option("--no-brackets", help="With --questions: strip the [topic] marks and "

@@ -84,9 +84,11 @@ def sparql_example(dataset: str, settings: Settings | None = None, prefer_qtype:
     return None
 
 
-#: the retriever budget of ``make run`` (the full budget is ``kgrag train-retriever`` with the defaults: every train
-#: question, 6 epochs); the relation-chain prior it uses is learned from every train question either way
-RUN_RETRIEVER_CONFIG = {"max_train_questions": 2000, "epochs": 3, "early_stop_questions": 300}
+#: the retriever budget of ``make run`` (the full budget is ``kgrag train-retriever`` with the defaults: every
+#: question, 6 epochs): a seeded 2,000 train and 1,000 validation questions get samples and g_agent, a seeded 4,000
+#: train questions relation-chain labels (the chain prior's and the planner's), whatever the graph's size
+RUN_RETRIEVER_CONFIG = {"max_train_questions": 2000, "epochs": 3, "early_stop_questions": 300,
+                        "max_validation_questions": 1000, "max_chain_questions": 4000}
 
 
 def g_agent_example(settings: Settings, dataset: str, split: str, top: int = 5) -> list[str]:
@@ -114,7 +116,8 @@ def g_agent_example(settings: Settings, dataset: str, split: str, top: int = 5) 
 #: the GFlowNet budget of ``make run`` on MetaQA (the full budget is ``kgrag train-gflownet`` with the defaults:
 #: 2000 planner warm-up steps, 1000 TB steps): answers come from the planner's chain search, which its warm-up
 #: teaches within a few hundred steps; the TB steps train the encoder the beam reasoner uses
-RUN_GFLOWNET_CONFIG: dict = {"steps": 20, "checkpoint_every": 10, "validation_questions": 300, "plan_warmup": 600}
+RUN_GFLOWNET_CONFIG: dict = {"steps": 20, "checkpoint_every": 10, "validation_questions": 300, "plan_warmup": 600,
+                              "max_plan_questions": RUN_RETRIEVER_CONFIG["max_chain_questions"]}
 #: the demo KG has 18 questions: a few dozen steps show the stage
 DEMO_GFLOWNET_CONFIG: dict = {"steps": 40, "checkpoint_every": 20, "batch_questions": 18}
 

@@ -35,14 +35,20 @@ _lock = threading.Lock()
 class OnnxEncoder:
     """L2-normalised mean-pooled vectors from an ONNX transformer and the model's own tokenizer."""
 
-    def __init__(self, path: Path, tokenize: Tokenize) -> None:
+    def __init__(self, path: Path, tokenize: Tokenize, threads: int = 1) -> None:
         import onnxruntime as ort
 
         opts = ort.SessionOptions()
-        opts.intra_op_num_threads = 1
+        opts.intra_op_num_threads = threads  # 1 for request-time queries (many threads call at once)
+        self.path, self.threads = Path(path), threads
         self.session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
         self.inputs = {i.name for i in self.session.get_inputs()}
         self.tokenize = tokenize
+
+    def with_threads(self, threads: int) -> OnnxEncoder:
+        """The same export and tokenizer in a session of ``threads`` intra-op threads (a batch job's: names by
+        the thousand, 2.3x torch's rate on 2 cores where the one-thread query session gives 1.3x)."""
+        return OnnxEncoder(self.path, self.tokenize, threads)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         enc = self.tokenize(list(texts))

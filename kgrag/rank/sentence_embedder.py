@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sys
 import threading
 import time
 import uuid
@@ -225,6 +226,7 @@ class Embedder:
         self.query_encoder = query_encoder
         self.models_dir = Path(models_dir) if models_dir is not None else None
         self._onnx: Any = None  # the ONNX query encoder once loaded (False: unavailable, use torch)
+        self._batch_onnx: Any = None  # the same export in a session using every core (batch_encoder)
         self._onnx_lock = threading.Lock()
         self.device = device
         self.max_shards = max_shards
@@ -336,6 +338,23 @@ class Embedder:
             return None
         with self._onnx_lock:
             return self._load_query_onnx()
+
+    def batch_encoder(self) -> Any:
+        """An ONNX encoder for batch jobs (a graph's entity names by the thousand): the fp32 query export in a
+        session with one thread per core this process may use (torch's thread count when torch is loaded: a Dask
+        worker's share); ``None`` where the query encoder is not ``onnx`` or the export is unavailable."""
+        if self.query_encoder != "onnx":
+            return None
+        base = self._query_onnx()
+        if base is None:
+            return None
+        with self._onnx_lock:
+            if self._batch_onnx is None:
+                threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+                if "torch" in sys.modules:
+                    threads = min(threads, sys.modules["torch"].get_num_threads())
+                self._batch_onnx = base.with_threads(max(1, threads))
+            return self._batch_onnx
 
     def _load_query_onnx(self) -> Any:
         if self._onnx is None:
