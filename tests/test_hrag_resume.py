@@ -4,6 +4,7 @@ parts on disk are read back (said on stderr), the rest built, and the result is 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from kgrag.graph.csr import CSRGraph
 from kgrag.hrag.retrieval.chain_labels import best_chains, cached_chains
@@ -54,9 +56,9 @@ def _world() -> tuple[CSRGraph, list[HragQuestion]]:
     return scope["world"]()
 
 
-def _killed_child(script: str) -> subprocess.CompletedProcess:
+def _killed_child(script: str, env: dict | None = None) -> subprocess.CompletedProcess:
     proc = subprocess.run([sys.executable, "-c", WORLD + textwrap.dedent(script)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120, check=False)
+                          text=True, timeout=120, check=False, env={**os.environ, **(env or {})})
     assert proc.returncode == -9, f"the child was not killed: rc {proc.returncode}\n{proc.stderr[-2000:]}"
     return proc
 
@@ -136,3 +138,48 @@ def test_chain_labels_killed_midway_continue_from_their_last_part(tmp_path: Path
     whole = best_chains(graph, *args)
     assert np.array_equal(chains.offsets, whole.offsets) and np.array_equal(chains.chains, whole.chains)
     assert np.array_equal(chains.f1, whole.f1) and chains.offsets[-1] > 0
+
+
+def test_retriever_eval_killed_midway_continues_from_its_last_g_agent_part(
+        prefect_harness, work_settings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The demo KG's 18 questions in parts of 4: a child process runs ``flows.retriever_eval`` and is SIGKILLed
+    as its third part starts; the next run reads the two finished parts back and writes the same g_agent."""
+    from prefect.settings import PREFECT_API_URL
+    from test_hrag_flows import TINY
+
+    from flows.prepare_data import prepare_data
+    from flows.retriever_eval import retriever_eval
+    from flows.train_retriever import train_retriever
+    from kgrag.config import get_settings
+    from kgrag.hrag.retrieval.g_agent import GAgentSplit
+    from kgrag.hrag.retrieval.pipeline import g_agent_file
+
+    prepare_data(dataset="demo")
+    train_retriever(dataset="demo", config=TINY, train_split="test", validation_split="test")
+    whole = GAgentSplit.load(retriever_eval(dataset="demo", run_all_splits=False, split="test")["test"]["g_agent"])
+    g_file = g_agent_file(get_settings(), "demo", "test")
+    g_file.unlink()
+    monkeypatch.setenv("KGRAG_HRAG_PART_QUESTIONS", "4")
+    get_settings.cache_clear()
+    _killed_child(f"""
+        import os, signal
+        from pathlib import Path
+        import flows.retriever_eval as stage
+        folder = Path({str(g_file.parent)!r})
+        score = stage.score_samples
+
+        def killing(*args, **kwargs):  # SIGKILL as the third part starts: two are on disk
+            if len(list(folder.glob("*.parts-*/*of*.pt"))) >= 2:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return score(*args, **kwargs)
+
+        stage.score_samples = killing
+        stage.retriever_eval(dataset="demo", run_all_splits=False, split="test")
+    """, {"PREFECT_API_URL": str(PREFECT_API_URL.value())})  # the session's test server
+    assert len(list(g_file.parent.glob("*.parts-*/*.pt"))) == 2 and not g_file.exists()
+    again = GAgentSplit.load(retriever_eval(dataset="demo", run_all_splits=False, split="test")["test"]["g_agent"])
+    assert capsys.readouterr().err.count("resumed: g_agent (test): part") == 2
+    assert again.qids == whole.qids
+    for key, tensor in whole.tensors.items():
+        assert torch.allclose(again.tensors[key].double(), tensor.double(), atol=1e-4), key
+    assert not list(g_file.parent.glob("*.parts-*"))  # parts dropped once the split is written

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import io
 import re
 import urllib.parse
 from array import array
@@ -144,13 +145,63 @@ def detect_format(path: Path) -> str:
                      ".tsv / .txt (head relation tail lines), each optionally .gz or .bz2")
 
 
-def _open(path: Path) -> IO[bytes]:
+class _CountedFile(io.RawIOBase):
+    """A file read through, telling ``on_bytes(bytes read so far)`` as it goes (of the file on disk: a gzipped
+    file's compressed bytes), at most once per :data:`_COUNT_STEP` bytes."""
+
+    def __init__(self, path: Path, on_bytes: Callable[[int], None]) -> None:
+        self._fh = open(path, "rb")  # noqa: SIM115 - closed by close()
+        self._on_bytes, self._read, self._told = on_bytes, 0, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = self._fh.readinto(buffer)
+        self._read += n or 0
+        if self._read - self._told >= _COUNT_STEP:
+            self._told = self._read
+            self._on_bytes(self._read)
+        return n
+
+    def close(self) -> None:
+        self._fh.close()
+        super().close()
+
+
+_COUNT_STEP = 1 << 20
+
+
+class _CountedBZ2(bz2.BZ2File):
+    """A bz2 stream over a counted file, closing that file with itself (BZ2File leaves a given file open)."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        super().__init__(raw, "rb")
+        self._counted = raw
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._counted.close()
+
+
+def _open(path: Path, on_bytes: Callable[[int], None] | None = None) -> IO[bytes]:
     name = path.name.lower()
+    if on_bytes is None:
+        if name.endswith(".gz"):
+            return gzip.open(path, "rb")
+        if name.endswith(".bz2"):
+            return bz2.open(path, "rb")
+        return open(path, "rb")  # noqa: SIM115 - the caller's with closes it
+    raw = io.BufferedReader(_CountedFile(path, on_bytes), 1 << 16)
     if name.endswith(".gz"):
-        return gzip.open(path, "rb")
+        stream = gzip.GzipFile(fileobj=raw, mode="rb")
+        stream.myfileobj = raw  # closed with the stream (GzipFile closes what it opened only)
+        return stream
     if name.endswith(".bz2"):
-        return bz2.open(path, "rb")
-    return open(path, "rb")
+        return _CountedBZ2(raw)
+    return raw
 
 
 def iri_label(key: str) -> str:
@@ -509,7 +560,8 @@ def _statements(parser: Iterator[ox.Quad], lines: _Lines, builder: _Builder, off
             builder.bad_line(spath, line, reason)
 
 
-def _read_rdf(path: Path, fmt: str, file_no: int, builder: _Builder, report: dict) -> int:
+def _read_rdf(path: Path, fmt: str, file_no: int, builder: _Builder, report: dict,
+              on_bytes: Callable[[int], None] | None = None) -> int:
     """Append the file's triples; where the parser cannot get past an error (see :func:`_statements`) parse again
     from the next line, with the prefixes and base declared so far, at most ``_MAX_RESUMES`` times — then the rest
     of the file is lost: ``report`` gets ``unread_after`` (the line) and ``unread_lines`` (how many after it).
@@ -520,7 +572,7 @@ def _read_rdf(path: Path, fmt: str, file_no: int, builder: _Builder, report: dic
     resumed: list[int] = []
     with closing(_Lines(path)) as lines:  # one per file: its line lengths and count read once
         while True:
-            with _open(path) as raw:
+            with _open(path, on_bytes) as raw:
                 header = b""
                 if skip:
                     for _ in range(skip):  # only after a runaway error: the lines already parsed
@@ -614,10 +666,10 @@ def _literal_type(value: str) -> str | None:
     return "decimal" if _DECIMAL.match(value) else None
 
 
-def _read_lines(path: Path, builder: _Builder) -> int:
+def _read_lines(path: Path, builder: _Builder, on_bytes: Callable[[int], None] | None = None) -> int:
     spath, count = str(path), 0
     node, relation, add, name = builder.node, builder.relation, builder.add, builder.name
-    with _open(path) as fh:
+    with _open(path, on_bytes) as fh:
         for lineno, raw in enumerate(fh, 1):
             line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
             if not line.strip() or line.lstrip().startswith("#"):
@@ -643,8 +695,10 @@ def _read_lines(path: Path, builder: _Builder) -> int:
 
 def read_triple_files(paths: Sequence[str | Path], lang: str = "en", max_bad_lines: int = 1000,
                       progress: Callable[[str, int], None] | None = None,
-                      alias_predicates: Sequence[str] = (), strict: bool = False) -> TripleArrays:
-    """Read every file (see the module docstring); ``progress(path, triples)`` after each file;
+                      alias_predicates: Sequence[str] = (), strict: bool = False,
+                      on_bytes: Callable[[int], None] | None = None) -> TripleArrays:
+    """Read every file (see the module docstring); ``progress(path, triples)`` after each file; ``on_bytes(n)``
+    as the files are read (``n``: bytes read so far of all of them, on disk);
     ``alias_predicates``: IRIs of further other-name predicates (beside :data:`ALIAS_PREDICATES`); ``strict``: a
     :class:`KgragError` (``file:line: reason``) at the first malformed statement or line instead of skipping it."""
     if not paths:
@@ -660,10 +714,13 @@ def read_triple_files(paths: Sequence[str | Path], lang: str = "en", max_bad_lin
                          "nodes are keyed by IRI, line nodes by their text)")
     builder = _Builder(lang, max_bad_lines, alias_predicates, strict)
     files = []
+    done_bytes = 0
     for file_no, (path, fmt) in enumerate(zip(resolved, formats, strict=True)):
         bad_before = builder.bad
         report: dict = {"path": str(path), "format": fmt}
-        n = _read_lines(path, builder) if fmt == "lines" else _read_rdf(path, fmt, file_no, builder, report)
+        told = (lambda n, base=done_bytes: on_bytes(base + n)) if on_bytes is not None else None
+        n = _read_lines(path, builder, told) if fmt == "lines" else _read_rdf(path, fmt, file_no, builder, report, told)
+        done_bytes += path.stat().st_size
         files.append({**report, "triples": n, "bad_lines": builder.bad - bad_before})
         if progress is not None:
             progress(str(path), n)

@@ -35,6 +35,7 @@ from kgrag.graph.versions.version_file import graph_file, read_version, store_di
 from kgrag.prep.manifest import fingerprint_paths, record_step, step_is_current, step_result
 from kgrag.prep.reach import UNREACHABLE, min_answer_hops
 from kgrag.prep.resolve import EntityResolver
+from kgrag.progress import counter
 
 CODE_VERSION = "prep-v2"  # bump when a step's output format changes
 IMPORT_VERSION = "import-v3"  # bump when an imported graph's output changes (v3: property labels, other names)
@@ -151,11 +152,15 @@ def build_graph(dataset: str | DatasetSpec, data_dir: Path, out_dir: Path, finge
     started = time.perf_counter()
     outputs = ["graph.npz", "triples.nt"]
     if spec.reader == "triples":
-        arrays = read_triple_files(spec.triples, lang=spec.lang, max_bad_lines=spec.max_bad_lines,
-                                   alias_predicates=spec.alias_predicates, strict=strict)
+        size = sum(Path(p).expanduser().stat().st_size for p in spec.triples if Path(p).expanduser().is_file())
+        with counter(f"import {spec.name}: reading the triple files", "MB", -(-size // 2**20)) as progress:
+            arrays = read_triple_files(spec.triples, lang=spec.lang, max_bad_lines=spec.max_bad_lines,
+                                       alias_predicates=spec.alias_predicates, strict=strict,
+                                       on_bytes=lambda n: progress(n >> 20))
         namespace = spec.namespace or imported_namespace(spec.name)
-        graph = imported_csr(arrays, spec.name, namespace, spec.lang)
-        graph.save(out_dir / "graph.npz")
+        with counter(f"import {spec.name}: the mapped graph (sort, index, save)", "step"):
+            graph = imported_csr(arrays, spec.name, namespace, spec.lang)
+            graph.save(out_dir / "graph.npz")
         graph_seconds = time.perf_counter() - started
         rdf_triples = 0
         old = _previous_graph(previous, namespace) if spec.store and previous != out_dir else None
@@ -167,8 +172,9 @@ def build_graph(dataset: str | DatasetSpec, data_dir: Path, out_dir: Path, finge
             outputs = ["graph.npz"]
             rdf_triples = step_result(out_dir, "store")["store_triples"]
         elif spec.store:
-            rdf_triples = write_ntriples(graph, None, out_dir / "triples.nt", name_lang=spec.lang,
-                                         literal_types=arrays.literal_types)
+            with counter(f"import {spec.name}: writing triples.nt for the store", "step"):
+                rdf_triples = write_ntriples(graph, None, out_dir / "triples.nt", name_lang=spec.lang,
+                                             literal_types=arrays.literal_types)
         else:
             outputs = ["graph.npz"]
         result = _graph_counts(graph, rdf_triples, arrays.issues, arrays.bad_lines)
@@ -202,7 +208,8 @@ def load_store(out_dir: Path, fingerprint: str, enabled: bool = True) -> dict:
         record_step(out_dir, "store", fingerprint, [], result)
         return result
     started = time.perf_counter()
-    count = build_store(out_dir / "triples.nt", out_dir / "oxigraph")
+    with counter(f"loading the SPARQL store ({out_dir.name})", "step"):
+        count = build_store(out_dir / "triples.nt", out_dir / "oxigraph")
     result = {"store_triples": count, "store_path": str(out_dir / "oxigraph"),
               "seconds": round(time.perf_counter() - started, 2)}
     record_step(out_dir, "store", fingerprint, ["oxigraph"], result)

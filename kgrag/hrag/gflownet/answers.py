@@ -27,8 +27,8 @@ from kgrag.hrag.gflownet.data import PoolBatch, QuestionGraph, collate
 from kgrag.hrag.gflownet.env import CandidatePool, PathState, initial_state, legal_actions, step
 from kgrag.hrag.gflownet.found import FoundPath
 from kgrag.hrag.gflownet.policy import PathPolicy, PoolEmbedding
-from kgrag.hrag.retrieval.progress import counted
 from kgrag.hrag.retrieval.text import QuestionTokens
+from kgrag.progress import counted
 
 __all__ = ["FoundPath", "beam_search", "answer_questions", "rank_answers", "answer_metrics", "choose_threshold", "summarise",
            "THRESHOLDS"]

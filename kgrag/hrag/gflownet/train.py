@@ -27,9 +27,9 @@ from kgrag.hrag.gflownet.plan_data import PlanData
 from kgrag.hrag.gflownet.planner import plan_loss
 from kgrag.hrag.gflownet.policy import PathPolicy
 from kgrag.hrag.gflownet.rollout import path_rewards, replay_actions, sample_trajectories
-from kgrag.hrag.retrieval.progress import counted
 from kgrag.hrag.retrieval.text import QuestionTokens
 from kgrag.hrag.retrieval.train import restore_model, save_checkpoint
+from kgrag.progress import counted
 
 __all__ = ["finished_run", "AgentData", "TrainResult", "train_gflownet", "load_policy", "exploration", "new_policy"]
 

@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from kgrag.graph.csr import CSRGraph, in_sorted
-from kgrag.hrag.retrieval.progress import counted, counter
 from kgrag.hrag.retrieval.resumable import Parts
+from kgrag.progress import counted, counter
 
 __all__ = ["QuestionChains", "question_chains", "best_chains", "cached_chains", "WALK_BUDGET"]
 

@@ -33,8 +33,8 @@ import numpy as np
 
 from kgrag.graph.csr import CSRGraph
 from kgrag.hrag.retrieval.chain_labels import QuestionChains
-from kgrag.hrag.retrieval.progress import counted
 from kgrag.hrag.retrieval.questions import masked_text
+from kgrag.progress import counted
 
 if TYPE_CHECKING:  # torch tensors: ranking chains online never imports torch
     from kgrag.hrag.retrieval.g_agent import GAgentSplit

@@ -29,13 +29,13 @@ from kgrag.hrag.retrieval.chains import ChainPrior, relation_focus, train_chain_
 from kgrag.hrag.retrieval.config import RetrieverConfig
 from kgrag.hrag.retrieval.g_agent import GAgentSplit, g_agent_path, materialize
 from kgrag.hrag.retrieval.local_ppr import LocalPPR
-from kgrag.hrag.retrieval.progress import counted, counter
 from kgrag.hrag.retrieval.questions import HragQuestion, prepared_questions
 from kgrag.hrag.retrieval.resumable import Parts
 from kgrag.hrag.retrieval.samples import RetrievalSamples, build_samples
 from kgrag.hrag.retrieval.sharding import merge_samples, shard_questions, topic_groups
 from kgrag.hrag.retrieval.stage_inputs import latest_checkpoint, stage_input
 from kgrag.hrag.retrieval.text import TextEmbeddings
+from kgrag.progress import counted, counter
 from kgrag.rank.sentence_embedder import Embedder
 
 __all__ = ["SAMPLES_VERSION", "hrag_dir", "split_samples", "question_samples", "checkpoint_dir",
@@ -87,7 +87,7 @@ def question_samples(graph: CSRGraph, questions: Sequence[HragQuestion], cfg: Re
     """Samples of ``questions``, read from ``folder/samples_<name>_<key>.npz`` when built before; else built in
     resumable parts of about ``part_questions`` questions (default: the settings' ``hrag_part_questions``) (:class:`~kgrag.hrag.retrieval.resumable.Parts`: a
     killed build continues from its last part) and merged into exactly what one build writes. A build reports
-    topic sets done to ``progress(done, total)``, else to :func:`~kgrag.hrag.retrieval.progress.counter`.
+    topic sets done to ``progress(done, total)``, else to :func:`~kgrag.progress.counter`.
     ``focus``: :func:`question_focus` of ``questions`` (the question-aware walk)."""
     path = _samples_file(folder, name, questions, cfg, graph, focus)
     if path.is_file():

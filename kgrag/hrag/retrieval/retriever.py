@@ -18,10 +18,10 @@ import torch
 from torch import nn
 
 from kgrag.graph.csr import CSRGraph
-from kgrag.hrag.retrieval.progress import counter
 from kgrag.hrag.retrieval.samples import MAX_DIST, RetrievalSamples
 from kgrag.hrag.retrieval.signatures import BITS, bits_matrix, path_signatures
 from kgrag.hrag.retrieval.text import TextEmbeddings
+from kgrag.progress import counter
 
 __all__ = ["TripleBatch", "TripleScorer", "make_batch", "GroupSignatures", "score_samples"]
 

@@ -23,10 +23,10 @@ from kgrag.fileio import atomic_write
 from kgrag.graph.csr import CSRGraph
 from kgrag.hrag.retrieval.config import RetrieverConfig
 from kgrag.hrag.retrieval.metrics import recall_report
-from kgrag.hrag.retrieval.progress import counted
 from kgrag.hrag.retrieval.retriever import GroupSignatures, TripleScorer, make_batch, score_samples
 from kgrag.hrag.retrieval.samples import RetrievalSamples
 from kgrag.hrag.retrieval.text import TextEmbeddings
+from kgrag.progress import counted
 
 __all__ = ["TrainResult", "train_retriever", "load_scorer", "early_stop_subset", "save_checkpoint",
            "restore_model"]

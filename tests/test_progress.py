@@ -1,4 +1,4 @@
-"""The H-RAG stages' progress: a loop that ends within DELAY seconds shows nothing; a longer one writes plain
+"""Progress of long loops: a loop that ends within DELAY seconds shows nothing; a longer one writes plain
 lines (done / total, rate, ETA) to a file or a pipe, at most INTERVAL seconds apart even while one item takes
 long, and one last line; inside a Prefect flow run the lines go to its log and a progress artifact follows it."""
 
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from kgrag.hrag.retrieval.progress import Progress, counted, counter, progress_line
+from kgrag.progress import Progress, counted, counter, progress_line
 
 
 def test_counted_yields_the_items_and_a_short_loop_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
@@ -27,7 +27,8 @@ def test_the_line_says_done_total_share_rate_and_eta() -> None:
     line = progress_line("g_agent (validation)", "question", 1200, 3913, 10.0)
     assert line == "progress: g_agent (validation): 1,200/3,913 questions (30.7 %), 120.0/s, ETA 23 s"
     assert progress_line("retriever epoch 1", "batch", 3, 63, 30.0).endswith("3/63 batches (4.8 %), 0.1/s, ETA 10 min 00 s")
-    assert progress_line("loading", "step", 0, None, 75.0) == "progress: loading: 0 steps in 1 min 15 s"
+    assert progress_line("loading", "step", 0, None, 75.0) == "progress: loading: running for 1 min 15 s"
+    assert progress_line("reading", "line", 300, None, 3.0) == "progress: reading: 300 lines in 3 s, 100.0/s"
 
 
 class _Pipe(io.StringIO):
@@ -103,3 +104,25 @@ def test_in_a_prefect_flow_the_lines_reach_the_run_log_and_a_progress_artifact(
     assert [log for log in logs if log.message.startswith("progress: probe loop: ")]
     progress = [a for a in found if a.type == "progress"]
     assert progress and progress[0].key == "progress-probe-loop" and float(progress[0].data) == 100.0
+
+
+def test_the_import_tells_the_bytes_it_has_read_and_closes_what_it_opened(tmp_path) -> None:
+    """A 6 MB N-Triples file (plain and gzipped): ``on_bytes`` rises by the megabyte to at most the file's size
+    (on disk: compressed bytes for the gzip), and the triples read are the same as without it."""
+    import gzip
+
+    from kgrag.data.triples import read_triple_files
+
+    lines = "".join(f"<http://x/e{i}> <http://x/r{i % 7}> <http://x/e{(i * 7919) % 40000}> .\n" for i in range(90000))
+    plain = tmp_path / "g.nt"
+    plain.write_text(lines)
+    packed = tmp_path / "g.nt.gz"
+    packed.write_bytes(gzip.compress(lines.encode(), compresslevel=1))
+    for path in (plain, packed):
+        told: list[int] = []
+        counted_read = read_triple_files([path], on_bytes=told.append)
+        assert told == sorted(told) and (told[-1] <= path.stat().st_size if told else True)
+        assert len(counted_read.head) == len(read_triple_files([path]).head) == 90000
+    told = []
+    read_triple_files([plain], on_bytes=told.append)
+    assert len(told) >= 2 and told[0] >= 1 << 20

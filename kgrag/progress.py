@@ -1,4 +1,4 @@
-"""Progress of the H-RAG stages' long loops, wherever their output goes: nothing runs silent for more than
+"""Progress of long loops (an import, the H-RAG stages), wherever their output goes: nothing runs silent for more than
 :data:`INTERVAL` seconds once a loop has run :data:`DELAY` seconds.
 
 - **a terminal** (stderr is a tty): a tqdm bar (done / total, rate, ETA), gone when the loop ends;
@@ -65,7 +65,9 @@ def progress_line(desc: str, unit: str, done: int, total: int | None, elapsed: f
         eta = (total - done) / rate if rate > 0 else None
         return (f"progress: {desc}: {done:,}/{total:,} {units} ({100 * done / total:.1f} %), {rate:,.1f}/s, "
                 f"ETA {_seconds(eta) if eta is not None else '?'}")
-    return f"progress: {desc}: {done:,} {units} in {_seconds(elapsed)}" + (f", {rate:,.1f}/s" if done else "")
+    if not done:
+        return f"progress: {desc}: running for {_seconds(elapsed)}"
+    return f"progress: {desc}: {done:,} {units} in {_seconds(elapsed)}, {rate:,.1f}/s"
 
 
 def _prefect_run() -> Any:
