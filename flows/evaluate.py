@@ -44,6 +44,7 @@ from kgrag.hrag.retrieval.sharding import contiguous_ranges
 from kgrag.hrag.retrieval.stage_inputs import load_graph
 from kgrag.hrag.retrieval.text import TextEmbeddings
 from kgrag.ops.task_runner import limit_threads, on_task_runner, shards_for
+from kgrag.progress import counter
 from kgrag.rank.sentence_embedder import Embedder
 
 
@@ -99,7 +100,8 @@ def evaluate(dataset: str | DatasetSpec = "metaqa", split: str = "validation", q
     require_question_file(questions)  # named before the checkpoints are looked for
     if questions:
         reasoner = HRAGReasoner.load(settings, dataset, _path(retriever_checkpoint), _path(policy_checkpoint))
-        answers = evaluate_file(reasoner, Path(questions), hop, no_brackets)
+        with counter(f"answering {Path(questions).name}", "question") as progress:
+            answers = evaluate_file(reasoner, Path(questions), hop, no_brackets, progress=progress)
         report, info = answers.report, answers.info
         name = f"file_{Path(questions).stem}" + ("_no_brackets" if no_brackets else "")
     else:

@@ -33,9 +33,9 @@ from kgrag.hrag.retrieval import pipeline
 from kgrag.hrag.retrieval.config import RetrieverConfig
 from kgrag.hrag.retrieval.evaluate import png_markdown
 from kgrag.hrag.retrieval.metrics import plot_training_curve
-from kgrag.progress import counter
 from kgrag.hrag.retrieval.stage_inputs import load_graph
 from kgrag.hrag.retrieval.train import train_retriever as run_training
+from kgrag.progress import counter
 
 
 def _samples_key(context, parameters: dict) -> str:  # noqa: ARG001 - Prefect's cache_key_fn signature

@@ -28,9 +28,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO, TypeVar
 
-from tqdm.auto import tqdm
-
-__all__ = ["DELAY", "INTERVAL", "Progress", "counted", "counter", "progress_line"]
+__all__ = ["DELAY", "INTERVAL", "Progress", "counted", "counter", "progress_line", "stage"]
 
 T = TypeVar("T")
 
@@ -86,19 +84,27 @@ def _prefect_run() -> Any:
         return None
 
 
+#: when the last progress line was written (by any loop): a whole command's heartbeat (:func:`stage`) speaks only
+#: when nothing else has for an interval
+_last_line = [time.monotonic()]
+
+
 class Progress:
     """``update(done, total)`` from the loop; shown as the module docstring says. A context manager: the bar, the
     heartbeat and the artifact end with it."""
 
     def __init__(self, desc: str, unit: str, total: int | None = None, stream: TextIO | None = None,
-                 delay: float = DELAY, interval: float = INTERVAL) -> None:
+                 delay: float = DELAY, interval: float = INTERVAL, background: bool = False) -> None:
         self.desc, self.unit, self.total, self.done = desc, unit, total, 0
         self.stream = stream or sys.stderr
         self.delay, self.interval = delay, interval
         self.mode = _mode(self.stream)
+        if background and self.mode == "bar":  # a terminal shows the command's own output and inner bars
+            self.mode = "off"
+        self.background = background  # a line only when no other loop wrote one for an interval
         self.started = time.monotonic()
         self.lines = 0  # plain lines written (what the tests read)
-        self._bar: tqdm | None = None
+        self._bar: Any = None
         self._logger = None
         self._artifact: Any = None  # the artifact's id once created; False when it could not be
         self._artifact_at = 0.0
@@ -108,6 +114,8 @@ class Progress:
 
     def __enter__(self) -> Progress:
         if self.mode == "bar":
+            from tqdm.auto import tqdm  # here: a command that never shows a bar does not import it
+
             self._bar = tqdm(desc=self.desc, unit=self.unit, total=self.total, leave=False, delay=self.delay,
                              file=self.stream)
         elif self.mode == "lines":
@@ -135,7 +143,8 @@ class Progress:
         if self._stop.wait(self.delay):
             return
         while True:
-            self._emit()
+            if not self.background or time.monotonic() - _last_line[0] >= 0.9 * self.interval:
+                self._emit()
             if self._stop.wait(self.interval):
                 return
 
@@ -148,6 +157,7 @@ class Progress:
             self.stream.flush()
         except (ValueError, OSError):  # the stream was closed under us (the process is ending)
             return
+        _last_line[0] = time.monotonic()
         if self._logger is not None:
             self._logger.info(line)
 
@@ -179,7 +189,7 @@ class Progress:
             self._stop.set()
             self._thread.join()
             self._thread = None
-            if time.monotonic() - self.started >= self.delay:
+            if time.monotonic() - self.started >= self.delay and not self.background:
                 self._emit()  # the last line: what was done, at what rate
             if self._artifact:
                 self._artifact_progress(final=True)
@@ -213,3 +223,15 @@ def counter(desc: str, unit: str, total: int | None = None) -> Iterator[Callable
         return
     with Progress(desc, unit, total) as progress:
         yield progress
+
+
+@contextmanager
+def stage(desc: str, delay: float = DELAY, interval: float = INTERVAL) -> Iterator[None]:
+    """A whole command's heartbeat in a file or a pipe: ``progress: <desc>: running for 1 min 05 s`` whenever no
+    loop inside it has written a line for an interval (starting a Prefect server, loading a model, a step
+    without a loop of its own); nothing on a terminal."""
+    if _mode(sys.stderr) != "lines":
+        yield
+        return
+    with Progress(desc, "step", delay=delay, interval=interval, background=True):
+        yield

@@ -126,3 +126,22 @@ def test_the_import_tells_the_bytes_it_has_read_and_closes_what_it_opened(tmp_pa
     told = []
     read_triple_files([plain], on_bytes=told.append)
     assert len(told) >= 2 and told[0] >= 1 << 20
+
+
+def test_a_commands_heartbeat_speaks_only_when_its_loops_are_quiet(monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """``stage``: 0.3 s with nothing else → "running for" lines; then a loop writing its own lines every 0.05 s
+    for 0.3 s → the stage adds none meanwhile."""
+    from kgrag.progress import stage
+
+    monkeypatch.setenv("KGRAG_PROGRESS", "lines")
+    with stage("kgrag prepare --dataset x", delay=0.02, interval=0.1):
+        time.sleep(0.35)
+        quiet = capsys.readouterr().err.splitlines()
+        with Progress("inner loop", "item", 10, delay=0.0, interval=0.05) as progress:
+            for done in range(1, 7):
+                time.sleep(0.05)
+                progress.update(done)
+        busy = capsys.readouterr().err.splitlines()
+    assert len(quiet) >= 2 and all(line.startswith("progress: kgrag prepare --dataset x: running for") for line in quiet)
+    assert busy and all(line.startswith("progress: inner loop: ") for line in busy), busy

@@ -16,6 +16,7 @@ from rich.table import Table
 from kgrag.cli.above import above
 from kgrag.cli.output import console, err_console, friendly_errors
 from kgrag.config import get_settings
+from kgrag.progress import stage
 
 __all__ = ["data_app", "prepare"]
 
@@ -82,8 +83,10 @@ def prepare(
         _print_losses(last.get("graph", {}), last.get("questions", {}))
         _print_try_next(spec.name)
         return
-    result = above("flows.prepare_data").prepare_data(dataset=spec.name, data_dir=str(data_dir) if data_dir else None,
-                          spec=None if spec.builtin else spec.model_dump(mode="json"), strict=strict)
+    with stage(f"kgrag prepare --dataset {spec.name}"):
+        result = above("flows.prepare_data").prepare_data(
+            dataset=spec.name, data_dir=str(data_dir) if data_dir else None,
+            spec=None if spec.builtin else spec.model_dump(mode="json"), strict=strict)
     console.print(markdown_table(result["markdown"]))
     _print_losses(result["graph"], result["questions"])
     _print_try_next(spec.name)

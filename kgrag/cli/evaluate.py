@@ -20,6 +20,7 @@ from kgrag.cli.inputs import LLMStyle, dataset_of
 from kgrag.cli.output import console, err_console, friendly_errors
 from kgrag.config import get_settings
 from kgrag.errors import KgragError
+from kgrag.progress import stage
 from kgrag.terminal.tables import figures_table
 
 __all__ = ["agent_eval_cmd", "eval_cmd", "retriever_eval_cmd"]
@@ -64,9 +65,11 @@ def retriever_eval_cmd(
         return
     if max_questions is not None and split is None:
         raise KgragError("--max-questions needs --split (the train and validation caps are the training budget's)")
-    result = on_task_runner(flow.retriever_eval)(dataset=spec, run_all_splits=split is None, split=split or "test",
-                                                 checkpoint=str(checkpoint) if checkpoint else None,
-                                                 max_questions=max_questions)
+    with stage(f"kgrag retriever-eval --dataset {dataset}"):
+        result = on_task_runner(flow.retriever_eval)(dataset=spec, run_all_splits=split is None,
+                                                     split=split or "test",
+                                                     checkpoint=str(checkpoint) if checkpoint else None,
+                                                     max_questions=max_questions)
     for name, part in result.items():
         console.print(f"[bold]{name}[/] (g_agent: {part['g_agent']})")
         print(report_table(part["report"]))
@@ -96,9 +99,10 @@ def eval_cmd(
     require_question_file(questions)  # the flow checks it too; here before Prefect starts
     if no_brackets and questions is None:
         raise KgragError("--no-brackets needs --questions (a g_agent split has its topics already)")
-    result = on_task_runner(evaluate)(dataset=dataset_of(dataset), split=split,
-                                      questions=str(questions) if questions else None, hop=hop,
-                                      no_brackets=no_brackets)
+    with stage(f"kgrag eval --dataset {dataset}"):
+        result = on_task_runner(evaluate)(dataset=dataset_of(dataset), split=split,
+                                          questions=str(questions) if questions else None, hop=hop,
+                                          no_brackets=no_brackets)
     info = result["info"]
     if questions is not None and not json_out:
         console.print(f"{info['questions']} questions from {questions} ({info['malformed_lines']} malformed lines "

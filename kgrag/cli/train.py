@@ -21,6 +21,7 @@ from kgrag.cli.inputs import config_overrides, dataset_of
 from kgrag.cli.output import console, friendly_errors
 from kgrag.config import get_settings
 from kgrag.errors import KgragError
+from kgrag.progress import stage
 from kgrag.terminal.tables import figures_table
 
 __all__ = ["IntentSource", "train_gflownet_cmd", "train_intent_cmd", "train_planner_cmd", "train_retriever_cmd"]
@@ -39,7 +40,8 @@ def train_retriever_cmd(
     from kgrag.hrag.retrieval.config import RetrieverConfig
 
     overrides = config_overrides(config, RetrieverConfig, epochs=epochs, max_train_questions=max_train_questions)
-    result = train_retriever(dataset=dataset_of(dataset), config=overrides)
+    with stage(f"kgrag train-retriever --dataset {dataset}"):
+        result = train_retriever(dataset=dataset_of(dataset), config=overrides)
     for row in result["history"]:
         console.print(f"epoch {row['epoch']}: loss {row['loss']:.4f}, {row['train_seconds']:.1f}s, "
                       + ", ".join(f"{k} {v:.4f}" for k, v in row.items() if k.startswith("val_") and isinstance(v, float)))
@@ -117,7 +119,8 @@ def train_gflownet_cmd(
 
     overrides = config_overrides(config, GFlowNetConfig, steps=steps, objective=objective, device=device)
     paths = {k: str(v) for k, v in (("train", train_g_agent), ("validation", validation_g_agent)) if v}
-    result = train_gflownet(dataset=dataset_of(dataset), config=overrides, cache_paths=paths)
+    with stage(f"kgrag train-gflownet --dataset {dataset}"):
+        result = train_gflownet(dataset=dataset_of(dataset), config=overrides, cache_paths=paths)
     for row in result["history"]:
         console.print(f"step {row['step']}: loss {row['loss']:.3f}, correct {row['correct']:.3f}, "
                       f"val hits@1 {row['val_hits@1']:.4f}, {row['train_seconds']:.0f}s")
