@@ -23,8 +23,8 @@ from kgrag.ops.task_runner import on_task_runner
 def hrag_pipeline(dataset: str = "metaqa", retriever_config: dict | None = None,
                   gflownet_config: dict | None = None, train_split: str | None = None,
                   validation_split: str | None = None) -> dict:
-    """Retriever, g_agent of every split, then the reasoner; returns each step's summary. The splits default to
-    the dataset's (train / validation; the demo KG's one ``test`` split for both)."""
+    """Retriever, g_agent of the budget's train and validation questions, then the reasoner; returns each step's
+    summary. The splits default to the dataset's (train / validation; the demo KG's one ``test`` split for both)."""
     default_train, default_validation = retriever_splits(dataset)
     train_split, validation_split = train_split or default_train, validation_split or default_validation
     retriever = train_retriever(dataset=dataset, config=retriever_config, train_split=train_split,

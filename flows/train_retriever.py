@@ -53,7 +53,7 @@ def retrieval_samples(dataset: str, split: str, config_json: str) -> dict:
     cfg = RetrieverConfig.model_validate_json(config_json)
     graph = load_graph(settings, dataset)
     text, prior = pipeline.walk_inputs(settings, dataset, graph, cfg)
-    with counter(f"G_retrieval ({split}, PPR)", "topic set") as progress:
+    with counter(f"G_retrieval ({split}, PPR)", "question") as progress:
         samples = pipeline.split_samples(settings, dataset, graph, split, cfg, progress=progress, prior=prior,
                                          text=text)
     counts = samples.question_triple_counts()

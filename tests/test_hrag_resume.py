@@ -183,3 +183,13 @@ def test_retriever_eval_killed_midway_continues_from_its_last_g_agent_part(
     for key, tensor in whole.tensors.items():
         assert torch.allclose(again.tensors[key].double(), tensor.double(), atol=1e-4), key
     assert not list(g_file.parent.glob("*.parts-*"))  # parts dropped once the split is written
+
+    # a split on request, with its own cap (a seeded sample); the cap without a split is refused in one line
+    five = retriever_eval(dataset="demo", run_all_splits=False, split="test", max_questions=5)["test"]
+    assert five["questions"] == 5 and len(GAgentSplit.load(five["g_agent"])) == 5
+    from typer.testing import CliRunner
+
+    from kgrag.cli import app
+
+    res = CliRunner().invoke(app, ["retriever-eval", "--dataset", "demo", "--max-questions", "5"])
+    assert res.exit_code == 1 and "--max-questions needs --split" in res.output and "Traceback" not in res.output

@@ -13,6 +13,7 @@ beside them names the run that trained last (what ``kgrag retriever-eval`` loads
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -32,7 +33,7 @@ from kgrag.hrag.retrieval.local_ppr import LocalPPR
 from kgrag.hrag.retrieval.questions import HragQuestion, prepared_questions
 from kgrag.hrag.retrieval.resumable import Parts
 from kgrag.hrag.retrieval.samples import RetrievalSamples, build_samples
-from kgrag.hrag.retrieval.sharding import merge_samples, shard_questions, topic_groups
+from kgrag.hrag.retrieval.sharding import merge_samples, shard_questions
 from kgrag.hrag.retrieval.stage_inputs import latest_checkpoint, stage_input
 from kgrag.hrag.retrieval.text import TextEmbeddings
 from kgrag.progress import counted, counter
@@ -85,9 +86,10 @@ def question_samples(graph: CSRGraph, questions: Sequence[HragQuestion], cfg: Re
                      part_questions: int | None = None,
                      focus: Sequence[np.ndarray] | None = None) -> RetrievalSamples:
     """Samples of ``questions``, read from ``folder/samples_<name>_<key>.npz`` when built before; else built in
-    resumable parts of about ``part_questions`` questions (default: the settings' ``hrag_part_questions``) (:class:`~kgrag.hrag.retrieval.resumable.Parts`: a
-    killed build continues from its last part) and merged into exactly what one build writes. A build reports
-    topic sets done to ``progress(done, total)``, else to :func:`~kgrag.progress.counter`.
+    resumable parts of about ``part_questions`` questions (default: the settings' ``hrag_part_questions``;
+    :class:`~kgrag.hrag.retrieval.resumable.Parts`: a killed build continues from its last part), merged: each
+    question's G_retrieval, features and labels as one build gives them (without a focus, the very same file).
+    A build reports questions done to ``progress(done, total)``, else to :func:`~kgrag.progress.counter`.
     ``focus``: :func:`question_focus` of ``questions`` (the question-aware walk)."""
     path = _samples_file(folder, name, questions, cfg, graph, focus)
     if path.is_file():
@@ -96,9 +98,9 @@ def question_samples(graph: CSRGraph, questions: Sequence[HragQuestion], cfg: Re
     shards = shard_questions(questions, -(-len(questions) // (part_questions or get_settings().hrag_part_questions)))
     parts = Parts(path.with_name(path.stem + ".parts"), len(shards), RetrievalSamples.save, RetrievalSamples.load,
                   label=f"G_retrieval ({name})")
-    total = len(topic_groups(questions))
-    with counter(f"G_retrieval ({name}, PPR)", "topic set", total) as shown:
-        report = progress or shown
+    total = len(questions)
+    with contextlib.ExitStack() as stack:
+        report = progress or stack.enter_context(counter(f"G_retrieval ({name}, PPR)", "question", total))
         built: list[RetrievalSamples] = []
         base = 0
         for k, indices in enumerate(shards):
@@ -106,12 +108,14 @@ def question_samples(graph: CSRGraph, questions: Sequence[HragQuestion], cfg: Re
             part_focus = [focus[i] for i in indices] if focus is not None else None
 
             def build(part_questions=part_questions, part_focus=part_focus, base=base) -> RetrievalSamples:
+                size = len(part_questions)
                 return build_samples(graph, part_questions, cfg.top_n, cfg.max_triples, ppr=ppr,
-                                     progress=lambda done, _total: report(base + done, total), focus=part_focus,
-                                     floor=cfg.ppr_focus_floor)
+                                     progress=lambda done, groups: report(base + size * done // max(groups, 1),
+                                                                          total),
+                                     focus=part_focus, floor=cfg.ppr_focus_floor)
 
             built.append(parts.get(k, build))
-            base += len(built[-1].topic_ptr) - 1
+            base += len(indices)
             report(base, total)
     samples = merge_samples(built, shards) if len(built) > 1 else built[0]
     samples.save(path)
