@@ -61,7 +61,7 @@ def watched_child(args: list[str], env: dict, log: Path) -> dict:
     selector.register(proc.stdout, selectors.EVENT_READ, "out")
     selector.register(proc.stderr, selectors.EVENT_READ, "err")
     out, err, last, silence, open_streams = [], [], started, 0.0, 2
-    with open(log, "w", encoding="utf-8") as fh:
+    with open(log, "w", encoding="utf-8", buffering=1) as fh:  # line-buffered: the log can be watched
         while open_streams:
             for key, _ in selector.select():
                 line = key.fileobj.readline()

@@ -57,7 +57,7 @@ def _seconds(s: float) -> str:
 def progress_line(desc: str, unit: str, done: int, total: int | None, elapsed: float) -> str:
     """One plain progress line: done / total, share, rate and ETA (elapsed time alone without a total)."""
     rate = done / elapsed if elapsed > 0 else 0.0
-    plural = (total or done) != 1 and not unit.endswith("s")
+    plural = (total or done) != 1 and not unit.endswith("s") and not unit.isupper()  # MB stays MB
     units = unit + ("es" if unit.endswith(("ch", "sh", "x")) else "s") if plural else unit
     if total:
         eta = (total - done) / rate if rate > 0 else None

@@ -28,6 +28,7 @@ def test_the_line_says_done_total_share_rate_and_eta() -> None:
     assert line == "progress: g_agent (validation): 1,200/3,913 questions (30.7 %), 120.0/s, ETA 23 s"
     assert progress_line("retriever epoch 1", "batch", 3, 63, 30.0).endswith("3/63 batches (4.8 %), 0.1/s, ETA 10 min 00 s")
     assert progress_line("loading", "step", 0, None, 75.0) == "progress: loading: running for 1 min 15 s"
+    assert "15/255 MB (5.9 %)" in progress_line("reading", "MB", 15, 255, 2.0)
     assert progress_line("reading", "line", 300, None, 3.0) == "progress: reading: 300 lines in 3 s, 100.0/s"
 
 
