@@ -113,3 +113,17 @@ def test_streaming_import_fits_a_memory_cap(tmp_path: Path) -> None:
     mapped = CSRGraph.load(tmp_path / "graph.npz")
     assert mapped.num_triples == result["triples"] and mapped.entity_names[mapped.key_index[
         "http://example.org/haystack/s/17"]]
+
+
+def test_a_column_finds_the_rows_of_a_few_strings_without_decoding_them_all() -> None:
+    """``find``: every row of each wanted string (shared first 8 bytes and lengths, multi-byte text, 30-byte
+    strings, a string that is a prefix of another), none for a string no row holds or for the empty string."""
+    from kgrag.graph.mapped import StringColumn
+
+    strings = ["", "Tom Hanks", "Tom Hanks Jr", "ab", "Léon: The Professional", "Tom Hanks", "x" * 30, "Tom Hanks ",
+               "x" * 29 + "y"]
+    column = StringColumn.pack(strings)
+    wanted = ["Tom Hanks", "ab", "Léon: The Professional", "x" * 30, "zz", ""]
+    assert column.find(wanted) == {"Tom Hanks": [1, 5], "ab": [3], "Léon: The Professional": [4], "x" * 30: [6]}
+    assert column.find(wanted, chunk=2) == column.find(wanted)  # the same across chunk edges
+    assert column.find(["nothing"]) == {} and StringColumn.pack([]).find(["a"]) == {}

@@ -109,6 +109,37 @@ class StringColumn(Sequence[str]):
         """Byte length of every string (0 = empty), vectorised."""
         return np.diff(self.offsets)
 
+    def _heads(self, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        """The first 8 bytes of each string (zero padded) as one uint64 each, vectorised."""
+        at = starts[:, None] + np.arange(8)
+        inside = np.arange(8) < lengths[:, None]
+        raw = np.where(inside, self.data[np.minimum(at, max(self.data.size - 1, 0))] if self.data.size else 0, 0)
+        return raw.astype(np.uint8).view(np.uint64).ravel() if raw.size else np.zeros(0, np.uint64)
+
+    def find(self, values: Iterable[str], chunk: int = 1 << 20) -> dict[str, list[int]]:
+        """The rows holding each of ``values`` (ascending; values no row holds are left out): one vectorised pass
+        over every string's length and first 8 bytes, then only the few rows that match both are decoded (what
+        resolving a question file's names costs on a graph of millions of names)."""
+        wanted = {v: v.encode("utf-8") for v in set(values) if v}
+        if not wanted or not len(self):
+            return {}
+        encoded = list(wanted.values())
+        w_len = np.array([len(b) for b in encoded], dtype=np.int64)
+        w_head = np.frombuffer(b"".join(b[:8].ljust(8, b"\0") for b in encoded), dtype=np.uint64)
+        keys = np.unique(w_head ^ (w_len.astype(np.uint64) << np.uint64(56)))
+        by_bytes = {b: v for v, b in wanted.items()}
+        found: dict[str, list[int]] = {}
+        for start in range(0, len(self), chunk):
+            stop = min(start + chunk, len(self))
+            lengths = self.offsets[start + 1 : stop + 1] - self.offsets[start:stop]
+            heads = self._heads(self.offsets[start:stop], lengths)
+            rows = np.flatnonzero(np.isin(heads ^ (lengths.astype(np.uint64) << np.uint64(56)), keys)) + start
+            for row in rows.tolist():
+                value = by_bytes.get(bytes(self._raw[int(self.offsets[row]) : int(self.offsets[row + 1])]))
+                if value is not None:
+                    found.setdefault(value, []).append(row)
+        return found
+
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Sequence) and not isinstance(other, str):
             return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))

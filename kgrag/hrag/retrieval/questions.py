@@ -16,6 +16,7 @@ from kgrag.data.question_files import question_format
 from kgrag.data.question_files import read_question_file as read_questions_any
 from kgrag.errors import KgragError
 from kgrag.graph.csr import CSRGraph
+from kgrag.graph.mapped import StringColumn
 from kgrag.hrag.retrieval.stage_inputs import stage_input
 from kgrag.prep.resolve import EntityResolver
 from kgrag.prep.steps import read_prepared_questions
@@ -100,13 +101,19 @@ def write_split_files(out_dir: Path, split: str, graph: CSRGraph, folder: Path,
     return out
 
 
-def _name_index(graph: CSRGraph) -> dict[str, int]:
-    """Entity key → row, and for names that are not keys (Freebase-shaped graphs key by MID) name → first row."""
-    index: dict[str, int] = {}
-    for row, name in enumerate(graph.entity_names):
-        if name:
-            index.setdefault(name, row)
-    index.update(graph.key_index)
+def _name_index(graph: CSRGraph, wanted: set[str]) -> dict[str, int]:
+    """For each of the ``wanted`` names: its entity's row by key, else (Freebase-shaped graphs key by MID) the
+    first row with that name; a mapped graph finds them in one vectorised pass, never decoding every name."""
+    names = graph.entity_names
+    if isinstance(names, StringColumn):
+        index = {name: rows[0] for name, rows in names.find(wanted).items()}
+    else:
+        index = {}
+        for row, name in enumerate(names):
+            if name in wanted:
+                index.setdefault(name, row)
+    keys = graph.key_index
+    index.update({name: keys[name] for name in wanted if name in keys})
     return index
 
 
@@ -146,12 +153,11 @@ def read_question_file(path: Path, graph: CSRGraph, hop: int | None = None) -> F
     if hop is None:
         found = _HOP_IN_PATH.search(str(path))
         hop = int(found.group(1)) if found else 0
-    index = _name_index(graph)
+    lines = [(lineno, parse_question_line(line))
+             for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if line.strip()]
+    index = _name_index(graph, {n for _, p in lines if not isinstance(p, str) for n in (*p[1], *p[2])})
     result = FileQuestions([])
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        parsed = parse_question_line(line)
+    for lineno, parsed in lines:
         if isinstance(parsed, str):
             result.malformed_lines.append(lineno)
             continue
