@@ -75,11 +75,16 @@ def test_questions_on_one_topic_with_other_focus_get_a_walk_each() -> None:
     assert plain.group_of.tolist() == [0, 0, 0] and plain.meta["focus_floor"] == 1.0
 
 
-def test_a_chain_only_one_question_has_is_dropped_when_it_has_a_shared_one() -> None:
-    chains = np.array([[0, 2, -1], [4, 6, -1], [0, 2, -1], [8, -1, -1], [10, -1, -1]])
-    labels = QuestionChains(np.array([0, 2, 3, 5]), chains, np.ones(3, np.float32))
-    kept = shared_chains(labels)
-    assert [kept.of(i).tolist() for i in range(3)] == [[[0, 2, -1]], [[0, 2, -1]], [[8, -1, -1], [10, -1, -1]]]
+def test_a_tied_chain_its_wording_does_not_share_is_dropped() -> None:
+    """Three questions of one wording (chain A in all, B in one: dropped), one of another wording with two tied
+    chains that stay (a wording of one question keeps its labels)."""
+    a, b, c, d = [0, 2, -1], [4, 6, -1], [8, -1, -1], [10, -1, -1]
+    chains = np.array([a, b, a, a, c, d])
+    labels = QuestionChains(np.array([0, 2, 3, 4, 6]), chains, np.ones(4, np.float32))
+    kept = shared_chains(labels, ["who wrote", "who wrote", "who wrote", "which year"])
+    assert [kept.of(i).tolist() for i in range(4)] == [[a], [a], [a], [c, d]]
+    with pytest.raises(ValueError, match="one wording per question"):
+        shared_chains(labels, ["x"])
 
 
 def test_entity_names_through_the_onnx_export_match_the_torch_model() -> None:

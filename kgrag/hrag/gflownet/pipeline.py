@@ -21,7 +21,7 @@ from kgrag.hrag.retrieval import pipeline as retrieval
 from kgrag.hrag.retrieval.chain_labels import cached_chains
 from kgrag.hrag.retrieval.chains import shared_chains
 from kgrag.hrag.retrieval.g_agent import GAgentSplit
-from kgrag.hrag.retrieval.questions import HragQuestion, prepared_questions
+from kgrag.hrag.retrieval.questions import HragQuestion, masked_text, prepared_questions
 from kgrag.hrag.retrieval.text import TextEmbeddings
 
 __all__ = ["agent_data", "plan_data", "split_gold", "run_dir", "record_latest"]
@@ -48,14 +48,15 @@ def plan_data(settings: Settings, dataset: str, split: str, graph: CSRGraph, tex
               max_steps: int, cap: int = 0) -> PlanData:
     """The relation planner's training set: the questions of a prepared split (not only those g_agent was built
     for; ``cap`` of them, a fixed sample, when given) with their relation chains read off the whole KG (cached
-    beside the dataset's H-RAG files), the chains only one question has left out where it has shared ones."""
+    beside the dataset's H-RAG files), each question's cut to those its wording shares."""
     questions = retrieval.chain_questions(settings, dataset, split, cap)
     chains = cached_chains(retrieval.hrag_dir(settings, dataset), graph, [q.topics for q in questions],
                            [q.answers for q in questions], [q.hop for q in questions], max_steps,
                            settings.hrag_part_questions)
-    # a tied chain no other question shares is a coincidence of the graph (:func:`shared_chains`): in a big graph
-    # 3-hop questions have ten times the ties, each a row of every warm-up step they are drawn in
-    return PlanData.build([q.text for q in questions], shared_chains(chains), text)
+    # a tied chain the question's wording does not share is a coincidence of the graph (:func:`shared_chains`): in
+    # a big graph questions have 15 times the ties, each a row of every warm-up step it is drawn in
+    texts = [q.text for q in questions]
+    return PlanData.build(texts, shared_chains(chains, [masked_text(t) for t in texts]), text)
 
 
 def run_dir(settings: Settings, dataset: str, cfg: GFlowNetConfig) -> Path:

@@ -198,16 +198,16 @@ def train_chain_prior(texts: Sequence[str], vectors: np.ndarray, labels: Questio
     is ``−log Σ_{label chains} P(chain | q)``, averaged over questions); questions without a chain are left out.
     Questions sharing a masked wording share one feature row (MetaQA's 35k train questions have ~500).
 
-    A tied chain no other question has is dropped when its question has one that others share: in a big graph a
-    walk through unrelated entities sometimes reaches the same answers (a coincidence of the graph, not a way of
-    asking: 18 tied chains per 3-hop question inside 10M distractor triples, 1.7 without them), and each such
-    chain would be a class of its own."""
-    labels = shared_chains(labels)
+    A question's tied chains its wording does not share are dropped (:func:`shared_chains`): in a big graph a
+    walk through unrelated entities often reaches the same answers (a coincidence of the graph, not a way of
+    asking: 23 tied chains per question, 12,669 distinct, inside 10M distractor triples; 1.5 and 106 without
+    them), and each such chain would be a class of its own."""
+    masked = [masked_text(t) for t in texts]
+    labels = shared_chains(labels, masked)
     keys = sorted({tuple(int(a) for a in c) for i in range(len(labels)) for c in labels.of(i)})
     if not keys:
         raise ValueError("no question has a relation chain to learn from")
     chain_index = {k: j for j, k in enumerate(keys)}
-    masked = [masked_text(t) for t in texts]
     unique = list(dict.fromkeys(masked))
     row_of = {t: u for u, t in enumerate(unique)}
     first = {}
@@ -244,15 +244,30 @@ def train_chain_prior(texts: Sequence[str], vectors: np.ndarray, labels: Questio
     return ChainPrior(chains, vocabulary, linear.weight.detach().numpy().T.copy(), linear.bias.detach().numpy().copy())
 
 
-def shared_chains(labels: QuestionChains) -> QuestionChains:
-    """``labels`` with each question's chains cut to those another question also has, when it has any (else all
-    of its chains stay: a small question set keeps every label)."""
+#: a question's tied chain is kept when at least this share of the questions of its wording that have the
+#: wording's most common chain have it too
+SHARED_SUPPORT = 0.5
+
+
+def shared_chains(labels: QuestionChains, wordings: Sequence[str], keep: float = SHARED_SUPPORT) -> QuestionChains:
+    """``labels`` with each question's tied chains cut to those its wording shares: a chain stays when the
+    questions of the same (masked) wording that have it are at least ``keep`` × those that have the wording's
+    best-supported chain among the question's. The questions of one wording ask one way (hundreds on MetaQA);
+    a walk that reaches the same answers through unrelated entities of a big graph is a coincidence of a few
+    of them (a chain ending in ``has_genre`` from any film set whose genres are just Drama), and a tie the
+    wording does not say (a director who also wrote the film, in "written by" questions) is one of a few too.
+    A wording with one question keeps its labels."""
+    if len(wordings) != len(labels):
+        raise ValueError("one wording per question")
     rows = [[tuple(int(a) for a in c) for c in labels.of(i)] for i in range(len(labels))]
-    support: dict[tuple[int, ...], int] = {}
-    for chains in rows:
+    support: dict[tuple[str, tuple[int, ...]], int] = {}
+    for wording, chains in zip(wordings, rows, strict=True):
         for c in set(chains):
-            support[c] = support.get(c, 0) + 1
-    kept = [[c for c in chains if support[c] > 1] or chains for chains in rows]
+            support[wording, c] = support.get((wording, c), 0) + 1
+    kept = []
+    for wording, chains in zip(wordings, rows, strict=True):
+        best = max((support[wording, c] for c in chains), default=0)
+        kept.append([c for c in chains if support[wording, c] >= keep * best])
     width = labels.chains.shape[1] if labels.chains.ndim == 2 else 1
     flat = np.array([c for chains in kept for c in chains], dtype=np.int64).reshape(-1, width)
     counts = np.array([len(chains) for chains in kept], dtype=np.int64)
