@@ -1,7 +1,8 @@
 """The per-question / per-shard stages on the default task runner (one process) and on a local Dask cluster
 (prefect-dask, ``KGRAG_DASK_WORKERS`` single-threaded worker processes), in the same run, on one split:
 
-1. ``text-embeddings``: the graph's entity-name vectors (blocks of names);
+1. ``text-embeddings``: the graph's relation vectors, and its entity-name vectors when the graph is small enough
+   to fill them at once (blocks of names; a larger graph's are computed as questions touch them);
 2. ``retrieval-samples``: G_retrieval (PPR shards of whole topic-set batches);
 3. ``retriever-eval``: retriever scoring + g_agent materialisation (contiguous question ranges);
 4. ``evaluate``: the GFlowNet policy's answers (contiguous question ranges).
@@ -119,7 +120,7 @@ def main() -> None:
                     out[stage] = result
                     print(f"[bench.dask_scale] {kind} {stage}: {seconds[stage][kind]:.1f} s", flush=True)
                 with np.load(text_path) as data:
-                    out["entities"] = data["entities"].astype(np.float32)
+                    out["relations"] = data["relations"].astype(np.float32)  # entity vectors: the shared map
                 with np.load(samples_path) as data:
                     out["samples"] = {name: data[name] for name in data.files}
                 out["g_agent"] = GAgentSplit.load(g_path)
@@ -133,8 +134,8 @@ def main() -> None:
             shutil.move(source, target)
     d, k = outputs["default"], outputs["dask"]
     agree = {
-        "text-embeddings": {"max_vector_difference": float(np.abs(d["entities"] - k["entities"]).max()),
-                            "identical": bool(np.array_equal(d["entities"], k["entities"]))},
+        "text-embeddings": {"max_relation_vector_difference": float(np.abs(d["relations"] - k["relations"]).max()),
+                            "identical": bool(np.array_equal(d["relations"], k["relations"]))},
         "retrieval-samples": {"identical": d["samples"].keys() == k["samples"].keys() and all(
             np.array_equal(d["samples"][n], k["samples"][n]) for n in d["samples"])},
         "retriever-eval": {**_compare_g_agent(d["g_agent"], k["g_agent"]),

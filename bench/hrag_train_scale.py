@@ -223,10 +223,15 @@ def main(argv: list[str] | None = None) -> None:
     previous = json.loads(saved.read_text())["figures"] if saved.is_file() else {}
     if "dask_2_vs_1_workers" in previous:
         figures["dask_2_vs_1_workers"] = previous["dask_2_vs_1_workers"]
+    _write(figures, results)  # the sizes' figures are kept whatever the Dask run does
     if args.dask:
         from bench.haystack import dataset_name
 
         figures["dask_2_vs_1_workers"] = dask_run(dataset_name(max(sizes)), root)
+        _write(figures, results)
+
+
+def _write(figures: dict, results: dict) -> None:
     base = results.get("0")
     ratio: dict = {}
     if base:
@@ -243,7 +248,7 @@ def main(argv: list[str] | None = None) -> None:
                 "retriever_answer@100_points": round(100 * (row["retriever_validation"][-1]["answer@100"]
                                                             - base["retriever_validation"][-1]["answer@100"]), 2),
                 "pipeline_s": row["pipeline_s"], "peak_rss_gb": row["peak_rss_gb"]}
-    n = sum(a["n"] for a in (base or next(iter(results.values())))["test"].values())
+    n = sum(a["n"] for a in (base or next(iter(results.values())))["test"].values()) if results else 0
     write_result("hrag_train_scale", figures, {"dataset": "hay0 (MetaQA alone, the same import, budget and path)"},
                  ratio, "held-out MetaQA test: sample1000_{1,2,3}hop.txt (1,000 seeded test questions per hop); "
                  "retriever figures on the seeded early-stop sample of the validation split", n)
