@@ -50,6 +50,24 @@ WORLD = textwrap.dedent("""
 """)
 
 
+#: what a child process uses to die midway: ``kill_when(module, name, folder, pattern, parts)`` wraps
+#: ``module.<name>`` so that the call made once ``parts`` files match ``folder/pattern`` SIGKILLs the process
+KILLER = textwrap.dedent("""
+    import os, signal
+    from pathlib import Path
+
+    def kill_when(module, name, folder, pattern, parts):
+        inner = getattr(module, name)
+
+        def killing(*args, **kwargs):
+            if len(list(Path(folder).glob(pattern))) >= parts:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return inner(*args, **kwargs)
+
+        setattr(module, name, killing)
+""")
+
+
 def _world() -> tuple[CSRGraph, list[HragQuestion]]:
     scope: dict = {}
     exec(WORLD, scope)  # noqa: S102 - the one definition both processes use
@@ -57,7 +75,7 @@ def _world() -> tuple[CSRGraph, list[HragQuestion]]:
 
 
 def _killed_child(script: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-c", WORLD + textwrap.dedent(script)], cwd=ROOT, capture_output=True,
+    proc = subprocess.run([sys.executable, "-c", WORLD + KILLER + textwrap.dedent(script)], cwd=ROOT, capture_output=True,
                           text=True, timeout=120, check=False, env={**os.environ, **(env or {})})
     assert proc.returncode == -9, f"the child was not killed: rc {proc.returncode}\n{proc.stderr[-2000:]}"
     return proc
@@ -82,8 +100,6 @@ def test_a_sample_build_killed_midway_continues_from_its_last_part(tmp_path: Pat
     cfg = RetrieverConfig(top_n=50, max_triples=200)
     folder = tmp_path / "hrag"
     _killed_child(f"""
-        import os, signal
-        from pathlib import Path
         from kgrag.hrag.retrieval.config import RetrieverConfig
         from kgrag.hrag.retrieval.pipeline import question_samples
         graph, questions = world()
@@ -114,19 +130,10 @@ def test_chain_labels_killed_midway_continue_from_their_last_part(tmp_path: Path
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     folder = tmp_path / "hrag"
     _killed_child(f"""
-        import os, signal
-        from pathlib import Path
         import kgrag.hrag.retrieval.chain_labels as labels
         graph, questions = world()
         folder = Path({str(folder)!r})
-        best = labels.best_chains
-
-        def killing(*args, **kwargs):  # SIGKILL as the third part starts: two are on disk
-            if len(list(folder.glob("*.parts/*of*.npz"))) >= 2:
-                os.kill(os.getpid(), signal.SIGKILL)
-            return best(*args, **kwargs)
-
-        labels.best_chains = killing
+        kill_when(labels, "best_chains", folder, "*.parts/*of*.npz", 2)  # as the third part starts
         labels.cached_chains(folder, graph, [q.topics for q in questions], [q.answers for q in questions],
                              [q.hop for q in questions], 2, part_questions=10)
     """)
@@ -162,18 +169,8 @@ def test_retriever_eval_killed_midway_continues_from_its_last_g_agent_part(
     monkeypatch.setenv("KGRAG_HRAG_PART_QUESTIONS", "4")
     get_settings.cache_clear()
     _killed_child(f"""
-        import os, signal
-        from pathlib import Path
         import flows.retriever_eval as stage
-        folder = Path({str(g_file.parent)!r})
-        score = stage.score_samples
-
-        def killing(*args, **kwargs):  # SIGKILL as the third part starts: two are on disk
-            if len(list(folder.glob("*.parts-*/*of*.pt"))) >= 2:
-                os.kill(os.getpid(), signal.SIGKILL)
-            return score(*args, **kwargs)
-
-        stage.score_samples = killing
+        kill_when(stage, "score_samples", {str(g_file.parent)!r}, "*.parts-*/*of*.pt", 2)  # as the third starts
         stage.retriever_eval(dataset="demo", run_all_splits=False, split="test")
     """, {"PREFECT_API_URL": str(PREFECT_API_URL.value())})  # the session's test server
     assert len(list(g_file.parent.glob("*.parts-*/*.pt"))) == 2 and not g_file.exists()
