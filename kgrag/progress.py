@@ -226,10 +226,11 @@ def counter(desc: str, unit: str, total: int | None = None) -> Iterator[Callable
 
 
 @contextmanager
-def stage(desc: str, delay: float = DELAY, interval: float = INTERVAL) -> Iterator[None]:
+def stage(desc: str, delay: float = INTERVAL, interval: float = INTERVAL) -> Iterator[None]:
     """A whole command's heartbeat in a file or a pipe: ``progress: <desc>: running for 1 min 05 s`` whenever no
     loop inside it has written a line for an interval (starting a Prefect server, loading a model, a step
-    without a loop of its own); nothing on a terminal."""
+    without a loop of its own), the first after ``delay`` (a command that fails at once says only why);
+    nothing on a terminal."""
     if _mode(sys.stderr) != "lines":
         yield
         return

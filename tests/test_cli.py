@@ -76,7 +76,8 @@ def _kgrag(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
 
 
 def _the_one_error_line(proc: subprocess.CompletedProcess) -> str:
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    """The error, one line; besides it only the command's progress lines (a slow machine may show them)."""
+    lines = [line for line in proc.stderr.splitlines() if line.strip() and not line.startswith("progress: ")]
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr  # no Prefect log, no traceback
     return lines[0]

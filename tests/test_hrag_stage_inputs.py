@@ -49,7 +49,7 @@ def test_train_gflownet_without_g_agent_is_one_line_naming_retriever_eval(work_s
     """The interrupted ``retriever-eval`` case: ``kgrag train-gflownet`` in a work dir without g_agent files."""
     proc = subprocess.run([sys.executable, "-m", "kgrag.cli", "train-gflownet", "--dataset", "demo"],
                           capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "80"})
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    lines = [line for line in proc.stderr.splitlines() if line.strip() and not line.startswith("progress: ")]
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr  # no Prefect log, no traceback
     missing = work_settings.dataset_dir("demo") / "hrag" / "g_agent" / "train_g_agent.pt"

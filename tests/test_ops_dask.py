@@ -101,6 +101,7 @@ def test_retriever_eval_and_answers_on_dask_equal_the_default_runner(demo_traine
     work = tmp_path / "work"  # a copy: the shared demo work dir's g_agent stays as it is
     shutil.copytree(demo_trained_work, work)
     monkeypatch.setenv("KGRAG_WORK_DIR", str(work))
+    monkeypatch.setenv("KGRAG_HRAG_PART_QUESTIONS", "9")  # the 18 questions in two parts: one task each on Dask
     results = {}
     for kind in ("default", "dask"):
         monkeypatch.setenv("KGRAG_TASK_RUNNER", kind)

@@ -74,6 +74,10 @@ def test_in_a_prefect_flow_the_lines_reach_the_run_log_and_a_progress_artifact(
     from prefect.client.orchestration import get_client
 
     monkeypatch.setenv("KGRAG_PROGRESS", "lines")
+    import logging
+
+    runs = logging.getLogger("prefect.flow_runs")  # make test runs Prefect at WARNING (the Makefile's default)
+    monkeypatch.setattr(runs, "level", logging.INFO)
 
     @flow(name="progress-probe")
     def probe() -> None:
