@@ -142,7 +142,7 @@ def _run_gflownet(jobs: Jobs, dataset: str, settings, train_split: str, validati
         console.print(f"  step {row['step']}: loss {row['loss']:.3f}, sampled paths correct {row['correct']:.3f}, "
                       f"val hits@1 {row['val_hits@1']:.4f}, {row['train_seconds']:.0f}s")
     validation = result["validation"]
-    console.print(f"\n[bold]Answers without an LLM[/] ({dataset} {validation_split}, every question; g_agent Top-K, "
+    console.print(f"\n[bold]Answers without an LLM[/] ({dataset} {validation_split}, the budget's questions; g_agent Top-K, "
                   f"the planner's chain search + chain completion; F1 threshold {validation['threshold']} chosen on "
                   f"this split; percent)")
     print(metrics_table(validation["report"]))
