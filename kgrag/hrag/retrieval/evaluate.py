@@ -16,7 +16,7 @@ from kgrag.config import Settings
 from kgrag.fileio import atomic_write, png_data_url
 from kgrag.graph.csr import CSRGraph
 from kgrag.hrag.retrieval import pipeline
-from kgrag.hrag.retrieval.chains import ChainPrior, ChainWalker, chain_candidates, relation_focus
+from kgrag.hrag.retrieval.chains import ChainPrior, ChainWalker, chain_candidates
 from kgrag.hrag.retrieval.config import MATERIALISATION, RetrieverConfig
 from kgrag.hrag.retrieval.g_agent import GAgentSplit
 from kgrag.hrag.retrieval.metrics import DEFAULT_KS, plot_recall, recall_report, report_table
@@ -45,11 +45,7 @@ class TrainedRetriever:
     def focus(self, texts: Sequence[str], vectors: np.ndarray | None = None) -> list[np.ndarray] | None:
         """Per question the relations its PPR walk follows (None: the even walk); ``vectors``: the questions'
         sentence vectors when already at hand."""
-        cfg = self.config
-        if self.prior is None or cfg.ppr_focus_floor >= 1.0 or not len(texts):
-            return None
-        vectors = self.text.questions(texts) if vectors is None else vectors
-        return relation_focus(self.prior, texts, vectors, cfg.chain_max, cfg.chain_min_share)
+        return pipeline.texts_focus(self.prior, self.text, texts, self.config, vectors)
 
     def chain_candidates(self, samples: RetrievalSamples, vectors: np.ndarray | None = None
                          ) -> list[tuple[np.ndarray, np.ndarray]] | None:

@@ -72,12 +72,19 @@ def _samples_file(folder: Path, name: str, questions: Sequence[HragQuestion], cf
 
 def question_focus(prior: ChainPrior | None, text: TextEmbeddings, questions: Sequence[HragQuestion],
                    cfg: RetrieverConfig) -> list[np.ndarray] | None:
-    """Per question the relations its PPR walk follows (:func:`~kgrag.hrag.retrieval.chains.relation_focus`);
-    None for the even walk (no prior, or ``ppr_focus_floor`` 1)."""
-    if prior is None or cfg.ppr_focus_floor >= 1.0 or not questions:
+    """Per question the relations its PPR walk follows (:func:`texts_focus` of their texts)."""
+    return texts_focus(prior, text, [q.text for q in questions], cfg)
+
+
+def texts_focus(prior: ChainPrior | None, text: TextEmbeddings, texts: Sequence[str], cfg: RetrieverConfig,
+                vectors: np.ndarray | None = None) -> list[np.ndarray] | None:
+    """Per question text the relations its PPR walk follows (:func:`~kgrag.hrag.retrieval.chains.relation_focus`;
+    ``vectors``: the texts' sentence vectors when at hand); None for the even walk (no prior, or
+    ``ppr_focus_floor`` 1)."""
+    if prior is None or cfg.ppr_focus_floor >= 1.0 or not len(texts):
         return None
-    texts = [q.text for q in questions]
-    return relation_focus(prior, texts, text.questions(texts), cfg.chain_max, cfg.chain_min_share)
+    vectors = text.questions(texts) if vectors is None else vectors
+    return relation_focus(prior, texts, vectors, cfg.chain_max, cfg.chain_min_share)
 
 
 def question_samples(graph: CSRGraph, questions: Sequence[HragQuestion], cfg: RetrieverConfig, folder: Path,
