@@ -41,7 +41,8 @@ def samples_shard(dataset: str, split: str, config_json: str, indices: list[int]
     saved = Parts(path.with_name(path.stem + ".parts"), parts, RetrievalSamples.save, RetrievalSamples.load)
     return saved.get(part, lambda: build_samples(
         graph, [questions[i] for i in indices], cfg.top_n, cfg.max_triples, ppr=pipeline.ppr_for(graph, cfg),
-        focus=[focus[i] for i in indices] if focus is not None else None, floor=cfg.ppr_focus_floor))
+        focus=[focus[i] for i in indices] if focus is not None else None, floor=cfg.ppr_focus_floor,
+        max_off_focus=cfg.max_off_focus_triples))
 
 
 @flow(name="retrieval-samples", log_prints=True)

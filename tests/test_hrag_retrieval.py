@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from fixtures.hrag import small_graph
 
 from kgrag.errors import KgragError
 from kgrag.hrag.retrieval.config import RetrieverConfig
 from kgrag.hrag.retrieval.metrics import _BIG, question_ranks, recall_report
 from kgrag.hrag.retrieval.questions import HragQuestion, masked_text, read_question_file
-from kgrag.hrag.retrieval.retriever import score_samples
+from kgrag.hrag.retrieval.retriever import TripleBatch, TripleScorer, score_samples
 from kgrag.hrag.retrieval.samples import MAX_DIST, RetrievalSamples, build_samples
+from kgrag.hrag.retrieval.signatures import BITS
 from kgrag.hrag.retrieval.text import TextEmbeddings
 from kgrag.hrag.retrieval.train import load_scorer, train_retriever
 from kgrag.rank.sentence_embedder import Embedder
@@ -142,3 +144,31 @@ def test_path_signatures_hand_checked() -> None:
     assert by_key[(3, "d", 2)] == (bwd("c"), bwd("c"))  # near end 3, reached by c walked backwards
     assert by_key[(2, "e", 5)] == (fwd("a") | bwd("c"), fwd("b") | fwd("d"))  # both routes into 2
     assert (6, "a", 7) not in by_key  # disconnected from the topic: the local PPR never touches it
+
+
+def test_scorer_by_parts_equals_the_concatenated_layer() -> None:
+    """The first layer computed by parts (per pair, per distance code, per entity, per triple) is the written-out
+    concatenation: same logits, same gradients, with several questions sharing relations and distance codes."""
+    torch.manual_seed(0)
+    model = TripleScorer(text_dim=16, num_relations=9, hidden=24, proj=8, entity_proj=4)
+    n, b, u = 200, 5, 30
+    g = torch.Generator().manual_seed(1)
+    batch = TripleBatch(
+        question_vec=torch.randn(b, 16, generator=g), question_of=torch.randint(0, b, (n,), generator=g),
+        relation=torch.randint(0, 9, (n,), generator=g), entity_vec=torch.randn(u, 16, generator=g),
+        head=torch.randint(0, u, (n,), generator=g), tail=torch.randint(0, u, (n,), generator=g),
+        dist_code=torch.randint(0, (MAX_DIST + 1) ** 2, (n,), generator=g),
+        path_bits=(torch.rand(n, 2 * BITS, generator=g) < 0.2).float())
+    relation_vec = torch.randn(9, 16, generator=g)
+    by_parts = model(batch, relation_vec)
+    written_out = model.mlp(model.concat_features(batch, relation_vec)).squeeze(-1)
+    assert by_parts.shape == (n,)
+    assert torch.allclose(by_parts, written_out, atol=1e-5)
+    grads = []
+    for logits in (by_parts, written_out):
+        model.zero_grad()
+        (logits ** 2).sum().backward(retain_graph=True)
+        grads.append({k: p.grad.clone() for k, p in model.named_parameters() if p.grad is not None})
+    assert grads[0].keys() == grads[1].keys() and len(grads[0]) == len(list(model.parameters()))
+    for k in grads[0]:
+        assert torch.allclose(grads[0][k], grads[1][k], atol=1e-4), k

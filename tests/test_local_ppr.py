@@ -8,6 +8,7 @@ import pytest
 
 from kgrag.data.demo import demo_kg
 from kgrag.graph.csr import CSRGraph
+from kgrag.hrag.retrieval.labels import topic_distances
 from kgrag.hrag.retrieval.local_ppr import LocalPPR
 from kgrag.hrag.retrieval.ppr import PersonalizedPageRank
 
@@ -75,3 +76,40 @@ def test_retrieval_subgraph_on_the_demo_equals_the_global_one() -> None:
         assert a.triples.tolist() == b.triples.tolist()
         # topic distances through the pushed region equal the full BFS on every kept node
         assert a.distances.at(a.nodes).tolist() == b.distances.at(a.nodes).tolist()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_walked_edges_give_the_region_bfs_and_the_induced_triples(seed: int) -> None:
+    """G_retrieval's distances and triples are read off the edges the push walked: the same as a BFS through the
+    pushed region over the graph, and as every triple with both ends kept (found from the walk or a scan)."""
+    graph = _random_graph(seed, n=300, m=900)
+    ppr = LocalPPR(graph, epsilon=1e-4)
+    seeds = [seed * 11 % 300, seed * 17 % 300 + 1]
+    sub = ppr.retrieval_subgraph(seeds, top_n=60, max_triples=10_000)
+    _, _, pushed = ppr.push(seeds)
+    region = topic_distances(graph, seeds, ppr.max_hops, region=pushed)
+    assert sub.distances.nodes.tolist() == region.nodes.tolist()
+    assert sub.distances.dist.tolist() == region.dist.tolist()
+    kept = np.zeros(graph.num_entities, dtype=bool)
+    kept[sub.nodes] = True
+    both_ends = np.flatnonzero(kept[graph.head] & kept[graph.tail])  # no hub above SCAN_CAP in this graph
+    assert sub.triples.tolist() == both_ends.tolist() and both_ends.size > 20
+
+
+def test_off_focus_triples_are_capped_with_the_best_ends_kept() -> None:
+    graph = _random_graph(5, n=200, m=1200)
+    ppr = LocalPPR(graph, epsilon=1e-4)
+    weight = np.array([1.0, 0.1, 0.1])  # relation "a" is the question's focus
+    full = ppr.retrieval_subgraph([3], top_n=80, max_triples=10_000, relation_weight=weight)
+    on = graph.rel[full.triples] == 0
+    capped = ppr.retrieval_subgraph([3], top_n=80, max_triples=10_000, relation_weight=weight, max_off_focus=25)
+    assert int((~on).sum()) > 25
+    kept_on = capped.triples[graph.rel[capped.triples] == 0]
+    kept_off = capped.triples[graph.rel[capped.triples] != 0]
+    assert kept_on.tolist() == full.triples[on].tolist() and kept_off.size == 25  # every focus triple stays
+    score = dict(zip(full.nodes.tolist(), full.node_scores.tolist(), strict=True))
+    ends = {int(t): score[int(graph.head[t])] + score[int(graph.tail[t])] for t in full.triples[~on]}
+    dropped = set(ends) - set(kept_off.tolist())
+    assert min(ends[t] for t in kept_off.tolist()) >= max(ends[t] for t in dropped) - 1e-6
+    unfocused = ppr.retrieval_subgraph([3], top_n=80, max_triples=10_000, max_off_focus=25)  # no focus: no cap
+    assert unfocused.triples.size > capped.triples.size

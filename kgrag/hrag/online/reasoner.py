@@ -186,7 +186,8 @@ class HRAGReasoner:
         lap("encode")
         r, cfg = self.retriever, self.retriever.config
         samples = build_samples(self.graph, blind, cfg.top_n, cfg.max_triples, ppr=self.ppr,
-                                focus=r.focus([q.text for q in blind], sentence), floor=cfg.ppr_focus_floor)
+                                focus=r.focus([q.text for q in blind], sentence), floor=cfg.ppr_focus_floor,
+                                max_off_focus=cfg.max_off_focus_triples)
         lap("ppr")
         ptr, scores = score_samples(r.model, self.graph, r.text, samples, question_vec=sentence)
         lap("score")

@@ -30,6 +30,9 @@ class RetrieverConfig(BaseModel):
                                    "is on none of the chain prior's likely chains for the question is taken with "
                                    "this weight against 1 (1 = the even walk). Inside 10M distractor triples it "
                                    "keeps 3-hop answers in G_retrieval (0.60 -> 0.99 of them)")
+    max_off_focus_triples: int = Field(1000, ge=0, description="of a focused G_retrieval's max_triples, at most "
+                                       "this many on relations off the question's likely chains (best PPR ends "
+                                       "first): inside 10M distractor triples they otherwise take ~2,600 of ~2,700")
     # model
     hidden: int = Field(128, ge=8)
     proj: int = Field(64, ge=4)

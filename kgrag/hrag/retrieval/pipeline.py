@@ -57,7 +57,7 @@ def _questions_key(questions: Sequence[HragQuestion], cfg: RetrieverConfig, grap
     digest = hashlib.sha256(f"{SAMPLES_VERSION}:{cfg.top_n}:{cfg.max_triples}:{cfg.ppr_epsilon}:"
                             f"{graph.num_entities}:{graph.num_triples}".encode())
     if focus is not None:
-        digest.update(f"focus {cfg.ppr_focus_floor}:".encode())
+        digest.update(f"focus {cfg.ppr_focus_floor}:{cfg.max_off_focus_triples}:".encode())
         for f in focus:
             digest.update(np.asarray(f, dtype=np.int64).tobytes() + b";")
     for q in questions:
@@ -119,7 +119,8 @@ def question_samples(graph: CSRGraph, questions: Sequence[HragQuestion], cfg: Re
                 return build_samples(graph, part_questions, cfg.top_n, cfg.max_triples, ppr=ppr,
                                      progress=lambda done, groups: report(base + size * done // max(groups, 1),
                                                                           total),
-                                     focus=part_focus, floor=cfg.ppr_focus_floor)
+                                     focus=part_focus, floor=cfg.ppr_focus_floor,
+                                     max_off_focus=cfg.max_off_focus_triples)
 
             built.append(parts.get(k, build))
             base += len(indices)

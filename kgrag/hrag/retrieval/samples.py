@@ -172,11 +172,13 @@ def focus_weights(num_relations: int, relations: Sequence[int], floor: float) ->
 def build_samples(graph: CSRGraph, questions: Sequence[HragQuestion], top_n: int = 500, max_triples: int = 3000,
                   ppr: LocalPPR | PersonalizedPageRank | None = None, batch: int = PPR_BATCH,
                   progress: Callable[[int, int], None] | None = None,
-                  focus: Sequence[Sequence[int]] | None = None, floor: float = 1.0) -> RetrievalSamples:
+                  focus: Sequence[Sequence[int]] | None = None, floor: float = 1.0,
+                  max_off_focus: int | None = None) -> RetrievalSamples:
     """G_retrieval, structure features and labels for ``questions`` (one PPR per distinct topic set and focus;
     the features are the subgraph's own topic distances, the labels a full BFS, only for questions with answers).
     ``focus[i]``: the relations question ``i``'s walk follows (the rest weighted ``floor``: :func:`focus_weights`;
-    the local PPR only)."""
+    the local PPR only); ``max_off_focus``: at most that many triples of the other relations in a focused
+    G_retrieval."""
     ppr = ppr or LocalPPR(graph)
     if focus is not None and floor < 1.0 and not isinstance(ppr, LocalPPR):
         raise ValueError("a focused walk needs the local PPR")
@@ -198,7 +200,8 @@ def build_samples(graph: CSRGraph, questions: Sequence[HragQuestion], top_n: int
         chunk = groups[start : start + batch]
         if any(f for _, f in chunk):
             subgraphs = ppr.retrieval_subgraphs([list(t) for t, _ in chunk], top_n, max_triples,
-                                                [focus_weights(graph.num_relations, f, floor) for _, f in chunk])
+                                                [focus_weights(graph.num_relations, f, floor) for _, f in chunk],
+                                                max_off_focus)
         else:  # the even walk (a dense PPR batches its topic sets)
             subgraphs = ppr.retrieval_subgraphs([list(t) for t, _ in chunk], top_n, max_triples)
         for offset, (key, sub) in enumerate(zip(chunk, subgraphs, strict=True)):
@@ -229,5 +232,6 @@ def build_samples(graph: CSRGraph, questions: Sequence[HragQuestion], top_n: int
         positives=_flat(positives, np.int32),
         meta={"top_n": top_n, "max_triples": max_triples, "max_dist": MAX_DIST, "graph": graph.name,
               "focus_floor": floor if any(f for _, f in groups) else 1.0,
+              "max_off_focus": max_off_focus if any(f for _, f in groups) else None,
               "entities": graph.num_entities, "graph_triples": graph.num_triples},
     )
