@@ -66,3 +66,19 @@ def test_slug_ids_are_stable_url_safe_and_distinct():
     assert slug_id("Amélie") != slug_id("Amelie")  # same slug, different names → different hash
     assert ENTITY_ID_RE.match(slug_id("百日咳"))
     assert ENTITY_ID_RE.match(slug_id("x" * 300))
+
+
+def test_in_edges_read_their_far_end_from_the_stored_in_head(tmp_path):
+    """``in_head`` (the head of each entering edge in in_order's order) is stored and mapped; a file without it (saved
+    before it existed) computes it; edges_of gives the same incidence either way."""
+    g = CSRGraph.from_dataset(tiny_kg())
+    h = CSRGraph.load(g.save(tmp_path / "g.npz"))
+    assert "in_head" in h.__dict__  # mapped from the file on load, not recomputed
+    assert np.array_equal(h.in_head, h.head[h.in_order])
+    old = CSRGraph.load(tmp_path / "g.npz")
+    del old.__dict__["in_head"]  # as a graph saved before the array existed
+    nodes = np.arange(g.num_entities)
+    for got, want in zip(old.edges_of(nodes), h.edges_of(nodes), strict=True):
+        assert np.array_equal(got, want)
+    owner, ids, other = h.edges_of(nodes, direction="in")
+    assert np.array_equal(other, h.head[ids]) and ids.size == g.num_triples
