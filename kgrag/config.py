@@ -104,6 +104,8 @@ class Settings(BaseSettings):
     #: comma-separated; empty: CORS off)
     api_key: SecretStr = Field(default=SecretStr(""), max_length=4096)
     max_body_bytes: int = Field(default=1 << 20, ge=1024, le=1 << 30)
+    #: requests a minute one key may make (0: no limit; a key's own --rate-per-minute wins): 429 with Retry-After
+    key_rate_per_minute: int = Field(default=0, ge=0, le=10_000_000)
     request_timeout: float = Field(default=60.0, gt=0, le=3600)
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list, max_length=100)
     #: warm every network's search path in the background when the HTTP app starts (kgrag.search.warm);

@@ -22,12 +22,13 @@ import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import APIRouter, FastAPI, HTTPException
+from fastapi import APIRouter, FastAPI, HTTPException, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from kgrag.agent.turn.messages import plain_state
+from kgrag.api.access import grant_of, require_kg
 from kgrag.console.agent_events import agent_events
 
 __all__ = ["ASK_TIMEOUT_S", "AskRequest", "agent_router", "make_app"]
@@ -81,13 +82,26 @@ async def _ndjson(graph: Any, state: dict[str, Any], context: Any) -> AsyncItera
         yield (json.dumps(event, ensure_ascii=False, default=str) + "\n").encode()
 
 
+def _scoped(request: AskRequest, http: Request) -> None:
+    """The agent plans only over graphs the caller's key may read: a named KG or network it may not read is the
+    404 of one not served; a key that does not cover every graph must name the one to ask (400)."""
+    grant = grant_of(http)
+    if request.kg is not None:
+        require_kg(http, request.kg)
+    if request.kn_id is not None and not grant.can_read_kn(request.kn_id):
+        raise HTTPException(404, f"knowledge network {request.kn_id!r} not found")
+    if request.kg is None and request.kn_id is None and (grant.kns is not None or grant.kgs is not None):
+        raise HTTPException(400, f"key {grant.name!r} covers only some graphs: name the kg or kn_id to ask")
+
+
 def agent_router(graph: Any, context_type: Any) -> APIRouter:
     """``POST /agent/ask`` and ``POST /agent/stream`` running ``graph`` (its run context built with
     ``context_type``)."""
     router = APIRouter(tags=["agent"])
 
-    async def ask(request: AskRequest) -> dict[str, Any]:
+    async def ask(request: AskRequest, http: Request) -> dict[str, Any]:
         """Run the agent on one question and return its final state."""
+        _scoped(request, http)
         context = context_type(max_tool_calls=request.max_tool_calls)
         try:
             state = await asyncio.wait_for(run_in_threadpool(graph.invoke, _input(request), context=context),
@@ -96,8 +110,9 @@ def agent_router(graph: Any, context_type: Any) -> APIRouter:
             raise HTTPException(504, f"the agent did not answer within {ASK_TIMEOUT_S:.0f} s") from None
         return plain_state(state)  # its messages as LangChain's JSON dicts
 
-    async def stream(request: AskRequest) -> StreamingResponse:
+    async def stream(request: AskRequest, http: Request) -> StreamingResponse:
         """Run the agent on one question; NDJSON events (start, one step per finished node, end or error)."""
+        _scoped(request, http)
         context = context_type(max_tool_calls=request.max_tool_calls)
         return StreamingResponse(_ndjson(graph, _input(request), context), media_type="application/x-ndjson",
                                  headers={"cache-control": "no-store", "x-accel-buffering": "no"})

@@ -23,6 +23,7 @@ from graphs.agent.context import AgentContext
 from graphs.agent.graph import graph as agent_graph
 from kgrag import __version__
 from kgrag.api import kg_tools, kn_changes, kn_query, kn_search, query_modes
+from kgrag.api.access import grant_of
 from kgrag.api.agent_routes import agent_router
 from kgrag.api.security import harden
 from kgrag.api.warmup import kg_questions, kn_questions, warm_agent
@@ -148,7 +149,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.get("/api/datasets", tags=["graph"])
     def datasets(request: Request) -> dict:
-        """The KGs whose stores are open, with their triple counts."""
-        return {name: {"location": s.location, "triples": s.count_triples()} for name, s in request.app.state.stores.items()}
+        """The KGs whose stores are open and the caller's key may read, with their triple counts."""
+        grant = grant_of(request)
+        return {name: {"location": s.location, "triples": s.count_triples()}
+                for name, s in request.app.state.stores.items() if grant.can_read_kg(name)}
 
     return app

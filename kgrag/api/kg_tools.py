@@ -13,6 +13,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field
 
+from kgrag.api.access import require_kg
 from kgrag.data.registry import dataset_spec
 from kgrag.data.spec import DatasetSpec
 from kgrag.errors import KgragError
@@ -68,6 +69,7 @@ SESSION_LINKS = {"links": {
 @router.post("/query", response_model=KGQueryResponse, responses={200: SESSION_LINKS})
 def kg_query(body: KGQueryRequest, request: Request) -> KGQueryResponse:
     """Run one query in the session ``session_id`` (created on first use, expires when idle)."""
+    require_kg(request, body.kg)  # a KG the key may not read: the 404 of a KG not served
     spec = _kg_spec(body.kg, request)
     graph_store = request.app.state.stores.get(body.kg)
     if graph_store is None:

@@ -23,7 +23,9 @@ Errors (FastAPI's ``{"detail": …}``): an unknown ``kn_id`` 404; a row the stor
 type, a link whose endpoint is missing after the change, a key twice in one call) 400 naming it, nothing applied;
 a body that does not validate (a missing field, an empty id) 422 naming the field; a batch over
 :data:`MAX_BATCH` rows 422; a body over ``KGRAG_MAX_BODY_BYTES`` 413; the database unreachable 503. Behind the
-API key like every route (:mod:`kgrag.api.security`).
+API key like every route (:mod:`kgrag.api.security`): a key that may not read the network gets its 404, one that
+may read but not write a 403; each change that made a new version is appended to the audit log
+(:mod:`kgrag.access.audit`) under the key's name.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from fastapi import APIRouter, HTTPException, Path, Request
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.exc import DataError, IntegrityError, InterfaceError, OperationalError
 
+from kgrag.access.audit import AuditLog
+from kgrag.api.access import require_kn
 from kgrag.api.kn_search import app_network_store, database_unavailable
 from kgrag.errors import KgragError, NetworkNotFound
 from kgrag.network.schema.model import Instance, Link
@@ -132,8 +136,14 @@ def _links(rows: list[LinkIn]) -> list[Link]:
 def _apply(request: Request, kn_id: str, changes: NetworkChanges) -> dict[str, Any]:
     """``apply_changes`` with the routes' error contract (see the module docstring)."""
     try:
+        grant = require_kn(request, kn_id, write=True)  # 404 for a network the key may not read, 403 read-only
         store = cast(NetworkStore, app_network_store(request.app))  # the app's store is a NetworkStore
-        return store.apply_changes(kn_id, changes).as_dict()
+        before = store.network_version(kn_id)
+        stats = store.apply_changes(kn_id, changes)
+        if stats.changed:
+            AuditLog(store.engine).append(grant.name, "kn.changes", "kn", kn_id, before, stats.version,
+                                          stats.counts())
+        return stats.as_dict()
     except NetworkNotFound as exc:
         raise HTTPException(404, f"knowledge network {kn_id!r} not found") from exc
     except (ValueError, KgragError, DataError, IntegrityError) as exc:  # a rejected row: nothing applied

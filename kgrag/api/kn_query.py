@@ -41,7 +41,8 @@ ERRORS = {400: {"description": "invalid request (unknown network, type, relation
 def query_object_instance_route(query: ObjectInstanceQuery, request: Request) -> Any:
     """Instances of one object type matching a condition tree (optionally only some properties)."""
     store = network_service(request)
-    return answer_or_error("query_object_instance", query.kn_id, lambda: query_object_instance(store, query))
+    return answer_or_error("query_object_instance", query.kn_id, lambda: query_object_instance(store, query),
+                           request)
 
 
 @router.post("/api/agent-retrieval/in/v1/kn/query_instance_subgraph", responses=ERRORS)
@@ -49,7 +50,7 @@ def query_instance_subgraph_route(query: InstanceSubgraphQuery, request: Request
     """Instances reached from start instances along a path of relation types, with the links walked."""
     store = network_service(request)
     return answer_or_error("query_instance_subgraph", query.kn_id,
-                           lambda: query_instance_subgraph(store, query))
+                           lambda: query_instance_subgraph(store, query), request)
 
 
 @router.post("/api/agent-retrieval/in/v1/kn/query_plan", responses=ERRORS)
@@ -62,4 +63,4 @@ def query_plan_route(body: PlanRequest, request: Request) -> Any:
                                                                "tool query_plan also takes kg)", "field": "kn_id"})
     store = network_service(request)
     kn_id = body.kn_id
-    return answer_or_error("query_plan", kn_id, lambda: query_plan(body, network_view(store, kn_id)))
+    return answer_or_error("query_plan", kn_id, lambda: query_plan(body, network_view(store, kn_id)), request)

@@ -22,6 +22,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import InterfaceError, OperationalError
 
+from kgrag.api.access import grant_of, require_kn
 from kgrag.errors import NetworkNotFound
 from kgrag.network.store import NetworkStore
 from kgrag.search.cache import KnSearchCache
@@ -77,14 +78,18 @@ def database_unavailable(name: str, exc: OperationalError | InterfaceError) -> s
     return f"database unavailable ({reason})"
 
 
-def answer_or_error(name: str, kn_id: str, search: Callable[[], Any]) -> Any:
-    """Run ``search`` with the routes' error contract: unknown network 404, bad input (``ValueError``, the query
-    tools' ``ToolInputError`` included) 400, else 500 with a message (never a stack trace)."""
+def answer_or_error(name: str, kn_id: str, search: Callable[[], Any], request: Request) -> Any:
+    """Run ``search`` with the routes' error contract: unknown network — or one the caller's key may not read
+    (:func:`kgrag.api.access.require_kn`) — 404, bad input (``ValueError``, the query tools' ``ToolInputError``
+    included) 400, else 500 with a message (never a stack trace)."""
     try:
+        require_kn(request, kn_id)
         return search()
     except NetworkNotFound as exc:
         raise HTTPException(404, f"knowledge network {kn_id!r} not found") from exc
     except ValueError as exc:  # attribute_conditions naming an unknown object type or attribute
+        if isinstance(exc.__cause__, NetworkNotFound):  # a query tool's "unknown network": the same 404
+            raise HTTPException(404, f"knowledge network {kn_id!r} not found") from exc
         return _bad_request(str(exc), "attribute_conditions" if "attribute_conditions" in str(exc) else None)
     except (OperationalError, InterfaceError) as exc:  # no connection to the database (pool_pre_ping retries)
         return JSONResponse(status_code=503, content={"error": f"{name} failed: {database_unavailable(name, exc)}"})
@@ -110,7 +115,7 @@ def kn_search_route(
             return kn_search(search, service)
         return cache.get_or_compute(search, service.network_version(search.kn_id), lambda: kn_search(search, service))
 
-    return answer_or_error("kn_search", search.kn_id, run)
+    return answer_or_error("kn_search", search.kn_id, run, request)
 
 
 @router.post("/api/agent-retrieval/in/v1/kn/context_search", response_model=KnSearchResponse, responses=ERRORS,
@@ -125,7 +130,7 @@ def context_search_route(
     values and relations are stored. Same request as kn_search; with a ``session_id`` later turns only recall
     what is new."""
     return answer_or_error("context_search", search.kn_id,
-                           lambda: context_search(search, network_service(request)))
+                           lambda: context_search(search, network_service(request)), request)
 
 
 async def validation_error_as_400(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -141,14 +146,17 @@ async def validation_error_as_400(request: Request, exc: RequestValidationError)
 
 @router.get("/api/kn/networks", tags=["kn-admin"])
 def list_networks(request: Request) -> list[dict[str, str]]:
-    """Every loaded network."""
-    return [{"kn_id": kn_id, "name": name} for kn_id, name in network_service(request).list_networks()]
+    """Every loaded network the caller's key may read."""
+    grant = grant_of(request)
+    return [{"kn_id": kn_id, "name": name} for kn_id, name in network_service(request).list_networks()
+            if grant.can_read_kn(kn_id)]
 
 
 @router.get("/api/kn/networks/{kn_id}", tags=["kn-admin"], responses={404: ERRORS[404]})
 def show_network(kn_id: str, request: Request) -> dict[str, Any]:
     """A network's object, relation and action types (ids, names, counts)."""
     try:
+        require_kn(request, kn_id)
         network = network_service(request).get_network(kn_id)
     except NetworkNotFound as exc:
         raise HTTPException(404, f"knowledge network {kn_id!r} not found") from exc

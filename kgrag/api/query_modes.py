@@ -42,4 +42,4 @@ def query_route(body: QueryRequest, request: Request) -> Any:
     context / the prompt with ``only_need_context`` / ``only_need_prompt``)."""
     store = network_service(request)
     return answer_or_error("query", body.kn_id, lambda: kg_query(body.query, store, body.kn_id, body.param,
-                                                                  _llm(request)))
+                                                                  _llm(request)), request)

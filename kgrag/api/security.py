@@ -1,10 +1,17 @@
 """Hardening of the HTTP app, one pure-ASGI middleware plus CORS (issue 21 §4):
 
-- **Bearer token** (``KGRAG_API_KEY``): when set, every request but ``GET /healthz``, the console page (``/`` and
-  its assets under ``/console/assets/``: they hold no data, and the page asks for the key) and CORS preflights needs
-  ``Authorization: Bearer <key>``, compared in constant time; otherwise 401 with a JSON message and
-  ``WWW-Authenticate: Bearer``. The OpenAPI then declares the ``HTTPBearer`` scheme. Unset: no auth (default).
-- **Body size** (``KGRAG_MAX_BODY_BYTES``, default 1 MiB): a ``Content-Length`` above it is a 413 before the route
+- **Bearer token**: when ``KGRAG_API_KEY`` is set or any scoped key exists (``kgrag keys create``,
+  :mod:`kgrag.access.keys`), every request but ``GET /healthz``, the console page (``/`` and its assets under
+  ``/console/assets/``: they hold no data, and the page asks for the key) and CORS preflights needs
+  ``Authorization: Bearer <key>``; otherwise 401 with a JSON message and ``WWW-Authenticate: Bearer``.
+  ``KGRAG_API_KEY`` (compared in constant time) is an admin key over everything; a scoped key's
+  :class:`~kgrag.access.grants.Grant` is put on the request (``request.state.kgrag_grant``) for the routes to
+  enforce (:mod:`kgrag.api.access`). The key store unreachable: 503 (closed, never open). The OpenAPI declares the
+  ``HTTPBearer`` scheme. No key at all: no auth (default).
+- **Rate** (``KGRAG_KEY_RATE_PER_MINUTE``, default 0 = none; a key's own ``--rate-per-minute`` wins): a key over its
+  rate gets 429 with ``Retry-After`` (:mod:`kgrag.access.limits`).
+- **Body size** (``KGRAG_MAX_BODY_BYTES``, default 1 MiB; a key's own ``--max-body-bytes`` when smaller): a
+  ``Content-Length`` above it is a 413 before the route
   runs; a chunked body (no ``Content-Length``) is counted while it is read and is a 413 once it passes the limit.
 - **Timeout** (``KGRAG_REQUEST_TIMEOUT``, default 60 s): a handler that has not started its response by then gets a
   504 with a message. Sync routes run in the threadpool and a thread cannot be killed: the timeout bounds the
@@ -22,16 +29,25 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import logging
+import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+import anyio.to_thread
 from fastapi import FastAPI
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException
 from starlette.middleware.cors import CORSMiddleware
 
+from kgrag.access.grants import OPEN, Grant
+from kgrag.access.keys import KeyStore
+from kgrag.access.limits import RateLimiter
 from kgrag.config import Settings
 
-__all__ = ["BodyTooLarge", "SecurityMiddleware", "harden"]
+log = logging.getLogger(__name__)
+
+__all__ = ["BodyTooLarge", "LEGACY_GRANT", "SecurityMiddleware", "harden", "key_store_of"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -40,6 +56,8 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 OPEN_PATHS = frozenset({"/healthz", "/"})
+#: the grant of ``KGRAG_API_KEY``: admin over every network and KG
+LEGACY_GRANT = Grant("KGRAG_API_KEY", "admin")
 #: the console page's scripts and styles (no data): served without a key, so the page can load and ask for one
 OPEN_PREFIXES = ("/console/assets/",)
 ERROR_CONTRACT_PREFIXES = ("/api/agent-retrieval/", "/api/query")
@@ -72,15 +90,18 @@ class SecurityMiddleware:
     wrapper). ``api_key`` empty = no auth; ``timeout`` ≤ 0 = no timeout."""
 
     def __init__(self, app: ASGIApp, *, api_key: str = "", max_body_bytes: int = 1 << 20,
-                 timeout: float = 60.0) -> None:
+                 timeout: float = 60.0, keys: Callable[[], KeyStore] | None = None,
+                 rate_per_minute: int = 0) -> None:
         self.app = app
         self.expected = f"Bearer {api_key}".encode() if api_key else b""
         self.max_body_bytes = max_body_bytes
         self.timeout = timeout
+        self.keys = keys
+        self.rate_per_minute = rate_per_minute
+        self.limiter = RateLimiter()
 
-    def _authorised(self, scope: Scope) -> bool:
-        if not self.expected or scope["path"] in OPEN_PATHS or scope["path"].startswith(OPEN_PREFIXES):
-            return True
+    def _credentials(self, scope: Scope) -> tuple[bytes, bool]:
+        """``(the Authorization header normalised to "Bearer <token>", whether the request is a CORS preflight)``."""
         given = b""
         preflight = False
         for name, value in scope["headers"]:
@@ -88,23 +109,57 @@ class SecurityMiddleware:
                 given = value
             elif name == b"access-control-request-method":
                 preflight = scope["method"] == "OPTIONS"  # a CORS preflight carries no credentials
-        if preflight:
-            return True
-        # the scheme is case-insensitive (RFC 7235); the key is compared in constant time
+        # the scheme is case-insensitive (RFC 7235)
         if given[:7].lower() == b"bearer ":
             given = b"Bearer " + given[7:].strip()
-        return hmac.compare_digest(given, self.expected)
+        return given, preflight
+
+    def _grant(self, scope: Scope) -> Grant | None:
+        """The caller's grant (:data:`~kgrag.access.grants.OPEN` when no key exists), ``None`` when a key is needed
+        and the request has no valid one. Blocking (the key store's database): run in a worker thread."""
+        if scope["path"] in OPEN_PATHS or scope["path"].startswith(OPEN_PREFIXES):
+            return OPEN
+        store = self.keys() if self.keys is not None else None
+        if not self.expected and (store is None or not store.any_active()):
+            return OPEN
+        given, preflight = self._credentials(scope)
+        if preflight:
+            return OPEN
+        if self.expected and hmac.compare_digest(given, self.expected):
+            return LEGACY_GRANT
+        if store is None or not given.startswith(b"Bearer "):
+            return None
+        return store.verify(given[7:].decode("utf-8", "replace"))
+
+    def _authorised(self, scope: Scope) -> bool:
+        """Whether the request may pass (the legacy single-key check; tests call it directly)."""
+        return self._grant(scope) is not None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         path = scope["path"]
-        if not self._authorised(scope):
+        try:
+            grant = self._grant(scope) if self.keys is None else await anyio.to_thread.run_sync(self._grant, scope)
+        except SQLAlchemyError as exc:
+            log.warning("key store unavailable: %s", exc)
+            await _send_error(send, path, 503, "the key store is unavailable; try again")
+            return
+        if grant is None:
             await _send_error(send, path, 401, "missing or invalid bearer token (Authorization: Bearer <key>)",
                               [(b"www-authenticate", b"Bearer")])
             return
+        scope.setdefault("state", {})["kgrag_grant"] = grant
+        if grant is not OPEN:
+            wait = self.limiter.retry_after(grant.name, grant.rate_per_minute or self.rate_per_minute)
+            if wait is not None:
+                await _send_error(send, path, 429, f"key {grant.name!r} is over its rate; retry in {wait} s",
+                                  [(b"retry-after", str(wait).encode())])
+                return
         limit = self.max_body_bytes
+        if grant.max_body_bytes:
+            limit = min(limit, grant.max_body_bytes)
         for name, value in scope["headers"]:
             if name == b"content-length":
                 try:
@@ -178,8 +233,20 @@ class SecurityMiddleware:
             await _send_error(send, path, 413, exc.detail, [(b"connection", b"close")])
 
 
+#: the change routes (a write scope on the network in the path); every other keyed route reads
+WRITE_ROUTE = re.compile(r"^/api/kn/\{kn_id\}/(instances|links|changes)")
+
+
+def route_scope(path: str, method: str) -> str:
+    """The scope a route needs: ``none`` (open), ``write`` (a change route) or ``read``."""
+    if path in OPEN_PATHS or path.startswith(OPEN_PREFIXES) or method.upper() == "OPTIONS":
+        return "none"
+    return "write" if WRITE_ROUTE.match(path) else "read"
+
+
 def _declare_bearer(app: FastAPI) -> None:
-    """The OpenAPI says every operation needs the ``HTTPBearer`` scheme, but ``/healthz``."""
+    """The OpenAPI declares the ``HTTPBearer`` scheme on every operation but the open ones, and each operation's
+    scope (``x-kgrag-scope``: read / write; a key that may not read the named network or KG gets its 404)."""
     build = app.openapi
 
     def openapi() -> dict[str, Any]:
@@ -187,11 +254,18 @@ def _declare_bearer(app: FastAPI) -> None:
             return app.openapi_schema
         schema = build()
         schema.setdefault("components", {}).setdefault("securitySchemes", {})["HTTPBearer"] = {
-            "type": "http", "scheme": "bearer", "description": "KGRAG_API_KEY"}
+            "type": "http", "scheme": "bearer",
+            "description": "KGRAG_API_KEY (admin) or a scoped key from `kgrag keys create` (read / write / admin over "
+                           "named networks and KGs). Required once either exists."}
         schema["security"] = [{"HTTPBearer": []}]
-        for path in OPEN_PATHS:
-            for operation in schema.get("paths", {}).get(path, {}).values():
-                operation["security"] = []
+        for path, operations in schema.get("paths", {}).items():
+            for method, operation in operations.items():
+                if not isinstance(operation, dict):
+                    continue
+                scope = route_scope(path, method)
+                operation["x-kgrag-scope"] = scope
+                if scope == "none":
+                    operation["security"] = []
         app.openapi_schema = schema
         return schema
 
@@ -203,9 +277,19 @@ def harden(app: FastAPI, settings: Settings) -> None:
     before auth) to ``app``; declare the bearer scheme in the OpenAPI when a key is set."""
     api_key = settings.api_key.get_secret_value()
     app.add_middleware(SecurityMiddleware, api_key=api_key, max_body_bytes=settings.max_body_bytes,
-                       timeout=settings.request_timeout)
+                       timeout=settings.request_timeout, keys=lambda: key_store_of(app),
+                       rate_per_minute=settings.key_rate_per_minute)
     if settings.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins), allow_methods=["*"],
                            allow_headers=["*"], allow_credentials=False)
-    if api_key:
-        _declare_bearer(app)
+    _declare_bearer(app)  # keys may be created while the server runs: the scheme is always declared
+
+
+def key_store_of(app: FastAPI) -> KeyStore:
+    """The app's key store, on the network store's database (opened on first use)."""
+    store = getattr(app.state, "key_store", None)
+    if store is None:
+        from kgrag.api.kn_search import app_network_store  # the network store opens the database once
+
+        store = app.state.key_store = KeyStore(app_network_store(app).engine)
+    return store

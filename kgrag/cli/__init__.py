@@ -27,6 +27,7 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no weight-loading 
 import typer  # noqa: E402
 
 from kgrag.cli.above import provide  # noqa: E402
+from kgrag.cli.access import audit_cmd, keys_app  # noqa: E402
 from kgrag.cli.agent import ask, query_cmd  # noqa: E402
 from kgrag.cli.data import data_app, prepare  # noqa: E402
 from kgrag.cli.deploy import deploy_app  # noqa: E402
@@ -57,6 +58,7 @@ app.add_typer(data_app, name="data")
 app.add_typer(kn_app, name="kn")
 app.add_typer(kg_app, name="kg")
 app.add_typer(deploy_app, name="deploy")
+app.add_typer(keys_app, name="keys")
 
 # the order of `kgrag --help`
 app.command("prepare")(prepare)
@@ -75,6 +77,7 @@ app.command("ask")(ask)
 app.command("query")(query_cmd)
 app.command("agent-eval")(agent_eval_cmd)
 app.command("config")(show_config)
+app.command("audit")(audit_cmd)
 
 
 def _above(module: str) -> ModuleType:

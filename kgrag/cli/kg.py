@@ -19,6 +19,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from kgrag.cli.access import audited
 from kgrag.cli.inputs import dataset_of
 from kgrag.cli.output import console, friendly_errors
 from kgrag.config import Settings, get_settings
@@ -118,9 +119,16 @@ def kg_update(
 ) -> None:
     """Apply triples to add and to delete as a new version of the KG (no re-import); every served process
     answers from it on its next request. A malformed line rejects the whole update (file:line), nothing applied."""
+    from kgrag.graph.versions.version_file import read_version
     from kgrag.prep.update import update_kg
 
-    stats = update_kg(get_settings(), name, add or [], delete or [])
+    settings = get_settings()
+    before = read_version(settings.dataset_dir(name)).get("version")
+    stats = update_kg(settings, name, add or [], delete or [])
+    if stats.changed:
+        audited("kg.update", "kg", name, before, stats.version,
+                {"triples_added": stats.triples_added, "triples_deleted": stats.triples_deleted,
+                 "triples": stats.triples})
     if as_json:
         print(json.dumps(stats.as_dict(), ensure_ascii=False))
         return
@@ -145,6 +153,7 @@ def kg_remove(name: Annotated[str, typer.Argument(help="An imported KG (kgrag kg
     from kgrag.prep.remove import remove_kg
 
     removed = remove_kg(get_settings(), name)
+    audited("kg.remove", "kg", name, None, None, {"paths": len(removed)})
     console.print(f"removed KG {name!r} ({len(removed)} paths)", highlight=False)
 
 

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from rich.markup import escape
 from rich.table import Table
 
+from kgrag.cli.access import audited
 from kgrag.cli.output import console, network_errors
 from kgrag.config import get_settings
 from kgrag.errors import KgragError
@@ -78,8 +79,12 @@ def load_cmd(
     if kn_id is not None:
         check_kn_id(kn_id, "--kn-id")
     store = _store(db)
+    before = {k: store.network_version(k) for k, _ in store.list_networks()}
     stats = sync_named(name, store, data_dir, log=lambda line: console.print(escape(line)), kn_id=kn_id,
                        full=full)
+    if stats.changed:
+        audited("kn.load", "kn", stats.kn_id, before.get(stats.kn_id), stats.version,
+                {**stats.counts(), **({"full_reload": True} if stats.full_reload else {})}, db)
     counts = store.network_stats(stats.kn_id)
     table = Table(title=f"loaded {stats.kn_id}" + (" (in full)" if stats.full_reload else " (the difference)"),
                   show_header=True, header_style="bold")
@@ -218,8 +223,11 @@ def remove_cmd(
         raise KgragError(f"{kn_id!r} is a built-in network: not removed (reload it with `kgrag kn load {kn_id}`)")
     store = _store(db)
     stats = store.network_stats(kn_id)  # NetworkNotFound: rc 1, naming the loaded networks' command
+    version = store.network_version(kn_id)
     if not store.delete(kn_id):
         raise NetworkNotFound(kn_id)
+    audited("kn.remove", "kn", kn_id, version, None,
+            {"instances": stats.get("instances", 0), "links": stats.get("links", 0)}, db)
     vectors = domain_model_dir(get_settings(), kn_id)
     trained = vectors.is_dir()
     if trained:
@@ -321,7 +329,15 @@ def sync_cmd(
     store = _store(db)
     try:
         names = [kn_id] if kn_id else [name for name, _ in store.list_networks()]
-        reports = [sync_network(store, name, full_scan=full_scan, full_scan_every=every) for name in names]
+        reports = []
+        for name in names:
+            before = store.network_version(name)
+            report = sync_network(store, name, full_scan=full_scan, full_scan_every=every)
+            after = store.network_version(name)
+            if after != before:
+                audited("kn.sync", "kn", name, before, after,
+                        {k: v for k, v in report.counts().items() if v}, db)
+            reports.append(report)
     finally:
         store.close()
     if as_json:

@@ -102,6 +102,10 @@ class ChangeStats:
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
+    def counts(self) -> dict[str, int]:
+        """The rows it inserted, updated and deleted (what the audit log keeps)."""
+        return {k: v for k, v in self.__dict__.items() if k.startswith(("instances_", "links_")) and v}
+
 
 class _Stale(Exception):
     """The network's version moved between planning and writing (another writer): plan again."""
