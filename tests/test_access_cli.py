@@ -36,7 +36,7 @@ def test_keys_are_shown_once_stored_hashed_listed_and_revoked(tmp_path: Path) ->
     made = _json(runner.invoke(app, ["keys", "create", "--name", "agent-a", "--scope", "read", "--kn", "library,shop",
                                      "--db", db, "--json"]))
     token = made["token"]
-    assert made["kns"] == ["library", "shop"] and made["kgs"] is None and token.startswith("kgr_")
+    assert made["kns"] == ["library", "shop"] and made["kgs"] == [] and token.startswith("kgr_")  # --kn only: no KG
     engine = make_engine(db)
     try:
         with engine.connect() as conn:

@@ -53,12 +53,13 @@ def audited(action: str, kind: str, target: str, before: str | None, after: str 
         engine.dispose()
 
 
-def _names(values: list[str] | None) -> list[str] | None:
-    """Repeated options, each may be comma-separated; none or ``*``: all."""
+def _names(values: list[str] | None, other: list[str] | None) -> list[str] | None:
+    """Repeated options, each may be comma-separated; ``*``: all. Neither ``--kn`` nor ``--kg`` given: all of both;
+    only one of them given: none of the other."""
     if not values:
-        return None
+        return None if not other else []
     out = [v.strip() for value in values for v in value.split(",") if v.strip()]
-    return None if not out or "*" in out else out
+    return None if "*" in out else out
 
 
 @keys_app.command("create")
@@ -67,9 +68,10 @@ def keys_create(
     name: Annotated[str, typer.Option("--name", help="The key's name (what the audit log shows).")],
     scope: Annotated[str, typer.Option("--scope", help="read, write (changes) or admin (changes and keys).")],
     kn: Annotated[list[str] | None, typer.Option("--kn", help="A network it covers; repeatable or comma-separated; "
-                                                "omitted or '*': every network.")] = None,
+                                                "'*': every network. Without --kn and --kg: every network and KG; "
+                                                "with only --kg: no network.")] = None,
     kg: Annotated[list[str] | None, typer.Option("--kg", help="A KG it covers; repeatable or comma-separated; "
-                                                "omitted or '*': every KG.")] = None,
+                                                "'*': every KG. With only --kn: no KG.")] = None,
     rate_per_minute: Annotated[int, typer.Option(help="Requests a minute (0: the server's "
                                                  "KGRAG_KEY_RATE_PER_MINUTE).", min=0)] = 0,
     max_body_bytes: Annotated[int, typer.Option(help="Largest request body (0: the server's KGRAG_MAX_BODY_BYTES).",
@@ -83,7 +85,7 @@ def keys_create(
 
     engine = _engine(db)
     try:
-        token, info = KeyStore(engine).create(name, scope, _names(kn), _names(kg),  # type: ignore[arg-type]
+        token, info = KeyStore(engine).create(name, scope, _names(kn, kg), _names(kg, kn),  # type: ignore[arg-type]
                                               rate_per_minute, max_body_bytes, cli_actor())
         AuditLog(engine).append(cli_actor(), "key.create", "key", name, None, info.key_id,
                                 {"scope": scope, "kns": info.kns, "kgs": info.kgs})

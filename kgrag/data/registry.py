@@ -24,7 +24,7 @@ from kgrag.config import Settings, get_settings
 from kgrag.data.spec import BUILTIN_SPECS, NAME_PATTERN, DatasetSpec
 from kgrag.errors import KgragError
 
-__all__ = ["dataset_names", "dataset_spec", "register", "registered_spec", "registered_specs", "registry_dir",
+__all__ = ["dataset_names", "dataset_spec", "unknown_dataset", "register", "registered_spec", "registered_specs", "registry_dir",
            "spec_of", "unregister"]
 
 
@@ -86,10 +86,15 @@ def dataset_spec(name: str, settings: Settings) -> DatasetSpec:
         return BUILTIN_SPECS[name]
     spec = registered_spec(name, settings)
     if spec is None:
-        known = ", ".join(dataset_names(settings))
-        raise KgragError(f"unknown dataset {name!r}: known datasets are {known}. Import your own graph with "
-                         f"`kgrag prepare --dataset NAME --triples FILE` (or --endpoint URL).")
+        raise KgragError(unknown_dataset(name, dataset_names(settings)))
     return spec
+
+
+def unknown_dataset(name: str, known: list[str]) -> str:
+    """The message for a dataset that is not there (or that a caller's key may not read: ``known`` then lists
+    only those it may)."""
+    return (f"unknown dataset {name!r}: known datasets are {', '.join(known)}. Import your own graph with "
+            f"`kgrag prepare --dataset NAME --triples FILE` (or --endpoint URL).")
 
 
 def spec_of(dataset: str | DatasetSpec, settings: Settings | None = None) -> DatasetSpec:

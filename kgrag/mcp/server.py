@@ -42,9 +42,14 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kgrag import __version__
+from kgrag.access.grants import OPEN, Grant
+from kgrag.access.keys import KeyStore
+from kgrag.api.security import SecurityMiddleware
 from kgrag.config import Settings, get_settings
+from kgrag.data.registry import dataset_names, unknown_dataset
 from kgrag.errors import KgragError, NetworkNotFound
 from kgrag.mcp.tools import TOOLS, CallScope, ToolContext, ToolSpec
+from kgrag.network.store.core import make_engine
 from kgrag.rank.sentence_embedder import load_model
 
 __all__ = ["MAX_ARGUMENT_CHARS", "McpConfig", "build_http_app", "build_server", "serve"]
@@ -129,6 +134,30 @@ def _mcp_session(ctx: ServerRequestContext[Any, Any], transport: str) -> str | N
     return f"mcp:{session_id}" if session_id else None
 
 
+def _grant(ctx: ServerRequestContext[Any, Any], transport: str) -> Grant:
+    """The caller's grant: on HTTP the one :class:`~kgrag.api.security.SecurityMiddleware` put on the request; on
+    stdio the local user's (everything: the process is theirs)."""
+    if transport == "stdio":
+        return OPEN
+    request = getattr(ctx, "request", None)
+    state = getattr(request, "scope", {}).get("state", {}) if request is not None else {}
+    return state.get("kgrag_grant", OPEN)
+
+
+def _refused(tool: str, args: Any, grant: Grant, settings: Settings) -> str | None:
+    """The error a tool call gets for a network or KG its key may not read: the same as for one not served (the
+    known KGs listed are those the key may read), so a key learns nothing of the others."""
+    if grant is OPEN:
+        return None
+    kn = getattr(args, "kn_id", None) or (getattr(args, "kn", None) if getattr(args, "kg", None) is None else None)
+    if kn is not None and not grant.can_read_kn(kn):
+        return _failure_message(tool, NetworkNotFound(kn))
+    kg = getattr(args, "kg", None)
+    if kg is not None and not grant.can_read_kg(kg):
+        return f"{tool}: {unknown_dataset(kg, grant.readable_kgs(dataset_names(settings)))}"
+    return None
+
+
 def build_server(config: McpConfig | None = None, settings: Settings | None = None,
                  context: ToolContext | None = None) -> Server[Any]:
     """The MCP server (low-level SDK server) with every tool of :data:`TOOLS`."""
@@ -169,6 +198,9 @@ def build_server(config: McpConfig | None = None, settings: Settings | None = No
             args = spec.model.model_validate(arguments)
         except ValidationError as exc:
             return _error(_validation_message(spec.name, exc))
+        refused = _refused(spec.name, args, _grant(ctx, config.transport), context.settings)
+        if refused is not None:
+            return _error(refused)
         scope = CallScope(mcp_session=_mcp_session(ctx, config.transport))
         try:
             with anyio.fail_after(config.tool_timeout):
@@ -212,7 +244,9 @@ class _DropEndedSessions:
 
 def build_http_app(server: Server[Any], context: ToolContext, config: McpConfig,
                    host: str = "127.0.0.1") -> ASGIApp:
-    """The streamable-HTTP ASGI app of ``server`` (built on ``context``): ``/mcp`` (MCP) and ``/healthz``."""
+    """The streamable-HTTP ASGI app of ``server`` (built on ``context``): ``/mcp`` (MCP) and ``/healthz``, behind
+    the same keys as ``kgrag serve`` (``KGRAG_API_KEY``, scoped keys: :class:`~kgrag.api.security.SecurityMiddleware`;
+    a tool call names only what its key may read)."""
 
     async def healthz(_: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "version": __version__, "tools": [t.name for t in TOOLS],
@@ -221,7 +255,16 @@ def build_http_app(server: Server[Any], context: ToolContext, config: McpConfig,
     app = server.streamable_http_app(host=host, session_idle_timeout=config.session_idle_timeout,
                                      max_sessions=config.max_sessions,
                                      custom_starlette_routes=[Route("/healthz", healthz, methods=["GET"])])
-    return _DropEndedSessions(app, context)
+    keys: list[KeyStore] = []
+
+    def key_store() -> KeyStore:
+        if not keys:
+            keys.append(KeyStore(make_engine(context.settings.db_url)))
+        return keys[0]
+
+    return SecurityMiddleware(_DropEndedSessions(app, context),
+                              api_key=context.settings.api_key.get_secret_value(), max_body_bytes=4 << 20,
+                              timeout=0, keys=key_store, rate_per_minute=context.settings.key_rate_per_minute)
 
 
 def serve(config: McpConfig, host: str = "127.0.0.1", port: int = 8765) -> None:
