@@ -49,7 +49,7 @@ def served(module_db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
     engine = make_engine(module_db_url)
     keys = KeyStore(engine)
     tokens = {
-        "read_a": keys.create("read-a", "read", kns=[A], created_by="test")[0],
+        "read_a": keys.create("read-a", "read", kns=[A], kgs=[], created_by="test")[0],
         "write_a": keys.create("write-a", "write", kns=[A], created_by="test")[0],
         "admin": keys.create("admin", "admin", created_by="test")[0],
         "revoked": keys.create("gone", "read", kns=[A], created_by="test")[0],
@@ -175,3 +175,17 @@ def test_verify_runs_the_same_hmac_for_malformed_unknown_and_valid_tokens(
         assert (granted is not None) == (candidate == token)
     assert keys.verify(token).name == "k" and keys.verify("x" * 10_000) is None
     engine.dispose()
+
+
+def test_the_console_shows_a_key_only_its_sources(served: tuple[TestClient, dict]) -> None:
+    client, tokens = served
+    read_a = _headers(tokens, "read_a")
+    sources = client.get("/console/api/sources", headers=read_a).json()
+    assert [n["id"] for n in sources["networks"]] == [A] and sources["kgs"] == []  # --kn only: no KG
+    hidden = client.get("/console/api/schema", params={"kn": B}, headers=read_a)
+    unknown = client.get("/console/api/schema", params={"kn": "no_such_network"}, headers=read_a)
+    assert hidden.status_code == unknown.status_code == 404
+    assert hidden.json()["detail"].replace(B, "X") == unknown.json()["detail"].replace("no_such_network", "X")
+    assert B not in unknown.json()["detail"]  # the loaded networks it names are the key's
+    assert client.get("/console/api/schema", params={"kn": A}, headers=read_a).status_code == 200
+    assert client.get("/console/api/node", params={"kn": B, "id": "Book:b:hobbit"}, headers=read_a).status_code == 404

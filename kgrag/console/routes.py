@@ -22,9 +22,12 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 
+from kgrag.access.grants import OPEN
 from kgrag.agent.resources import resources_for
+from kgrag.api.access import grant_of
 from kgrag.config import Settings, get_settings
 from kgrag.console import data
+from kgrag.data.registry import dataset_names, unknown_dataset
 from kgrag.errors import KgragError, NetworkNotFound
 
 __all__ = ["ASSETS", "STATIC", "console_router", "mount_console"]
@@ -46,6 +49,34 @@ def _source(kn: str | None, kg: str | None) -> tuple[str, str]:
     return ("kn", kn) if kn is not None else ("kg", kg)  # type: ignore[return-value]
 
 
+def _readable(request: Request, kind: str, name: str, work: Callable[[], Any]) -> Callable[[], Any]:
+    """``work`` on a source the caller's key may read; one it may not fails as one that is not there, and the
+    sources an unknown one's message lists are those the key may read (:mod:`kgrag.api.access`)."""
+    grant = grant_of(request)
+    settings = _settings(request)
+
+    def unknown() -> Exception:
+        if kind == "kn":
+            known = ", ".join(grant.readable_kns(k for k, _ in resources_for(settings).store.list_networks()))
+            return NetworkNotFound(f"unknown network {name!r}: loaded networks are {known or 'none'}. Load one "
+                                   f"with `kgrag kn load PATH`.")
+        return KgragError(unknown_dataset(name, grant.readable_kgs(dataset_names(settings))))
+
+    def run() -> Any:
+        if not (grant.can_read_kn(name) if kind == "kn" else grant.can_read_kg(name)):
+            raise unknown()
+        if grant is OPEN:
+            return work()
+        try:
+            return work()
+        except (NetworkNotFound, KgragError) as exc:
+            if isinstance(exc, NetworkNotFound) or "unknown dataset" in str(exc):
+                raise unknown() from None
+            raise
+
+    return run
+
+
 async def _answer(work: Callable[[], Any]) -> Any:
     """Run ``work`` off the event loop; an unknown source or id is a 404 with the store's message."""
     try:
@@ -65,9 +96,12 @@ def console_router() -> APIRouter:
 
     @router.get("/console/api/sources")
     async def sources(request: Request) -> dict[str, Any]:
-        """Every network and KG the agent can be asked on."""
+        """Every network and KG the agent can be asked on (those the caller's key may read)."""
         settings = _settings(request)
-        return await _answer(lambda: data.sources(settings, resources_for(settings).store))
+        grant = grant_of(request)
+        found = await _answer(lambda: data.sources(settings, resources_for(settings).store))
+        return {**found, "networks": [n for n in found["networks"] if grant.can_read_kn(n["id"])],
+                "kgs": [k for k in found["kgs"] if grant.can_read_kg(k["id"])]}
 
     @router.get("/console/api/schema")
     async def schema(request: Request, kn: Name = None, kg: Name = None) -> dict[str, Any]:
@@ -75,8 +109,9 @@ def console_router() -> APIRouter:
         kind, name = _source(kn, kg)
         settings = _settings(request)
         if kind == "kn":
-            return await _answer(lambda: data.network_schema(resources_for(settings).store, name))
-        return await _answer(lambda: data.kg_schema(settings, name))
+            return await _answer(_readable(request, kind, name,
+                                           lambda: data.network_schema(resources_for(settings).store, name)))
+        return await _answer(_readable(request, kind, name, lambda: data.kg_schema(settings, name)))
 
     @router.get("/console/api/node")
     async def node(request: Request, id: Annotated[str, Query(min_length=1, max_length=2000)],  # noqa: A002
@@ -85,8 +120,9 @@ def console_router() -> APIRouter:
         kind, name = _source(kn, kg)
         settings = _settings(request)
         if kind == "kn":
-            return await _answer(lambda: data.network_node(resources_for(settings).store, name, id))
-        return await _answer(lambda: data.kg_node(settings, name, id))
+            return await _answer(_readable(request, kind, name,
+                                           lambda: data.network_node(resources_for(settings).store, name, id)))
+        return await _answer(_readable(request, kind, name, lambda: data.kg_node(settings, name, id)))
 
     return router
 
