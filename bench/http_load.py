@@ -95,9 +95,11 @@ def stop_server(proc: subprocess.Popen) -> None:
 
 
 def http_load(base: str, path: str, bodies: list[dict], clients: int, seconds: float | None = None,
-              cycle: bool = False, timeout_s: float = 120.0) -> dict:
+              cycle: bool = False, timeout_s: float = 120.0, headers: dict[str, str] | None = None,
+              keep_latencies: bool = False) -> dict:
     """``clients`` concurrent keep-alive connections posting ``bodies`` to ``path`` until ``seconds`` have
-    passed (``None``: until every body was sent once). See the module docstring for ``cycle``."""
+    passed (``None``: until every body was sent once), each request with ``headers``. See the module docstring for
+    ``cycle``; ``keep_latencies``: every request's seconds too (``latencies_s``)."""
 
     async def run() -> tuple[list[float], Counter, int, float]:
         latencies: list[float] = []
@@ -108,7 +110,7 @@ def http_load(base: str, path: str, bodies: list[dict], clients: int, seconds: f
 
         async def client(i: int) -> None:
             nonlocal cursor
-            async with httpx.AsyncClient(base_url=base, timeout=timeout_s, limits=limits) as http:
+            async with httpx.AsyncClient(base_url=base, timeout=timeout_s, limits=limits, headers=headers) as http:
                 n = 0
                 while time.monotonic() < stop:
                     if cycle:
@@ -136,4 +138,5 @@ def http_load(base: str, path: str, bodies: list[dict], clients: int, seconds: f
     return {"requests": count, "ok": statuses.get(200, 0), "errors": errors, "dropped": dropped,
             "statuses": {str(k): v for k, v in sorted(statuses.items(), key=str)},
             "seconds": round(elapsed, 2), "requests_per_s": round(count / elapsed, 1) if elapsed else 0.0,
-            "clients": clients, **(percentiles(latencies) if latencies else {})}
+            "clients": clients, **(percentiles(latencies) if latencies else {}),
+            **({"latencies_s": latencies} if keep_latencies else {})}

@@ -30,12 +30,18 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance
 
 from harness.servers.ports import free_port
+from kgrag.access.keys import KeyStore
 from kgrag.api.app import create_app
 from kgrag.config import Settings
+from kgrag.network.store.core import make_engine
 from kgrag.prep import steps
 
 KEY = "schemathesis-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
+#: scoped keys made in the served database (name -> scope) and their headers (filled by the server fixture)
+SCOPED = {"read": "read", "write": "write", "admin": "admin"}
+SCOPED_AUTH: dict[str, dict[str, str]] = {}
+SCOPED_EXAMPLES = {GenerationMode.POSITIVE: 3, GenerationMode.NEGATIVE: 1}
 CHECKS = [not_a_server_error, response_schema_conformance]
 EXAMPLES = {GenerationMode.POSITIVE: 25, GenerationMode.NEGATIVE: 10}
 #: operations that search (or change) the medical network cost ~0.05–3 s a call on 2 busy cores: fewer examples
@@ -70,6 +76,12 @@ def server(medical_db: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     copy = work.parent / "kn.db"
     with sqlite3.connect(medical_db.removeprefix("sqlite:///")) as source, sqlite3.connect(copy) as target:
         source.backup(target)
+    engine = make_engine(f"sqlite:///{copy}")
+    keys = KeyStore(engine)
+    for name, scope in SCOPED.items():  # one key per scope on the medical network and the demo KG
+        SCOPED_AUTH[name] = {"Authorization": "Bearer " + keys.create(name, scope, kns=["medical"], kgs=["demo"],
+                                                                        created_by="test")[0]}
+    engine.dispose()
     settings = Settings(work_dir=work, database_url=f"sqlite:///{copy}", llm_base_url="", sparql_endpoint="", api_key=KEY,
                         request_timeout=300)  # the first search loads the vectors (15–40 s on 2 busy cores)
     out = settings.dataset_dir("demo")
@@ -114,14 +126,15 @@ def with_real_values(draw: st.DrawFn, cases: st.SearchStrategy) -> Any:
     return case
 
 
-def fuzz(operation: Any, mode: GenerationMode, tally: Tally) -> None:
-    budget = HEAVY if operation.path.startswith(HEAVY_PATHS) else EXAMPLES
+def fuzz(operation: Any, mode: GenerationMode, tally: Tally, headers: dict[str, str] = AUTH,
+         budget: dict[GenerationMode, int] | None = None) -> None:
+    budget = budget or (HEAVY if operation.path.startswith(HEAVY_PATHS) else EXAMPLES)
 
     @settings(max_examples=budget[mode], deadline=None, database=None, derandomize=True,
               suppress_health_check=list(HealthCheck))
     @given(case=with_real_values(operation.as_strategy(generation_mode=mode)))
     def run(case: Any) -> None:
-        response = case.call(headers=AUTH, timeout=60)
+        response = case.call(headers=headers, timeout=60)
         tally.calls += 1
         key = f"{mode.value[:3]} {response.status_code}"
         tally.by_status[key] = tally.by_status.get(key, 0) + 1
@@ -153,6 +166,23 @@ def test_every_operation_no_server_errors_and_conforming_responses(server: str) 
     assert tally.failures == [], "\n\n".join(tally.failures)
     assert tally.by_status.get("pos 200", 0) > len(operations)  # the real data was reached, not only 4xx
     assert httpx.get(f"{server}/healthz", timeout=5).status_code == 200
+
+
+@pytest.mark.parametrize("key", list(SCOPED))
+def test_every_operation_with_each_scoped_key(server: str, key: str) -> None:
+    """The same fuzzing with a scoped key of each scope (kgrag keys): no 5xx, conforming responses; the change
+    routes answer a read key 403 and the others 2xx/4xx; fewer examples (each scope, every operation)."""
+    schema = load_schema(server)
+    tally = Tally()
+    for result in schema.get_all_operations():
+        operation = result.ok()
+        for mode in EXAMPLES:
+            fuzz(operation, mode, tally, headers=SCOPED_AUTH[key], budget=SCOPED_EXAMPLES)
+    print(f"\nschemathesis with the {key} key: {tally.calls} calls, statuses {sorted(tally.by_status.items())}")
+    assert tally.failures == [], "\n\n".join(tally.failures)
+    assert tally.by_status.get("pos 200", 0) > 0
+    if key == "read":
+        assert tally.by_status.get("pos 403", 0) > 0  # the change routes refused a read key
 
 
 def test_stateful_links_no_server_errors(server: str) -> None:
