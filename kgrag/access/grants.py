@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-__all__ = ["SCOPES", "Grant", "OPEN", "Scope", "covered"]
+__all__ = ["SCOPES", "Grant", "OPEN", "Scope", "covered", "grant_of"]
 
 Scope = Literal["read", "write", "admin"]
 SCOPES: tuple[Scope, ...] = ("read", "write", "admin")
@@ -67,3 +67,9 @@ class Grant:
 
 #: the grant of a server without keys
 OPEN = Grant("anonymous", "admin")
+
+
+def grant_of(request: Any) -> Grant:
+    """The grant the security middleware put on a Starlette/FastAPI ``request`` (``request.state.kgrag_grant``);
+    :data:`OPEN` on an app without it (the LangGraph server's)."""
+    return getattr(request.state, "kgrag_grant", OPEN)

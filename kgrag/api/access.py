@@ -12,14 +12,10 @@ from __future__ import annotations
 
 from fastapi import HTTPException, Request
 
-from kgrag.access.grants import OPEN, Grant
+from kgrag.access.grants import Grant, grant_of
 from kgrag.errors import NetworkNotFound
 
 __all__ = ["grant_of", "require_admin", "require_kg", "require_kn"]
-
-
-def grant_of(request: Request) -> Grant:
-    return getattr(request.state, "kgrag_grant", OPEN)
 
 
 def require_kn(request: Request, kn_id: str, write: bool = False) -> Grant:

@@ -22,9 +22,8 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 
-from kgrag.access.grants import OPEN
+from kgrag.access.grants import OPEN, grant_of
 from kgrag.agent.resources import resources_for
-from kgrag.api.access import grant_of
 from kgrag.config import Settings, get_settings
 from kgrag.console import data
 from kgrag.data.registry import dataset_names, unknown_dataset
