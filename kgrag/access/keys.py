@@ -44,11 +44,13 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
-from kgrag.access.grants import SCOPES, Grant, Scope
+from kgrag.access.grants import OPEN, SCOPES, Grant, Scope
 
-__all__ = ["CACHE_SECONDS", "KeyInfo", "KeyStore", "TOKEN_PREFIX", "api_keys", "cli_actor"]
+__all__ = ["CACHE_SECONDS", "KeyInfo", "KeyStore", "LEGACY_GRANT", "TOKEN_PREFIX", "api_keys", "cli_actor"]
 
 TOKEN_PREFIX = "kgr"
+#: the grant of ``KGRAG_API_KEY``: admin over every network and KG
+LEGACY_GRANT = Grant("KGRAG_API_KEY", "admin")
 #: how long a verified token (and whether any key exists) is trusted before the database is asked again
 CACHE_SECONDS = 2.0
 MAX_TOKEN_CHARS = 512
@@ -226,6 +228,23 @@ class KeyStore:
                 self._verified.clear()
             self._verified[fingerprint] = (grant, now)
         return grant
+
+    def resolve(self, authorization: bytes | str | None, legacy_key: str = "") -> Grant | None:
+        """The grant of an ``Authorization`` header: :data:`~kgrag.access.grants.OPEN` when no key exists (no
+        ``legacy_key``, none active here), :data:`LEGACY_GRANT` for ``Bearer <legacy_key>`` (compared in constant
+        time), a scoped key's grant, else ``None`` (a key is needed and this is not one). The scheme is
+        case-insensitive (RFC 7235)."""
+        if not legacy_key and not self.any_active():
+            return OPEN
+        given = authorization.encode("utf-8", "surrogateescape") if isinstance(authorization, str) else (
+            authorization or b"")
+        if given[:7].lower() == b"bearer ":
+            given = b"Bearer " + given[7:].strip()
+        if legacy_key and hmac.compare_digest(given, f"Bearer {legacy_key}".encode()):
+            return LEGACY_GRANT
+        if not given.startswith(b"Bearer "):
+            return None
+        return self.verify(given[7:].decode("utf-8", "replace"))
 
     @staticmethod
     def _info(row) -> KeyInfo:  # noqa: ANN001 - a row mapping or a dict

@@ -98,6 +98,7 @@ def langgraph_app(settings: Settings | None = None) -> FastAPI:
     app.state.kn_search_cache = KnSearchCache(app.state.settings.kn_search_cache_size)
     _add_retrieval(app)
     _add_agent_and_console(app)
+    harden(app, app.state.settings)  # the same keys as kgrag serve (the server's own routes: langgraph_auth.py)
     return app
 
 

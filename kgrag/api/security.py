@@ -41,7 +41,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware.cors import CORSMiddleware
 
 from kgrag.access.grants import OPEN, Grant
-from kgrag.access.keys import KeyStore
+from kgrag.access.keys import LEGACY_GRANT, KeyStore
 from kgrag.access.limits import RateLimiter
 from kgrag.config import Settings
 
@@ -55,9 +55,8 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-OPEN_PATHS = frozenset({"/healthz", "/"})
-#: the grant of ``KGRAG_API_KEY``: admin over every network and KG
-LEGACY_GRANT = Grant("KGRAG_API_KEY", "admin")
+#: no key needed: liveness (``/healthz``; ``/ok`` of the LangGraph server this app is mounted on) and the console page
+OPEN_PATHS = frozenset({"/healthz", "/ok", "/"})
 #: the console page's scripts and styles (no data): served without a key, so the page can load and ask for one
 OPEN_PREFIXES = ("/console/assets/",)
 ERROR_CONTRACT_PREFIXES = ("/api/agent-retrieval/", "/api/query")
@@ -93,6 +92,7 @@ class SecurityMiddleware:
                  timeout: float = 60.0, keys: Callable[[], KeyStore] | None = None,
                  rate_per_minute: int = 0) -> None:
         self.app = app
+        self.api_key = api_key
         self.expected = f"Bearer {api_key}".encode() if api_key else b""
         self.max_body_bytes = max_body_bytes
         self.timeout = timeout
@@ -119,17 +119,14 @@ class SecurityMiddleware:
         and the request has no valid one. Blocking (the key store's database): run in a worker thread."""
         if scope["path"] in OPEN_PATHS or scope["path"].startswith(OPEN_PREFIXES):
             return OPEN
-        store = self.keys() if self.keys is not None else None
-        if not self.expected and (store is None or not store.any_active()):
-            return OPEN
         given, preflight = self._credentials(scope)
         if preflight:
             return OPEN
-        if self.expected and hmac.compare_digest(given, self.expected):
-            return LEGACY_GRANT
-        if store is None or not given.startswith(b"Bearer "):
-            return None
-        return store.verify(given[7:].decode("utf-8", "replace"))
+        if self.keys is not None:
+            return self.keys().resolve(given, self.api_key)
+        if not self.expected:  # no key store (a bare middleware): the single key alone
+            return OPEN
+        return LEGACY_GRANT if hmac.compare_digest(given, self.expected) else None
 
     def _authorised(self, scope: Scope) -> bool:
         """Whether the request may pass (the legacy single-key check; tests call it directly)."""
