@@ -87,13 +87,25 @@ def test_a_link_asks_on_the_medical_network_at_once(console_url, browser) -> Non
     page.close()
 
 
-def test_schema_view_and_playground_kn_search_table(console_url, browser) -> None:
+def test_schema_view_and_playground_kn_search_table(console_url, medical_db, browser) -> None:
+    from kgrag.access.audit import AuditLog
+    from kgrag.network.store.core import make_engine
+
+    engine = make_engine(medical_db)  # a change as the HTTP change routes record it (the audit log)
+    try:
+        AuditLog(engine).append("loader-key", "kn.changes", "kn", "medical", "aaaa1111", "bbbb2222",
+                                {"instances_inserted": 3})
+    finally:
+        engine.dispose()
     page = browser.new_page()
     page.goto(f"{console_url}/?kn=medical&tab=schema")
     types = page.locator("[data-role=schema] table[data-table=object_types]")
     types.wait_for(timeout=WAIT_MS)
     assert "Disease" in types.inner_text()
     assert "has_symptom" in page.locator("table[data-table=relation_types]").inner_text()
+    changes = page.locator("[data-role=schema] table[data-table=changes]")
+    changes.wait_for(timeout=WAIT_MS)
+    assert "loader-key" in changes.inner_text() and "instances_inserted 3" in changes.inner_text()
 
     page.click("[data-tab=playground]")
     page.fill("[data-role=play-query]", "百日咳有哪些症状")

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import ColumnElement, and_, case, func, select
 
+from kgrag.access.audit import AuditLog
 from kgrag.config import Settings
 from kgrag.data.registry import dataset_spec, registered_specs
 from kgrag.data.spec import DatasetSpec
@@ -266,3 +267,11 @@ def kg_node(settings: Settings, name: str, entity_id: str, limit: int = 50) -> d
         "triples": [list(triple) for triple in zip(subjects, relations, objects, strict=True)],
         "more": (out_hi - out_lo) + (in_hi - in_lo) > edges.size,
     }
+
+
+def network_changes(store: NetworkStore, kn_id: str, limit: int = 20) -> dict[str, Any]:
+    """The network's latest changes from the audit log (:mod:`kgrag.access.audit`), newest first: who, when, the
+    action, the versions before and after, the counts; :class:`NetworkNotFound` for an unknown network."""
+    _network(store, kn_id)
+    entries = AuditLog(store.engine).entries(kind="kn", target=kn_id, limit=limit)
+    return {"kind": "kn", "id": kn_id, "changes": [e.as_dict() for e in entries]}

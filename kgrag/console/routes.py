@@ -112,6 +112,13 @@ def console_router() -> APIRouter:
                                            lambda: data.network_schema(resources_for(settings).store, name)))
         return await _answer(_readable(request, kind, name, lambda: data.kg_schema(settings, name)))
 
+    @router.get("/console/api/changes")
+    async def changes(request: Request, kn: Annotated[str, Query(min_length=1, max_length=200)]) -> dict[str, Any]:
+        """A network's latest changes (the audit log: who, when, versions, counts), newest first."""
+        settings = _settings(request)
+        return await _answer(_readable(request, "kn", kn,
+                                       lambda: data.network_changes(resources_for(settings).store, kn)))
+
     @router.get("/console/api/node")
     async def node(request: Request, id: Annotated[str, Query(min_length=1, max_length=2000)],  # noqa: A002
                    kn: Name = None, kg: Name = None) -> dict[str, Any]:

@@ -486,6 +486,14 @@ async function showSchema() {
     el("h3", {}, "Relation types"),
     table(schema.relation_types || [], [["id", (r) => r.id], ["name", (r) => r.name],
       ["from → to", (r) => `${r.source} → ${r.target}`], ["links", (r) => r.links]], {"data-table": "relation_types"}));
+  const recent = await guarded(() => getJSON(`console/api/changes?kn=${encodeURIComponent(schema.id)}`), box, showSchema);
+  if (!recent) return;
+  const changes = recent.changes || [];
+  box.append(el("h3", {}, "Recent changes"), changes.length
+    ? table(changes, [["when", (c) => new Date(c.at * 1000).toLocaleString()], ["who", (c) => c.actor],
+      ["what", (c) => c.action], ["version", (c) => `${(c.version_before || "—").slice(0, 12)} → ${(c.version_after || "—").slice(0, 12)}`],
+      ["counts", (c) => Object.entries(c.counts || {}).map(([k, v]) => `${k} ${v}`).join(", ")]], {"data-table": "changes"})
+    : el("div", {class: "why", "data-role": "no-changes"}, "no change recorded (kgrag audit lists every one)"));
 }
 
 /* ---------------------------------------------------------------- playground */
