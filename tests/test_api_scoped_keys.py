@@ -82,6 +82,15 @@ def _call(client: TestClient, route: str, kn: str, headers: dict[str, str]) -> A
             json={"kn_id": kn, "object_type": "Book", "limit": 2}),
         "query_plan": lambda: client.post(f"{RETRIEVAL}/query_plan", headers=headers,
                                           json={"kn_id": kn, "question": "how many books are there"}),
+        "query_instance_subgraph": lambda: client.post(
+            f"{RETRIEVAL}/query_instance_subgraph", headers=headers,
+            json={"kn_id": kn, "start": {"object_type": "Author", "ids": ["a:orwell"]},
+                  "relation_type_path": ["wrote"], "limit": 2}),
+        "query_modes": lambda: client.post("/api/query", headers=headers,
+                                           json={"kn_id": kn, "query": "Orwell", "param": {"mode": "naive",
+                                                                                          "only_need_context": True}}),
+        "agent_ask": lambda: client.post("/agent/ask", headers=headers,
+                                         json={"question": "Who wrote 1984?", "kn_id": kn}),
         "show_network": lambda: client.get(f"/api/kn/networks/{kn}", headers=headers),
         "upsert": lambda: client.put(f"/api/kn/{kn}/instances", json={"instances": [BOOK]}, headers=headers),
         "delete": lambda: client.post(f"/api/kn/{kn}/instances/delete", headers=headers,
@@ -90,7 +99,8 @@ def _call(client: TestClient, route: str, kn: str, headers: dict[str, str]) -> A
     return calls[route]()
 
 
-READS = ("kn_search", "context_search", "query_object_instance", "query_plan", "show_network")
+READS = ("kn_search", "context_search", "query_object_instance", "query_instance_subgraph", "query_plan",
+         "query_modes", "agent_ask", "show_network")
 WRITES = ("upsert", "delete")
 
 #: (who, network) -> status for a read route / for a change route
@@ -110,11 +120,29 @@ def test_every_network_route_answers_each_key_as_its_scope_says(served: tuple[Te
     for (who, kn), (read_status, write_status) in EXPECTED.items():
         resp = _call(client, route, kn, _headers(tokens, who))
         expected = write_status if route in WRITES else read_status
+        hidden = expected == 404
+        if hidden and route == "agent_ask":  # the agent answers an unknown network with a state saying so (200)
+            expected = 200
         assert resp.status_code == expected, (route, who, kn, resp.status_code, resp.text[:300])
-        if expected == 404:  # the same answer as a network that does not exist: nothing leaks
+        if hidden:  # the same answer as a network that does not exist: nothing leaks
             unknown = _call(client, route, "no_such_network", _headers(tokens, "admin"))
-            assert unknown.status_code == 404
-            assert resp.text.replace(kn, "X") == unknown.text.replace("no_such_network", "X")
+            assert unknown.status_code == expected
+            if route == "agent_ask":
+                assert resp.json()["answer"].replace(kn, "X") == unknown.json()["answer"].replace(
+                    "no_such_network", "X") and "unknown knowledge network" in resp.json()["answer"]
+            else:
+                assert resp.text.replace(kn, "X") == unknown.text.replace("no_such_network", "X")
+
+
+def test_kg_routes_refuse_a_kg_the_key_may_not_read(served: tuple[TestClient, dict]) -> None:
+    client, tokens = served
+    body = {"session_id": "s-keys", "kg": "demo", "query": '<kg-query>get_relations("x")</kg-query>'}
+    hidden = client.post("/api/kg/query", json=body, headers=_headers(tokens, "read_a"))  # --kn only: no KG
+    absent = client.post("/api/kg/query", json=body, headers=_headers(tokens, "admin"))  # not prepared here
+    assert hidden.status_code == absent.status_code == 404 and hidden.json() == absent.json()
+    assert client.get("/api/datasets", headers=_headers(tokens, "read_a")).json() == {}
+    unnamed = client.post("/agent/ask", json={"question": "Who wrote 1984?"}, headers=_headers(tokens, "read_a"))
+    assert unnamed.status_code == 400 and "name the kg or kn_id" in unnamed.json()["detail"]
 
 
 def test_listings_show_only_what_a_key_may_read(served: tuple[TestClient, dict]) -> None:

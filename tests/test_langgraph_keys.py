@@ -60,9 +60,13 @@ def test_threads_and_runs_answer_only_to_their_key(keyed_langgraph: tuple[str, d
                       headers={"Authorization": f"Bearer {tokens['other']}"})
     assert other.status_code == 404  # another key's thread: as if it did not exist
     assert thread["thread_id"] not in {t["thread_id"] for t in theirs.threads.search()}
-    refused = httpx.post(f"{base}/runs/wait", timeout=60, headers={"Authorization": f"Bearer {tokens['other']}"},
-                         json={"assistant_id": "agent", "input": {"question": "百日咳吃什么药", "kn_id": "medical"}})
-    assert refused.status_code == 404 and "medical" in refused.text
+    refused = theirs.runs.wait(None, "agent", input={"question": "百日咳吃什么药", "kn_id": "medical"})
+    unknown = theirs.runs.wait(None, "agent", input={"question": "百日咳吃什么药", "kn_id": "nope"})
+    assert "unknown knowledge network 'medical'" in refused["answer"]  # as for a network that is not there
+    assert refused["answer"].replace("medical", "X") == unknown["answer"].replace("nope", "X")
+    forged = theirs.runs.wait(None, "agent", input={"question": "百日咳吃什么药", "kn_id": "medical"},
+                              context={"readable_kns": ["medical"]})  # a caller's context does not widen its key
+    assert "unknown knowledge network 'medical'" in forged["answer"]
     unnamed = httpx.post(f"{base}/runs/wait", timeout=60, headers={"Authorization": f"Bearer {tokens['other']}"},
                          json={"assistant_id": "agent", "input": {"question": "百日咳吃什么药"}})
     assert unnamed.status_code == 400

@@ -25,6 +25,8 @@ class AgentContext:
     query_graphs: bool | None = None
     min_confidence: float | None = None
     table_plans: bool | None = None
+    readable_kns: tuple[str, ...] | None = None
+    readable_kgs: tuple[str, ...] | None = None
 
 
 def resolve(context: AgentContext | None, settings: Settings | None = None) -> AgentSettings:

@@ -27,8 +27,8 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
+from kgrag.access.grants import grant_of
 from kgrag.agent.turn.messages import plain_state
-from kgrag.api.access import grant_of, require_kg
 from kgrag.console.agent_events import agent_events
 
 __all__ = ["ASK_TIMEOUT_S", "AskRequest", "agent_router", "make_app"]
@@ -82,16 +82,15 @@ async def _ndjson(graph: Any, state: dict[str, Any], context: Any) -> AsyncItera
         yield (json.dumps(event, ensure_ascii=False, default=str) + "\n").encode()
 
 
-def _scoped(request: AskRequest, http: Request) -> None:
-    """The agent plans only over graphs the caller's key may read: a named KG or network it may not read is the
-    404 of one not served; a key that does not cover every graph must name the one to ask (400)."""
+def _scoped(request: AskRequest, http: Request) -> dict[str, Any]:
+    """The agent plans only over graphs the caller's key may read: the run context's ``readable_kns`` /
+    ``readable_kgs`` (a named graph it may not read is answered as one that does not exist); a key that does not
+    cover every graph must name the one to ask (400)."""
     grant = grant_of(http)
-    if request.kg is not None:
-        require_kg(http, request.kg)
-    if request.kn_id is not None and not grant.can_read_kn(request.kn_id):
-        raise HTTPException(404, f"knowledge network {request.kn_id!r} not found")
     if request.kg is None and request.kn_id is None and (grant.kns is not None or grant.kgs is not None):
         raise HTTPException(400, f"key {grant.name!r} covers only some graphs: name the kg or kn_id to ask")
+    return {"readable_kns": None if grant.kns is None else tuple(sorted(grant.kns)),
+            "readable_kgs": None if grant.kgs is None else tuple(sorted(grant.kgs))}
 
 
 def agent_router(graph: Any, context_type: Any) -> APIRouter:
@@ -101,8 +100,7 @@ def agent_router(graph: Any, context_type: Any) -> APIRouter:
 
     async def ask(request: AskRequest, http: Request) -> dict[str, Any]:
         """Run the agent on one question and return its final state."""
-        _scoped(request, http)
-        context = context_type(max_tool_calls=request.max_tool_calls)
+        context = context_type(max_tool_calls=request.max_tool_calls, **_scoped(request, http))
         try:
             state = await asyncio.wait_for(run_in_threadpool(graph.invoke, _input(request), context=context),
                                            ASK_TIMEOUT_S)
@@ -112,8 +110,7 @@ def agent_router(graph: Any, context_type: Any) -> APIRouter:
 
     async def stream(request: AskRequest, http: Request) -> StreamingResponse:
         """Run the agent on one question; NDJSON events (start, one step per finished node, end or error)."""
-        _scoped(request, http)
-        context = context_type(max_tool_calls=request.max_tool_calls)
+        context = context_type(max_tool_calls=request.max_tool_calls, **_scoped(request, http))
         return StreamingResponse(_ndjson(graph, _input(request), context), media_type="application/x-ndjson",
                                  headers={"cache-control": "no-store", "x-accel-buffering": "no"})
 

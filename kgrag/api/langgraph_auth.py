@@ -11,8 +11,8 @@ Contract (the same keys, :mod:`kgrag.access.keys`, on the database of ``KGRAG_DA
   searches, updates and deletes only its own (another key's thread is a 404, as one that is not there).
 - **assistants**: every key reads and searches them (the graph ``agent`` is the server's); only an admin key creates,
   changes or deletes one.
-- **a run** (``threads.create_run``): its ``input.kg`` / ``input.kn_id`` must be a graph the key may read (404 as
-  for one that does not exist); a key that covers only some graphs must name one (400).
+- **a run** (``threads.create_run``): its context carries the key's readable networks and KGs, so the agent answers
+  a graph the key may not read as one that does not exist; a key that covers only some graphs must name one (400).
 The agent routes mounted beside (``http.app``: :mod:`kgrag.api.langgraph_http`) check the same keys themselves
 (:mod:`kgrag.api.security`).
 """
@@ -110,16 +110,19 @@ async def delete_assistant(ctx: Auth.types.AuthContext, value: Any) -> dict[str,
 
 @auth.on.threads.create_run
 async def create_run(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
-    """A run asks only a graph its key may read (the agent routes' rule, :mod:`kgrag.api.agent_routes`)."""
+    """A run plans only over graphs its key may read (the agent routes' rule, :mod:`kgrag.api.agent_routes`): the
+    run context gets the key's ``readable_kns`` / ``readable_kgs`` (set here, over anything the caller sent), so a
+    graph it may not read is answered as one that does not exist; a key that covers only some graphs must name
+    one (400)."""
     grant = _grant_of(ctx.user)
-    run_input = (value.get("kwargs") or {}).get("input") or {}
-    kg, kn_id = run_input.get("kg"), run_input.get("kn_id")
-    if kg is not None and not grant.can_read_kg(str(kg)):
-        raise Auth.exceptions.HTTPException(status_code=404, detail=f"kg {kg!r} is not prepared here; run "
-                                            f"`kgrag prepare --dataset {kg}`")
-    if kn_id is not None and not grant.can_read_kn(str(kn_id)):
-        raise Auth.exceptions.HTTPException(status_code=404, detail=f"knowledge network {kn_id!r} not found")
-    if kg is None and kn_id is None and (grant.kns is not None or grant.kgs is not None):
+    kwargs = value.setdefault("kwargs", {})
+    run_input = kwargs.get("input") or {}
+    if (isinstance(run_input, dict) and run_input.get("kg") is None and run_input.get("kn_id") is None
+            and (grant.kns is not None or grant.kgs is not None)):
         raise Auth.exceptions.HTTPException(status_code=400, detail=f"key {grant.name!r} covers only some graphs: "
                                             "name the kg or kn_id to ask")
+    context = kwargs.get("context")
+    kwargs["context"] = {**(context if isinstance(context, dict) else {}),
+                         "readable_kns": None if grant.kns is None else sorted(grant.kns),
+                         "readable_kgs": None if grant.kgs is None else sorted(grant.kgs)}
     return _stamp(ctx, value)

@@ -53,6 +53,7 @@ from kgrag.agent.turn.node import (
 )
 from kgrag.agent.turn.row_plans import UNFILTERED_FLOOR, table_answer
 from kgrag.agent.turn.state import AgentState, ToolCall, fresh_turn
+from kgrag.data.registry import unknown_dataset
 from kgrag.errors import KgragError
 from kgrag.query_graph.cues import read_cues
 from kgrag.query_graph.llm_proposal import propose_query_graph
@@ -91,9 +92,14 @@ def extract_keywords(state: AgentState, run: TripleRun) -> tuple[Update, str]:
     if problem:
         return stop(update, problem)
     try:
+        if not run.settings.may_read_kg(kg_id):  # a KG the caller's key may not read: as one not there
+            raise KgragError(unknown_dataset(kg_id, []))
         kg = run.resources.triple_kg(kg_id)
     except KgragError as exc:
-        return stop(update, f"unknown or unprepared KG {kg_id!r}: {exc}")
+        message = str(exc)
+        if run.settings.readable_kgs is not None and "unknown dataset" in message:  # list only the key's KGs
+            message = unknown_dataset(kg_id, sorted(run.settings.readable_kgs))
+        return stop(update, f"unknown or unprepared KG {kg_id!r}: {message}")
     links, linked = kg.link(question)
     spans = [(m.start(), m.end()) for m in re.finditer(re.escape(links[0].keyword), question)] if links else []
     words = [m.group() for m in _WORD.finditer(question)

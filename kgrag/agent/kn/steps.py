@@ -88,6 +88,8 @@ def extract_keywords(state: AgentState, run: NetworkRun) -> tuple[Update, str]:
     if problem:
         return stop(update, problem)
     try:
+        if not run.settings.may_read_kn(kn_id):  # a network the caller's key may not read: as one not there
+            raise NetworkNotFound(kn_id)
         lexicon = run.resources.lexicon(kn_id)
     except NetworkNotFound:
         return stop(update, f"unknown knowledge network {kn_id!r}")

@@ -151,6 +151,16 @@ class AgentSettings(BaseModel):
     #: the calibrated threshold of the plan scorer for the answers whose confidence is calibrated (query plans:
     #: right ≥ 90 % of the time on its validation databases), 0 for the others (KGRAG_AGENT_MIN_CONFIDENCE)
     min_confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    #: the networks / KGs the caller's key may read (None: all): any other is answered as one that does not exist
+    readable_kns: tuple[str, ...] | None = None
+    readable_kgs: tuple[str, ...] | None = None
 
     def fingerprint(self) -> str:
-        return hashlib.sha1(self.model_dump_json().encode()).hexdigest()[:12]
+        unscoped = {k for k in ("readable_kns", "readable_kgs") if getattr(self, k) is None}
+        return hashlib.sha1(self.model_dump_json(exclude=unscoped).encode()).hexdigest()[:12]
+
+    def may_read_kn(self, kn_id: str) -> bool:
+        return self.readable_kns is None or kn_id in self.readable_kns
+
+    def may_read_kg(self, kg: str) -> bool:
+        return self.readable_kgs is None or kg in self.readable_kgs
