@@ -217,3 +217,21 @@ def test_the_console_shows_a_key_only_its_sources(served: tuple[TestClient, dict
     assert B not in unknown.json()["detail"]  # the loaded networks it names are the key's
     assert client.get("/console/api/schema", params={"kn": A}, headers=read_a).status_code == 200
     assert client.get("/console/api/node", params={"kn": B, "id": "Book:b:hobbit"}, headers=read_a).status_code == 404
+
+
+def test_kg_sessions_are_the_keys_own() -> None:
+    """A scoped key's KG session ids live in a namespace of their own (another key naming the same id never reaches
+    its session); KGRAG_API_KEY and an open server keep the plain id."""
+    from starlette.requests import Request
+
+    from kgrag.access.grants import OPEN, Grant
+    from kgrag.access.keys import LEGACY_GRANT
+    from kgrag.api.kg_tools import _owned
+
+    def request(grant: Grant) -> Request:
+        return Request({"type": "http", "method": "GET", "path": "/", "headers": [],
+                        "state": {"kgrag_grant": grant}})
+
+    a, b = Grant("a", "read"), Grant("b", "read")
+    assert _owned(request(a), "s1") != _owned(request(b), "s1")
+    assert _owned(request(OPEN), "s1") == _owned(request(LEGACY_GRANT), "s1") == "s1"

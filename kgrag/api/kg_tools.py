@@ -13,6 +13,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field
 
+from kgrag.access.grants import OPEN, grant_of
 from kgrag.api.access import require_kg
 from kgrag.data.registry import dataset_spec
 from kgrag.data.spec import DatasetSpec
@@ -66,6 +67,13 @@ SESSION_LINKS = {"links": {
     for name, op in (("SessionTrace", "session_trace"), ("DropSession", "drop_session"))}}
 
 
+def _owned(request: Request, session_id: str) -> str:
+    """The store's key of the caller's session ``session_id``: a scoped key's sessions are its own (another key
+    naming the same id gets a session of its own, and a 404 for the other's trace)."""
+    grant = grant_of(request)
+    return session_id if grant is OPEN or grant.name == "KGRAG_API_KEY" else f"{grant.name}\x1f{session_id}"
+
+
 @router.post("/query", response_model=KGQueryResponse, responses={200: SESSION_LINKS})
 def kg_query(body: KGQueryRequest, request: Request) -> KGQueryResponse:
     """Run one query in the session ``session_id`` (created on first use, expires when idle)."""
@@ -76,7 +84,7 @@ def kg_query(body: KGQueryRequest, request: Request) -> KGQueryResponse:
         raise HTTPException(404, f"kg {body.kg!r} is not prepared here; run `kgrag prepare --dataset {body.kg}`")
     try:
         entry, created = _sessions(request).get_or_create(
-            body.session_id, body.kg,
+            _owned(request, body.session_id), body.kg,
             lambda: open_session(spec, question=body.question, topics=body.topics, settings=request.app.state.settings,
                                  store=graph_store))
     except SessionConflict as exc:
@@ -93,7 +101,7 @@ def kg_query(body: KGQueryRequest, request: Request) -> KGQueryResponse:
 @router.get("/sessions/{session_id}/trace", operation_id="session_trace")
 def session_trace(session_id: SessionId, request: Request) -> dict[str, Any]:
     """The whole trace of a live session."""
-    entry = _sessions(request).get(session_id)
+    entry = _sessions(request).get(_owned(request, session_id))
     if entry is None:
         raise HTTPException(404, f"no live session {session_id!r}")
     with entry.lock:
@@ -103,6 +111,6 @@ def session_trace(session_id: SessionId, request: Request) -> dict[str, Any]:
 @router.delete("/sessions/{session_id}", operation_id="drop_session")
 def drop_session(session_id: SessionId, request: Request) -> dict[str, Any]:
     """End a session now."""
-    if not _sessions(request).drop(session_id):
+    if not _sessions(request).drop(_owned(request, session_id)):
         raise HTTPException(404, f"no live session {session_id!r}")
     return {"session_id": session_id, "dropped": True}
