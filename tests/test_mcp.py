@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +28,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from harness.servers.ports import free_port
+from harness.servers.kgrag_mcp import kgrag_mcp_http
 from kgrag.config import Settings
 from kgrag.mcp.server import MAX_ARGUMENT_CHARS, McpConfig, build_server
 from kgrag.mcp.tools import TOOLS, ToolContext
@@ -76,34 +74,11 @@ def mcp_env(mcp_paths: tuple[Settings, dict[str, str]]) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def http_server(mcp_paths: tuple[Settings, dict[str, str]], request: pytest.FixtureRequest,
                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``kgrag mcp --transport http`` on a free loopback port (started while the data loads: it opens the stores
-    on first use); its base URL (``/mcp``, ``/healthz``)."""
-    port = free_port()
-    log = (tmp_path_factory.mktemp("mcp-http") / "server.log").open("w")
-    proc = subprocess.Popen([str(KGRAG), "mcp", "--transport", "http", "--host", "127.0.0.1", "--port", str(port)],
-                            env=mcp_paths[1], stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        request.getfixturevalue("mcp_env")
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, f"kgrag mcp exited with {proc.returncode}: {Path(log.name).read_text()}"
-            try:
-                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "kgrag mcp --transport http did not answer /healthz in 60 s"
-            time.sleep(0.2)
+    """``kgrag mcp --transport http`` on a free loopback port, then the data loaded (it opens the stores on first
+    use); its base URL (``/mcp``, ``/healthz``)."""
+    with kgrag_mcp_http(mcp_paths[1], tmp_path_factory.mktemp("mcp-http") / "server.log") as base:
+        request.getfixturevalue("mcp_env")  # the server opens the stores on first use
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
-        log.close()
 
 
 def run(target: Any, body: Callable[[Client], Awaitable[None]], mode: str = "auto") -> None:

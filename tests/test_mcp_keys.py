@@ -9,9 +9,7 @@ that is not served (no listing of the others); without a key the server answers 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +20,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from harness.servers.ports import free_port
+from harness.servers.kgrag_mcp import kgrag_mcp_http
 from kgrag.access.keys import KeyStore
 from kgrag.config import Settings
 from kgrag.network.loaders.demo import demo_network
@@ -54,31 +52,8 @@ def keyed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
     env = {k: v for k, v in os.environ.items() if k not in ("KGRAG_LLM_BASE_URL", "KGRAG_SPARQL_ENDPOINT",
                                                             "KGRAG_API_KEY")}
     env.update(KGRAG_WORK_DIR=str(settings.work_dir), KGRAG_DATABASE_URL=url, HF_HUB_OFFLINE="1")
-    port = free_port()
-    log = (root / "server.log").open("w")
-    proc = subprocess.Popen([str(KGRAG), "mcp", "--transport", "http", "--host", "127.0.0.1", "--port", str(port)],
-                            env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, f"kgrag mcp exited: {(root / 'server.log').read_text()}"
-            try:
-                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "kgrag mcp did not answer /healthz in 60 s"
-            time.sleep(0.2)
+    with kgrag_mcp_http(env, root / "server.log") as base:
         yield base, tokens
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
-        log.close()
 
 
 def _calls(base: str, token: str, calls: list[tuple[str, dict]]) -> list[tuple[bool, str]]:

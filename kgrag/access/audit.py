@@ -15,12 +15,26 @@ between leaves the change without its entry (never an entry without its change).
 from __future__ import annotations
 
 import json
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Column, Engine, Float, Integer, MetaData, String, Table, Text, insert, select, text
+from sqlalchemy import (
+    Column,
+    Connection,
+    Engine,
+    Float,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    insert,
+    select,
+    text,
+)
+
+from kgrag.tables_once import create_once
 
 __all__ = ["AuditEntry", "AuditLog", "audit_log"]
 
@@ -55,8 +69,15 @@ DO $$ BEGIN
 END $$;
 """
 
-_created: set[int] = set()
-_create_lock = threading.Lock()
+
+
+def _guard(conn: Connection) -> None:
+    """The triggers that make the table append-only."""
+    if conn.dialect.name == "sqlite":
+        for statement in _SQLITE_GUARDS:
+            conn.exec_driver_sql(statement)
+    elif conn.dialect.name == "postgresql":
+        conn.execute(text(_PG_GUARD))
 
 
 @dataclass(frozen=True)
@@ -80,17 +101,7 @@ class AuditLog:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        if id(engine) not in _created:
-            with _create_lock:
-                if id(engine) not in _created:
-                    with engine.begin() as conn:
-                        metadata.create_all(conn, checkfirst=True)
-                        if engine.dialect.name == "sqlite":
-                            for statement in _SQLITE_GUARDS:
-                                conn.exec_driver_sql(statement)
-                        elif engine.dialect.name == "postgresql":
-                            conn.execute(text(_PG_GUARD))
-                    _created.add(id(engine))
+        create_once(engine, metadata, after=_guard)
 
     def append(self, actor: str, action: str, kind: str, target: str, version_before: str | None = None,
                version_after: str | None = None, counts: dict[str, Any] | None = None) -> None:

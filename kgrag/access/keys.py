@@ -45,6 +45,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 
 from kgrag.access.grants import OPEN, SCOPES, Grant, Scope
+from kgrag.tables_once import create_once
 
 __all__ = ["CACHE_SECONDS", "KeyInfo", "KeyStore", "LEGACY_GRANT", "TOKEN_PREFIX", "api_keys", "cli_actor"]
 
@@ -76,8 +77,6 @@ api_keys = Table(
     Column("revoked_at", Float, nullable=True),
 )
 
-_created: set[int] = set()
-_create_lock = threading.Lock()
 
 
 def cli_actor() -> str:
@@ -128,11 +127,7 @@ class KeyStore:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        if id(engine) not in _created:
-            with _create_lock:
-                if id(engine) not in _created:
-                    metadata.create_all(engine, checkfirst=True)
-                    _created.add(id(engine))
+        create_once(engine, metadata)
         self._lock = threading.Lock()
         self._verified: dict[str, tuple[Grant, float]] = {}  # sha256 of a token -> (grant, when checked)
         self._any: tuple[bool, float] | None = None

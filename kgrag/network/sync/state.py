@@ -13,11 +13,12 @@ sync's change committed (see :mod:`kgrag.network.sync.table` for why that is saf
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass, field
 
 from sqlalchemy import Column, Engine, Float, Integer, MetaData, String, Table, Text, delete, insert, select
+
+from kgrag.tables_once import create_once
 
 __all__ = ["NETWORK_ROW", "Progress", "SyncState", "sync_state"]
 
@@ -34,8 +35,6 @@ sync_state = Table(
 #: the source name of a network's own row (runs since the last full scan)
 NETWORK_ROW = ""
 
-_created: set[int] = set()
-_create_lock = threading.Lock()
 
 
 @dataclass
@@ -53,11 +52,7 @@ class SyncState:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        if id(engine) not in _created:
-            with _create_lock:
-                if id(engine) not in _created:
-                    metadata.create_all(engine, checkfirst=True)
-                    _created.add(id(engine))
+        create_once(engine, metadata)
 
     def read(self, kn_id: str) -> Progress:
         with self.engine.connect() as conn:
