@@ -8,6 +8,7 @@ that is not served (no listing of the others); without a key the server answers 
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -87,6 +88,12 @@ def test_a_key_reads_its_graphs_and_nothing_of_the_others(keyed_server: tuple[st
     assert search_err and unknown_err and kg_err
     assert refused.replace("'demo'", "X") == unknown.replace("'no_such_kn'", "X")  # the same as a missing network
     assert "unknown dataset 'demo'" in kg_refused and "known datasets are ." in kg_refused  # none listed
+    (ask_err, asked), (_, asked_unknown) = _calls(base, tokens["other"], [
+        ("ask", {"question": "Which films did Mariana Pereira direct?", "kn": "demo"}),
+        ("ask", {"question": "Which films did Mariana Pereira direct?", "kn": "no_such_kn"})])
+    answer, answer_unknown = json.loads(asked)["answer"], json.loads(asked_unknown)["answer"]
+    assert not ask_err and "unknown knowledge network 'demo'" in answer  # the agent: as a network not there
+    assert answer.replace("'demo'", "X") == answer_unknown.replace("'no_such_kn'", "X")
 
 
 def test_without_a_key_the_server_answers_401_but_healthz(keyed_server: tuple[str, dict[str, str]]) -> None:

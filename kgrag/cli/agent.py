@@ -24,10 +24,11 @@ from kgrag.modes.params import MODES
 __all__ = ["QueryModeName", "agent_answerer", "ask", "query_cmd"]
 
 
-def agent_answerer(kn: str, llm: bool | None, kg: str | None = None,
-                   style: str | None = None) -> Callable[..., dict[str, Any]]:
+def agent_answerer(kn: str, llm: bool | None, kg: str | None = None, style: str | None = None,
+                   readable_kns: tuple[str, ...] | None = None,
+                   readable_kgs: tuple[str, ...] | None = None) -> Callable[..., dict[str, Any]]:
     """:func:`graphs.agent.run.agent_answerer` (imported on use: the agent graph is heavy to import)."""
-    return above("graphs.agent.run").agent_answerer(kn, llm, kg, style)
+    return above("graphs.agent.run").agent_answerer(kn, llm, kg, style, readable_kns, readable_kgs)
 
 
 @friendly_errors

@@ -34,6 +34,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from graphs.agent.run import agent_answerer
+from kgrag.access.grants import OPEN, Grant
 from kgrag.agent.kn.instance_queries import (
     InstanceSubgraphQuery,
     ObjectInstanceQuery,
@@ -90,9 +91,11 @@ class ToolContext:
 
 @dataclass(frozen=True)
 class CallScope:
-    """Where a call comes from: ``mcp_session`` keys its KG sessions (None on a stateless connection)."""
+    """Where a call comes from: ``mcp_session`` keys its KG sessions (None on a stateless connection); ``grant``:
+    what its key may read (the ``ask`` tool runs the agent on those graphs only)."""
 
     mcp_session: str | None
+    grant: Grant = OPEN
 
 
 # ---------------------------------------------------------------------------------------------- argument models
@@ -201,9 +204,12 @@ def _get_triples(ctx: ToolContext, args: GetTriplesArgs, scope: CallScope) -> An
     return _kg_call(ctx, args, scope, GetTriples(entity=args.entity.strip(), relations=relations))
 
 
-def _ask(ctx: ToolContext, args: AskArgs, _: CallScope) -> Any:
+def _ask(ctx: ToolContext, args: AskArgs, scope: CallScope) -> Any:
     history = load_history(ctx.settings, args.thread) if args.thread else []
-    state = agent_answerer(args.kn, args.llm, args.kg, args.style)(args.question, history)
+    grant = scope.grant
+    state = agent_answerer(args.kn, args.llm, args.kg, args.style,
+                           None if grant.kns is None else tuple(sorted(grant.kns)),
+                           None if grant.kgs is None else tuple(sorted(grant.kgs)))(args.question, history)
     if args.thread:
         save_history(ctx.settings, args.thread, state.get("history", []))
     return state
