@@ -2,8 +2,8 @@
 
 One ``kgrag serve`` (1 worker) over the medical network with ``KGRAG_API_KEY`` set and a scoped read key on
 ``medical`` (``kgrag.access.keys``); distinct kn_search bodies (``bench.http_serving.questions``: the response cache
-never answers), sent in alternating blocks — the single key, then the scoped key — so drift on the machine falls on
-both alike. Reported per key: requests/s, p50 / p95 over HTTP with 1 client and with 8; the ratio is scoped /
+never answers), sent in alternating blocks (single then scoped, then scoped then single, …) so drift on the machine
+falls on both alike. Reported per key: requests/s, p50 / p95 over HTTP with 1 client and with 8; the ratio is scoped /
 single (the target: within 5 %).
 
 Run: ``python -m bench.scoped_keys [--rounds 3] [--per-block 100]``.
@@ -56,8 +56,9 @@ def main(argv: list[str] | None = None) -> None:
     try:
         for clients in (1, 8):
             runs: dict[str, list[dict]] = {name: [] for name in keys}
-            for _ in range(args.rounds):
-                for name, key in keys.items():
+            for r in range(args.rounds):
+                order = list(keys.items()) if r % 2 == 0 else list(keys.items())[::-1]  # ABBA: drift cancels
+                for name, key in order:
                     block = bodies[cursor : cursor + args.per_block]
                     cursor += args.per_block
                     runs[name].append(http_load(base, PATH, block, clients=clients,

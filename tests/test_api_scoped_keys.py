@@ -202,6 +202,12 @@ def test_verify_runs_the_same_hmac_for_malformed_unknown_and_valid_tokens(
         assert len(calls) == 1, candidate
         assert (granted is not None) == (candidate == token)
     assert keys.verify(token).name == "k" and keys.verify("x" * 10_000) is None
+    # from memory alone: a token verified in the last seconds, the legacy key, a malformed header; else MISS
+    assert keys.resolve_cached(f"Bearer {token}") is keys_module.MISS  # whether any key exists: not read yet
+    assert keys.any_active() and keys.resolve_cached(f"Bearer {token}").name == "k"
+    assert keys.resolve_cached("Bearer legacy", legacy_key="legacy").name == "KGRAG_API_KEY"
+    assert keys.resolve_cached("Basic abc", legacy_key="legacy") is None
+    assert keys.resolve_cached("Bearer kgr_ffffffffffff_" + "A" * 43, legacy_key="legacy") is keys_module.MISS
     engine.dispose()
 
 

@@ -47,9 +47,11 @@ from sqlalchemy.exc import IntegrityError
 from kgrag.access.grants import OPEN, SCOPES, Grant, Scope
 from kgrag.tables_once import create_once
 
-__all__ = ["CACHE_SECONDS", "KeyInfo", "KeyStore", "LEGACY_GRANT", "TOKEN_PREFIX", "api_keys", "cli_actor"]
+__all__ = ["CACHE_SECONDS", "KeyInfo", "KeyStore", "LEGACY_GRANT", "MISS", "TOKEN_PREFIX", "api_keys", "cli_actor"]
 
 TOKEN_PREFIX = "kgr"
+#: :meth:`KeyStore.resolve_cached`'s answer when only the database can tell
+MISS = object()
 #: the grant of ``KGRAG_API_KEY``: admin over every network and KG
 LEGACY_GRANT = Grant("KGRAG_API_KEY", "admin")
 #: how long a verified token (and whether any key exists) is trusted before the database is asked again
@@ -116,6 +118,15 @@ def _names(values: Sequence[str] | None, what: str) -> list[str] | None:
             raise ValueError(f"{what} {v!r}: an id of 1 to 200 characters")
         out.append(v.strip())
     return sorted(set(out))
+
+
+def _bearer(authorization: bytes | str | None) -> bytes:
+    """The header as bytes, its scheme normalised to ``Bearer `` (case-insensitive, RFC 7235)."""
+    given = authorization.encode("utf-8", "surrogateescape") if isinstance(authorization, str) else (
+        authorization or b"")
+    if given[:7].lower() == b"bearer ":
+        given = b"Bearer " + given[7:].strip()
+    return given
 
 
 def _digest(salt: bytes, token: str) -> str:
@@ -224,6 +235,25 @@ class KeyStore:
             self._verified[fingerprint] = (grant, now)
         return grant
 
+    def resolve_cached(self, authorization: bytes | str | None, legacy_key: str = "") -> Grant | None | object:
+        """:meth:`resolve` from memory alone (no database read: what a request's event loop may call):
+        :data:`MISS` when it would need the database (a token not verified in the last seconds, whether any key
+        exists not known)."""
+        if not legacy_key:
+            cached = self._any
+            if cached is None or time.monotonic() - cached[1] >= CACHE_SECONDS:
+                return MISS
+            if not cached[0]:
+                return OPEN
+        given = _bearer(authorization)
+        if legacy_key and hmac.compare_digest(given, f"Bearer {legacy_key}".encode()):
+            return LEGACY_GRANT
+        if not given.startswith(b"Bearer "):
+            return None
+        token = given[7:].decode("utf-8", "replace")
+        hit = self._verified.get(hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest())
+        return hit[0] if hit is not None and time.monotonic() - hit[1] < CACHE_SECONDS else MISS
+
     def resolve(self, authorization: bytes | str | None, legacy_key: str = "") -> Grant | None:
         """The grant of an ``Authorization`` header: :data:`~kgrag.access.grants.OPEN` when no key exists (no
         ``legacy_key``, none active here), :data:`LEGACY_GRANT` for ``Bearer <legacy_key>`` (compared in constant
@@ -231,10 +261,7 @@ class KeyStore:
         case-insensitive (RFC 7235)."""
         if not legacy_key and not self.any_active():
             return OPEN
-        given = authorization.encode("utf-8", "surrogateescape") if isinstance(authorization, str) else (
-            authorization or b"")
-        if given[:7].lower() == b"bearer ":
-            given = b"Bearer " + given[7:].strip()
+        given = _bearer(authorization)
         if legacy_key and hmac.compare_digest(given, f"Bearer {legacy_key}".encode()):
             return LEGACY_GRANT
         if not given.startswith(b"Bearer "):

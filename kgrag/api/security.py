@@ -41,7 +41,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware.cors import CORSMiddleware
 
 from kgrag.access.grants import OPEN, Grant
-from kgrag.access.keys import LEGACY_GRANT, KeyStore
+from kgrag.access.keys import LEGACY_GRANT, MISS, KeyStore
 from kgrag.access.limits import RateLimiter
 from kgrag.config import Settings
 
@@ -128,6 +128,16 @@ class SecurityMiddleware:
             return OPEN
         return LEGACY_GRANT if hmac.compare_digest(given, self.expected) else None
 
+    def _cached_grant(self, scope: Scope) -> Grant | None | object:
+        """:meth:`_grant` from the key store's memory alone (:data:`~kgrag.access.keys.MISS` when it cannot tell):
+        most requests of a busy key never leave the event loop."""
+        if scope["path"] in OPEN_PATHS or scope["path"].startswith(OPEN_PREFIXES):
+            return OPEN
+        given, preflight = self._credentials(scope)
+        if preflight:
+            return OPEN
+        return self.keys().resolve_cached(given, self.api_key)  # type: ignore[misc]
+
     def _authorised(self, scope: Scope) -> bool:
         """Whether the request may pass (the legacy single-key check; tests call it directly)."""
         return self._grant(scope) is not None
@@ -138,7 +148,9 @@ class SecurityMiddleware:
             return
         path = scope["path"]
         try:
-            grant = self._grant(scope) if self.keys is None else await anyio.to_thread.run_sync(self._grant, scope)
+            grant = self._grant(scope) if self.keys is None else self._cached_grant(scope)
+            if grant is MISS:  # the key store's database must be asked: off the event loop
+                grant = await anyio.to_thread.run_sync(self._grant, scope)
         except SQLAlchemyError as exc:
             log.warning("key store unavailable: %s", exc)
             await _send_error(send, path, 503, "the key store is unavailable; try again")
