@@ -114,14 +114,19 @@ class SecurityMiddleware:
             given = b"Bearer " + given[7:].strip()
         return given, preflight
 
-    def _grant(self, scope: Scope) -> Grant | None:
-        """The caller's grant (:data:`~kgrag.access.grants.OPEN` when no key exists), ``None`` when a key is needed
-        and the request has no valid one. Blocking (the key store's database): run in a worker thread."""
+    def _open_or_credentials(self, scope: Scope) -> Grant | bytes:
+        """:data:`~kgrag.access.grants.OPEN` for an open path or a CORS preflight, else the normalised header."""
         if scope["path"] in OPEN_PATHS or scope["path"].startswith(OPEN_PREFIXES):
             return OPEN
         given, preflight = self._credentials(scope)
-        if preflight:
-            return OPEN
+        return OPEN if preflight else given
+
+    def _grant(self, scope: Scope) -> Grant | None:
+        """The caller's grant (:data:`~kgrag.access.grants.OPEN` when no key exists), ``None`` when a key is needed
+        and the request has no valid one. Blocking (the key store's database): run in a worker thread."""
+        given = self._open_or_credentials(scope)
+        if isinstance(given, Grant):
+            return given
         if self.keys is not None:
             return self.keys().resolve(given, self.api_key)
         if not self.expected:  # no key store (a bare middleware): the single key alone
@@ -131,11 +136,9 @@ class SecurityMiddleware:
     def _cached_grant(self, scope: Scope) -> Grant | None | object:
         """:meth:`_grant` from the key store's memory alone (:data:`~kgrag.access.keys.MISS` when it cannot tell):
         most requests of a busy key never leave the event loop."""
-        if scope["path"] in OPEN_PATHS or scope["path"].startswith(OPEN_PREFIXES):
-            return OPEN
-        given, preflight = self._credentials(scope)
-        if preflight:
-            return OPEN
+        given = self._open_or_credentials(scope)
+        if isinstance(given, Grant):
+            return given
         return self.keys().resolve_cached(given, self.api_key)  # type: ignore[misc]
 
     def _authorised(self, scope: Scope) -> bool:
