@@ -57,25 +57,35 @@ def small_network() -> tuple[KnowledgeNetwork, list[Instance], list[Link]]:
     return net, instances, links
 
 
-def _unavailable(resp, name: str) -> None:  # noqa: ANN001
+def _unavailable(resp, name: str, keyed: bool = False) -> None:  # noqa: ANN001
+    """503 with the route's message; ``keyed``: or the security middleware's, when it cannot read the key store
+    (no KGRAG_API_KEY: whether a key is needed lives in that database, and the server fails closed)."""
     assert resp.status_code == 503, resp.text
     body = resp.json()
-    assert body["error"].startswith(f"{name} failed: database unavailable ("), body
+    assert body["error"].startswith(f"{name} failed: database unavailable (") or (
+        keyed and body["error"].startswith("database unavailable (") and "key store" in body["error"]), body
     assert "Traceback" not in resp.text
 
 
 def test_database_unreachable_at_start(tmp_path: Path) -> None:
-    """Nothing listens on the database's port: the app starts, health answers, the kn routes say 503 fast."""
+    """Nothing listens on the database's port: the app starts, health answers, the kn routes say 503 fast (without
+    KGRAG_API_KEY the key store, in the same database, cannot be read: closed, 503 for every keyed request);
+    with KGRAG_API_KEY the routes answer the key's requests themselves: bad input is still a 400."""
     url = f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/kn"
     with TestClient(create_app(Settings(work_dir=tmp_path / "work", database_url=url))) as client:
         assert client.get("/healthz").status_code == 200
         start = time.perf_counter()
-        _unavailable(client.post(SEARCH_URL, json={"query": "百日咳", "kn_id": "faults"}), "kn_search")
-        _unavailable(client.post(CONTEXT_URL, json={"query": "百日咳有哪些症状", "kn_id": "faults"}), "context_search")
+        _unavailable(client.post(SEARCH_URL, json={"query": "百日咳", "kn_id": "faults"}), "kn_search", keyed=True)
+        _unavailable(client.post(CONTEXT_URL, json={"query": "百日咳有哪些症状", "kn_id": "faults"}), "context_search",
+                     keyed=True)
         assert time.perf_counter() - start < 10
         assert client.get("/healthz").status_code == 200  # still serving
+    keyed = Settings(work_dir=tmp_path / "work", database_url=url, api_key="k")
+    with TestClient(create_app(keyed)) as client:
+        auth = {"Authorization": "Bearer k"}
+        _unavailable(client.post(SEARCH_URL, json={"query": "百日咳", "kn_id": "faults"}, headers=auth), "kn_search")
         # bad input is still a 400, not masked by the outage
-        assert client.post(SEARCH_URL, json={"kn_id": "faults"}).status_code == 400
+        assert client.post(SEARCH_URL, json={"kn_id": "faults"}, headers=auth).status_code == 400
 
 
 def test_postgres_stopped_mid_run_then_back(tmp_path: Path) -> None:

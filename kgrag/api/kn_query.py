@@ -42,7 +42,7 @@ def query_object_instance_route(query: ObjectInstanceQuery, request: Request) ->
     """Instances of one object type matching a condition tree (optionally only some properties)."""
     store = network_service(request)
     return answer_or_error("query_object_instance", query.kn_id, lambda: query_object_instance(store, query),
-                           request)
+                           request, unknown_is_bad_input=True)
 
 
 @router.post("/api/agent-retrieval/in/v1/kn/query_instance_subgraph", responses=ERRORS)
@@ -50,7 +50,8 @@ def query_instance_subgraph_route(query: InstanceSubgraphQuery, request: Request
     """Instances reached from start instances along a path of relation types, with the links walked."""
     store = network_service(request)
     return answer_or_error("query_instance_subgraph", query.kn_id,
-                           lambda: query_instance_subgraph(store, query), request)
+                           lambda: query_instance_subgraph(store, query), request,
+                           unknown_is_bad_input=True)
 
 
 @router.post("/api/agent-retrieval/in/v1/kn/query_plan", responses=ERRORS)

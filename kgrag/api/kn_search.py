@@ -78,18 +78,20 @@ def database_unavailable(name: str, exc: OperationalError | InterfaceError) -> s
     return f"database unavailable ({reason})"
 
 
-def answer_or_error(name: str, kn_id: str, search: Callable[[], Any], request: Request) -> Any:
-    """Run ``search`` with the routes' error contract: unknown network — or one the caller's key may not read
-    (:func:`kgrag.api.access.require_kn`) — 404, bad input (``ValueError``, the query tools' ``ToolInputError``
-    included) 400, else 500 with a message (never a stack trace)."""
+def answer_or_error(name: str, kn_id: str, search: Callable[[], Any], request: Request,
+                    unknown_is_bad_input: bool = False) -> Any:
+    """Run ``search`` with the routes' error contract: unknown network 404, bad input (``ValueError``, the query
+    tools' ``ToolInputError`` included) 400, else 500 with a message (never a stack trace). A network the caller's
+    key may not read gets exactly what an unknown one gets: the 404, or, where the route's tools report an unknown
+    network as bad input (``unknown_is_bad_input``: the instance queries), their 400."""
+    if not grant_of(request).can_read_kn(kn_id) and unknown_is_bad_input:
+        return _bad_request(f"unknown knowledge network {kn_id!r}")
     try:
         require_kn(request, kn_id)
         return search()
     except NetworkNotFound as exc:
         raise HTTPException(404, f"knowledge network {kn_id!r} not found") from exc
     except ValueError as exc:  # attribute_conditions naming an unknown object type or attribute
-        if isinstance(exc.__cause__, NetworkNotFound):  # a query tool's "unknown network": the same 404
-            raise HTTPException(404, f"knowledge network {kn_id!r} not found") from exc
         return _bad_request(str(exc), "attribute_conditions" if "attribute_conditions" in str(exc) else None)
     except (OperationalError, InterfaceError) as exc:  # no connection to the database (pool_pre_ping retries)
         return JSONResponse(status_code=503, content={"error": f"{name} failed: {database_unavailable(name, exc)}"})

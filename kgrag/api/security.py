@@ -97,6 +97,7 @@ class SecurityMiddleware:
         self.max_body_bytes = max_body_bytes
         self.timeout = timeout
         self.keys = keys
+        self._store: KeyStore | None = None  # the key store once opened (in a worker thread: it reads the database)
         self.rate_per_minute = rate_per_minute
         self.limiter = RateLimiter()
 
@@ -115,11 +116,16 @@ class SecurityMiddleware:
         return given, preflight
 
     def _open_or_credentials(self, scope: Scope) -> Grant | bytes:
-        """:data:`~kgrag.access.grants.OPEN` for an open path or a CORS preflight, else the normalised header."""
+        """:data:`~kgrag.access.grants.OPEN` for an open path or a CORS preflight, :data:`LEGACY_GRANT` for
+        ``KGRAG_API_KEY`` (no database needed), else the normalised header."""
         if scope["path"] in OPEN_PATHS or scope["path"].startswith(OPEN_PREFIXES):
             return OPEN
         given, preflight = self._credentials(scope)
-        return OPEN if preflight else given
+        if preflight:
+            return OPEN
+        if self.expected and hmac.compare_digest(given, self.expected):
+            return LEGACY_GRANT
+        return given
 
     def _grant(self, scope: Scope) -> Grant | None:
         """The caller's grant (:data:`~kgrag.access.grants.OPEN` when no key exists), ``None`` when a key is needed
@@ -128,10 +134,10 @@ class SecurityMiddleware:
         if isinstance(given, Grant):
             return given
         if self.keys is not None:
-            return self.keys().resolve(given, self.api_key)
-        if not self.expected:  # no key store (a bare middleware): the single key alone
-            return OPEN
-        return LEGACY_GRANT if hmac.compare_digest(given, self.expected) else None
+            if self._store is None:
+                self._store = self.keys()
+            return self._store.resolve(given, self.api_key)
+        return None if self.expected else OPEN  # no key store (a bare middleware): the single key alone
 
     def _cached_grant(self, scope: Scope) -> Grant | None | object:
         """:meth:`_grant` from the key store's memory alone (:data:`~kgrag.access.keys.MISS` when it cannot tell):
@@ -139,7 +145,9 @@ class SecurityMiddleware:
         given = self._open_or_credentials(scope)
         if isinstance(given, Grant):
             return given
-        return self.keys().resolve_cached(given, self.api_key)  # type: ignore[misc]
+        if self._store is None:  # not opened yet: that reads the database, off the event loop
+            return MISS
+        return self._store.resolve_cached(given, self.api_key)
 
     def _authorised(self, scope: Scope) -> bool:
         """Whether the request may pass (the legacy single-key check; tests call it directly)."""
@@ -154,9 +162,12 @@ class SecurityMiddleware:
             grant = self._grant(scope) if self.keys is None else self._cached_grant(scope)
             if grant is MISS:  # the key store's database must be asked: off the event loop
                 grant = await anyio.to_thread.run_sync(self._grant, scope)
-        except SQLAlchemyError as exc:
-            log.warning("key store unavailable: %s", exc)
-            await _send_error(send, path, 503, "the key store is unavailable; try again")
+        except SQLAlchemyError as exc:  # closed, never open: whether a key is needed cannot be known
+            orig = getattr(exc, "orig", None) or exc
+            reason = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
+            log.warning("key store unavailable: %s", reason)
+            await _send_error(send, path, 503, f"database unavailable ({reason}): the key store cannot be read; "
+                                               "try again")
             return
         if grant is None:
             await _send_error(send, path, 401, "missing or invalid bearer token (Authorization: Bearer <key>)",
