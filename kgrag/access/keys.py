@@ -129,6 +129,17 @@ def _bearer(authorization: bytes | str | None) -> bytes:
     return given
 
 
+def _token(authorization: bytes | str | None, legacy_key: str) -> str | Grant | None:
+    """:data:`LEGACY_GRANT` for ``Bearer <legacy_key>`` (constant-time), ``None`` for a header that is no bearer
+    token, else the token to verify."""
+    given = _bearer(authorization)
+    if legacy_key and hmac.compare_digest(given, f"Bearer {legacy_key}".encode()):
+        return LEGACY_GRANT
+    if not given.startswith(b"Bearer "):
+        return None
+    return given[7:].decode("utf-8", "replace")
+
+
 def _digest(salt: bytes, token: str) -> str:
     return hmac.new(salt, token.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
 
@@ -245,12 +256,9 @@ class KeyStore:
                 return MISS
             if not cached[0]:
                 return OPEN
-        given = _bearer(authorization)
-        if legacy_key and hmac.compare_digest(given, f"Bearer {legacy_key}".encode()):
-            return LEGACY_GRANT
-        if not given.startswith(b"Bearer "):
-            return None
-        token = given[7:].decode("utf-8", "replace")
+        token = _token(authorization, legacy_key)
+        if not isinstance(token, str):
+            return token
         hit = self._verified.get(hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest())
         return hit[0] if hit is not None and time.monotonic() - hit[1] < CACHE_SECONDS else MISS
 
@@ -261,12 +269,8 @@ class KeyStore:
         case-insensitive (RFC 7235)."""
         if not legacy_key and not self.any_active():
             return OPEN
-        given = _bearer(authorization)
-        if legacy_key and hmac.compare_digest(given, f"Bearer {legacy_key}".encode()):
-            return LEGACY_GRANT
-        if not given.startswith(b"Bearer "):
-            return None
-        return self.verify(given[7:].decode("utf-8", "replace"))
+        token = _token(authorization, legacy_key)
+        return self.verify(token) if isinstance(token, str) else token
 
     @staticmethod
     def _info(row) -> KeyInfo:  # noqa: ANN001 - a row mapping or a dict
