@@ -28,13 +28,11 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from harness.demo_sources import load_demo_sources
 from harness.servers.kgrag_mcp import kgrag_mcp_http
 from kgrag.config import Settings
 from kgrag.mcp.server import MAX_ARGUMENT_CHARS, McpConfig, build_server
 from kgrag.mcp.tools import TOOLS, ToolContext
-from kgrag.network.loaders.demo import demo_network
-from kgrag.network.store import NetworkStore
-from kgrag.prep import steps
 
 KGRAG = Path(sys.executable).parent / "kgrag"
 TOOL_NAMES = {"kn_search", "context_search", "query_object_instance", "query_instance_subgraph", "query_modes",
@@ -60,14 +58,7 @@ def mcp_paths(tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, dict[
 def mcp_env(mcp_paths: tuple[Settings, dict[str, str]]) -> dict[str, str]:
     """``mcp_paths``' environment, with the demo network loaded and the demo KG prepared."""
     settings, env = mcp_paths
-    store = NetworkStore(settings.db_url)
-    try:
-        store.load(*demo_network())
-    finally:
-        store.close()
-    fingerprint = steps.input_fingerprint("demo", settings.data_dir)
-    steps.build_graph("demo", settings.data_dir, settings.dataset_dir("demo"), fingerprint)
-    steps.load_store(settings.dataset_dir("demo"), fingerprint)
+    load_demo_sources(settings)
     return env
 
 

@@ -21,13 +21,11 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from harness.demo_sources import load_demo_sources
 from harness.servers.kgrag_mcp import kgrag_mcp_http
 from kgrag.access.keys import KeyStore
 from kgrag.config import Settings
-from kgrag.network.loaders.demo import demo_network
-from kgrag.network.store import NetworkStore
 from kgrag.network.store.core import make_engine
-from kgrag.prep import steps
 
 KGRAG = Path(sys.executable).parent / "kgrag"
 
@@ -37,14 +35,7 @@ def keyed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
     root = tmp_path_factory.mktemp("mcp-keys")
     url = f"sqlite:///{root / 'kn.db'}"
     settings = Settings(work_dir=root / "work", database_url=url)
-    store = NetworkStore(url)
-    try:
-        store.load(*demo_network())
-    finally:
-        store.close()
-    fingerprint = steps.input_fingerprint("demo", settings.data_dir)
-    steps.build_graph("demo", settings.data_dir, settings.dataset_dir("demo"), fingerprint)
-    steps.load_store(settings.dataset_dir("demo"), fingerprint)
+    load_demo_sources(settings)
     engine = make_engine(url)
     keys = KeyStore(engine)
     tokens = {"demo": keys.create("demo-reader", "read", kns=["demo"], kgs=["demo"], created_by="test")[0],

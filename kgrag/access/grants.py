@@ -58,6 +58,11 @@ class Grant:
     def can_write_kg(self, kg: str) -> bool:
         return self.at_least("write") and covered(self.kgs, kg)
 
+    def readable(self) -> dict[str, tuple[str, ...] | None]:
+        """The agent's run-context fields for this grant: ``readable_kns`` / ``readable_kgs`` (None: all)."""
+        return {"readable_kns": None if self.kns is None else tuple(sorted(self.kns)),
+                "readable_kgs": None if self.kgs is None else tuple(sorted(self.kgs))}
+
     def readable_kns(self, kn_ids: Iterable[str]) -> list[str]:
         return [k for k in kn_ids if self.can_read_kn(k)]
 

@@ -89,8 +89,7 @@ def _scoped(request: AskRequest, http: Request) -> dict[str, Any]:
     grant = grant_of(http)
     if request.kg is None and request.kn_id is None and (grant.kns is not None or grant.kgs is not None):
         raise HTTPException(400, f"key {grant.name!r} covers only some graphs: name the kg or kn_id to ask")
-    return {"readable_kns": None if grant.kns is None else tuple(sorted(grant.kns)),
-            "readable_kgs": None if grant.kgs is None else tuple(sorted(grant.kgs))}
+    return grant.readable()
 
 
 def agent_router(graph: Any, context_type: Any) -> APIRouter:

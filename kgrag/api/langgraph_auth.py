@@ -122,7 +122,5 @@ async def create_run(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
         raise Auth.exceptions.HTTPException(status_code=400, detail=f"key {grant.name!r} covers only some graphs: "
                                             "name the kg or kn_id to ask")
     context = kwargs.get("context")
-    kwargs["context"] = {**(context if isinstance(context, dict) else {}),
-                         "readable_kns": None if grant.kns is None else sorted(grant.kns),
-                         "readable_kgs": None if grant.kgs is None else sorted(grant.kgs)}
+    kwargs["context"] = {**(context if isinstance(context, dict) else {}), **grant.readable()}
     return _stamp(ctx, value)

@@ -206,10 +206,9 @@ def _get_triples(ctx: ToolContext, args: GetTriplesArgs, scope: CallScope) -> An
 
 def _ask(ctx: ToolContext, args: AskArgs, scope: CallScope) -> Any:
     history = load_history(ctx.settings, args.thread) if args.thread else []
-    grant = scope.grant
-    state = agent_answerer(args.kn, args.llm, args.kg, args.style,
-                           None if grant.kns is None else tuple(sorted(grant.kns)),
-                           None if grant.kgs is None else tuple(sorted(grant.kgs)))(args.question, history)
+    readable = scope.grant.readable()
+    state = agent_answerer(args.kn, args.llm, args.kg, args.style, readable["readable_kns"],
+                           readable["readable_kgs"])(args.question, history)
     if args.thread:
         save_history(ctx.settings, args.thread, state.get("history", []))
     return state
