@@ -1,7 +1,7 @@
 """``kgrag keys`` and ``kgrag audit`` (kgrag/cli/access.py) through the real command line, and the audit log's
 guarantees on SQLite and PostgreSQL: keys shown once and stored hashed, revocation, bad input one line; every
 command that changes a network (kn load, kn remove) appends ``cli:<user>`` entries; the log refuses UPDATE and
-DELETE.
+DELETE; a change and its entry commit together (one fails: neither is kept).
 
     .venv/bin/python -m pytest -q tests/test_access_cli.py
 """
@@ -20,6 +20,9 @@ from kgrag.access.audit import AuditLog, audit_log
 from kgrag.access.keys import KeyStore, api_keys, cli_actor
 from kgrag.cli import app
 from kgrag.cli.access import parse_since
+from kgrag.network.loaders.declarative import load_declarative
+from kgrag.network.schema.model import Instance
+from kgrag.network.store import NetworkChanges, NetworkStore
 from kgrag.network.store.core import make_engine
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "library" / "library.yaml"
@@ -93,6 +96,36 @@ def test_the_audit_log_refuses_updates_and_deletes(db_url: str) -> None:
         assert entry.actor == "someone" and entry.counts == {"links_inserted": 2}
     finally:
         engine.dispose()
+
+
+def test_a_change_and_its_entry_commit_together(db_url: str) -> None:
+    store = NetworkStore(db_url)
+    try:
+        store.sync(*load_declarative(EXAMPLE))
+        log = AuditLog(store.engine)
+        before = store.network_version("library")
+        book = NetworkChanges(upsert_instances=[Instance(object_type_id="Book", id="b:new",
+                                                         properties={"title": "A New Book", "year": 2026})])
+
+        def refused(conn, version_before, stats) -> None:  # noqa: ANN001 - the audit entry cannot be written
+            log.append("agent-a", "kn.changes", "kn", "library", version_before, stats.version, conn=conn)
+            raise RuntimeError("audit unavailable")
+
+        with pytest.raises(RuntimeError, match="audit unavailable"):
+            store.apply_changes("library", book, on_write=refused)
+        assert store.network_version("library") == before and not store.get_instances("library", "Book", ["b:new"])
+        assert log.entries(target="library") == []
+
+        def audit(conn, version_before, stats) -> None:  # noqa: ANN001
+            log.append("agent-a", "kn.changes", "kn", "library", version_before, stats.version, stats.counts(),
+                       conn=conn)
+
+        stats = store.apply_changes("library", book, on_write=audit)
+        [entry] = log.entries(target="library")
+        assert (entry.version_before, entry.version_after) == (before, stats.version) != (before, before)
+        assert entry.counts == {"instances_inserted": 1}
+    finally:
+        store.close()
 
 
 def test_since_takes_durations_and_dates() -> None:

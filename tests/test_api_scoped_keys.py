@@ -2,7 +2,8 @@
 PostgreSQL: every network route × {no key, read A, write A, admin, revoked} gives the expected status; a key
 learns nothing of a network it may not read (404, the unknown network's message); changes land in the audit log
 under the key's name; the legacy KGRAG_API_KEY is an admin key; a key over its rate gets 429 with Retry-After; a
-fuzzed Authorization header is 401, never a 5xx.
+fuzzed Authorization header is 401, never a 5xx; the key routes (/api/keys) answer admin keys only, within what
+each covers.
 
     .venv/bin/python -m pytest -q tests/test_api_scoped_keys.py -k sqlite
 """
@@ -137,7 +138,7 @@ def test_every_network_route_answers_each_key_as_its_scope_says(served: tuple[Te
                 assert resp.text.replace(kn, "X") == unknown.text.replace("no_such_network", "X")
 
 
-def test_kg_routes_refuse_a_kg_the_key_may_not_read(served: tuple[TestClient, dict]) -> None:
+def test_kg_routes_refuse_a_kg_the_key_may_not_read(served: tuple[TestClient, dict], module_db_url: str) -> None:
     client, tokens = served
     body = {"session_id": "s-keys", "kg": "demo", "query": '<kg-query>get_relations("x")</kg-query>'}
     hidden = client.post("/api/kg/query", json=body, headers=_headers(tokens, "read_a"))  # --kn only: no KG
@@ -146,6 +147,15 @@ def test_kg_routes_refuse_a_kg_the_key_may_not_read(served: tuple[TestClient, di
     assert client.get("/api/datasets", headers=_headers(tokens, "read_a")).json() == {}
     unnamed = client.post("/agent/ask", json={"question": "Who wrote 1984?"}, headers=_headers(tokens, "read_a"))
     assert unnamed.status_code == 400 and "name the kg or kn_id" in unnamed.json()["detail"]
+    engine = make_engine(module_db_url)
+    try:  # a KG the key may read but that does not exist: the datasets the answer names are the key's alone
+        token, _ = KeyStore(engine).create("kg-nowhere", "read", kns=[], kgs=["nowhere"], created_by="test")
+    finally:
+        engine.dispose()
+    missing = client.post("/api/kg/query", json={**body, "kg": "nowhere"}, headers={"Authorization": f"Bearer {token}"})
+    assert missing.status_code == 422 and "known datasets are none." in missing.json()["detail"][0]["msg"]
+    everything = client.post("/api/kg/query", json={**body, "kg": "nowhere"}, headers=_headers(tokens, "admin"))
+    assert "demo" in everything.json()["detail"][0]["msg"]
 
 
 def test_listings_show_only_what_a_key_may_read(served: tuple[TestClient, dict]) -> None:
@@ -226,6 +236,64 @@ def test_the_console_shows_a_key_only_its_sources(served: tuple[TestClient, dict
     assert B not in unknown.json()["detail"]  # the loaded networks it names are the key's
     assert client.get("/console/api/schema", params={"kn": A}, headers=read_a).status_code == 200
     assert client.get("/console/api/node", params={"kn": B, "id": "Book:b:hobbit"}, headers=read_a).status_code == 404
+
+
+def test_only_admin_keys_manage_keys(served: tuple[TestClient, dict], module_db_url: str) -> None:
+    client, tokens = served
+    body = {"name": "minted", "scope": "read", "kns": [A], "kgs": []}
+    for who, status in (("none", 401), ("revoked", 401), ("read_a", 403), ("write_a", 403)):
+        headers = _headers(tokens, who)
+        assert client.get("/api/keys", headers=headers).status_code == status, who
+        assert client.post("/api/keys", json=body, headers=headers).status_code == status, who
+        assert client.post("/api/keys/read-a/revoke", headers=headers).status_code == status, who
+    admin = _headers(tokens, "admin")
+    listed = client.get("/api/keys", headers=admin).json()
+    assert {"read-a", "write-a", "admin", "gone"} <= {k["name"] for k in listed}
+    assert all("token" not in k and "digest" not in k for k in listed)
+    created = client.post("/api/keys", json=body, headers=admin)
+    assert created.status_code == 201, created.text
+    minted = {"Authorization": f"Bearer {created.json()['token']}"}
+    assert created.json()["kns"] == [A] and created.json()["created_by"] == "admin"
+    assert client.get(f"/api/kn/networks/{A}", headers=minted).status_code == 200
+    assert client.get(f"/api/kn/networks/{B}", headers=minted).status_code == 404
+    assert client.post("/api/keys", json=body, headers=admin).status_code == 409  # the name is taken
+    bad = client.post("/api/keys", json={**body, "name": "x y", "scope": "owner"}, headers=admin)
+    assert bad.status_code == 422 and {e["loc"][-1] for e in bad.json()["detail"]} == {"name", "scope"}
+    revoked = client.post("/api/keys/minted/revoke", headers=admin)
+    assert revoked.status_code == 200 and revoked.json()["revoked_at"] is not None
+    assert client.get(f"/api/kn/networks/{A}", headers=minted).status_code == 401  # refused at once here
+    assert client.post("/api/keys/minted/revoke", headers=admin).status_code == 409  # revoked already
+    assert client.post("/api/keys/no-such-key/revoke", headers=admin).status_code == 404
+    assert client.post("/api/keys/admin/revoke", headers=admin).status_code == 409  # not itself
+    engine = make_engine(module_db_url)
+    try:
+        entries = AuditLog(engine).entries(kind="key", target="minted")
+    finally:
+        engine.dispose()
+    assert [(e.action, e.actor) for e in entries] == [("key.revoke", "admin"), ("key.create", "admin")]
+
+
+def test_an_admin_key_hands_out_and_revokes_only_what_it_covers(served: tuple[TestClient, dict],
+                                                              module_db_url: str) -> None:
+    client, tokens = served
+    engine = make_engine(module_db_url)
+    try:
+        token, _ = KeyStore(engine).create("admin-a", "admin", kns=[A], kgs=[], created_by="test")
+        scoped = {"Authorization": f"Bearer {token}"}
+        for body in ({"name": "wide", "scope": "read"}, {"name": "wide", "scope": "read", "kns": [B], "kgs": []},
+                     {"name": "wide", "scope": "read", "kns": [A]}):  # all networks / B / every KG: beyond its own
+            assert client.post("/api/keys", json=body, headers=scoped).status_code == 403, body
+        made = client.post("/api/keys", json={"name": "narrow", "scope": "write", "kns": [A], "kgs": []},
+                           headers=scoped)
+        assert made.status_code == 201, made.text
+        names = {k["name"] for k in client.get("/api/keys", headers=scoped).json()}
+        assert {"narrow", "read-a", "admin-a"} <= names and not names & {"write-a", "admin"}  # write-a: all KGs
+        assert client.post("/api/keys/write-a/revoke", headers=scoped).status_code == 404  # not covered: unseen
+        assert client.post("/api/keys/narrow/revoke", headers=scoped).status_code == 200
+        entries = AuditLog(engine).entries(kind="key", target="narrow")
+        assert [(e.action, e.actor) for e in entries] == [("key.revoke", "admin-a"), ("key.create", "admin-a")]
+    finally:
+        engine.dispose()
 
 
 def test_kg_sessions_are_the_keys_own() -> None:

@@ -60,11 +60,14 @@ def test_without_a_key_every_route_is_open_and_the_openapi_declares_each_scope(t
     (a key created later, `kgrag keys create`, turns it on without a restart)."""
     with TestClient(create_app(settings_for(tmp_path))) as client:
         assert client.get("/api/datasets").status_code == 200
+        refused = client.post("/api/keys", json={"name": "first", "scope": "admin"})  # an open server mints none
+        assert refused.status_code == 403 and "kgrag keys create" in refused.json()["detail"]
         schema = client.get("/openapi.json").json()
         assert schema["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
         paths = schema["paths"]
         assert paths["/healthz"]["get"]["security"] == [] and paths["/healthz"]["get"]["x-kgrag-scope"] == "none"
         assert paths["/api/kn/{kn_id}/instances"]["put"]["x-kgrag-scope"] == "write"
+        assert paths["/api/keys"]["post"]["x-kgrag-scope"] == "admin"
         assert paths["/api/agent-retrieval/in/v1/kn/kn_search"]["post"]["x-kgrag-scope"] == "read"
 
 

@@ -1,7 +1,7 @@
 """``langgraph dev`` behind the scoped keys (langgraph.json's ``auth``: kgrag/api/langgraph_auth.py) over a copy
 of the medical network with two keys: without a key the API and the mounted routes answer 401; a key's threads are
-its own (another key gets 404); a run on a network its key may not read is refused before the graph runs; the
-agent routes mounted beside check the same keys.
+its own (another key gets 404); a run on a network its key may not read is refused before the graph runs; store
+items and crons are the key's own; the agent routes mounted beside check the same keys.
 
     .venv/bin/python -m pytest -q tests/test_langgraph_keys.py
 """
@@ -70,6 +70,21 @@ def test_threads_and_runs_answer_only_to_their_key(keyed_langgraph: tuple[str, d
     unnamed = httpx.post(f"{base}/runs/wait", timeout=60, headers={"Authorization": f"Bearer {tokens['other']}"},
                          json={"assistant_id": "agent", "input": {"question": "百日咳吃什么药"}})
     assert unnamed.status_code == 400
+
+
+def test_store_items_and_crons_are_the_keys_own(keyed_langgraph: tuple[str, dict]) -> None:
+    base, tokens = keyed_langgraph
+    mine, theirs = _client(base, tokens["medical"]), _client(base, tokens["other"])
+    mine.store.put_item(["notes"], "k1", {"text": "mine"})
+    theirs.store.put_item(["notes"], "k1", {"text": "theirs"})  # the same namespace and key: a different item
+    assert mine.store.get_item(["notes"], "k1")["value"] == {"text": "mine"}
+    assert [i["value"] for i in theirs.store.search_items(["notes"])["items"]] == [{"text": "theirs"}]
+    assert theirs.store.search_items(["medical-reader"])["items"] == []  # naming the other key's space: its own
+    thread = mine.threads.create()
+    cron = mine.crons.create_for_thread(thread["thread_id"], "agent", schedule="0 0 1 1 *",
+                                        input={"question": "百日咳吃什么药", "kn_id": "medical"})
+    assert cron["cron_id"] in {c["cron_id"] for c in mine.crons.search()}
+    assert cron["cron_id"] not in {c["cron_id"] for c in theirs.crons.search()}
 
 
 def test_the_mounted_routes_check_the_same_keys(keyed_langgraph: tuple[str, dict]) -> None:

@@ -78,7 +78,7 @@ def test_a_key_reads_its_graphs_and_nothing_of_the_others(keyed_server: tuple[st
         base, tokens["other"], [SEARCH_DEMO, SEARCH_NONE, RELATIONS_DEMO])
     assert search_err and unknown_err and kg_err
     assert refused.replace("'demo'", "X") == unknown.replace("'no_such_kn'", "X")  # the same as a missing network
-    assert "unknown dataset 'demo'" in kg_refused and "known datasets are ." in kg_refused  # none listed
+    assert "unknown dataset 'demo'" in kg_refused and "known datasets are none." in kg_refused
     (ask_err, asked), (_, asked_unknown) = _calls(base, tokens["other"], [
         ("ask", {"question": "Which films did Mariana Pereira direct?", "kn": "demo"}),
         ("ask", {"question": "Which films did Mariana Pereira direct?", "kn": "no_such_kn"})])

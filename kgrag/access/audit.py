@@ -104,12 +104,19 @@ class AuditLog:
         create_once(engine, metadata, after=_guard)
 
     def append(self, actor: str, action: str, kind: str, target: str, version_before: str | None = None,
-               version_after: str | None = None, counts: dict[str, Any] | None = None) -> None:
-        with self.engine.begin() as conn:
-            conn.execute(insert(audit_log).values(
-                at=time.time(), actor=actor[:200], action=action[:40], kind=kind[:10], target=target[:200],
-                version_before=version_before, version_after=version_after,
-                counts=json.dumps(counts or {}, ensure_ascii=False, default=str)))
+               version_after: str | None = None, counts: dict[str, Any] | None = None,
+               conn: Connection | None = None) -> None:
+        """Append one entry; with ``conn``, inside that connection's transaction (the entry commits with the change
+        it records, or neither does)."""
+        row = insert(audit_log).values(
+            at=time.time(), actor=actor[:200], action=action[:40], kind=kind[:10], target=target[:200],
+            version_before=version_before, version_after=version_after,
+            counts=json.dumps(counts or {}, ensure_ascii=False, default=str))
+        if conn is not None:
+            conn.execute(row)
+            return
+        with self.engine.begin() as own:
+            own.execute(row)
 
     def entries(self, kind: str | None = None, target: str | None = None, since: float | None = None,
                 limit: int = 200) -> list[AuditEntry]:

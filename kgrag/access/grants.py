@@ -58,6 +58,12 @@ class Grant:
     def can_write_kg(self, kg: str) -> bool:
         return self.at_least("write") and covered(self.kgs, kg)
 
+    def covers(self, kns: Iterable[str] | None, kgs: Iterable[str] | None) -> bool:
+        """Whether every network and KG named (``None``: all of them) is within this grant's (what an admin key may
+        hand out or revoke: never more than it has)."""
+        return all(mine is None or (theirs is not None and set(theirs) <= mine)
+                   for mine, theirs in ((self.kns, kns), (self.kgs, kgs)))
+
     def readable(self) -> dict[str, tuple[str, ...] | None]:
         """The agent's run-context fields for this grant: ``readable_kns`` / ``readable_kgs`` (None: all)."""
         return {"readable_kns": None if self.kns is None else tuple(sorted(self.kns)),

@@ -22,7 +22,7 @@ from fastapi.responses import JSONResponse
 from graphs.agent.context import AgentContext
 from graphs.agent.graph import graph as agent_graph
 from kgrag import __version__
-from kgrag.api import kg_tools, kn_changes, kn_query, kn_search, query_modes
+from kgrag.api import keys_routes, kg_tools, kn_changes, kn_query, kn_search, query_modes
 from kgrag.api.access import grant_of
 from kgrag.api.agent_routes import agent_router
 from kgrag.api.security import harden
@@ -134,6 +134,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.kn_search_cache = KnSearchCache(settings.kn_search_cache_size)
     app.include_router(kg_tools.router)
     app.include_router(kn_changes.router)  # writes: only here, behind the API key (not on langgraph_app)
+    app.include_router(keys_routes.router)  # admin keys manage keys (also only here)
     _add_retrieval(app)
     _add_agent_and_console(app)
     harden(app, settings)  # bearer auth, body limit, handler timeout, CORS (KGRAG_API_KEY, … see security.py)

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from kgrag.access.grants import OPEN, grant_of
 from kgrag.api.access import require_kg
-from kgrag.data.registry import dataset_spec
+from kgrag.data.registry import dataset_names, dataset_spec, unknown_dataset
 from kgrag.data.spec import DatasetSpec
 from kgrag.errors import KgragError
 from kgrag.tools.factory import follow_version, open_session
@@ -47,11 +47,13 @@ class KGQueryResponse(BaseModel):
 def _kg_spec(kg: str, request: Request) -> DatasetSpec:
     """The KG the request names, resolved once: an unknown name is a validation error (422 with the standard
     body, on ``body.kg``), before any store is touched."""
+    settings = request.app.state.settings
     try:
-        return dataset_spec(kg, request.app.state.settings)
-    except KgragError as exc:
-        raise RequestValidationError([{"type": "value_error", "loc": ("body", "kg"), "msg": f"Value error, {exc}",
-                                       "input": kg, "ctx": {"error": str(exc)}}]) from None
+        return dataset_spec(kg, settings)
+    except KgragError:  # the datasets it names are those the caller's key may read
+        message = unknown_dataset(kg, grant_of(request).readable_kgs(dataset_names(settings)))
+        raise RequestValidationError([{"type": "value_error", "loc": ("body", "kg"), "msg": f"Value error, {message}",
+                                       "input": kg, "ctx": {"error": message}}]) from None
 
 
 def _sessions(request: Request) -> SessionStore:

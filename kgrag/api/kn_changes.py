@@ -25,7 +25,7 @@ a body that does not validate (a missing field, an empty id) 422 naming the fiel
 :data:`MAX_BATCH` rows 422; a body over ``KGRAG_MAX_BODY_BYTES`` 413; the database unreachable 503. Behind the
 API key like every route (:mod:`kgrag.api.security`): a key that may not read the network gets its 404, one that
 may read but not write a 403; each change that made a new version is appended to the audit log
-(:mod:`kgrag.access.audit`) under the key's name.
+(:mod:`kgrag.access.audit`) under the key's name, in the change's own transaction (both commit or neither).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, HTTPException, Path, Request
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DataError, IntegrityError, InterfaceError, OperationalError
 
 from kgrag.access.audit import AuditLog
@@ -42,7 +43,7 @@ from kgrag.api.kn_search import app_network_store, database_unavailable
 from kgrag.errors import KgragError, NetworkNotFound
 from kgrag.network.schema.model import Instance, Link
 from kgrag.network.store import NetworkStore
-from kgrag.network.store.changes import NetworkChanges
+from kgrag.network.store.changes import ChangeStats, NetworkChanges
 
 __all__ = ["MAX_BATCH", "router"]
 
@@ -138,12 +139,12 @@ def _apply(request: Request, kn_id: str, changes: NetworkChanges) -> dict[str, A
     try:
         grant = require_kn(request, kn_id, write=True)  # 404 for a network the key may not read, 403 read-only
         store = cast(NetworkStore, app_network_store(request.app))  # the app's store is a NetworkStore
-        before = store.network_version(kn_id)
-        stats = store.apply_changes(kn_id, changes)
-        if stats.changed:
-            AuditLog(store.engine).append(grant.name, "kn.changes", "kn", kn_id, before, stats.version,
-                                          stats.counts())
-        return stats.as_dict()
+        log = AuditLog(store.engine)
+
+        def audit(conn: Connection, before: str, stats: ChangeStats) -> None:  # in the change's transaction
+            log.append(grant.name, "kn.changes", "kn", kn_id, before, stats.version, stats.counts(), conn=conn)
+
+        return store.apply_changes(kn_id, changes, on_write=audit).as_dict()
     except NetworkNotFound as exc:
         raise HTTPException(404, f"knowledge network {kn_id!r} not found") from exc
     except (ValueError, KgragError, DataError, IntegrityError) as exc:  # a rejected row: nothing applied

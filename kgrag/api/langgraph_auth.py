@@ -7,8 +7,10 @@ and runs, and a run asks only a network or KG its key may read.
 Contract (the same keys, :mod:`kgrag.access.keys`, on the database of ``KGRAG_DATABASE_URL``):
 - **authenticate**: no ``KGRAG_API_KEY`` and no key created: open (every caller is ``anonymous``, as before);
   otherwise ``Authorization: Bearer <key>`` or 401; ``/ok`` (liveness) is always open.
-- **threads, runs, crons, store**: a new resource is stamped ``metadata.owner`` = the key's name, and a key reads,
+- **threads, runs, crons**: a new resource is stamped ``metadata.owner`` = the key's name, and a key reads,
   searches, updates and deletes only its own (another key's thread is a 404, as one that is not there).
+- **store**: each key's items live under its own name (the namespace it gives is taken inside ``(key name, …)``),
+  so a key never reads, lists or overwrites another's.
 - **assistants**: every key reads and searches them (the graph ``agent`` is the server's); only an admin key creates,
   changes or deletes one.
 - **a run** (``threads.create_run``): its context carries the key's readable networks and KGs, so the agent answers
@@ -79,6 +81,14 @@ def _stamp(ctx: Auth.types.AuthContext, value: dict) -> dict[str, str]:
 async def owned(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
     """Every resource without a handler of its own: its owner's only."""
     return _stamp(ctx, value)
+
+
+@auth.on.store()
+async def own_store(ctx: Auth.types.AuthContext, value: Any) -> None:
+    """A store operation's namespace is taken inside the key's own: ``("notes",)`` is ``(key name, "notes")``."""
+    namespace = tuple(value.get("namespace") or ())
+    if namespace[:1] != (ctx.user.identity,):
+        value["namespace"] = (ctx.user.identity, *namespace)
 
 
 @auth.on.assistants.read

@@ -260,16 +260,23 @@ class SecurityMiddleware:
 WRITE_ROUTE = re.compile(r"^/api/kn/\{kn_id\}/(instances|links|changes)")
 
 
+#: the key management routes (:mod:`kgrag.api.keys_routes`): an admin key
+ADMIN_ROUTE = re.compile(r"^/api/keys(/|$)")
+
+
 def route_scope(path: str, method: str) -> str:
-    """The scope a route needs: ``none`` (open), ``write`` (a change route) or ``read``."""
+    """The scope a route needs: ``none`` (open), ``admin`` (key management), ``write`` (a change route) or
+    ``read``."""
     if path in OPEN_PATHS or path.startswith(OPEN_PREFIXES) or method.upper() == "OPTIONS":
         return "none"
+    if ADMIN_ROUTE.match(path):
+        return "admin"
     return "write" if WRITE_ROUTE.match(path) else "read"
 
 
 def _declare_bearer(app: FastAPI) -> None:
     """The OpenAPI declares the ``HTTPBearer`` scheme on every operation but the open ones, and each operation's
-    scope (``x-kgrag-scope``: read / write; a key that may not read the named network or KG gets its 404)."""
+    scope (``x-kgrag-scope``: read / write / admin; a key that may not read the named network or KG gets its 404)."""
     build = app.openapi
 
     def openapi() -> dict[str, Any]:

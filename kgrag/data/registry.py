@@ -93,7 +93,7 @@ def dataset_spec(name: str, settings: Settings) -> DatasetSpec:
 def unknown_dataset(name: str, known: list[str]) -> str:
     """The message for a dataset that is not there (or that a caller's key may not read: ``known`` then lists
     only those it may)."""
-    return (f"unknown dataset {name!r}: known datasets are {', '.join(known)}. Import your own graph with "
+    return (f"unknown dataset {name!r}: known datasets are {', '.join(known) or 'none'}. Import your own graph with "
             f"`kgrag prepare --dataset NAME --triples FILE` (or --endpoint URL).")
 
 

@@ -38,7 +38,7 @@ from sqlalchemy import Engine
 
 from kgrag.network.schema.conditions import Plan
 from kgrag.network.schema.model import Condition, Instance, InstanceHit, KnowledgeNetwork, Link, PathHit
-from kgrag.network.store.changes import ChangeStats, NetworkChanges, StoreChanges
+from kgrag.network.store.changes import ChangeStats, NetworkChanges, OnWrite, StoreChanges
 from kgrag.network.store.core import SCHEMA_RECHECK_SECONDS, StoreCore
 from kgrag.network.store.index import Key, StoreIndex, fts_query, index_tokens
 from kgrag.network.store.load import LoadStats, StoreLoader
@@ -178,10 +178,11 @@ class NetworkStore:
         """Remove a network (one transaction); False when it was not there."""
         return self.loader.delete(kn_id)
 
-    def apply_changes(self, kn_id: str, changes: NetworkChanges, embedder: TextEmbedder | None = None
-                      ) -> ChangeStats:
-        """Upsert / delete instances and links of ``kn_id`` in one transaction: :meth:`StoreChanges.apply_changes`."""
-        return self.changes.apply_changes(kn_id, changes, embedder)
+    def apply_changes(self, kn_id: str, changes: NetworkChanges, embedder: TextEmbedder | None = None,
+                      on_write: OnWrite | None = None) -> ChangeStats:
+        """Upsert / delete instances and links of ``kn_id`` in one transaction (``on_write`` inside it):
+        :meth:`StoreChanges.apply_changes`."""
+        return self.changes.apply_changes(kn_id, changes, embedder, on_write)
 
     def sync(
         self,

@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,6 +105,10 @@ class ChangeStats:
     def counts(self) -> dict[str, int]:
         """The rows it inserted, updated and deleted (what the audit log keeps)."""
         return {k: v for k, v in self.__dict__.items() if k.startswith(("instances_", "links_")) and v}
+
+
+#: called inside a change's transaction: ``(connection, version before, stats)`` (:meth:`StoreChanges.apply_changes`)
+OnWrite = Callable[[Connection, str, ChangeStats], None]
 
 
 class _Stale(Exception):
@@ -198,14 +202,16 @@ class StoreChanges:
         self.loader = loader
 
     # ------------------------------------------------------------------ public
-    def apply_changes(self, kn_id: str, changes: NetworkChanges, embedder: TextEmbedder | None = None
-                      ) -> ChangeStats:
-        """Apply ``changes`` to network ``kn_id`` in one transaction (see the module docstring)."""
+    def apply_changes(self, kn_id: str, changes: NetworkChanges, embedder: TextEmbedder | None = None,
+                      on_write: OnWrite | None = None) -> ChangeStats:
+        """Apply ``changes`` to network ``kn_id`` in one transaction (see the module docstring). ``on_write(conn,
+        version_before, stats)`` runs inside that transaction once a new version is written (the audit entry:
+        it commits with the change or not at all)."""
         start = time.perf_counter()
         for _ in range(RETRIES):
             plan = self._plan_changes(kn_id, changes)
             try:
-                return self._apply(plan, embedder or self.index.embedder_for(kn_id), start)
+                return self._apply(plan, embedder or self.index.embedder_for(kn_id), start, on_write)
             except _Stale:
                 continue
         raise RuntimeError(f"network {kn_id!r} kept changing while this change was prepared; try again")
@@ -466,7 +472,8 @@ class StoreChanges:
         plan.embedder_name = embedder.model_name
 
     # ------------------------------------------------------------------ the write
-    def _apply(self, plan: _Plan, embedder: TextEmbedder, start: float) -> ChangeStats:
+    def _apply(self, plan: _Plan, embedder: TextEmbedder, start: float, on_write: OnWrite | None = None
+               ) -> ChangeStats:
         stats = ChangeStats(kn_id=plan.kn_id, version=plan.base_version, instances_inserted=plan.inserted,
                             instances_updated=plan.updated, instances_deleted=len(plan.deleted),
                             instances_unchanged=plan.unchanged, links_inserted=len(plan.new_links))
@@ -480,7 +487,7 @@ class StoreChanges:
             return stats
         self._derive(plan, embedder)
         stats.version = uuid.uuid4().hex
-        stats.links_deleted = self._write(plan, stats.version)
+        self._write(plan, stats, on_write)
         self.core.forget(plan.kn_id)  # the index's caches stay: keyed by version, they move forward by the record
         stats.seconds = time.perf_counter() - start
         return stats
@@ -494,10 +501,11 @@ class StoreChanges:
                 conn.execute(update(t.networks).where(t.networks.c.kn_id == plan.kn_id)
                              .values(stats={**row.stats, "source": plan.source}))
 
-    def _write(self, plan: _Plan, version: str) -> int:
-        """Write ``plan`` in one transaction under ``version``; returns the links deleted. :class:`_Stale` when
-        the stored version is no longer the one planned on."""
-        kn_id = plan.kn_id
+    def _write(self, plan: _Plan, stats: ChangeStats, on_write: OnWrite | None = None) -> None:
+        """Write ``plan`` in one transaction under ``stats.version`` (setting ``stats.links_deleted``; then
+        ``on_write`` in the same transaction). :class:`_Stale` when the stored version is no longer the one planned
+        on."""
+        kn_id, version = plan.kn_id, stats.version
         postgres = self.core.dialect == "postgresql"
         with self.core.engine.begin() as conn:
             if postgres:  # the loads' lock: one writer of a network at a time
@@ -529,7 +537,9 @@ class StoreChanges:
             if counts["vectors"] and not plan.stats.get("embedder") and plan.rows["vectors"]:
                 values["embedder"] = plan.embedder_name
             conn.execute(update(t.networks).where(t.networks.c.kn_id == kn_id).values(**values))
-        return links_before + len(plan.new_links) - counts["links"]
+            stats.links_deleted = links_before + len(plan.new_links) - counts["links"]
+            if on_write is not None:
+                on_write(conn, plan.base_version, stats)
 
     @staticmethod
     def _record(plan: _Plan) -> dict[str, Any]:
