@@ -77,6 +77,13 @@ class Settings(BaseSettings):
     rerank_timeout: float = Field(default=30.0, gt=0)
     #: kn_search responses kept per server process (LRU, keyed on the network version); 0 turns it off
     kn_search_cache_size: int = Field(default=1024, ge=0)
+    #: an object type with at least this many instances answers knn from an ANN index per field
+    #: (kgrag.network.store.ann: usearch HNSW, memory-mapped, kept in step by content); smaller ones, and every
+    #: type when 0, by the exact scan
+    kn_ann_min_rows: int = Field(default=50_000, ge=0, le=1_000_000_000)
+    #: what embeds a load's knn texts: "onnx" = the ONNX export on every core, length-sorted batches (the same
+    #: vectors as torch, cosine > 0.999: bench/load_encoders.py), "torch" = the sentence-transformers model
+    load_encoder: Literal["torch", "onnx"] = "onnx"
     #: the knowledge network an agent run uses when its input and context name none
     agent_kn_id: str = Field(default="medical", min_length=1, max_length=200)
     #: which schema-intent planner the LLM-free network agent uses: a ranker trained on labelled questions, one

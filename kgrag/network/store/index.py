@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -39,6 +40,8 @@ from sqlalchemy.dialects.postgresql import ARRAY
 
 from kgrag.config import get_settings
 from kgrag.network.schema import tables as t
+from kgrag.network.store.ann import AnnFiles
+from kgrag.network.store.ann_search import TypeIndex, open_type_index
 from kgrag.network.store.core import StoreCore
 from kgrag.rank.embedder_factory import TextEmbedder, make_embedder
 from kgrag.rank.sentence_embedder import Embedder
@@ -174,13 +177,66 @@ class StoreIndex:
         self._embedders: dict[str, tuple[str, TextEmbedder]] = {}  # kn_id -> (version, its vectors' model)
         self._representable: dict[tuple[str, str], bool] = {}  # (model, query) -> representable (bounded)
         self._vectors: dict[tuple[str, str, str], tuple[str, _VectorIndex]] = {}
+        self._ann: dict[tuple[str, str], TypeIndex] = {}  # (kn_id, object type) -> its ANN knn at a version
+        self._ann_locks: dict[tuple[str, str], threading.Lock] = {}
+        self._ann_types: dict[str, tuple[tuple[str, int], dict[str, list[str]]]] = {}
 
     def forget(self, kn_id: str) -> None:
         """Drop ``kn_id``'s cached vector indexes and embedder (after a load)."""
         with self.core.lock:
             for key in [k for k in self._vectors if k[0] == kn_id]:
                 del self._vectors[key]
+            for key in [k for k in self._ann if k[0] == kn_id]:
+                del self._ann[key]
             self._embedders.pop(kn_id, None)
+
+    # ------------------------------------------------------------------ ANN (big object types)
+    @property
+    def ann_files(self) -> AnnFiles:
+        """Where this database's ANN bases live (:class:`kgrag.network.store.ann.AnnFiles`)."""
+        return AnnFiles.for_database(self.core.engine.url.render_as_string(hide_password=False),
+                                     get_settings().work_dir)
+
+    def ann_types(self, kn_id: str) -> dict[str, list[str]]:
+        """The object types of ``kn_id`` that answer knn from ANN bases, with their ``knn`` fields: those with at
+        least ``KGRAG_KN_ANN_MIN_ROWS`` instances (none when it is 0)."""
+        min_rows = get_settings().kn_ann_min_rows
+        if min_rows <= 0:
+            return {}
+        version, network, _ = self.core.schema(kn_id)
+        cached = self._ann_types.get(kn_id)
+        if cached is not None and cached[0] == (version, min_rows):
+            return cached[1]
+        by_type = self.core.network_stats(kn_id).get("instances_by_type") or {}
+        found = {ot.id: fields for ot in network.object_types
+                 if by_type.get(ot.id, 0) >= min_rows
+                 and (fields := [p.name for p in ot.data_properties if "knn" in p.condition_operations])}
+        self._ann_types[kn_id] = ((version, min_rows), found)
+        return found
+
+    def _ann_index(self, kn_id: str, version: str, type_id: str, fields: list[str]) -> TypeIndex:
+        key = (kn_id, type_id)
+        cached = self._ann.get(key)
+        if cached is not None and cached.version == version:
+            return cached
+        with self.core.lock:
+            lock = self._ann_locks.setdefault(key, threading.Lock())
+        with lock:  # one build or catch-up per type at a time; other types go on
+            cached = self._ann.get(key)
+            if cached is not None and cached.version == version:
+                return cached
+            typed = open_type_index(self.core.engine, self.ann_files, kn_id, type_id, fields, version,
+                                    self.core.recorded_embedder(kn_id))
+            with self.core.lock:
+                self._ann[key] = typed
+            return typed
+
+    def build_ann(self, kn_id: str) -> int:
+        """Open (building where missing or stale) the ANN bases of every big object type of ``kn_id``: what a load
+        does after its commit, so the first query does not; returns the rows they answer for."""
+        version = self.core.schema(kn_id)[0]
+        return sum(self._ann_index(kn_id, version, type_id, fields).rows
+                   for type_id, fields in self.ann_types(kn_id).items())
 
     # ------------------------------------------------------------------ embedders
     @property
@@ -437,7 +493,10 @@ class StoreIndex:
         memory."""
         version, network, _ = self.core.schema(kn_id)
         self.representable([_UNSEEN_WORD], self.embedder_for(kn_id))
-        return sum(len(self._vector_index(kn_id, version, "instance", ot.id).ids) for ot in network.object_types)
+        big = self.ann_types(kn_id)
+        return sum(self._ann_index(kn_id, version, ot.id, big[ot.id]).rows if ot.id in big
+                   else len(self._vector_index(kn_id, version, "instance", ot.id).ids)
+                   for ot in network.object_types)
 
     def knn_scores(
         self,
@@ -453,6 +512,16 @@ class StoreIndex:
         fields), scores clipped to [0, 1]."""
         if version is None:
             version = self.core.schema(kn_id)[0]
+        big = self.ann_types(kn_id).get(type_id) if kind == "instance" else None
+        if big:  # a big type: its ANN bases (approximate; bench/big_network.py measures recall@10)
+            if not query.strip():
+                return {}
+            typed = self._ann_index(kn_id, version, type_id, big)
+            embedder = self.embedder_for(kn_id)
+            if not typed.rows or not self._query_representable(query, embedder):
+                return {}
+            found = typed.knn(embedder.encode_query(query), fields, max(limit, 1))
+            return {item: float(min(1.0, max(0.0, sim))) for item, sim in found}
         index = self._vector_index(kn_id, version, kind, type_id)
         if not len(index.ids) or not query.strip():
             return {}

@@ -213,6 +213,7 @@ class StoreLoader:
                 conn.exec_driver_sql("ANALYZE kn_instances, kn_links, kn_text_rows, kn_text_terms, kn_vectors")
         self.core.forget(kn_id)
         self.index.forget(kn_id)
+        self.index.build_ann(kn_id)  # big object types: their ANN bases now, not at the first query
 
     def _insert(self, conn: Connection, name: str, rows: list[dict[str, Any]]) -> None:
         """Batched ``executemany`` of ``rows`` into table ``name`` (no commit: the caller's transaction)."""
@@ -236,4 +237,6 @@ class StoreLoader:
             found = conn.execute(select(t.networks.c.kn_id).where(t.networks.c.kn_id == kn_id)).first()
             self._delete(conn, kn_id)
         self.core.forget(kn_id)
+        self.index.forget(kn_id)
+        self.index.ann_files.remove_network(kn_id)
         return found is not None

