@@ -13,9 +13,9 @@ process tree sampled every 0.2 s):
    worker): one client, then 8 clients (requests/s);
 5. ``ann_recall@10``: where the store answers knn from an ANN index, its top 10 against the exact scan's for
    the same query vectors (the ``knn`` name field of each object type).
-Disk: the database file (and the ANN index files) after the load. The baseline is today's path
-(``KGRAG_KN_BASELINE=1``: exact scan, the torch encoder) at ``--baseline-size`` in the same run; ratios are
-new / baseline. Results: bench/results/big_network.json and a table.
+Disk: the database file (and the ANN index files) after the load. The baseline is the path before issue 53 where
+it is still selectable (``KGRAG_KN_ANN_MIN_ROWS=0``: the exact scan; ``KGRAG_LOAD_ENCODER=torch``: the torch
+encoder) at ``--baseline-size`` in the same run; ratios are new / baseline. Results: bench/results/big_network.json and a table.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from typing import Any
 import psutil
 
 from bench.big_network_data import generate, vocabulary
-from bench.common import ms_percentiles, write_result
+from bench.common import percentiles, write_result
 from bench.http_load import http_load, start_server, stop_server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,6 +135,17 @@ def in_process(db_url: str, work: Path, qs: list[str], env: dict[str, str]) -> d
         "    for q in qs:\n"
         "        t = time.perf_counter(); fn(KnSearchRequest(query=q, kn_id='shop')); ms.append((time.perf_counter() - t) * 1e3)\n"
         "    out[name] = {'first_query_s': round(first, 2), 'ms': ms}\n"
+        "import os\n"
+        "from kgrag.config import get_settings\n"
+        "big = store.index.ann_types('shop')\n"
+        "def top(t, f, q): return list(store.knn_scores('shop', 'instance', t, [f], q, 10))\n"
+        "probe = [(t, fs[0], q) for t, fs in big.items() for q in qs[:100]]\n"
+        "approx = [top(*p) for p in probe]\n"
+        "os.environ['KGRAG_KN_ANN_MIN_ROWS'] = '0'; get_settings.cache_clear()\n"
+        "exact = [top(*p) for p in probe]\n"
+        "hits = [len(set(a) & set(e)) / len(e) for a, e in zip(approx, exact) if e]\n"
+        "out['ann'] = {'types': sorted(big), 'probes': len(hits), "
+        "'recall_at_10': round(sum(hits) / len(hits), 4) if hits else None}\n"
         "print(json.dumps(out))\n"
     )
     qfile = work / "queries.json"
@@ -144,7 +155,9 @@ def in_process(db_url: str, work: Path, qs: list[str], env: dict[str, str]) -> d
     if res.returncode != 0:
         raise RuntimeError(f"in-process search failed: {res.stderr[-3000:]}")
     raw = json.loads(res.stdout.strip().splitlines()[-1])
-    return {name: {"first_query_s": v["first_query_s"], **ms_percentiles(v["ms"])} for name, v in raw.items()}
+    ann = raw.pop("ann")
+    return {**{name: {"first_query_s": v["first_query_s"], **percentiles([ms / 1e3 for ms in v["ms"]])}
+               for name, v in raw.items()}, "ann": ann}
 
 
 def over_http(db_url: str, qs: list[str], env: dict[str, str]) -> dict[str, Any]:
@@ -176,7 +189,7 @@ def measure(size: int, backend: str, root: Path, n_queries: int, baseline: bool,
     work = Path(tempfile.mkdtemp(prefix="big-", dir=root))
     db_url = f"sqlite:///{work / 'kn.db'}" if backend == "sqlite" else str(pg_url)
     env = {**os.environ, "KGRAG_WORK_DIR": str(work / "work"), "HF_HUB_OFFLINE": "1", "KGRAG_LLM_BASE_URL": "",
-           "KGRAG_KN_BASELINE": "1" if baseline else "0"}
+           **({"KGRAG_KN_ANN_MIN_ROWS": "0", "KGRAG_LOAD_ENCODER": "torch"} if baseline else {})}
     cmd = [sys.executable, "-m", "kgrag.cli", "kn", "load", "--db", db_url]
     log = work / "load.log"
     counts = json.loads(next((root / "data" / str(size)).glob(".generated-v*")).read_text())
@@ -192,7 +205,9 @@ def measure(size: int, backend: str, root: Path, n_queries: int, baseline: bool,
     qs = queries(schema, n_queries)
     fig["queries"] = len(qs)
     fig["in_process"] = in_process(db_url, work, qs, env)
-    progress(f"{label}: in-process {json.dumps({k: (v['p50_ms'], v['p95_ms']) for k, v in fig['in_process'].items()})}")
+    ip = fig["in_process"]
+    progress(f"{label}: in-process kn_search p50 {ip['kn_search']['p50_ms']:.1f} p95 {ip['kn_search']['p95_ms']:.1f} "
+             f"ms, context_search p50 {ip['context_search']['p50_ms']:.1f} ms; ANN {ip['ann']}")
     fig["http"] = over_http(db_url, qs, env)
     one, eight = fig["http"]["kn_search_1_client"], fig["http"]["kn_search_8_clients"]
     progress(f"{label}: HTTP 1 client p50 {one.get('p50_ms')} p95 {one.get('p95_ms')} ms; 8 clients "
@@ -205,14 +220,15 @@ def table(results: dict[str, dict]) -> None:
     from rich.table import Table
 
     t = Table("run", "instances + links", "load s", "rows/s", "peak GB", "disk GB", "reload s", "1 % sync s",
-              "kn_search p50/p95 ms (in-proc)", "HTTP 1 client p50/p95 ms", "HTTP 8 clients req/s",
+              "kn_search p50/p95 ms (in-proc)", "HTTP 1 client p50/p95 ms", "HTTP 8 clients req/s", "ANN recall@10",
               title="bench.big_network")
     for name, f in results.items():
         ip, one = f["in_process"]["kn_search"], f["http"]["kn_search_1_client"]
         t.add_row(name, f"{f['instances']:,} + {f['links']:,}", str(f["load"]["seconds"]), f"{f['load']['rows_per_s']:,}",
                   str(f["load"]["peak_rss_gb"]), str(f["disk_gb"]), str(f["reload"]["seconds"]),
                   str(f["sync_1pct"]["seconds"]), f"{ip['p50_ms']} / {ip['p95_ms']}",
-                  f"{one.get('p50_ms')} / {one.get('p95_ms')}", str(f["http"]["kn_search_8_clients"]["requests_per_s"]))
+                  f"{one.get('p50_ms')} / {one.get('p95_ms')}", str(f["http"]["kn_search_8_clients"]["requests_per_s"]),
+                  str(f["in_process"]["ann"]["recall_at_10"]))
     Console().print(t)
 
 

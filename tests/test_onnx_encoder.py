@@ -79,3 +79,21 @@ def test_a_question_is_encoded_without_importing_torch(tmp_path):
               "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_a_load_embeds_by_length_with_the_export_and_counts_unknown_tokens_without_the_model(tmp_path):
+    """A batch job's texts (a network's load, ``load_encoder="onnx"``) go through the export on every core,
+    shortest first, in their order back; the unknown-token counts a load's representability check reads come from
+    the folder's tokenizer.json and equal the model tokenizer's."""
+    from kgrag.rank.sentence_embedder import Embedder
+
+    texts = [f"{word} number {i}" for i, word in enumerate(["a long product title of some kind", "x", "mid size"] * 120)]
+    embedder = Embedder(DEFAULT_MODEL, query_encoder="onnx", models_dir=tmp_path, load_encoder="onnx")
+    got = embedder.encode(texts)
+    assert embedder._batch_onnx is not None  # the export answered, not torch
+    ref = load_model(DEFAULT_MODEL).encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+    assert np.all((ref * got).sum(1) > 0.999)
+    mixed = [*TEXTS, "百日咳有哪些症状", "感冒 cold", "Café naïve résumé", ""]
+    tokenizer = load_model(DEFAULT_MODEL).tokenizer
+    expected = [(tokenizer.tokenize(t).count(tokenizer.unk_token), len(tokenizer.tokenize(t))) for t in mixed]
+    assert Embedder(DEFAULT_MODEL).unknown_token_counts(mixed) == expected

@@ -78,10 +78,13 @@ def load_cmd(
 
     if kn_id is not None:
         check_kn_id(kn_id, "--kn-id")
+    from kgrag.cli.load_progress import load_progress
+
     store = _store(db)
     before = {k: store.network_version(k) for k, _ in store.list_networks()}
-    stats = sync_named(name, store, data_dir, log=lambda line: console.print(escape(line)), kn_id=kn_id,
-                       full=full)
+    with load_progress() as progress:
+        stats = sync_named(name, store, data_dir, log=lambda line: console.print(escape(line)), kn_id=kn_id,
+                           full=full, progress=progress)
     if stats.changed:
         audited("kn.load", "kn", stats.kn_id, before.get(stats.kn_id), stats.version,
                 {**stats.counts(), **({"full_reload": True} if stats.full_reload else {})}, db)

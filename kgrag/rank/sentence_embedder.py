@@ -221,9 +221,11 @@ class Embedder:
         max_shards: int = 256,
         query_encoder: str = "torch",
         models_dir: str | os.PathLike[str] | None = None,
+        load_encoder: str = "torch",
     ) -> None:
         self.model_name = model_name
         self.query_encoder = query_encoder
+        self.load_encoder = load_encoder
         self.models_dir = Path(models_dir) if models_dir is not None else None
         self._onnx: Any = None  # the ONNX query encoder once loaded (False: unavailable, use torch)
         self._batch_onnx: Any = None  # the same export in a session using every core (batch_encoder)
@@ -240,6 +242,7 @@ class Embedder:
         self._pending: list[_PendingQuery] = []  # queries waiting for the model (encode_query)
         self._pending_lock = threading.Lock()
         self._dim: int | None = None
+        self._plain_tokenizer: Any = None  # (tokenizers.Tokenizer, unknown token id) once read
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None, **kwargs: Any) -> Embedder:
@@ -247,6 +250,7 @@ class Embedder:
         if settings is None:
             settings = get_settings()
         kwargs.setdefault("query_encoder", settings.query_encoder)
+        kwargs.setdefault("load_encoder", settings.load_encoder)
         kwargs.setdefault("models_dir", settings.onnx_dir)
         return cls(settings.embedder, cache_dir=settings.cache_dir, **kwargs)
 
@@ -271,6 +275,25 @@ class Embedder:
                 cached = int(getter())
             self._dim = cached
         return self._dim
+
+    def unknown_token_counts(self, texts: Sequence[str]) -> list[tuple[int, int]] | None:
+        """``(unknown tokens, tokens)`` of each text by the model folder's ``tokenizer.json`` (``tokenizers``
+        alone: the model is not loaded), what :meth:`kgrag.network.store.index.StoreIndex.representable` asks;
+        None when the model has no such folder."""
+        if self._plain_tokenizer is None:
+            folder = _model_folder(self.model_name)
+            if folder is None or not (folder / "tokenizer.json").exists():
+                return None
+            from tokenizers import Tokenizer
+
+            tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+            tokenizer.no_padding()
+            tokenizer.no_truncation()
+            unk = getattr(tokenizer.model, "unk_token", None)
+            self._plain_tokenizer = (tokenizer, tokenizer.token_to_id(unk) if unk else None)
+        tokenizer, unk_id = self._plain_tokenizer
+        encodings = tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        return [(e.ids.count(unk_id) if unk_id is not None else 0, len(e.ids)) for e in encodings]
 
     def key(self, text: str) -> str:
         """Cache key of ``text``: sha256 of the model name, a NUL byte, and the text (UTF-8)."""
@@ -405,12 +428,38 @@ class Embedder:
     #: question's candidate relations in a one-shot process); a larger batch (a network's load) uses torch's threads
     SMALL_BATCH = 256
 
+    #: texts per ONNX call when a batch job (a network's load) embeds by length (:meth:`_encode_sorted`)
+    SORTED_BATCH = 128
+
+    def _encode_sorted(self, encoder: Any, texts: list[str]) -> np.ndarray:
+        """``encoder``'s vectors of ``texts`` in order, encoded shortest first in batches of :attr:`SORTED_BATCH`
+        (a batch pads to its longest text: sorted, names batch with names and sentences with sentences)."""
+        order = np.argsort(np.fromiter((len(t) for t in texts), np.int64, len(texts)), kind="stable")
+        out: np.ndarray | None = None
+        for start in range(0, len(texts), self.SORTED_BATCH):
+            rows = order[start:start + self.SORTED_BATCH]
+            vectors = encoder.encode([texts[i] for i in rows])
+            if out is None:
+                out = np.zeros((len(texts), vectors.shape[1]), np.float32)
+            out[rows] = vectors
+        assert out is not None
+        return out
+
     def _encode_missing(self, texts: list[str], batch_size: int) -> np.ndarray:
         """Vectors of texts the cache lacks: a few, in a process that has not loaded the torch model, from the ONNX
         export (``query_encoder="onnx"``: the same weights, cosine to torch > 0.999; never the int8 one, whose vectors
-        would enter the shared cache) — a one-shot command then never imports torch; else the
+        would enter the shared cache) — a one-shot command then never imports torch; many (a network's load) with
+        ``load_encoder="onnx"``: the fp32 export on every core, by length (:meth:`_encode_sorted`); else the
         model."""
         key = (self.model_name, self.device)
+        if len(texts) > self.SMALL_BATCH and self.load_encoder == "onnx":
+            encoder = self.batch_encoder()
+            if encoder is not None:
+                with _model_lock(key):
+                    vectors = self._encode_sorted(encoder, texts)
+                self.stats.model_calls += 1
+                self.stats.texts_encoded += len(texts)
+                return vectors
         if self.query_encoder == "onnx" and len(texts) <= self.SMALL_BATCH and key not in _models:
             onnx = self._query_onnx()
             if onnx is not None:

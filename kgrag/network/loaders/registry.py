@@ -25,7 +25,7 @@ from kgrag.network.loaders.demo import demo_network
 from kgrag.network.loaders.medical import load_medical
 from kgrag.network.loaders.metaqa import load_metaqa
 from kgrag.network.loaders.synthetic import synthetic_network
-from kgrag.network.store import ChangeStats, LoadStats, NetworkStore
+from kgrag.network.store import ChangeStats, LoadStats, NetworkStore, Progress
 from kgrag.network.text.embedding import network_embedder
 from kgrag.rank.tokenize import tokenize_cache
 
@@ -96,20 +96,20 @@ def ensure_network(store: NetworkStore, kn_id: str, data_dir: str | Path | None 
 
 
 def sync_named(name: str, store: NetworkStore, data_dir: str | Path | None = None,
-               log: Callable[[str], None] | None = None, kn_id: str | None = None, full: bool = False
-               ) -> ChangeStats:
+               log: Callable[[str], None] | None = None, kn_id: str | None = None, full: bool = False,
+               progress: Progress | None = None) -> ChangeStats:
     """Build network ``name`` and apply only its difference to the stored network (absent, or ``full``: a full
-    load, as :func:`load_named`)."""
+    load, as :func:`load_named`, whose stages ``progress`` hears)."""
     start = time.perf_counter()
     network, instances, links = build_named(name, data_dir, kn_id)
     source = network_source(name, data_dir)
     with tokenize_cache():
         embedder = network_embedder(network, instances, get_settings(), log=log)
         if full:
-            loaded = store.load(network, instances, links, embedder=embedder, source=source)
+            loaded = store.load(network, instances, links, embedder=embedder, source=source, progress=progress)
             return ChangeStats(kn_id=loaded.kn_id, version=loaded.version, instances_inserted=loaded.instances,
                                links_inserted=loaded.links, full_reload=True, note="--full: replaced in full",
                                seconds=time.perf_counter() - start)
-        stats = store.sync(network, instances, links, embedder=embedder, source=source)
+        stats = store.sync(network, instances, links, embedder=embedder, source=source, progress=progress)
     stats.seconds = time.perf_counter() - start
     return stats

@@ -41,12 +41,13 @@ from kgrag.network.schema.model import Condition, Instance, InstanceHit, Knowled
 from kgrag.network.store.changes import ChangeStats, NetworkChanges, OnWrite, StoreChanges
 from kgrag.network.store.core import SCHEMA_RECHECK_SECONDS, StoreCore
 from kgrag.network.store.index import Key, StoreIndex, fts_query, index_tokens
-from kgrag.network.store.load import LoadStats, StoreLoader
+from kgrag.network.store.load import LoadStats, Progress, StoreLoader
 from kgrag.network.store.query import StoreQueries, list_fields
 from kgrag.rank.embedder_factory import TextEmbedder
 from kgrag.rank.sentence_embedder import Embedder
 
-__all__ = ["ChangeStats", "LoadStats", "NetworkChanges", "NetworkStore", "fts_query", "index_tokens", "list_fields"]
+__all__ = ["ChangeStats", "LoadStats", "NetworkChanges", "NetworkStore", "Progress", "fts_query", "index_tokens",
+           "list_fields"]
 
 
 class NetworkStore:
@@ -170,9 +171,10 @@ class NetworkStore:
         links: Iterable[Link],
         embedder: TextEmbedder | None = None,
         source: dict[str, Any] | None = None,
+        progress: Progress | None = None,
     ) -> LoadStats:
         """Replace network ``network.kn_id`` by this one, in one transaction: :meth:`StoreLoader.load`."""
-        return self.loader.load(network, instances, links, embedder, source)
+        return self.loader.load(network, instances, links, embedder, source, progress)
 
     def delete(self, kn_id: str) -> bool:
         """Remove a network (one transaction); False when it was not there."""
@@ -191,9 +193,10 @@ class NetworkStore:
         links: Iterable[Link],
         embedder: TextEmbedder | None = None,
         source: dict[str, Any] | None = None,
+        progress: Progress | None = None,
     ) -> ChangeStats:
         """Apply only the difference to this desired full state (absent: a full load): :meth:`StoreChanges.sync`."""
-        return self.changes.sync(network, instances, links, embedder, source)
+        return self.changes.sync(network, instances, links, embedder, source, progress)
 
     # ------------------------------------------------------------------ queries
     def compile(self, kn_id: str, object_type_id: str, condition: Condition | None, limit: int) -> Plan | None:

@@ -40,7 +40,7 @@ from kgrag.network.schema import tables as t
 from kgrag.network.schema.model import Instance, KnowledgeNetwork, Link, ObjectType, RelationType, TextConfig
 from kgrag.network.store.core import StoreCore
 from kgrag.network.store.index import StoreIndex, fts_terms
-from kgrag.network.store.load import BATCH, LoadStats, StoreLoader
+from kgrag.network.store.load import BATCH, LoadStats, Progress, StoreLoader
 from kgrag.network.store.rows import (
     Embeddable,
     check_schema,
@@ -217,9 +217,11 @@ class StoreChanges:
         raise RuntimeError(f"network {kn_id!r} kept changing while this change was prepared; try again")
 
     def sync(self, network: KnowledgeNetwork, instances: Iterable[Instance], links: Iterable[Link],
-             embedder: TextEmbedder | None = None, source: dict[str, Any] | None = None) -> ChangeStats:
+             embedder: TextEmbedder | None = None, source: dict[str, Any] | None = None,
+             progress: Progress | None = None) -> ChangeStats:
         """Make the stored network ``network.kn_id`` equal to this desired state by applying only the difference
-        (an absent network is loaded in full); ``source`` (where it came from) is kept in its stats."""
+        (an absent network is loaded in full, with ``progress``); ``source`` (where it came from) is kept in its
+        stats."""
         start = time.perf_counter()
         instances = list(instances)
         links = list(links)
@@ -228,7 +230,7 @@ class StoreChanges:
             try:
                 current = self._current(kn_id)
             except NetworkNotFound:
-                stats = self.loader.load(network, instances, links, embedder, source)
+                stats = self.loader.load(network, instances, links, embedder, source, progress)
                 return self._full_stats(stats, start, inserted=stats.instances, links_inserted=stats.links,
                                         note="not stored before: loaded in full")
             model = embedder or self.index.embedder_for(kn_id)
@@ -237,7 +239,7 @@ class StoreChanges:
             if reason:
                 before = current[2]
                 stats = self.loader.load(network, instances, links, model,
-                                         source if source is not None else before.get("source"))
+                                         source if source is not None else before.get("source"), progress)
                 return self._full_stats(stats, start, inserted=plan.inserted, updated=plan.updated,
                                         deleted=len(plan.deleted), unchanged=plan.unchanged,
                                         links_inserted=len(plan.new_links), links_deleted=len(plan.gone_links),

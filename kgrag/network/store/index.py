@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import re
 import threading
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -231,12 +231,18 @@ class StoreIndex:
                 self._ann[key] = typed
             return typed
 
-    def build_ann(self, kn_id: str) -> int:
+    def build_ann(self, kn_id: str, progress: Callable[[str, int, int], None] | None = None) -> int:
         """Open (building where missing or stale) the ANN bases of every big object type of ``kn_id``: what a load
-        does after its commit, so the first query does not; returns the rows they answer for."""
+        does after its commit, so the first query does not; returns the rows they answer for. ``progress("ann",
+        types done, types)`` hears each type."""
         version = self.core.schema(kn_id)[0]
-        return sum(self._ann_index(kn_id, version, type_id, fields).rows
-                   for type_id, fields in self.ann_types(kn_id).items())
+        big = self.ann_types(kn_id)
+        rows = 0
+        for done, (type_id, fields) in enumerate(big.items(), 1):
+            rows += self._ann_index(kn_id, version, type_id, fields).rows
+            if progress is not None:
+                progress("ann", done, len(big))
+        return rows
 
     # ------------------------------------------------------------------ embedders
     @property
@@ -399,6 +405,10 @@ class StoreIndex:
         own = getattr(embedder, "representable", None)
         if own is not None:
             return list(own(texts))
+        counter = getattr(embedder, "unknown_token_counts", None)
+        counts = counter(texts) if counter is not None else None
+        if counts is not None:  # the model folder's tokenizer alone: no model load (a load's texts by the 100k)
+            return [total > 0 and unknown <= MAX_UNKNOWN_FRACTION * total for unknown, total in counts]
         try:
             tokenizer = embedder.model.tokenizer  # type: ignore[union-attr]
             unk = tokenizer.unk_token

@@ -3,10 +3,12 @@
     StoreLoader(core, StoreIndex(core)).load(network, instances, links)   # -> LoadStats
 
 Contract: :meth:`StoreLoader.load` validates the network and its data (raising ``ValueError`` for an inconsistent
-one), computes every derived row — instance rows, text-index tokens, embeddings through the embedder's on-disk
-cache — *before* opening the transaction, then replaces the network in ONE transaction with batched
-``executemany`` inserts: readers see the old version until the commit, and a failure anywhere leaves the
-previous version intact. On PostgreSQL the transaction first takes an advisory lock on the network's id (two
+one) *before* opening the transaction, then replaces the network in ONE transaction: the derived rows — instance
+rows, text-index tokens, embeddings through the embedder's on-disk cache — are made and written
+:data:`LOAD_CHUNK` instances at a time with batched ``executemany`` inserts (a load holds its input and one
+chunk, not every derived row), the full-text index is filled once at the end, and big object types get their ANN
+bases after the commit (:mod:`kgrag.network.store.ann`). Readers see the old version until the commit, and a
+failure anywhere leaves the previous version intact. On PostgreSQL the transaction first takes an advisory lock on the network's id (two
 loads of one network queue instead of failing on its key; loads of different networks run side by side), also
 writes the text index's term statistics (``kn_text_terms``) and runs ``ANALYZE`` after the commit; on SQLite
 writers queue on the database lock (WAL, 60 s busy timeout) while readers go on. The rows themselves (and which
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,12 +34,12 @@ from kgrag.network.store.core import StoreCore
 from kgrag.network.store.index import StoreIndex, fts_terms
 from kgrag.network.store.rows import (
     Embeddable,
-    Rows,
     check_schema,
     chunk_rows,
     index_types,
+    instance_ids,
     instance_rows,
-    link_rows,
+    link_keys,
     network_row,
     type_rows,
 )
@@ -46,6 +48,11 @@ from kgrag.rank.embedder_factory import TextEmbedder
 __all__ = ["LoadStats", "StoreLoader"]
 
 BATCH = 5000
+#: instances derived (text rows, vectors) and written per step of a load: what a load holds beyond its input
+LOAD_CHUNK = 20_000
+
+#: ``progress(stage, done, total)`` of a load's stages
+Progress = Callable[[str, int, int], None]
 
 
 @dataclass
@@ -68,22 +75,38 @@ class LoadStats:
         return dict(self.__dict__)
 
 
-def _chunks(rows: list[dict[str, Any]], size: int = BATCH) -> Iterable[list[dict[str, Any]]]:
+def _chunks(rows: list, size: int = BATCH) -> Iterable[list]:
     for start in range(0, len(rows), size):
         yield rows[start : start + size]
 
 
+class _Terms:
+    """``kn_text_terms`` rows of one network (PostgreSQL), counted as its text rows are written: text rows holding
+    each token, and the ``''`` total."""
+
+    def __init__(self) -> None:
+        self.frequency: Counter[str] = Counter()
+        self.rows = 0
+        self.tokens = 0
+
+    def add(self, text_rows: list[dict[str, Any]]) -> None:
+        for row in text_rows:
+            tokens = fts_terms(row["text"])
+            self.rows += 1
+            self.tokens += len(tokens)
+            self.frequency.update(set(tokens))
+
+    def table(self, kn_id: str) -> list[dict[str, Any]]:
+        out = [{"token": "", "kn_id": kn_id, "rows": self.rows, "tokens": self.tokens}]
+        return out + [{"token": tok, "kn_id": kn_id, "rows": n, "tokens": n} for tok, n in self.frequency.items()
+                      if tok]
+
+
 def _term_rows(kn_id: str, text_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``kn_text_terms`` rows of one network (PostgreSQL): text rows holding each token, and the ``''`` total."""
-    frequency: Counter[str] = Counter()
-    total = 0
-    for row in text_rows:
-        tokens = fts_terms(row["text"])
-        total += len(tokens)
-        frequency.update(set(tokens))
-    out = [{"token": "", "kn_id": kn_id, "rows": len(text_rows), "tokens": total}]
-    out += [{"token": tok, "kn_id": kn_id, "rows": n, "tokens": n} for tok, n in frequency.items() if tok]
-    return out
+    """``kn_text_terms`` rows of these text rows (what a full load writes for them)."""
+    terms = _Terms()
+    terms.add(text_rows)
+    return terms.table(kn_id)
 
 
 class StoreLoader:
@@ -101,6 +124,7 @@ class StoreLoader:
         links: Iterable[Link],
         embedder: TextEmbedder | None = None,
         source: dict[str, Any] | None = None,
+        progress: Progress | None = None,
     ) -> LoadStats:
         """Replace network ``network.kn_id`` by this one, in one transaction (see the module docstring).
 
@@ -108,50 +132,104 @@ class StoreLoader:
 
         ``embedder`` (default: the store's) makes every vector of this network; its ``model_name`` is recorded
         and later queries of the network embed with the same model (:meth:`StoreIndex.embedder_for`).
+        ``progress(stage, done, total)`` hears each stage (``instances``, ``links``, ``index``) as it goes.
 
         Raises ``ValueError`` for an inconsistent network: duplicate type ids, a relation type naming an unknown
         object type, an instance of an unknown type, a duplicate instance id within a type, a link of an unknown
         relation type or whose endpoint is not an instance of the relation's source/target type.
         """
         start = time.perf_counter()
-        rows = self.prepare(network, instances, links, embedder or self.index.embedder)
-        if source is not None:
-            rows["network"][0]["stats"]["source"] = source
+        embedder = embedder or self.index.embedder
+        instances = instances if isinstance(instances, list) else list(instances)
+        object_types = check_schema(network)
+        ids_by_type = instance_ids(instances, object_types)  # every check first: nothing written on a bad row
+        link_table = link_keys(network, links, ids_by_type)
         prepared = time.perf_counter()
-        self.write(network.kn_id, rows)
+        counts, version = self._write(network, instances, link_table, ids_by_type, embedder, source,
+                                      progress or (lambda stage, done, total: None))
         done = time.perf_counter()
         return LoadStats(
             kn_id=network.kn_id,
             object_types=len(network.object_types),
             relation_types=len(network.relation_types),
             action_types=len(network.action_types),
-            instances=len(rows["instances"]),
-            links=len(rows["links"]),
-            text_rows=len(rows["text"]),
-            vectors=len(rows["vectors"]),
-            chunks=len(rows["chunks"]),
+            instances=counts["instances"],
+            links=counts["links"],
+            text_rows=counts["text"],
+            vectors=counts["vectors"],
+            chunks=counts["chunks"],
             seconds=done - start,
             prepare_seconds=prepared - start,
             write_seconds=done - prepared,
-            version=rows["network"][0]["version"],
+            version=version,
         )
 
-    def prepare(
-        self, network: KnowledgeNetwork, instances: Iterable[Instance], links: Iterable[Link],
-        embedder: TextEmbedder,
-    ) -> Rows:
-        """Every row of a load (by table name, see :data:`TABLES`), validated and derived, nothing written."""
-        instances = list(instances)
-        object_types = check_schema(network)
-        text_rows: list[dict[str, Any]] = []
-        pending = Embeddable()
-        instance_table, ids_by_type = instance_rows(network, instances, object_types, text_rows, pending)
-        link_table = link_rows(network, links, ids_by_type)
-        index_types(network, text_rows, pending)
-        chunk_table = chunk_rows(network, instances, pending)
-        rows: Rows = {**type_rows(network), "instances": instance_table, "links": link_table, "text": text_rows,
-                      "vectors": self._vector_rows(network.kn_id, pending, embedder), "chunks": chunk_table}
-        return {"network": [network_row(network, embedder.model_name, rows, ids_by_type)], **rows}
+    def _write(self, network: KnowledgeNetwork, instances: list[Instance], link_table: list[tuple[str, str, str]],
+               ids_by_type: dict[str, set[str]], embedder: TextEmbedder, source: dict[str, Any] | None,
+               progress: Progress) -> tuple[dict[str, int], str]:
+        """The load's one transaction: the old network deleted, then the rows derived and written
+        :data:`LOAD_CHUNK` instances at a time (their text rows and vectors with them), the links, the types'
+        and chunks' rows, the network row with its counts; the FTS index filled once at the end (SQLite)."""
+        kn_id = network.kn_id
+        postgres = self.core.dialect == "postgresql"
+        counts = dict.fromkeys(("instances", "links", "text", "vectors", "chunks"), 0)
+        terms = _Terms()  # PostgreSQL's term statistics
+
+        def insert(conn: Connection, name: str, rows: list[dict[str, Any]]) -> None:
+            self._insert(conn, name, rows)
+            counts[name] += len(rows)
+            if postgres and name == "text":
+                terms.add(rows)
+
+        with self.core.engine.begin() as conn:
+            if postgres:  # one load of a network at a time: the second waits for the first's commit
+                conn.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(kn_id, 0))))
+            self._delete(conn, kn_id)
+            types = type_rows(network)
+            for name in ("object_types", "relation_types", "action_types"):
+                self._insert(conn, name, types[name])
+            progress("instances", 0, len(instances))
+            for chunk in _chunks(instances, LOAD_CHUNK):  # type: ignore[arg-type]
+                text_rows: list[dict[str, Any]] = []
+                pending = Embeddable()
+                instance_table, _ = instance_rows(network, chunk, {ot.id: ot for ot in network.object_types},
+                                                  text_rows, pending)
+                insert(conn, "instances", instance_table)
+                insert(conn, "text", text_rows)
+                insert(conn, "vectors", self._vector_rows(kn_id, pending, embedder))
+                progress("instances", counts["instances"], len(instances))
+            progress("links", 0, len(link_table))
+            for chunk in _chunks(link_table):  # type: ignore[arg-type]
+                insert(conn, "links", [{"kn_id": kn_id, "relation_type_id": r, "source_id": a, "target_id": b}
+                                       for r, a, b in chunk])
+                progress("links", counts["links"], len(link_table))
+            text_rows, pending = [], Embeddable()
+            index_types(network, text_rows, pending)
+            chunk_table = chunk_rows(network, instances, pending)
+            insert(conn, "text", text_rows)
+            insert(conn, "vectors", self._vector_rows(kn_id, pending, embedder))
+            insert(conn, "chunks", chunk_table)
+            row = network_row(network, embedder.model_name, counts, ids_by_type)
+            if source is not None:
+                row["stats"]["source"] = source
+            self._insert(conn, "network", [row])
+            progress("index", 0, 1)
+            if postgres:
+                for part in _chunks(terms.table(kn_id)):
+                    conn.execute(t.text_terms.insert(), part)
+            if conn.dialect.name == "sqlite":
+                t.fts_sync_insert(conn, kn_id)  # once, over every text row
+                # planner statistics: without them SQLite walks a whole type in id order for
+                # ``name = ? ORDER BY id LIMIT n`` and never splits an OR over two indexes (5 ms -> 0.03 ms)
+                conn.exec_driver_sql("ANALYZE")
+        if postgres:  # planner statistics for the new rows, outside the load's transaction
+            with self.core.engine.begin() as conn:
+                conn.exec_driver_sql("ANALYZE kn_instances, kn_links, kn_text_rows, kn_text_terms, kn_vectors")
+        progress("index", 1, 1)
+        self.core.forget(kn_id)
+        self.index.forget(kn_id)
+        self.index.build_ann(kn_id, progress)  # big object types: their ANN bases now, not at the first query
+        return counts, row["version"]
 
     def _vector_rows(self, kn_id: str, pending: Embeddable, embedder: TextEmbedder) -> list[dict[str, Any]]:
         """``kn_vectors`` rows of the pending texts the embedder can represent (:meth:`StoreIndex.representable`)."""
@@ -177,7 +255,7 @@ class StoreLoader:
             for (kind, type_id, item_id, field_name), vec in zip(keys, matrix, strict=True)
         ]
 
-    #: table of each kind of row of :data:`Rows`, in write order
+    #: table of each kind of row of :data:`~kgrag.network.store.rows.Rows`
     TABLES = {
         "network": t.networks,
         "object_types": t.object_types,
@@ -189,31 +267,6 @@ class StoreLoader:
         "vectors": t.vectors,
         "chunks": t.chunks,
     }
-
-    def write(self, kn_id: str, rows: Rows) -> None:
-        """Replace ``kn_id`` by the :meth:`prepare`d ``rows`` in one transaction, then drop the store's caches
-        of it."""
-        postgres = self.core.dialect == "postgresql"
-        with self.core.engine.begin() as conn:
-            if postgres:  # one load of a network at a time: the second waits for the first's commit
-                conn.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(kn_id, 0))))
-            self._delete(conn, kn_id)
-            for name in self.TABLES:
-                self._insert(conn, name, rows[name])
-            if postgres:
-                for chunk in _chunks(_term_rows(kn_id, rows["text"])):
-                    conn.execute(t.text_terms.insert(), chunk)
-            if conn.dialect.name == "sqlite":
-                t.fts_sync_insert(conn, kn_id)
-                # planner statistics: without them SQLite walks a whole type in id order for
-                # ``name = ? ORDER BY id LIMIT n`` and never splits an OR over two indexes (5 ms -> 0.03 ms)
-                conn.exec_driver_sql("ANALYZE")
-        if postgres:  # planner statistics for the new rows, outside the load's transaction
-            with self.core.engine.begin() as conn:
-                conn.exec_driver_sql("ANALYZE kn_instances, kn_links, kn_text_rows, kn_text_terms, kn_vectors")
-        self.core.forget(kn_id)
-        self.index.forget(kn_id)
-        self.index.build_ann(kn_id)  # big object types: their ANN bases now, not at the first query
 
     def _insert(self, conn: Connection, name: str, rows: list[dict[str, Any]]) -> None:
         """Batched ``executemany`` of ``rows`` into table ``name`` (no commit: the caller's transaction)."""

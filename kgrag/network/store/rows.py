@@ -4,9 +4,10 @@ rows, schema rows, text-index rows and the texts that wait for a vector.
     pending = Embeddable(); rows, ids = instance_rows(network, instances, check_schema(network), [], pending)
 
 Contract: every function here is pure (the database is :mod:`kgrag.network.store.load`'s); they are the named
-steps of :meth:`kgrag.network.store.load.StoreLoader.prepare`, called in this order: :func:`check_schema`,
-:func:`instance_rows`, :func:`link_rows`, :func:`index_types`, :func:`chunk_rows`, :func:`type_rows`, then
-(after the vectors) :func:`network_row`. Text rows and texts to embed are appended in that order, so a load's
+steps of :meth:`kgrag.network.store.load.StoreLoader.load`, called in this order: :func:`check_schema`,
+:func:`instance_ids` and :func:`link_keys` (every check, before a write), then per chunk of instances
+:func:`instance_rows`, then :func:`index_types`, :func:`chunk_rows`, :func:`type_rows` and (after the vectors)
+:func:`network_row`. Text rows and texts to embed are appended in that order, so a load's
 rows are the same for the same input. Which values get indexed: a data property whose ``condition_operations``
 include ``match`` goes into the text index, one with ``knn`` into the vectors; every object and relation type
 gets both, over ``"name comment"`` (the text index adds the id). An inconsistent network raises ``ValueError``.
@@ -35,7 +36,9 @@ __all__ = [
     "chunk_rows",
     "content_hash",
     "index_types",
+    "instance_ids",
     "instance_rows",
+    "link_keys",
     "link_rows",
     "network_row",
     "type_rows",
@@ -134,6 +137,20 @@ def _index_instance(kn_id: str, type_id: str, inst: Instance, match_fields: list
             pending.add("instance", type_id, inst.id, field_name, value_text.strip())
 
 
+def instance_ids(instances: Iterable[Instance], object_types: dict[str, ObjectType]) -> dict[str, set[str]]:
+    """The instance ids of each object type; ``ValueError`` for an instance of an unknown type or a duplicate
+    instance id within a type (what a load checks before it writes anything)."""
+    ids_by_type: dict[str, set[str]] = {ot_id: set() for ot_id in object_types}
+    for inst in instances:
+        known = ids_by_type.get(inst.object_type_id)
+        if known is None:
+            raise ValueError(f"instance {inst.id!r} has unknown object type {inst.object_type_id!r}")
+        if inst.id in known:
+            raise ValueError(f"duplicate instance id {inst.id!r} of object type {inst.object_type_id!r}")
+        known.add(inst.id)
+    return ids_by_type
+
+
 def instance_rows(network: KnowledgeNetwork, instances: list[Instance], object_types: dict[str, ObjectType],
                   text_rows: list[dict[str, Any]], pending: Embeddable
                   ) -> tuple[list[dict[str, Any]], dict[str, set[str]]]:
@@ -185,21 +202,23 @@ def _check_link(link: Link, relation_types: dict[str, RelationType], ids_by_type
     return rt
 
 
-def link_rows(network: KnowledgeNetwork, links: Iterable[Link], ids_by_type: dict[str, set[str]]
-              ) -> list[dict[str, Any]]:
-    """``kn_links`` rows, each distinct (relation, source, target) once, in the order given (see
-    :func:`_check_link` for the errors)."""
+def link_keys(network: KnowledgeNetwork, links: Iterable[Link], ids_by_type: dict[str, set[str]]
+              ) -> list[tuple[str, str, str]]:
+    """Each distinct ``(relation, source, target)`` once, in the order given (see :func:`_check_link` for the
+    errors)."""
     relation_types = {rt.id: rt for rt in network.relation_types}
-    rows: list[dict[str, Any]] = []
-    seen: set[tuple[str, str, str]] = set()
+    keys: dict[tuple[str, str, str], None] = {}
     for link in links:
         rt = _check_link(link, relation_types, ids_by_type)
-        key = (rt.id, link.source_id, link.target_id)
-        if key not in seen:
-            seen.add(key)
-            rows.append({"kn_id": network.kn_id, "relation_type_id": rt.id, "source_id": link.source_id,
-                         "target_id": link.target_id})
-    return rows
+        keys.setdefault((rt.id, link.source_id, link.target_id), None)
+    return list(keys)
+
+
+def link_rows(network: KnowledgeNetwork, links: Iterable[Link], ids_by_type: dict[str, set[str]]
+              ) -> list[dict[str, Any]]:
+    """``kn_links`` rows of :func:`link_keys`."""
+    return [{"kn_id": network.kn_id, "relation_type_id": r, "source_id": a, "target_id": b}
+            for r, a, b in link_keys(network, links, ids_by_type)]
 
 
 def type_rows(network: KnowledgeNetwork) -> Rows:
@@ -247,15 +266,16 @@ def chunk_rows(network: KnowledgeNetwork, instances: list[Instance], pending: Em
     return rows
 
 
-def network_row(network: KnowledgeNetwork, embedder_name: str, rows: Rows, ids_by_type: dict[str, set[str]]
-                ) -> dict[str, Any]:
-    """The ``kn_networks`` row of a load: a fresh version and the load's counts (``stats``)."""
+def network_row(network: KnowledgeNetwork, embedder_name: str, counts: dict[str, int],
+                ids_by_type: dict[str, set[str]]) -> dict[str, Any]:
+    """The ``kn_networks`` row of a load: a fresh version and the load's counts (``stats``; ``counts``: rows
+    written by table name, as :data:`Rows`)."""
     stats = {
-        "instances": len(rows["instances"]),
-        "links": len(rows["links"]),
-        "text_rows": len(rows["text"]),
-        "vectors": len(rows["vectors"]),
-        "chunks": len(rows["chunks"]),
+        "instances": counts["instances"],
+        "links": counts["links"],
+        "text_rows": counts["text"],
+        "vectors": counts["vectors"],
+        "chunks": counts["chunks"],
         "text": network.text.model_dump(mode="json") if network.text is not None else None,
         "instances_by_type": {k: len(v) for k, v in ids_by_type.items()},
     }
@@ -264,7 +284,7 @@ def network_row(network: KnowledgeNetwork, embedder_name: str, rows: Rows, ids_b
         "name": network.name,
         "comment": network.comment,
         "version": uuid.uuid4().hex,
-        "embedder": embedder_name if rows["vectors"] else "",
+        "embedder": embedder_name if counts["vectors"] else "",
         "loaded_at": time.time(),
         "stats": stats,
     }
