@@ -133,3 +133,36 @@ def test_remove(library: tuple[Path, str]) -> None:
         assert conn.exec_driver_sql("SELECT count(*) FROM kn_text WHERE kn_text MATCH 'orwell'").scalar() == 0
     store.close()
     assert "no knowledge networks loaded" in invoke("list", "--db", db).output
+
+
+def test_a_reload_of_unchanged_files_reads_nothing_until_the_network_changes_otherwise(
+        library: tuple[Path, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first load recorded its files' fingerprint: loading the same files again reads none of them (the
+    loader is not called); a change over the API drops the fingerprint, so the next load diffs and puts the
+    files' content back; an edited file is diffed as usual."""
+    import kgrag.network.loaders.registry as registry
+    from kgrag.network.schema.model import Instance
+    from kgrag.network.store import NetworkChanges
+
+    folder, db = library
+    schema = str(folder / "library.yaml")
+    v0 = version(db)
+    with monkeypatch.context() as patched:
+        patched.setattr(registry, "build_named", lambda *a, **k: pytest.fail("the files were read"))
+        same = invoke("load", schema, "--db", db)
+    assert same.exit_code == 0 and "same fingerprint" in same.output, same.output
+    assert _figures(same.output)[:4] == ["0", "0", "0", "36"] and version(db) == v0
+    store = NetworkStore(db)
+    hit = store.get_instances("library", "Book", ["b:1984"])[0]
+    store.apply_changes("library", NetworkChanges(upsert_instances=[
+        Instance(object_type_id="Book", id="b:1984", properties={**hit.properties, "pages": 999})]))
+    assert "fingerprint" not in store.network_stats("library")["source"]
+    restored = invoke("load", schema, "--db", db)
+    assert restored.exit_code == 0 and _figures(restored.output)[:4] == ["0", "1", "0", "35"], restored.output
+    assert [h.properties["pages"] for h in store.get_instances("library", "Book", ["b:1984"])] == [328]
+    again = invoke("load", schema, "--db", db)
+    assert "same fingerprint" in again.output, again.output
+    (folder / "books.csv").write_text((folder / "books.csv").read_text() + "b:dune,Dune,1965,412\n")
+    edited = invoke("load", schema, "--db", db)
+    assert _figures(edited.output)[:4] == ["1", "0", "0", "36"], edited.output
+    store.close()

@@ -58,6 +58,7 @@ live row of each table (tombstoned rows left out).
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -71,7 +72,7 @@ from kgrag.network.loaders.table_source import TableReader, TableSource, parse_t
 from kgrag.network.schema.conditions import is_list_type
 from kgrag.network.schema.model import Instance, KnowledgeNetwork, Link, ObjectType
 
-__all__ = ["load_declarative", "located_records", "read_file_entries", "read_records", "read_schema", "table_sources"]
+__all__ = ["files_fingerprint", "load_declarative", "located_records", "read_file_entries", "read_records", "read_schema", "table_sources"]
 
 _NUMERIC = {"integer", "int", "long", "short"}
 _FLOAT = {"float", "double", "decimal", "number", "numeric"}
@@ -318,6 +319,27 @@ def read_schema(schema_path: str | Path, kn_id: str | None = None) -> tuple[Know
         raise KgragError(f"{path}: invalid network schema: {where}: {first['msg']}{more}") from None
     except ValueError as exc:
         raise KgragError(f"{path}: invalid network schema: {' '.join(str(exc).split())}") from None
+
+
+def files_fingerprint(schema_path: str | Path, kn_id: str | None = None) -> tuple[str, str] | None:
+    """``(kn_id, sha256 of the schema file and every data file it names, in order)``: equal fingerprints mean
+    the same network and data; None when an entry names a table (a database's rows have no file to hash) or a
+    file is missing (the load itself then says which)."""
+    path = Path(schema_path)
+    network, data = read_schema(path, kn_id)
+    digest = hashlib.sha256(path.read_bytes())
+    for section in ("instances", "links"):
+        for entry in data.get(section) or []:
+            if not isinstance(entry, dict) or entry.get("table") or not entry.get("file"):
+                return None
+            file = path.parent / str(entry["file"])
+            if not file.is_file():
+                return None
+            digest.update(b"\x00" + str(entry["file"]).encode() + b"\x00")
+            with file.open("rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(block)
+    return network.kn_id, digest.hexdigest()
 
 
 def read_file_entries(path: Path, network: KnowledgeNetwork, data: Any,

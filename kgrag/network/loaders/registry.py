@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from kgrag.config import get_settings
-from kgrag.errors import KgragError
+from kgrag.errors import KgragError, NetworkNotFound
 from kgrag.network.loaders import NetworkData, check_kn_id
-from kgrag.network.loaders.declarative import load_declarative
+from kgrag.network.loaders.declarative import files_fingerprint, load_declarative
 from kgrag.network.loaders.demo import demo_network
 from kgrag.network.loaders.medical import load_medical
 from kgrag.network.loaders.metaqa import load_metaqa
@@ -95,14 +95,46 @@ def ensure_network(store: NetworkStore, kn_id: str, data_dir: str | Path | None 
     return True
 
 
+def files_fingerprint_of(name: str, kn_id: str | None = None) -> tuple[str, str] | None:
+    """``(kn_id, fingerprint)`` of a schema file's network: its files' hash (:func:`files_fingerprint`) with the
+    embedder settings that make its vectors; None for a built-in network or one with table entries."""
+    if Path(name).suffix.lower() not in SCHEMA_SUFFIXES:
+        return None
+    found = files_fingerprint(name, kn_id)
+    if found is None:
+        return None
+    settings = get_settings()
+    return found[0], f"{found[1]}:{settings.embedder}:{settings.zh_embedder}"
+
+
+def _unchanged(store: NetworkStore, kn_id: str, source: dict[str, Any]) -> ChangeStats | None:
+    """The stats of a sync with nothing to do, when the stored network was last synced from exactly these files
+    (its recorded source, fingerprint included: a change over HTTP drops the fingerprint) — else None."""
+    try:
+        stats = store.network_stats(kn_id)
+    except NetworkNotFound:
+        return None
+    if stats.get("source") != source:
+        return None
+    return ChangeStats(kn_id=kn_id, version=stats["version"], instances_unchanged=int(stats.get("instances", 0)),
+                       note="its files are unchanged since it was last loaded (same fingerprint): nothing read")
+
+
 def sync_named(name: str, store: NetworkStore, data_dir: str | Path | None = None,
                log: Callable[[str], None] | None = None, kn_id: str | None = None, full: bool = False,
                progress: Progress | None = None) -> ChangeStats:
     """Build network ``name`` and apply only its difference to the stored network (absent, or ``full``: a full
     load, as :func:`load_named`, whose stages ``progress`` hears)."""
     start = time.perf_counter()
-    network, instances, links = build_named(name, data_dir, kn_id)
     source = network_source(name, data_dir)
+    fingerprinted = None if full else files_fingerprint_of(name, kn_id)
+    if fingerprinted is not None:
+        source["fingerprint"] = fingerprinted[1]
+        unchanged = _unchanged(store, fingerprinted[0], source)
+        if unchanged is not None:
+            unchanged.seconds = time.perf_counter() - start
+            return unchanged
+    network, instances, links = build_named(name, data_dir, kn_id)
     with tokenize_cache():
         embedder = network_embedder(network, instances, get_settings(), log=log)
         if full:

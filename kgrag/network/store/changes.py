@@ -533,6 +533,9 @@ class StoreChanges:
                 new_stats.pop(key, None)
             if plan.source is not None:
                 new_stats["source"] = plan.source
+            elif isinstance(new_stats.get("source"), dict) and "fingerprint" in new_stats["source"]:
+                # changed otherwise than from its files: it no longer equals the files the fingerprint names
+                new_stats["source"] = {k: v for k, v in new_stats["source"].items() if k != "fingerprint"}
             new_stats["change"] = self._record(plan)
             values: dict[str, Any] = {"stats": new_stats, "name": plan.network.name,
                                       "comment": plan.network.comment}
