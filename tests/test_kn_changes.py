@@ -267,3 +267,29 @@ def test_rows_stored_without_a_hash_are_compared_by_their_properties(store: Netw
     stats = store.sync(*load_declarative(LIBRARY))
     assert stats.instances_unchanged == 36 and not stats.changed and stats.version == version
     assert None not in {r[0] for r in _rows(store, t.instances, "content_hash")}
+
+
+def test_a_load_by_copy_equals_one_by_executemany(pg_url: str, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """PostgreSQL loads big batches with COPY: every row, the term statistics and the answers are those of the
+    executemany path (and of SQLite's load)."""
+    from kgrag.network.store import load as load_module
+
+    monkeypatch.setattr(load_module, "COPY_MIN_ROWS", 1)  # the library's rows, every one by COPY
+    copied = NetworkStore(pg_url)
+    try:
+        copied.load(*load_declarative(LIBRARY))
+        reference = NetworkStore(f"sqlite:///{tmp_path / 'ref.db'}", embedder=copied.embedder)
+        reference.load(*load_declarative(LIBRARY))
+        assert _derived(copied) == _derived(reference)
+        with copied.engine.connect() as conn:
+            props = {r.id: r.properties for r in conn.execute(select(t.instances).where(t.instances.c.kn_id == KN))}
+        assert props["b:1984"] == _book(reference, "b:1984").properties  # JSON as the engine writes it
+        text_rows = [{"text": r[0]} for r in _rows(copied, t.text_index, "text", "id")]
+        expected = {(r["token"], r["rows"], r["tokens"]) for r in _term_rows(KN, text_rows)}
+        assert _rows(copied, t.text_terms, "token", "rows", "tokens") == expected
+        assert copied.match_scores(KN, "instance", "Book", ["title"], "Hobbit", 5) == \
+            reference.match_scores(KN, "instance", "Book", ["title"], "Hobbit", 5)
+        reference.close()
+    finally:
+        copied.close()

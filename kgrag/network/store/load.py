@@ -18,6 +18,7 @@ values get indexed) are :mod:`kgrag.network.store.rows`'s; this module adds the 
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sqlalchemy import delete, func, select
+from sqlalchemy import JSON, Table, delete, func, select
 from sqlalchemy.engine import Connection
 
 from kgrag.network.schema import tables as t
@@ -50,6 +51,8 @@ __all__ = ["LoadStats", "StoreLoader"]
 BATCH = 5000
 #: instances derived (text rows, vectors) and written per step of a load: what a load holds beyond its input
 LOAD_CHUNK = 20_000
+#: rows from which an insert on PostgreSQL is a ``COPY`` (fewer: ``executemany``)
+COPY_MIN_ROWS = 1_000
 
 #: ``progress(stage, done, total)`` of a load's stages
 Progress = Callable[[str, int, int], None]
@@ -78,6 +81,22 @@ class LoadStats:
 def _chunks(rows: list, size: int = BATCH) -> Iterable[list]:
     for start in range(0, len(rows), size):
         yield rows[start : start + size]
+
+
+def _copy(conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
+    """PostgreSQL's ``COPY`` of ``rows`` (dicts with the same keys) into ``table``, on the transaction's own
+    psycopg connection; JSON columns serialised as the engine serialises them."""
+    from psycopg.types.json import Json
+
+    columns = [c.name for c in table.columns if c.name in rows[0]]
+    json_columns = {c.name for c in table.columns if isinstance(c.type, JSON)}
+    dumps = conn.dialect._json_serializer or json.dumps  # type: ignore[attr-defined]
+    driver = conn.connection.driver_connection
+    statement = f"COPY {table.name} ({', '.join(columns)}) FROM STDIN"  # our own table and column names
+    with driver.cursor() as cursor, cursor.copy(statement) as copy:  # type: ignore[union-attr]
+        for row in rows:
+            copy.write_row([Json(row[c], dumps) if c in json_columns and row[c] is not None else row[c]
+                            for c in columns])
 
 
 class _Terms:
@@ -269,8 +288,12 @@ class StoreLoader:
     }
 
     def _insert(self, conn: Connection, name: str, rows: list[dict[str, Any]]) -> None:
-        """Batched ``executemany`` of ``rows`` into table ``name`` (no commit: the caller's transaction)."""
+        """``rows`` into table ``name`` in the caller's transaction: ``COPY … FROM STDIN`` on PostgreSQL (from
+        :data:`COPY_MIN_ROWS` rows), else batched ``executemany``."""
         table = self.TABLES[name]
+        if conn.dialect.name == "postgresql" and len(rows) >= COPY_MIN_ROWS:
+            _copy(conn, table, rows)
+            return
         for chunk in _chunks(rows):
             conn.execute(table.insert(), chunk)
 
