@@ -17,6 +17,7 @@ from sqlalchemy import select
 
 from kgrag.network.loaders.declarative import load_declarative
 from kgrag.network.schema import tables as t
+from kgrag.network.schema.conditions import NOT_TEXT
 from kgrag.network.schema.model import Instance, Link
 from kgrag.network.store import NetworkChanges, NetworkStore
 from kgrag.network.store.load import _term_rows
@@ -293,3 +294,27 @@ def test_a_load_by_copy_equals_one_by_executemany(pg_url: str, tmp_path: Path,
         reference.close()
     finally:
         copied.close()
+
+
+def test_equality_on_a_text_field_reads_only_its_holders(store: NetworkStore) -> None:
+    """``==`` on a text field other than the display key is answered through the field's value index (the holders'
+    ids, not every row's JSON): the same rows as the plain comparison; a value nobody holds reads no row; a field
+    with a non-text value somewhere is left to the database (PostgreSQL compares numbers as text)."""
+    from kgrag.network.schema.model import Condition
+
+    def ids(value: object) -> list[str]:
+        cond = Condition(operation="==", field="country", value=value)
+        return [h.id for h in store.query_instances(KN, "City", cond, 10)]
+
+    plan = store.compile(KN, "City", Condition(operation="==", field="country", value="Atlantis"), 10)
+    assert "false" in str(plan.clause).lower() or str(plan.clause) in ("0 = 1", "false")
+    assert ids("Atlantis") == []
+    uk = sorted(h.id for h in store.query_instances(KN, "City", None, 100)
+                if h.properties.get("country") == "United Kingdom")
+    assert ids("United Kingdom") == uk and "c:london" in uk
+    hit = store.get_instances(KN, "City", ["c:toronto"])[0]
+    store.apply_changes(KN, NetworkChanges(upsert_instances=[
+        Instance(object_type_id="City", id="c:toronto", properties={**hit.properties, "country": 5})]))
+    assert NOT_TEXT in store.queries.list_members(KN, "City", "country")
+    assert ids("United Kingdom") == uk  # the database's comparison again
+    assert ids("5") == (["c:toronto"] if store.dialect == "postgresql" else [])

@@ -86,6 +86,9 @@ Scorer = Callable[[str, list[str], str, int], dict[str, float]]
 Members = Callable[[str, str], dict[str, list[str]]]
 #: more instances than this holding one list item: ``contain`` scans instead of binding their ids
 MAX_MEMBER_IDS = 500
+#: the :data:`Members` key of the instances whose value of a field is a scalar other than a string (a number,
+#: a boolean): ``==`` on such a field is left to the database (PostgreSQL reads them as text)
+NOT_TEXT = "\x00not text"
 
 
 def is_list_type(prop_type: str) -> bool:
@@ -296,7 +299,14 @@ def _leaf_sql(cond: Condition, object_type: ObjectType, dialect: str, members: M
     if op == "==":
         if on_name:
             return and_(instances.c.name == _coerce(value, prop_type, field_name), col.is_not(None))
-        return col == _coerce(value, prop_type, field_name)
+        wanted = _coerce(value, prop_type, field_name)
+        index = members(object_type.id, field_name) if (
+            members is not None and isinstance(wanted, str) and prop_type.lower() in TEXT_TYPES) else None
+        if index is not None and NOT_TEXT not in index:  # the holders by id, not every row's JSON
+            holders = index.get(wanted, [])
+            if len(holders) <= MAX_MEMBER_IDS:
+                return and_(instances.c.id.in_(sorted(holders)), col == wanted) if holders else false()
+        return col == wanted
     if op == "!=":
         return or_(col != _coerce(value, prop_type, field_name), col.is_(None))
     if op == "in":

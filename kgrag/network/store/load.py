@@ -183,7 +183,7 @@ class StoreLoader:
             version=version,
         )
 
-    def _write(self, network: KnowledgeNetwork, instances: list[Instance], link_table: list[tuple[str, str, str]],
+    def _write(self, network: KnowledgeNetwork, instances: list[Instance], link_table: list[Link],
                ids_by_type: dict[str, set[str]], embedder: TextEmbedder, source: dict[str, Any] | None,
                progress: Progress) -> tuple[dict[str, int], str]:
         """The load's one transaction: the old network deleted, then the rows derived and written
@@ -219,8 +219,8 @@ class StoreLoader:
                 progress("instances", counts["instances"], len(instances))
             progress("links", 0, len(link_table))
             for chunk in _chunks(link_table):  # type: ignore[arg-type]
-                insert(conn, "links", [{"kn_id": kn_id, "relation_type_id": r, "source_id": a, "target_id": b}
-                                       for r, a, b in chunk])
+                insert(conn, "links", [{"kn_id": kn_id, "relation_type_id": k.relation_type_id,
+                                        "source_id": k.source_id, "target_id": k.target_id} for k in chunk])
                 progress("links", counts["links"], len(link_table))
             text_rows, pending = [], Embeddable()
             index_types(network, text_rows, pending)

@@ -25,6 +25,7 @@ from sqlalchemy.sql.elements import False_
 
 from kgrag.network.schema import tables as t
 from kgrag.network.schema.conditions import (
+    NOT_TEXT,
     Plan,
     compile_condition,
     fold_ascii,
@@ -46,8 +47,12 @@ WHOLE_MATCH = 10_000
 
 
 def _add_members(index: dict[str, list[str]], rows: Any) -> None:
-    """Add ``(instance id, field value)`` rows to a :meth:`StoreQueries.list_members` index."""
+    """Add ``(instance id, field value)`` rows to a :meth:`StoreQueries.list_members` index (a scalar value that
+    is neither a string nor null goes under :data:`~kgrag.network.schema.conditions.NOT_TEXT`)."""
     for instance_id, value in rows:
+        if value is not None and not isinstance(value, str | list):
+            index.setdefault(NOT_TEXT, []).append(instance_id)
+            continue
         for item in dict.fromkeys(value if isinstance(value, list) else [value]):
             if isinstance(item, str):
                 index.setdefault(item, []).append(instance_id)

@@ -202,23 +202,22 @@ def _check_link(link: Link, relation_types: dict[str, RelationType], ids_by_type
     return rt
 
 
-def link_keys(network: KnowledgeNetwork, links: Iterable[Link], ids_by_type: dict[str, set[str]]
-              ) -> list[tuple[str, str, str]]:
-    """Each distinct ``(relation, source, target)`` once, in the order given (see :func:`_check_link` for the
-    errors)."""
+def link_keys(network: KnowledgeNetwork, links: Iterable[Link], ids_by_type: dict[str, set[str]]) -> list[Link]:
+    """Each distinct link (relation, source, target) once, in the order given (see :func:`_check_link` for the
+    errors); the links themselves are the keys (no copies: a big load holds millions)."""
     relation_types = {rt.id: rt for rt in network.relation_types}
-    keys: dict[tuple[str, str, str], None] = {}
+    keys: dict[Link, None] = {}
     for link in links:
-        rt = _check_link(link, relation_types, ids_by_type)
-        keys.setdefault((rt.id, link.source_id, link.target_id), None)
+        _check_link(link, relation_types, ids_by_type)
+        keys.setdefault(link, None)
     return list(keys)
 
 
 def link_rows(network: KnowledgeNetwork, links: Iterable[Link], ids_by_type: dict[str, set[str]]
               ) -> list[dict[str, Any]]:
     """``kn_links`` rows of :func:`link_keys`."""
-    return [{"kn_id": network.kn_id, "relation_type_id": r, "source_id": a, "target_id": b}
-            for r, a, b in link_keys(network, links, ids_by_type)]
+    return [{"kn_id": network.kn_id, "relation_type_id": k.relation_type_id, "source_id": k.source_id,
+             "target_id": k.target_id} for k in link_keys(network, links, ids_by_type)]
 
 
 def type_rows(network: KnowledgeNetwork) -> Rows:
