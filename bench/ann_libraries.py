@@ -39,8 +39,15 @@ the open mode maps the file *and* anonymous RSS grew by less than 16 MiB + a qua
 eps" is ann-benchmarks' tolerant recall (a returned row within 1e-3 of the exact 10th similarity counts), which
 separates real misses from ties inside near-duplicate groups. The recommendation at the end is computed from the
 largest size: among variants reaching the recall target that support adds and removals and open memory-mapped, the
-fastest p50; within 25 % of it, the one with the smallest footprint (max of file size and RSS growth). Everything is written to ``bench/results/ann_libraries.json`` (``figures``: every figure, versions,
-hardware; ``baseline``: the exact scan; ``ratio``: exact p50 / variant p50 at its smallest ef reaching the target).
+fastest p50; within 25 % of it, the one with the smallest footprint (max of file size and RSS growth). Everything
+is written to ``bench/results/ann_libraries.json`` (``figures``: every figure, versions, hardware, skipped variants;
+``baseline``: the exact scan; ``ratio``: exact p50 / variant p50 at its smallest ef reaching the target).
+
+Time on 2 shared cores: 100k vectors take about 3 minutes for everything; at 1M an HNSW build on 2 threads takes
+10-16 minutes per variant under load, so all variants at 1M would take about an hour. To fit a budget: variants that
+missed the recall target at the previous size are not built again (``--skip-below``), ``--only`` and
+``--only-at-largest`` restrict the variants (e.g. ``--only-at-largest "usearch f32,usearch f16,sqlite-vec"``),
+``--efs 16,32,64,128,256`` extends the sweep when 128 is not enough at 1M.
 """
 
 from __future__ import annotations
@@ -56,6 +63,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -231,7 +239,8 @@ class FaissAdapter(Adapter):
         self.variant = "HNSWSQ8/ip" if sq8 else "HNSWFlat/ip"
 
     def open_note(self, mode: str) -> str:
-        return {"mmap_ifc": "read_index(IO_FLAG_MMAP_IFC)", "mmap": "read_index(IO_FLAG_MMAP)"}.get(mode, "read_index()")
+        notes = {"mmap_ifc": "read_index(IO_FLAG_MMAP_IFC)", "mmap": "read_index(IO_FLAG_MMAP)"}
+        return notes.get(mode, "read_index()")
 
     def build(self, x: np.ndarray, threads: int, m: int, ef_construction: int, path: Path) -> Any:
         import faiss
@@ -471,7 +480,8 @@ def _build_job(adapter: Adapter, spec: dict, result: dict, flush: Callable[[], N
     adapter.save(index, path)
     save_s = time.perf_counter() - start
     adapter.close(index)
-    result.update(loadavg_1min=round(os.getloadavg()[0], 2), build_s=round(build_s, 3), vectors_per_s=round(len(x) / build_s, 1), save_s=round(save_s, 3),
+    result.update(loadavg_1min=round(os.getloadavg()[0], 2), build_s=round(build_s, 3),
+                  vectors_per_s=round(len(x) / build_s, 1), save_s=round(save_s, 3),
                   file_bytes=path.stat().st_size, file_mib=round(path.stat().st_size / MIB, 1),
                   build_rss_growth_mib=_delta(built, before), build_peak_rss_mib=round(_memory().get("peak", 0.0), 1))
 
@@ -536,8 +546,10 @@ def _check(step: Callable[[], bool]) -> dict:
 
 
 def _probe_job(adapter: Adapter, spec: dict, result: dict, flush: Callable[[], None]) -> None:
-    """Capabilities on a small index: add and remove after the build, then on the index as opened from disk.
-    Each answer is flushed at once, so a crash (a library that segfaults on a mapped index) keeps the others."""
+    """Capabilities on a small index (1,000 rows, then 100 added). Stage "build": add and remove on the index just
+    built, then save it. Stage "open": one change (``step``: adds or removals) on a copy of that file opened in
+    ``open_mode``. The parent runs each open step in its own process, since some libraries crash there (faiss
+    aborts when adding to a mapped index; usearch 2.26 segfaults when adding to a view that holds a removal)."""
     x = _load_rows(spec["base"], PROBE_ROWS)
     path = Path(spec["index"])
     n0 = 1000
@@ -550,25 +562,48 @@ def _probe_job(adapter: Adapter, spec: dict, result: dict, flush: Callable[[], N
         adapter.remove(index, key)
         return key not in adapter.search(index, x[key], 10).tolist()
 
-    index = adapter.build(x[:n0], 1, spec["m"], spec["ef_construction"], path)
-    adapter.set_ef(index, 64)
-    result["adds_after_build"] = _check(lambda: added(index, n0, n0 + 100))
-    flush()
-    result["removals"] = _check(lambda: removed(index, 7))
-    flush()
-    adapter.save(index, path)
-    adapter.close(index)
-    result["opened"] = {}
-    for mode in adapter.open_modes:  # each from the saved file; changes stay in memory (sqlite: in the file)
+    if spec["stage"] == "build":
+        index = adapter.build(x[:n0], 1, spec["m"], spec["ef_construction"], path)
+        adapter.set_ef(index, 64)
+        result["adds_after_build"] = _check(lambda: added(index, n0, n0 + 100))
+        flush()
+        result["removals"] = _check(lambda: removed(index, 7))
+        flush()
+        adapter.save(index, path)
+        adapter.close(index)
+        return
+    opened = adapter.open(path, spec["open_mode"], x.shape[1])
+    adapter.set_ef(opened, 64)
+    if spec["step"] == "adds":
+        result["adds"] = _check(lambda: added(opened, n0 + 100, PROBE_ROWS))
+    else:
+        result["removals"] = _check(lambda: removed(opened, 8))
+    adapter.close(opened)
+
+
+def _probe(adapter: Adapter, common: dict, data_path: Path, workdir: Path, timeout: float) -> dict:
+    """Run the capability probe: the build stage, then each (open mode, step) in a fresh process on a fresh copy."""
+    path = workdir / f"probe{adapter.suffix}"
+    spec = {**common, "job": "probe", "adapter": adapter.key, "base": str(data_path)}
+    built = _run_job({**spec, "stage": "build", "index": str(path)}, workdir, 1, timeout)
+    out: dict = {step: built.get(step, {"ok": False, "note": f"not answered: {built.get('error', '')}"})
+                 for step in ("adds_after_build", "removals")}
+    out["opened"] = {}
+    for mode in adapter.open_modes:
         answers: dict = {}
-        result["opened"][mode] = answers
-        opened = adapter.open(path, mode, x.shape[1])
-        adapter.set_ef(opened, 64)
-        answers["adds"] = _check(lambda opened=opened: added(opened, n0 + 100, PROBE_ROWS))
-        flush()
-        answers["removals"] = _check(lambda opened=opened: removed(opened, 8))
-        flush()
-        adapter.close(opened)
+        out["opened"][mode] = answers
+        for step in ("adds", "removals"):
+            copy = workdir / f"probe-copy{adapter.suffix}"
+            if not path.exists():
+                answers[step] = {"ok": False, "note": "no probe index was saved"}
+                continue
+            shutil.copyfile(path, copy)
+            got = _run_job({**spec, "stage": "open", "open_mode": mode, "step": step, "index": str(copy)},
+                           workdir, 1, timeout)
+            answers[step] = got.get(step, {"ok": False, "note": f"crashed: {got.get('error', '')}"})
+            copy.unlink(missing_ok=True)
+    path.unlink(missing_ok=True)
+    return out
 
 
 def _worker(spec_path: Path) -> None:
@@ -608,6 +643,9 @@ def _run_job(spec: dict, workdir: Path, threads: int, timeout: float) -> dict:
     result = json.loads(out.read_text()) if out.exists() else {}
     if code != 0 and "error" not in result:
         tail = " | ".join(log.read_text(errors="replace").strip().splitlines()[-3:]) if log.exists() else ""
+        if isinstance(code, int) and code < 0:
+            with contextlib.suppress(ValueError):
+                code = f"{code} ({signal.Signals(-code).name})"
         result["error"] = f"worker exit {code}" + (f": {tail}" if tail else "")
     for p in (spec_path, out, log):
         p.unlink(missing_ok=True)
@@ -779,8 +817,8 @@ def recommend(size_result: dict, n: int, target: float) -> dict:
     meeting = [r for r in rows if r["best"] is not None]
     eligible = [r for r in meeting if r["adds"] and r["removals"] and r["mapped"]]
     rule = (f"at {n:,} vectors: recall@10 >= {target} at some ef, adds and removals work, opened memory-mapped "
-            "(anon RSS growth < 16 MiB + a quarter of the file); fastest p50, then within 1.25x of it the smallest footprint "
-            "(max of file size and RSS growth)")
+            "(anon RSS growth < 16 MiB + a quarter of the file); fastest p50, then within 1.25x of it the smallest "
+            "footprint (max of file size and RSS growth)")
     if not meeting:
         return {"rule": rule, "chosen": None, "text": f"No variant reached recall@10 >= {target} at {n:,} vectors; "
                 "raise ef (or M / ef_construction) and rerun."}
@@ -798,8 +836,8 @@ def recommend(size_result: dict, n: int, target: float) -> dict:
         f"{exact.get('p50_ms', float('nan')):.1f} ms for the exact numpy scan ({chosen['speedup']}x); build "
         f"{chosen['build']['build_s']:.0f} s ({chosen['build']['vectors_per_s']:,.0f} vectors/s on 2 threads), file "
         f"{chosen['file_mib']:,.0f} MiB, open {e['open_ms']:.1f} ms, RSS growth after the queries "
-        f"{e['query_rss_growth_mib'].get('anon', 0):,.0f} MiB anonymous + {e['query_rss_growth_mib'].get('file', 0):,.0f}"
-        f" MiB file-backed. Adds and removals work on the built index"
+        f"{e['query_rss_growth_mib'].get('anon', 0):,.0f} MiB anonymous + "
+        f"{e['query_rss_growth_mib'].get('file', 0):,.0f} MiB file-backed. Adds and removals work on the built index"
         + ("" if opened_changes else f" but not on the index as opened {e['open_mode']} (so incremental changes "
            "go to a loaded copy or a rebuild, then a save and reopen)") + ". ")
     if relaxed:
@@ -814,7 +852,8 @@ def recommend(size_result: dict, n: int, target: float) -> dict:
             top = max((x["recall_at_k"] for x in r["entry"].get("by_ef", [])), default=0.0)
             why.append(f"recall@10 at most {top:.3f}")
         else:
-            why.append(f"p50 {r['best']['p50_ms']:.2f} ms")
+            why.append(f"p50 {r['best']['p50_ms']:.2f} ms at ef {r['best']['ef'] or 'exact'}, footprint "
+                       f"{r['footprint_mib']:,.0f} MiB")
         if not r["mapped"]:
             why.append("not memory-mapped")
         if not r["removals"]:
@@ -974,6 +1013,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--skip-below", type=float, default=None,
                         help="at each larger size, skip variants whose best recall@10 at the previous size was below "
                              "this (default: the recall target; 0 keeps all)")
+    parser.add_argument("--only-at-largest", default="",
+                        help="comma-separated substrings of 'library variant' to keep at the largest size only "
+                             "(to fit a time budget; the others are recorded as skipped there)")
     parser.add_argument("--hardware-note", default="2 CPU cores shared with other work; run under nice -n 10")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -1059,6 +1101,12 @@ def main(argv: list[str] | None = None) -> None:
         if not args.keep_files:
             base_path.unlink(missing_ok=True)
         for a in usable:
+            keep_largest = [w.strip().lower() for w in args.only_at_largest.split(",") if w.strip()]
+            if n == n_max and keep_largest and not any(w in a.key.lower() for w in keep_largest):
+                note = f"{a.key}: not run at {n:,}: left out by --only-at-largest"
+                figures["skipped"].append(note)
+                _log(note, t0)
+                continue
             if a.key in best_recall and best_recall[a.key] < skip_below:
                 note = (f"{a.key}: not run at {n:,}: its best recall@10 at the previous size was "
                         f"{best_recall[a.key]:.3f} < {skip_below} (recall only falls as the index grows)")
@@ -1071,10 +1119,7 @@ def main(argv: list[str] | None = None) -> None:
             index_path = workdir / f"{a.key.replace(' ', '_').replace('/', '-').replace('(', '').replace(')', '')}" \
                                    f"-{n}{a.suffix}"
             if a.key not in probes:
-                probe_path = workdir / f"probe{a.suffix}"
-                probes[a.key] = _run_job({**common, "job": "probe", "adapter": a.key, "base": str(data_path),
-                                          "index": str(probe_path)}, workdir, 1, args.job_timeout)
-                probe_path.unlink(missing_ok=True)
+                probes[a.key] = _probe(a, common, data_path, workdir, args.job_timeout)
             entry["capabilities"] = probes[a.key]
             _log(f"{n:,}: build {a.key}", t0)
             entry["build"] = _run_job({**common, "job": "build", "adapter": a.key, "base": str(data_path), "rows": n,
@@ -1104,10 +1149,11 @@ def main(argv: list[str] | None = None) -> None:
     figures["hardware"]["loadavg_end"] = [round(v, 2) for v in os.getloadavg()]
     figures["seconds_total"] = round(time.perf_counter() - t0, 1)
     figures["recommendation"] = recommend(figures["sizes"][str(n_max)], n_max, args.recall_target)
-    not_run = [line.split(":")[0] for line in figures["skipped"] if f"not run at {n_max:,}" in line]
+    not_run = [line.split(": ", 1)[0] + " (" + line.split(": ")[-1] + ")" for line in figures["skipped"]
+               if f"not run at {n_max:,}" in line]
     if not_run:
-        figures["recommendation"]["text"] += (f" Not run at {n_max:,} (below the recall target at the smaller size): "
-                                              + ", ".join(not_run) + ".")
+        text = figures["recommendation"]["text"].rstrip()
+        figures["recommendation"]["text"] = text + f" Not run at {n_max:,}: " + "; ".join(not_run) + "."
     baseline = {size: {"exact_scan": {k: v for k, v in res.get("exact_scan", {}).items() if k != "traceback"},
                        "ground_truth": res["ground_truth"]} for size, res in figures["sizes"].items()}
     ratio = {size: {f"{r['key']} [{r['open_mode']}] ef={r['best']['ef']}": r["speedup"]

@@ -101,3 +101,15 @@ def test_a_large_delta_rebuilds_and_removal_removes(ann_store: NetworkStore, mon
     _agrees(ann_store, monkeypatch, "Book", "title")
     assert ann_store.delete(KN)
     assert not folder.exists()
+
+
+def test_an_opened_base_then_the_onnx_encoder_do_not_crash(tmp_path: Path) -> None:
+    """usearch imported before onnxruntime crashes onnxruntime's import (usearch 2.26.6): the bases import it after,
+    so a server that opens a base before its first query encoder lives on."""
+    import subprocess
+    import sys
+
+    script = ("from kgrag.network.store.ann import _usearch\n_usearch()\nimport onnxruntime\n"
+              "print(onnxruntime.get_device())\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "CPU", done.stderr[-2000:]

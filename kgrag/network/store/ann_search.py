@@ -118,19 +118,21 @@ def _vector_chunks(engine: Engine, kn_id: str, type_id: str, name: str) -> Itera
 
 def build_field(engine: Engine, files: AnnFiles, kn_id: str, type_id: str, name: str, model: str,
                 hashes: dict[str, str] | None = None) -> AnnBase | None:
-    """Build the base of one field from the stored vectors (None: the field has none)."""
+    """Build the base of one field from the stored vectors, :data:`READ_CHUNK` rows at a time (None: the field
+    has none)."""
     start = time.perf_counter()
     hashes = hashes if hashes is not None else _current_hashes(engine, kn_id, type_id)
-    ids: list[str] = []
-    parts: list[np.ndarray] = []
-    for chunk in _vector_chunks(engine, kn_id, type_id, name):
-        ids += [r.item_id for r in chunk]
-        parts.append(np.frombuffer(b"".join(r.vector for r in chunk), np.float32).reshape(len(chunk), -1))
-    if not ids:
-        return None
-    vectors = np.concatenate(parts) if len(parts) > 1 else parts[0]
-    base = build_base(files.folder(kn_id, type_id, name), ids, [hashes.get(i, "") for i in ids], vectors, model)
-    log.info("ANN base of %s/%s.%s: %d rows in %.1f s", kn_id, type_id, name, len(ids), time.perf_counter() - start)
+
+    def chunks() -> Iterator[tuple[list[str], list[str], np.ndarray]]:
+        for chunk in _vector_chunks(engine, kn_id, type_id, name):
+            ids = [r.item_id for r in chunk]
+            vectors = np.frombuffer(b"".join(r.vector for r in chunk), np.float32).reshape(len(chunk), -1)
+            yield ids, [hashes.get(i, "") for i in ids], vectors
+
+    base = build_base(files.folder(kn_id, type_id, name), chunks(), model)
+    if base is not None:
+        log.info("ANN base of %s/%s.%s: %d rows in %.1f s", kn_id, type_id, name, len(base),
+                 time.perf_counter() - start)
     return base
 
 
