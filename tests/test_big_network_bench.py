@@ -1,0 +1,72 @@
+"""The big-network benchmark in a small configuration (bench/big_network_data.py, bench/big_network.py): the
+generator is deterministic, its link degrees are skewed, a 1 % change touches about 1 % of the rows and nothing
+else; the generated network loads through ``kgrag kn load`` with progress, answers knn from ANN bases when its types
+are over the threshold, and a reload of the same files reads nothing.
+
+    .venv/bin/python -m pytest -q tests/test_big_network_bench.py
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from bench.big_network import queries
+from bench.big_network_data import generate, vocabulary
+from kgrag.cli import app
+from kgrag.config import get_settings
+from kgrag.network.store import NetworkStore
+
+
+def _rows(folder: Path, name: str) -> list[dict[str, str]]:
+    with (folder / name).open(encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def test_the_generator_is_deterministic_and_skewed(tmp_path: Path) -> None:
+    vocab = vocabulary()
+    counts = generate(3000, tmp_path / "a", vocab=vocab)
+    generate(3000, tmp_path / "b", vocab=vocab)
+    generate(3000, tmp_path / "c", vocab=vocab, changed=0.01)
+    files = sorted(p.name for p in (tmp_path / "a").iterdir())
+    assert files == sorted(p.name for p in (tmp_path / "b").iterdir()) and "shop.yaml" in files
+    assert all((tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes() for f in files)
+    assert counts["instances"] == sum(len(_rows(tmp_path / "a", f"{t.lower()}.csv"))
+                                      for t in ("Customer", "Product", "Supplier", "Order", "Review", "Category"))
+    degrees = Counter(r["target_id"] for r in _rows(tmp_path / "a", "link_placed_by.csv"))
+    assert max(degrees.values()) >= 8 * (sum(degrees.values()) / len(degrees))  # a few customers order a lot
+    before, after = _rows(tmp_path / "a", "customer.csv"), _rows(tmp_path / "c", "customer.csv")
+    changed = sum(a != b for a, b in zip(before, after, strict=True))
+    assert 0 < changed <= 0.03 * len(before)
+    assert [r["id"] for r in before] == [r["id"] for r in after]
+    assert _rows(tmp_path / "a", "link_contains.csv") == _rows(tmp_path / "c", "link_contains.csv")
+    asked = queries(tmp_path / "a" / "shop.yaml", 50)
+    assert len(asked) == len(set(asked)) == 50
+
+
+def test_the_generated_network_loads_and_answers_from_ann_bases(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    generate(1000, tmp_path / "shop")
+    monkeypatch.setenv("KGRAG_WORK_DIR", str(tmp_path / "work"))
+    monkeypatch.setenv("KGRAG_KN_ANN_MIN_ROWS", "220")  # Customers (250), Orders (400), Reviews (240)
+    get_settings.cache_clear()
+    db = f"sqlite:///{tmp_path / 'kn.db'}"
+    try:
+        loaded = CliRunner().invoke(app, ["kn", "load", str(tmp_path / "shop" / "shop.yaml"), "--db", db])
+        assert loaded.exit_code == 0, loaded.output
+        assert "instances (rows, tokens, vectors): 1,200 done" in loaded.output  # the stage lines (no terminal)
+        store = NetworkStore(db)
+        assert set(store.index.ann_types("shop")) == {"Customer", "Order", "Review"}
+        assert (tmp_path / "kn.db.ann").is_dir()
+        customer = _rows(tmp_path / "shop", "customer.csv")[7]
+        found = store.knn_scores("shop", "instance", "Customer", ["name"], customer["name"], 5)
+        assert customer["id"] in found and max(found.values()) > 0.99
+        store.close()
+        again = CliRunner().invoke(app, ["kn", "load", str(tmp_path / "shop" / "shop.yaml"), "--db", db])
+        assert again.exit_code == 0 and "same fingerprint" in again.output, again.output
+    finally:
+        get_settings.cache_clear()
