@@ -61,9 +61,21 @@ def dataset(size: int, root: Path, changed: float = 0.0) -> Path:
     return folder / "shop.yaml"
 
 
+def _anon_bytes(process: psutil.Process) -> int:
+    """Resident anonymous memory (``RssAnon``: not the file pages a process maps, which the kernel can drop)."""
+    try:
+        for line in Path(f"/proc/{process.pid}/status").read_text().splitlines():
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 def run_measured(cmd: list[str], env: dict[str, str], log: Path) -> dict[str, Any]:
-    """Run ``cmd``; its wall seconds and the peak RSS of its process tree (sampled every 0.2 s)."""
-    peak = 0
+    """Run ``cmd``; its wall seconds and the peak RSS of its process tree, all of it and its anonymous part
+    (without the mapped database and embedding-cache pages), sampled every 0.2 s."""
+    peak = peak_anon = 0
     start = time.perf_counter()
     with log.open("ab") as out:
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
@@ -71,11 +83,12 @@ def run_measured(cmd: list[str], env: dict[str, str], log: Path) -> dict[str, An
         done = threading.Event()
 
         def sample() -> None:
-            nonlocal peak
+            nonlocal peak, peak_anon
             while not done.is_set():
                 try:
-                    rss = sum(p.memory_info().rss for p in [root, *root.children(recursive=True)])
-                    peak = max(peak, rss)
+                    tree = [root, *root.children(recursive=True)]
+                    peak = max(peak, sum(p.memory_info().rss for p in tree))
+                    peak_anon = max(peak_anon, sum(_anon_bytes(p) for p in tree))
                 except psutil.Error:
                     pass
                 done.wait(0.2)
@@ -88,7 +101,8 @@ def run_measured(cmd: list[str], env: dict[str, str], log: Path) -> dict[str, An
     seconds = time.perf_counter() - start
     if code != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({code}); see {log}: {log.read_text()[-3000:]}")
-    return {"seconds": round(seconds, 1), "peak_rss_gb": round(peak / 1e9, 2)}
+    return {"seconds": round(seconds, 1), "peak_rss_gb": round(peak / 1e9, 2),
+            "peak_anon_gb": round(peak_anon / 1e9, 2)}
 
 
 def queries(schema: Path, n: int, seed: int = 0) -> list[str]:
