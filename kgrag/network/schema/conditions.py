@@ -300,8 +300,9 @@ def _leaf_sql(cond: Condition, object_type: ObjectType, dialect: str, members: M
         if on_name:
             return and_(instances.c.name == _coerce(value, prop_type, field_name), col.is_not(None))
         wanted = _coerce(value, prop_type, field_name)
-        index = members(object_type.id, field_name) if (
-            members is not None and isinstance(wanted, str) and prop_type.lower() in TEXT_TYPES) else None
+        index = members(object_type.id, field_name) if (  # a text property (not the pseudo-field "id")
+            members is not None and prop is not None and isinstance(wanted, str)
+            and prop_type.lower() in TEXT_TYPES) else None
         if index is not None and NOT_TEXT not in index:  # the holders by id, not every row's JSON
             holders = index.get(wanted, [])
             if len(holders) <= MAX_MEMBER_IDS:
