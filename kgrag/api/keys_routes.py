@@ -20,6 +20,7 @@ caller's own 409; an unknown name 404; a body that does not validate 422 naming 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Path, Request
@@ -60,23 +61,11 @@ class KeyIn(BaseModel):
     max_body_bytes: int = Field(default=0, ge=0, le=1 << 30, description="0: the server's default")
 
 
-class KeyOut(BaseModel):
-    """A key as listed (:class:`kgrag.access.keys.KeyInfo`; never its token)."""
+@dataclass(frozen=True)
+class KeyCreated(KeyInfo):
+    """A key just created, with its token (:class:`kgrag.access.keys.KeyInfo` plus ``token``)."""
 
-    name: str
-    key_id: str
-    scope: str
-    kns: list[str] | None
-    kgs: list[str] | None
-    rate_per_minute: int
-    max_body_bytes: int
-    created_at: float
-    created_by: str
-    revoked_at: float | None
-
-
-class KeyCreated(KeyOut):
-    token: str = Field(description="Authorization: Bearer <token>; shown this once")
+    token: Annotated[str, Field(description="Authorization: Bearer <token>; shown this once")] = ""
 
 
 def _admin(request: Request) -> Grant:
@@ -91,7 +80,7 @@ def _covered(grant: Grant, info: KeyInfo) -> bool:
     return grant.covers(info.kns, info.kgs)
 
 
-@router.get("/api/keys", response_model=list[KeyOut], responses=ERRORS)
+@router.get("/api/keys", response_model=list[KeyInfo], responses=ERRORS)
 def list_keys(request: Request) -> Any:
     """Every key the calling admin key covers (revoked ones too, with when), oldest first; never a token."""
     grant = _admin(request)
@@ -122,7 +111,7 @@ def create_key(body: KeyIn, request: Request) -> Any:
     return {**info.as_dict(), "token": token}
 
 
-@router.post("/api/keys/{name}/revoke", response_model=KeyOut,
+@router.post("/api/keys/{name}/revoke", response_model=KeyInfo,
              responses={**ERRORS, 404: {"description": "no such key (or one the caller does not cover)"},
                         409: {"description": "revoked already, or the calling key itself"}})
 def revoke_key(name: KeyName, request: Request) -> Any:

@@ -47,6 +47,7 @@ from kgrag.network.store.rows import (
     chunk_rows,
     content_hash,
     index_types,
+    instance_ids,
     instance_rows,
     link_rows,
     type_rows,
@@ -331,14 +332,7 @@ class StoreChanges:
                    instances: list[Instance], links: list[Link], source: dict[str, Any] | None) -> _Plan:
         version, stored_network, stats = current
         object_types = check_schema(network)
-        ids_by_type: dict[str, set[str]] = {ot_id: set() for ot_id in object_types}
-        for inst in instances:
-            known = ids_by_type.get(inst.object_type_id)
-            if known is None:
-                raise ValueError(f"instance {inst.id!r} has unknown object type {inst.object_type_id!r}")
-            if inst.id in known:
-                raise ValueError(f"duplicate instance id {inst.id!r} of object type {inst.object_type_id!r}")
-            known.add(inst.id)
+        ids_by_type = instance_ids(instances, object_types)
         desired_links = _checked_links(network, links, ids_by_type)
         old_types = {ot.id: ot for ot in stored_network.object_types}
         reindex = {ot.id for ot in network.object_types
