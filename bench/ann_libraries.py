@@ -70,6 +70,7 @@ import sys
 import tempfile
 import time
 import traceback
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,9 +87,10 @@ PROBE_ROWS = 1200
 
 
 # ---------------------------------------------------------------------------------------------------- adapters
-class Adapter:
-    """One library variant: build, save, open, search, change. Subclasses import their library lazily, so a
-    worker process only loads the library it measures."""
+class Adapter(ABC):
+    """One variant measured: opened and searched (the exact baseline is only that; :class:`IndexAdapter` adds
+    building and changing). Subclasses import their library lazily, so a worker process only loads the library it
+    measures."""
 
     library = ""
     variant = ""
@@ -106,32 +108,42 @@ class Adapter:
     def open_note(self, mode: str) -> str:
         return mode
 
-    def build(self, x: np.ndarray, threads: int, m: int, ef_construction: int, path: Path) -> Any:
-        raise NotImplementedError
-
-    def save(self, index: Any, path: Path) -> None:
-        raise NotImplementedError
-
+    @abstractmethod
     def open(self, path: Path, mode: str, dim: int) -> Any:
-        raise NotImplementedError
+        """Each library's own."""
 
     def set_ef(self, index: Any, ef: int) -> None:
         return None
 
+    @abstractmethod
     def search(self, index: Any, q: np.ndarray, k: int) -> np.ndarray:
-        raise NotImplementedError
-
-    def add(self, index: Any, ids: np.ndarray, x: np.ndarray) -> None:
-        raise NotImplementedError
-
-    def remove(self, index: Any, key: int) -> None:
-        raise NotImplementedError
+        """Each library's own."""
 
     def close(self, index: Any) -> None:
         return None
 
 
-class UsearchAdapter(Adapter):
+class IndexAdapter(Adapter):
+    """An ANN library variant: it also builds, saves, adds to and removes from an index."""
+
+    @abstractmethod
+    def build(self, x: np.ndarray, threads: int, m: int, ef_construction: int, path: Path) -> Any:
+        """Each library's own."""
+
+    @abstractmethod
+    def save(self, index: Any, path: Path) -> None:
+        """Each library's own."""
+
+    @abstractmethod
+    def add(self, index: Any, ids: np.ndarray, x: np.ndarray) -> None:
+        """Each library's own."""
+
+    @abstractmethod
+    def remove(self, index: Any, key: int) -> None:
+        """Each library's own."""
+
+
+class UsearchAdapter(IndexAdapter):
     library = "usearch"
     module = "usearch.index"
     dist = "usearch"
@@ -178,7 +190,7 @@ class UsearchAdapter(Adapter):
         index.remove(key)
 
 
-class HnswlibAdapter(Adapter):
+class HnswlibAdapter(IndexAdapter):
     library = "hnswlib"
     module = "hnswlib"
     dist = "hnswlib"
@@ -226,7 +238,7 @@ class HnswlibAdapter(Adapter):
         index.mark_deleted(key)
 
 
-class FaissAdapter(Adapter):
+class FaissAdapter(IndexAdapter):
     library = "faiss"
     module = "faiss"
     dist = "faiss-cpu"
@@ -333,7 +345,7 @@ def _sqlite_connect(path: Path) -> tuple[sqlite3.Connection, str]:
     return conn, "ctypes sqlite3_enable_load_extension (this Python's sqlite3 lacks enable_load_extension)"
 
 
-class SqliteVecAdapter(Adapter):
+class SqliteVecAdapter(IndexAdapter):
     library = "sqlite-vec"
     module = "sqlite_vec"
     dist = "sqlite-vec"

@@ -26,8 +26,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
 from kgrag.network.schema import tables as t
-from kgrag.network.store import ann
-from kgrag.network.store.ann import AnnBase, AnnFiles, build_base, open_base
+from kgrag.network.store.ann import AnnBase, AnnFiles, build_base, delta_too_big, open_base
 
 __all__ = ["READ_CHUNK", "TypeIndex", "build_field", "open_type_index"]
 
@@ -166,7 +165,7 @@ def open_type_index(engine: Engine, files: AnnFiles, kn_id: str, type_id: str, k
                                bool, len(base))
             held = {(i, h) for i, h, d in zip(base.item_ids, base.hashes, dead, strict=True) if not d}
             missing = {i for i, h in current if (i, h) not in held}
-            if not ann.delta_too_big(len(missing), len(base)):
+            if not delta_too_big(len(missing), len(base)):
                 fields[name] = _Field(base, dead)
                 stale |= missing
                 continue

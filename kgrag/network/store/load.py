@@ -36,10 +36,10 @@ from kgrag.network.store.index import StoreIndex, fts_terms
 from kgrag.network.store.rows import (
     Embeddable,
     check_schema,
+    checked_instance_rows,
     chunk_rows,
     index_types,
     instance_ids,
-    instance_rows,
     link_keys,
     network_row,
     type_rows,
@@ -205,14 +205,14 @@ class StoreLoader:
                 conn.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(kn_id, 0))))
             self._delete(conn, kn_id)
             types = type_rows(network)
+            object_types = {ot.id: ot for ot in network.object_types}
             for name in ("object_types", "relation_types", "action_types"):
                 self._insert(conn, name, types[name])
             progress("instances", 0, len(instances))
             for chunk in _chunks(instances, LOAD_CHUNK):  # type: ignore[arg-type]
                 text_rows: list[dict[str, Any]] = []
                 pending = Embeddable()
-                instance_table, _ = instance_rows(network, chunk, {ot.id: ot for ot in network.object_types},
-                                                  text_rows, pending)
+                instance_table = checked_instance_rows(network, chunk, object_types, text_rows, pending)
                 insert(conn, "instances", instance_table)
                 insert(conn, "text", text_rows)
                 insert(conn, "vectors", self._vector_rows(kn_id, pending, embedder))

@@ -6,7 +6,7 @@ rows, schema rows, text-index rows and the texts that wait for a vector.
 Contract: every function here is pure (the database is :mod:`kgrag.network.store.load`'s); they are the named
 steps of :meth:`kgrag.network.store.load.StoreLoader.load`, called in this order: :func:`check_schema`,
 :func:`instance_ids` and :func:`link_keys` (every check, before a write), then per chunk of instances
-:func:`instance_rows`, then :func:`index_types`, :func:`chunk_rows`, :func:`type_rows` and (after the vectors)
+:func:`checked_instance_rows`, then :func:`index_types`, :func:`chunk_rows`, :func:`type_rows` and (after the vectors)
 :func:`network_row`. Text rows and texts to embed are appended in that order, so a load's
 rows are the same for the same input. Which values get indexed: a data property whose ``condition_operations``
 include ``match`` goes into the text index, one with ``knn`` into the vectors; every object and relation type
@@ -33,6 +33,7 @@ __all__ = [
     "Embeddable",
     "Rows",
     "check_schema",
+    "checked_instance_rows",
     "chunk_rows",
     "content_hash",
     "index_types",
@@ -156,18 +157,18 @@ def instance_rows(network: KnowledgeNetwork, instances: list[Instance], object_t
                   ) -> tuple[list[dict[str, Any]], dict[str, set[str]]]:
     """``(kn_instances rows, instance ids by object type)``; appends the instances' text rows and texts to
     embed. ``ValueError`` for an instance of an unknown type or a duplicate instance id within a type."""
+    ids_by_type = instance_ids(instances, object_types)
+    return checked_instance_rows(network, instances, object_types, text_rows, pending), ids_by_type
+
+
+def checked_instance_rows(network: KnowledgeNetwork, instances: list[Instance], object_types: dict[str, ObjectType],
+                          text_rows: list[dict[str, Any]], pending: Embeddable) -> list[dict[str, Any]]:
+    """:func:`instance_rows` of instances :func:`instance_ids` has checked already (a load's chunks)."""
     kn = network.kn_id
     match_fields, knn_fields = _fields_with(network, "match"), _fields_with(network, "knn")
     rows: list[dict[str, Any]] = []
-    ids_by_type: dict[str, set[str]] = {ot_id: set() for ot_id in object_types}
     for inst in instances:
-        ot = object_types.get(inst.object_type_id)
-        if ot is None:
-            raise ValueError(f"instance {inst.id!r} has unknown object type {inst.object_type_id!r}")
-        known = ids_by_type[ot.id]
-        if inst.id in known:
-            raise ValueError(f"duplicate instance id {inst.id!r} of object type {ot.id!r}")
-        known.add(inst.id)
+        ot = object_types[inst.object_type_id]
         name = inst.properties.get(ot.display_key)
         rows.append(
             {
@@ -180,7 +181,7 @@ def instance_rows(network: KnowledgeNetwork, instances: list[Instance], object_t
             }
         )
         _index_instance(kn, ot.id, inst, match_fields[ot.id], knn_fields[ot.id], text_rows, pending)
-    return rows, ids_by_type
+    return rows
 
 
 def _check_link(link: Link, relation_types: dict[str, RelationType], ids_by_type: dict[str, set[str]]
