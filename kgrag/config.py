@@ -81,6 +81,10 @@ class Settings(BaseSettings):
     #: (kgrag.network.store.ann: usearch HNSW, memory-mapped, kept in step by content); smaller ones, and every
     #: type when 0, by the exact scan
     kn_ann_min_rows: int = Field(default=50_000, ge=0, le=1_000_000_000)
+    #: a full-text index (SQLite) of at least this many rows ranks a query's rows in stages — the rows of its rare
+    #: terms first, the common terms' rows only when they could rank (kgrag.network.store.text_rank) — instead of
+    #: FTS5's bm25 over every matching row; 0: always
+    kn_text_staged_rows: int = Field(default=200_000, ge=0, le=1_000_000_000)
     #: what embeds a load's knn texts: "onnx" = the ONNX export on every core, length-sorted batches (the same
     #: vectors as torch, cosine > 0.999: bench/load_encoders.py), "torch" = the sentence-transformers model
     load_encoder: Literal["torch", "onnx"] = "onnx"

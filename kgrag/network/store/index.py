@@ -37,12 +37,14 @@ from typing import Any, TypeVar
 import numpy as np
 from sqlalchemy import Float, Text, any_, bindparam, case, cast, func, literal, literal_column, select, text
 from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.engine import Connection
 
 from kgrag.config import get_settings
 from kgrag.network.schema import tables as t
 from kgrag.network.store.ann import AnnFiles
 from kgrag.network.store.ann_search import TypeIndex, open_type_index
 from kgrag.network.store.core import StoreCore
+from kgrag.network.store.text_rank import SqliteText, fts_terms, staged_many, staged_rows
 from kgrag.rank.embedder_factory import TextEmbedder, make_embedder
 from kgrag.rank.sentence_embedder import Embedder
 from kgrag.rank.tokenize import tokenize
@@ -132,11 +134,9 @@ def _scores_of_rows(rows: Sequence[Any], tokens: list[str], limit: int) -> dict[
     return dict(sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit])
 
 
-def fts_terms(text_value: str) -> list[str]:
-    """The terms FTS5's ``unicode61`` tokenizer makes of an index text (space-joined :func:`index_tokens`):
-    split on spaces and on the ``.`` of decimals — the same split as PostgreSQL's
-    ``string_to_array(translate(text, '.', ' '), ' ')``."""
-    return [term for term in text_value.replace(".", " ").split(" ") if term]
+def _terms(tokens: Sequence[str]) -> list[str]:
+    """The index terms of query tokens (a decimal's digit runs), each once, in order."""
+    return list(dict.fromkeys(term for tok in tokens for term in fts_terms(tok)))
 
 
 def fts_query(tokens: Sequence[str]) -> str:
@@ -180,6 +180,8 @@ class StoreIndex:
         self._ann: dict[tuple[str, str], TypeIndex] = {}  # (kn_id, object type) -> its ANN knn at a version
         self._ann_locks: dict[tuple[str, str], threading.Lock] = {}
         self._ann_types: dict[str, tuple[tuple[str, int], dict[str, list[str]]]] = {}
+        #: common terms' row counts, kept while no network of the database changes (its networks' versions)
+        self._term_rows: tuple[tuple[Any, ...], dict[str, int]] = ((), {})
 
     def forget(self, kn_id: str) -> None:
         """Drop ``kn_id``'s cached vector indexes and embedder (after a load)."""
@@ -294,12 +296,13 @@ class StoreIndex:
             return {}
         fetch = max(limit, 1) * 4
         if self.core.dialect == "sqlite":
-            # the index alone ranks (rowid + bm25); only the best ``fetch`` rows are read back
-            stmt = _FTS_MATCH.bindparams(
-                q=f"scope : ({fts_query(scopes)}) AND text : ({fts_query(tokens)})", n=fetch
-            )
             with self.core.engine.connect() as conn:
-                rows = conn.execute(stmt).all()
+                source = self._staged_source(conn)
+                if source is not None:
+                    rows: list[Any] = staged_rows(source, scopes, _terms(tokens), fetch)[0]
+                else:  # the index alone ranks (rowid + bm25); only the best ``fetch`` rows are read back
+                    rows = list(conn.execute(_FTS_MATCH.bindparams(
+                        q=f"scope : ({fts_query(scopes)}) AND text : ({fts_query(tokens)})", n=fetch)))
         else:
             rows = self._bm25_rows(scopes, tokens, fetch)
         return _scores_of_rows(rows, tokens, limit)
@@ -320,6 +323,12 @@ class StoreIndex:
         keys = list(requests)
         rows_of: dict[Key, list[Any]] = {key: [] for key in keys}
         with self.core.engine.connect() as conn:
+            source = self._staged_source(conn)
+            if source is not None:  # a big index: ranked in stages, the rare terms' rows read once for all
+                scopes = {key: [t.scope_token(kn_id, kind, requests[key][0], f) for f in requests[key][1]]
+                          for key in keys}
+                staged = staged_many(source, scopes, _terms(tokens), fetch)
+                return {key: _scores_of_rows(staged[key][0], tokens, limit) for key in keys}
             for start in range(0, len(keys), _MATCHES_PER_STATEMENT):
                 chunk = keys[start:start + _MATCHES_PER_STATEMENT]
                 params: dict[str, Any] = {"n": fetch}
@@ -346,13 +355,23 @@ class StoreIndex:
         finally:
             _MATCH_MEMO.reset(token)
 
+    def _staged_source(self, conn: Connection) -> SqliteText | None:
+        """The FTS5 index as a :class:`~kgrag.network.store.text_rank.TextSource` when it holds at least
+        ``KGRAG_KN_TEXT_STAGED_ROWS`` rows (its queries are then ranked in stages), else None (FTS5's bm25)."""
+        epoch = tuple(conn.execute(select(t.networks.c.kn_id, t.networks.c.version).order_by(t.networks.c.kn_id)))
+        with self.core.lock:
+            if self._term_rows[0] != epoch:
+                self._term_rows = (epoch, {})
+            source = SqliteText(conn, self._term_rows[1])
+        return source if source.totals()[0] >= get_settings().kn_text_staged_rows else None
+
     def _bm25_rows(self, scopes: list[str], tokens: list[str], fetch: int) -> list[Any]:
         """The best ``fetch`` text rows of ``scopes`` holding any of ``tokens``, ranked as FTS5's ``bm25()``
         ranks them (PostgreSQL; see the module docstring): ``(item_id, field, text, rank)``, rank ascending."""
         tt, ti = t.text_terms, t.text_index
         # one snapshot for the statistics and the rows (a concurrent load commits before or after both)
         with self.core.engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn, conn.begin():
-            tokens = list(dict.fromkeys(term for tok in tokens for term in fts_terms(tok)))
+            tokens = _terms(tokens)
             stats = {r.token: (int(r.rows), int(r.tokens)) for r in conn.execute(
                 select(tt.c.token, func.sum(tt.c.rows).label("rows"), func.sum(tt.c.tokens).label("tokens"))
                 .where(tt.c.token.in_(["", *tokens])).group_by(tt.c.token))}
