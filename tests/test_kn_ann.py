@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from kgrag.config import get_settings
 from kgrag.network.loaders.declarative import load_declarative
 from kgrag.network.schema.model import Instance
 from kgrag.network.store import NetworkChanges, NetworkStore, ann
-from kgrag.network.store.ann import open_base
+from kgrag.network.store.ann import build_base, open_base
 
 LIBRARY = Path(__file__).resolve().parents[1] / "examples" / "library" / "library.yaml"
 KN = "library"
@@ -113,3 +114,29 @@ def test_an_opened_base_then_the_onnx_encoder_do_not_crash(tmp_path: Path) -> No
               "print(onnxruntime.get_device())\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "CPU", done.stderr[-2000:]
+
+
+def test_rows_of_one_text_share_one_point(tmp_path: Path) -> None:
+    """A base holds one point per distinct vector: 600 rows of 40 distinct vectors (in chunks, repeats across them)
+    make 40 keys; a search returns every row of each vector it finds, with that vector's similarity; knn over it
+    answers as the exact scan (the best items by cosine, ties by id)."""
+    from kgrag.network.store.ann_search import TypeIndex, _Field
+
+    rng = np.random.default_rng(3)
+    distinct = rng.normal(size=(40, 16)).astype(np.float32)
+    distinct /= np.linalg.norm(distinct, axis=1, keepdims=True)
+    which = rng.integers(0, 40, 600)
+    ids = [f"i{n:04d}" for n in range(600)]
+    chunks = [(ids[s:s + 250], ["h"] * len(ids[s:s + 250]), distinct[which[s:s + 250]]) for s in range(0, 600, 250)]
+    base = build_base(tmp_path / "f", chunks, "m")
+    assert len(base) == 600 and base.keys == 40 and open_base(tmp_path / "f").keys == 40
+    rows, sims = base.search(distinct[7], 3)
+    assert set(which[rows[: int((which == 7).sum())]]) == {7}  # the nearest vector's rows first, all of them
+    assert {int(r) for r in rows} >= {int(r) for r in np.flatnonzero(which == 7)}
+    assert abs(float(sims[0]) - 1.0) < 2e-3
+    typed = TypeIndex("v", {"name": _Field(base, np.zeros(600, bool))})
+    query = rng.normal(size=16).astype(np.float32)
+    exact = distinct[which] @ query
+    order = sorted(range(600), key=lambda n: (-round(float(exact[n]), 3), ids[n]))[:10]
+    got = typed.knn(query, ["name"], 10)
+    assert [i for i, _ in got] == [ids[n] for n in order]

