@@ -140,3 +140,18 @@ def test_rows_of_one_text_share_one_point(tmp_path: Path) -> None:
     order = sorted(range(600), key=lambda n: (-round(float(exact[n]), 3), ids[n]))[:10]
     got = typed.knn(query, ["name"], 10)
     assert [i for i, _ in got] == [ids[n] for n in order]
+
+
+def test_a_load_reads_the_file_unmapped_and_gives_the_map_back(tmp_path: Path) -> None:
+    """A load's connection and an ANN build's reader read through the pager (mapped pages would only count in
+    the loading process's memory); the pooled connection gets its map back."""
+    from kgrag.network.store.core import SQLITE_MMAP_BYTES, make_engine, unmapped
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'kn.db'}")
+    try:
+        with unmapped(engine) as conn:
+            assert conn.exec_driver_sql("PRAGMA mmap_size").scalar() == 0
+        with engine.connect() as conn:  # the same pooled connection, its map restored
+            assert conn.exec_driver_sql("PRAGMA mmap_size").scalar() == SQLITE_MMAP_BYTES
+    finally:
+        engine.dispose()

@@ -27,6 +27,7 @@ from sqlalchemy.engine import Engine
 
 from kgrag.network.schema import tables as t
 from kgrag.network.store.ann import AnnBase, AnnFiles, build_base, delta_too_big, open_base
+from kgrag.network.store.core import unmapped
 
 __all__ = ["READ_CHUNK", "TypeIndex", "build_field", "open_type_index"]
 
@@ -110,7 +111,7 @@ def _vector_chunks(engine: Engine, kn_id: str, type_id: str, name: str) -> Itera
     v = t.vectors
     query = (select(v.c.item_id, v.c.vector)
              .where(v.c.kn_id == kn_id, v.c.kind == "instance", v.c.type_id == type_id, v.c.field == name))
-    with engine.connect() as conn:
+    with unmapped(engine) as conn:
         result = conn.execution_options(stream_results=True, yield_per=READ_CHUNK).execute(query)
         yield from result.partitions(READ_CHUNK)
 

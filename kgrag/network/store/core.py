@@ -22,6 +22,8 @@ import json
 import re
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +108,25 @@ def make_engine(db_url: str) -> Engine:
             cur.close()
 
     return engine
+
+
+@contextmanager
+def unmapped(engine: Engine) -> Iterator[Connection]:
+    """A connection of ``engine`` that reads a SQLite file through the pager, not the memory map, until it goes
+    back to the pool (elsewhere: a plain connection). For a load and an ANN build, which write and stream the
+    file once: its mapped pages would only count in the process's memory (up to :data:`SQLITE_MMAP_BYTES`)."""
+    with engine.connect() as conn:
+        mapped = conn.dialect.name == "sqlite" and bool(conn.exec_driver_sql("PRAGMA mmap_size").scalar())
+        if mapped:
+            conn.exec_driver_sql("PRAGMA mmap_size=0")
+        conn.commit()  # nothing written: the caller begins its own transaction
+        try:
+            yield conn
+        finally:
+            if mapped:
+                conn.rollback()  # whatever the caller left open (its own block committed or rolled back)
+                conn.exec_driver_sql(f"PRAGMA mmap_size={SQLITE_MMAP_BYTES}")
+                conn.commit()
 
 
 class StoreCore:

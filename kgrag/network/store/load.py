@@ -31,7 +31,7 @@ from sqlalchemy.engine import Connection
 
 from kgrag.network.schema import tables as t
 from kgrag.network.schema.model import Instance, KnowledgeNetwork, Link
-from kgrag.network.store.core import StoreCore
+from kgrag.network.store.core import StoreCore, unmapped
 from kgrag.network.store.index import StoreIndex, fts_terms
 from kgrag.network.store.rows import (
     Embeddable,
@@ -200,7 +200,7 @@ class StoreLoader:
             if postgres and name == "text":
                 terms.add(rows)
 
-        with self.core.engine.begin() as conn:
+        with unmapped(self.core.engine) as conn, conn.begin():
             if postgres:  # one load of a network at a time: the second waits for the first's commit
                 conn.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(kn_id, 0))))
             self._delete(conn, kn_id)
