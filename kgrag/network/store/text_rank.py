@@ -41,7 +41,7 @@ Key = TypeVar("Key", bound=Hashable)
 K1, B = 1.2, 0.75
 
 #: step 2 reads the rows of the rarest terms while together they hold at most this many rows
-RARE_ROWS = 5_000
+RARE_ROWS = 2_000
 
 #: step 4 reads at most this many rows of the common terms per read
 SAMPLE_ROWS = 200
