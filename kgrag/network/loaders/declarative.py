@@ -60,6 +60,8 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +74,8 @@ from kgrag.network.loaders.table_source import TableReader, TableSource, parse_t
 from kgrag.network.schema.conditions import is_list_type
 from kgrag.network.schema.model import Instance, KnowledgeNetwork, Link, ObjectType
 
-__all__ = ["files_fingerprint", "load_declarative", "located_records", "read_file_entries", "read_records", "read_schema", "table_sources"]
+__all__ = ["FileInstances", "FileLinks", "files_fingerprint", "iter_located_records", "load_declarative",
+           "located_records", "read_file_entries", "read_records", "read_schema", "table_sources"]
 
 _NUMERIC = {"integer", "int", "long", "short"}
 _FLOAT = {"float", "double", "decimal", "number", "numeric"}
@@ -86,19 +89,19 @@ def read_records(path: Path) -> list[dict[str, Any]]:
 def located_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
     """``(where, row)`` of each record of a CSV, JSON or JSONL file: ``where`` is ``path:line`` (the line the
     record starts on) or ``path item N`` (JSON). A record that is not an object is a :class:`KgragError`."""
+    return list(iter_located_records(path))
+
+
+def iter_located_records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """:func:`located_records` one record at a time (CSV and JSONL streamed: a file is never held whole)."""
     if not path.is_file():
         raise KgragError(f"data file not found: {path}")
     suffix = path.suffix.lower()
-    out: list[tuple[str, Any]] = []
     if suffix == ".csv":
-        return _csv_records(path)
+        yield from _csv_records(path)
+        return
     if suffix == ".jsonl":
-        for n, line in enumerate(_text(path).splitlines(), 1):
-            if line.strip():
-                try:
-                    out.append((f"{path}:{n}", json.loads(line)))
-                except json.JSONDecodeError as exc:
-                    raise KgragError(f"{path}:{n}:{exc.colno}: not valid JSON: {exc.msg}") from None
+        records = _jsonl_records(path)
     elif suffix == ".json":
         try:
             data = json.loads(_text(path))
@@ -106,13 +109,27 @@ def located_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
             raise KgragError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
         if not isinstance(data, list):
             raise KgragError(f"{path}: expected a JSON list of objects")
-        out = [(f"{path} item {n}", row) for n, row in enumerate(data, 1)]
+        records = ((f"{path} item {n}", row) for n, row in enumerate(data, 1))
     else:
         raise KgragError(f"{path}: unsupported data file type {suffix!r} (use .csv, .json or .jsonl)")
-    for where, row in out:
+    for where, row in records:
         if not isinstance(row, dict):
             raise KgragError(f"{where}: expected an object, not {type(row).__name__}")
-    return out
+        yield where, row
+
+
+def _jsonl_records(path: Path) -> Iterator[tuple[str, Any]]:
+    n = 0
+    try:
+        with path.open(encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):  # noqa: B007 - n names the line of a decoding error too
+                if line.strip():
+                    try:
+                        yield f"{path}:{n}", json.loads(line)
+                    except json.JSONDecodeError as exc:
+                        raise KgragError(f"{path}:{n}:{exc.colno}: not valid JSON: {exc.msg}") from None
+    except UnicodeDecodeError as exc:
+        raise KgragError(f"{path}:{n + 1}: not UTF-8 text ({exc.reason})") from None
 
 
 def _text(path: Path) -> str:
@@ -122,10 +139,9 @@ def _text(path: Path) -> str:
         raise KgragError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
 
 
-def _csv_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
+def _csv_records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """The CSV rows (see :func:`located_records`); a malformed line — a stray or unterminated quote, more or fewer
     cells than the header — is a :class:`KgragError` naming ``file:line``."""
-    out: list[tuple[str, dict[str, Any]]] = []
     start = 2  # the line after the header (a quoted cell may span lines)
     try:
         with path.open(encoding="utf-8", newline="") as fh:
@@ -136,14 +152,13 @@ def _csv_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
                     cells = len(header) + len(row.get(None) or ()) - sum(v is None for v in row.values())
                     raise KgragError(f"{path}:{start}: {cells} cells, the header has {len(header)} "
                                      f"({', '.join(header)})")
-                out.append((f"{path}:{start}", row))
+                yield f"{path}:{start}", row
                 start = reader.line_num + 1
     except csv.Error as exc:
         raise KgragError(f"{path}:{start}: malformed CSV: {exc}" + (" (an unterminated quote?)" if "end of data" in
                                                                     str(exc) else "")) from None
     except UnicodeDecodeError as exc:
         raise KgragError(f"{path}:{start}: not UTF-8 text ({exc.reason})") from None
-    return out
 
 
 def _convert(value: Any, prop_type: str, where: str) -> Any:
@@ -171,16 +186,16 @@ def _convert(value: Any, prop_type: str, where: str) -> Any:
     return value
 
 
-def _instances(ot: ObjectType, path: Path, id_column: str, seen: dict[tuple[str, str], str]) -> list[Instance]:
-    """The file's instances of ``ot``; ``seen`` ((type, id) → where, across files) catches a duplicate id. The
-    display key must be a column (field) of the file: a :class:`KgragError` naming the file, the type, the missing
-    column and the columns the file has."""
+def _file_instances(ot: ObjectType, path: Path, id_column: str) -> Iterator[tuple[str, Instance]]:
+    """``(where, instance)`` of each row of the file, as read; after the last, the display key must have been a
+    column (field) of the file: else a :class:`KgragError` naming the file, the type, the missing column and the
+    columns the file has."""
     types = {p.name: p.type for p in ot.data_properties}
-    out = []
-    records = located_records(path)
-    for where, row in records:
+    columns: dict[str, None] = {}
+    for where, row in iter_located_records(path):
         props = {}
         for key, value in row.items():
+            columns.setdefault(key, None)
             if key == id_column and key not in types and key != ot.display_key:
                 continue
             if value is None or value == "":
@@ -192,16 +207,26 @@ def _instances(ot: ObjectType, path: Path, id_column: str, seen: dict[tuple[str,
             if name in (None, ""):
                 raise KgragError(f"{where}: no {id_column!r} and no {ot.display_key!r} to derive an id from")
             raw_id = f"{ot.id}:{name}"
-        first = seen.setdefault((ot.id, str(raw_id)), where)
+        yield where, Instance(object_type_id=ot.id, id=str(raw_id), properties=props)
+    if columns and ot.display_key not in columns:
+        raise KgragError(f"{path}: object type {ot.id!r} has no display column {ot.display_key!r} (its "
+                         f"display_key); the file's columns: {', '.join(columns)} — add the column or set "
+                         "display_key to one of them")
+
+
+def _duplicate(where: str, inst: Instance, first: str) -> KgragError:
+    return KgragError(f"{where}: duplicate id {inst.id!r} of object type {inst.object_type_id!r} (first on {first})")
+
+
+def _instances(ot: ObjectType, path: Path, id_column: str, seen: dict[tuple[str, str], str]) -> list[Instance]:
+    """The file's instances of ``ot`` (:func:`_file_instances`); ``seen`` ((type, id) → where, across files)
+    catches a duplicate id."""
+    out = []
+    for where, inst in _file_instances(ot, path, id_column):
+        first = seen.setdefault((ot.id, inst.id), where)
         if first != where:
-            raise KgragError(f"{where}: duplicate id {str(raw_id)!r} of object type {ot.id!r} (first on {first})")
-        out.append(Instance(object_type_id=ot.id, id=str(raw_id), properties=props))
-    if records:
-        columns = list(dict.fromkeys(key for _, row in records for key in row))
-        if ot.display_key not in columns:
-            raise KgragError(f"{path}: object type {ot.id!r} has no display column {ot.display_key!r} (its "
-                             f"display_key); the file's columns: {', '.join(columns)} — add the column or set "
-                             "display_key to one of them")
+            raise _duplicate(where, inst, first)
+        out.append(inst)
     return out
 
 
@@ -226,14 +251,19 @@ def _links(network: KnowledgeNetwork, path: Path, entries: list[dict[str, Any]],
     """The links of the data.links entries; a row of an unknown relation type, or whose source / target is no
     instance of the relation's source / target type (in the instance files), is a :class:`KgragError` at
     ``file:line`` — before any store is touched."""
+    return list(_file_links(network, path, entries, ids_by_type))
+
+
+def _file_links(network: KnowledgeNetwork, path: Path, entries: list[dict[str, Any]],
+                ids_by_type: dict[str, set[str]]) -> Iterator[Link]:
+    """:func:`_links` one at a time."""
     relation_types = {rt.id: rt for rt in network.relation_types}
     known = _some(relation_types)
-    links: list[Link] = []
     for entry in entries:
         named = entry.get("relation_type")
         if named and named not in relation_types:
             raise KgragError(f"{path}: data.links names unknown relation type {named!r} (the network's: {known})")
-        for where, row in located_records(path.parent / entry["file"]):
+        for where, row in iter_located_records(path.parent / entry["file"]):
             rel = row.get("relation_type_id") or named
             if not rel or not row.get("source_id") or not row.get("target_id"):
                 raise KgragError(f"{where}: a link needs relation_type, source_id and target_id")
@@ -247,8 +277,7 @@ def _links(network: KnowledgeNetwork, path: Path, entries: list[dict[str, Any]],
                     other = [t for t, ids in ids_by_type.items() if ident in ids]
                     what = f"an instance of {', '.join(map(repr, other))}, not of" if other else "no instance of"
                     raise KgragError(f"{where}: {rt.id} link's {end} {ident!r} is {what} {type_id!r}")
-            links.append(link)
-    return links
+            yield link
 
 
 def _read_schema(path: Path) -> Any:
@@ -364,12 +393,115 @@ def read_file_entries(path: Path, network: KnowledgeNetwork, data: Any,
     return instances, _links(network, path, entries, ids_by_type)
 
 
-def load_declarative(schema_path: str | Path, kn_id: str | None = None) -> NetworkData:
-    """Read the schema file and every data file and table it names (see the module docstring)."""
+def _stamp(file: Path) -> tuple[int, int]:
+    stat = file.stat()
+    return stat.st_size, stat.st_mtime_ns
+
+
+@dataclass
+class _Files:
+    """Data files read again on each pass: each must still be as it was when it was checked."""
+
+    stamps: dict[Path, tuple[int, int]] = field(default_factory=dict)
+
+    def note(self, file: Path) -> None:
+        self.stamps[file] = _stamp(file)
+
+    def same(self, file: Path) -> None:
+        if file.is_file() and _stamp(file) == self.stamps.get(file):
+            return
+        raise KgragError(f"{file}: changed while the network was being loaded; load it again")
+
+
+@dataclass
+class FileInstances:
+    """The instances of a schema file's instance files, read again from the files each time they are iterated
+    (what :func:`read_file_entries` returns, in its order): a load holds one chunk of a million-row network, not
+    all of it. Made by :func:`load_declarative` with ``lazy=True`` after one pass that made every check;
+    ``ids_by_type`` holds the ids it read (a store's load takes them as checked). A file that changed since is a
+    :class:`KgragError` when it is read again."""
+
+    entries: list[tuple[ObjectType, Path, str]]
+    ids_by_type: dict[str, set[str]]
+    files: _Files
+
+    def __len__(self) -> int:
+        return sum(len(ids) for ids in self.ids_by_type.values())
+
+    def __iter__(self) -> Iterator[Instance]:
+        for ot, file, id_column in self.entries:
+            self.files.same(file)
+            for _where, inst in _file_instances(ot, file, id_column):
+                yield inst
+            self.files.same(file)
+
+
+@dataclass
+class FileLinks:
+    """The links of a schema file's link files, read again (and checked against ``ids_by_type``) each time they
+    are iterated; ``rows`` counts them, duplicates included."""
+
+    network: KnowledgeNetwork
+    path: Path
+    entries: list[dict[str, Any]]
+    ids_by_type: dict[str, set[str]]
+    files: _Files
+    rows: int = 0
+
+    def __len__(self) -> int:
+        return self.rows
+
+    def __iter__(self) -> Iterator[Link]:
+        for entry in self.entries:
+            file = self.path.parent / entry["file"]
+            self.files.same(file)
+            yield from _file_links(self.network, self.path, [entry], self.ids_by_type)
+            self.files.same(file)
+
+
+def _lazy_entries(path: Path, network: KnowledgeNetwork, data: Any) -> tuple[FileInstances, FileLinks]:
+    """:func:`read_file_entries`' checks in one pass over the files, keeping only the ids (a duplicate's first
+    line is found by reading its type's files again); the instances and links come back as re-readable files."""
+    object_types = {ot.id: ot for ot in network.object_types}
+    files = _Files()
+    entries: list[tuple[ObjectType, Path, str]] = []
+    ids_by_type: dict[str, set[str]] = {ot_id: set() for ot_id in object_types}
+    for entry in data.get("instances") or []:
+        ot = object_types.get(entry.get("object_type", ""))
+        if ot is None:
+            raise KgragError(f"{path}: data.instances names unknown object type {entry.get('object_type')!r} (the "
+                             f"network's: {_some(object_types)})")
+        file = path.parent / entry["file"]
+        entries.append((ot, file, entry.get("id_column", "id")))
+        if file.is_file():
+            files.note(file)
+        seen = ids_by_type[ot.id]
+        for where, inst in _file_instances(ot, file, entries[-1][2]):
+            if inst.id in seen:
+                first = next(w for o, f, c in entries if o.id == ot.id for w, i in _file_instances(o, f, c)
+                             if i.id == inst.id)
+                raise _duplicate(where, inst, first)
+            seen.add(inst.id)
+    link_entries = [e for e in data.get("links") or [] if not e.get("table")]
+    for entry in link_entries:
+        if (path.parent / entry["file"]).is_file():
+            files.note(path.parent / entry["file"])
+    links = FileLinks(network, path, link_entries, ids_by_type, files)
+    links.rows = sum(1 for _ in _file_links(network, path, link_entries, ids_by_type))
+    return FileInstances(entries, ids_by_type, files), links
+
+
+def load_declarative(schema_path: str | Path, kn_id: str | None = None, lazy: bool = False) -> NetworkData:
+    """Read the schema file and every data file and table it names (see the module docstring). ``lazy``: when
+    no entry names a table, every file is checked in one pass and the instances and links come back as
+    :class:`FileInstances` / :class:`FileLinks`, read from the files again when iterated (bounded memory)."""
     path = Path(schema_path)
     network, data = read_schema(path, kn_id)
     _check_display_keys(network, path)
     tables = table_sources(path, network, data)  # checks every entry first
+    if lazy and not tables:
+        instances, links = _lazy_entries(path, network, data)
+        return network, instances, links  # type: ignore[return-value]
     table_instances: list[Instance] = []
     table_links: list[Link] = []
     for where, source in tables:  # every live row (kgrag.network.loaders.table_source)

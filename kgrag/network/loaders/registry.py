@@ -37,9 +37,11 @@ NAMED_NETWORKS = ("medical", "metaqa", "demo", "synthetic")
 SCHEMA_SUFFIXES = (".yaml", ".yml", ".json")
 
 
-def build_named(name: str, data_dir: str | Path | None = None, kn_id: str | None = None) -> NetworkData:
+def build_named(name: str, data_dir: str | Path | None = None, kn_id: str | None = None,
+                lazy: bool = False) -> NetworkData:
     """The network data for ``name`` (reads ``data_dir``, default ``Settings.data_dir``, for medical/metaqa), as
-    network ``kn_id`` when given (else the name, or a schema file's own kn_id / stem)."""
+    network ``kn_id`` when given (else the name, or a schema file's own kn_id / stem). ``lazy``: a schema file's
+    data files are checked now and read again when iterated (:func:`load_declarative`)."""
     if kn_id is not None:
         check_kn_id(kn_id)
     if data_dir is None:
@@ -53,7 +55,7 @@ def build_named(name: str, data_dir: str | Path | None = None, kn_id: str | None
     if name == "synthetic":
         return synthetic_network(kn_id=kn_id or name)
     if Path(name).suffix.lower() in SCHEMA_SUFFIXES:
-        data = load_declarative(name, kn_id=kn_id)
+        data = load_declarative(name, kn_id=kn_id, lazy=lazy)
         check_kn_id(data[0].kn_id, f"{name}: kn_id")
         return data
     raise KgragError(f"unknown network {name!r}; choose one of {', '.join(NAMED_NETWORKS)} or give a schema file "
@@ -76,7 +78,7 @@ def load_named(name: str, store: NetworkStore, data_dir: str | Path | None = Non
     """Build network ``name`` and load it into ``store`` (idempotent: replaces any earlier load), with Chinese
     vectors for a Chinese network (:func:`kgrag.network.text.embedding.network_embedder`). Each text is segmented
     once for the vectors' training, the text index and the vectors (:func:`kgrag.rank.tokenize.tokenize_cache`)."""
-    network, instances, links = build_named(name, data_dir, kn_id)
+    network, instances, links = build_named(name, data_dir, kn_id, lazy=True)  # files: read again, not held
     with tokenize_cache():
         embedder = network_embedder(network, instances, get_settings(), log=log)
         return store.load(network, instances, links, embedder=embedder, source=network_source(name, data_dir))
@@ -134,7 +136,7 @@ def sync_named(name: str, store: NetworkStore, data_dir: str | Path | None = Non
         if unchanged is not None:
             unchanged.seconds = time.perf_counter() - start
             return unchanged
-    network, instances, links = build_named(name, data_dir, kn_id)
+    network, instances, links = build_named(name, data_dir, kn_id, lazy=True)  # files: read again, not held
     with tokenize_cache():
         embedder = network_embedder(network, instances, get_settings(), log=log)
         if full:

@@ -224,16 +224,16 @@ class StoreChanges:
         (an absent network is loaded in full, with ``progress``); ``source`` (where it came from) is kept in its
         stats."""
         start = time.perf_counter()
-        instances = list(instances)
-        links = list(links)
         kn_id = network.kn_id
         for _ in range(RETRIES):
             try:
                 current = self._current(kn_id)
-            except NetworkNotFound:
+            except NetworkNotFound:  # the input as given (files read again by a lazy reader: not held whole)
                 stats = self.loader.load(network, instances, links, embedder, source, progress)
                 return self._full_stats(stats, start, inserted=stats.instances, links_inserted=stats.links,
                                         note="not stored before: loaded in full")
+            instances = instances if isinstance(instances, list) else list(instances)
+            links = links if isinstance(links, list) else list(links)
             model = embedder or self.index.embedder_for(kn_id)
             plan = self._plan_sync(current, network, instances, links, source)
             reason = self._full_reload_reason(current, network, model)

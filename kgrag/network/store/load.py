@@ -21,8 +21,9 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sized
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -34,10 +35,13 @@ from kgrag.network.schema.model import Instance, KnowledgeNetwork, Link
 from kgrag.network.store.core import StoreCore, unmapped
 from kgrag.network.store.index import StoreIndex, fts_terms
 from kgrag.network.store.rows import (
+    CheckedInstances,
     Embeddable,
     check_schema,
+    checked_ids,
     checked_instance_rows,
     chunk_rows,
+    distinct_links,
     index_types,
     instance_ids,
     link_keys,
@@ -78,9 +82,15 @@ class LoadStats:
         return dict(self.__dict__)
 
 
-def _chunks(rows: list, size: int = BATCH) -> Iterable[list]:
-    for start in range(0, len(rows), size):
-        yield rows[start : start + size]
+def _chunks(rows: Iterable[Any], size: int = BATCH) -> Iterator[list]:
+    """Lists of ``size`` rows (the last shorter) of a list or of rows read as they come."""
+    if isinstance(rows, list):
+        for start in range(0, len(rows), size):
+            yield rows[start : start + size]
+        return
+    it = iter(rows)
+    while chunk := list(islice(it, size)):
+        yield chunk
 
 
 def _copy(conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
@@ -159,12 +169,19 @@ class StoreLoader:
         """
         start = time.perf_counter()
         embedder = embedder or self.index.embedder
-        instances = instances if isinstance(instances, list) else list(instances)
         object_types = check_schema(network)
-        ids_by_type = instance_ids(instances, object_types)  # every check first: nothing written on a bad row
-        link_table = link_keys(network, links, ids_by_type)
+        link_table: Iterable[Link]
+        if isinstance(instances, CheckedInstances):  # read again from their files as they are written
+            ids_by_type = checked_ids(instances.ids_by_type, object_types)
+            total_links = len(links) if isinstance(links, Sized) else 0
+            link_table = distinct_links(network, links, ids_by_type)  # checked as they come: a bad one rolls back
+        else:
+            instances = instances if isinstance(instances, list) else list(instances)
+            ids_by_type = instance_ids(instances, object_types)  # every check first: nothing written on a bad row
+            link_table = link_keys(network, links, ids_by_type)
+            total_links = len(link_table)
         prepared = time.perf_counter()
-        counts, version = self._write(network, instances, link_table, ids_by_type, embedder, source,
+        counts, version = self._write(network, instances, (link_table, total_links), ids_by_type, embedder, source,
                                       progress or (lambda stage, done, total: None))
         done = time.perf_counter()
         return LoadStats(
@@ -183,7 +200,7 @@ class StoreLoader:
             version=version,
         )
 
-    def _write(self, network: KnowledgeNetwork, instances: list[Instance], link_table: list[Link],
+    def _write(self, network: KnowledgeNetwork, instances: Iterable[Instance], links: tuple[Iterable[Link], int],
                ids_by_type: dict[str, set[str]], embedder: TextEmbedder, source: dict[str, Any] | None,
                progress: Progress) -> tuple[dict[str, int], str]:
         """The load's one transaction: the old network deleted, then the rows derived and written
@@ -208,20 +225,22 @@ class StoreLoader:
             object_types = {ot.id: ot for ot in network.object_types}
             for name in ("object_types", "relation_types", "action_types"):
                 self._insert(conn, name, types[name])
-            progress("instances", 0, len(instances))
-            for chunk in _chunks(instances, LOAD_CHUNK):  # type: ignore[arg-type]
+            total = sum(len(ids) for ids in ids_by_type.values())
+            progress("instances", 0, total)
+            for chunk in _chunks(instances, LOAD_CHUNK):
                 text_rows: list[dict[str, Any]] = []
                 pending = Embeddable()
                 instance_table = checked_instance_rows(network, chunk, object_types, text_rows, pending)
                 insert(conn, "instances", instance_table)
                 insert(conn, "text", text_rows)
                 insert(conn, "vectors", self._vector_rows(kn_id, pending, embedder))
-                progress("instances", counts["instances"], len(instances))
-            progress("links", 0, len(link_table))
-            for chunk in _chunks(link_table):  # type: ignore[arg-type]
+                progress("instances", counts["instances"], total)
+            link_table, total_links = links
+            progress("links", 0, total_links)
+            for chunk in _chunks(link_table):
                 insert(conn, "links", [{"kn_id": kn_id, "relation_type_id": k.relation_type_id,
                                         "source_id": k.source_id, "target_id": k.target_id} for k in chunk])
-                progress("links", counts["links"], len(link_table))
+                progress("links", counts["links"], max(total_links, counts["links"]))
             text_rows, pending = [], Embeddable()
             index_types(network, text_rows, pending)
             chunk_table = chunk_rows(network, instances, pending)

@@ -19,9 +19,9 @@ import hashlib
 import json
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from kgrag.network.schema import tables as t
 from kgrag.network.schema.model import Instance, KnowledgeNetwork, Link, ObjectType, RelationType
@@ -138,6 +138,26 @@ def _index_instance(kn_id: str, type_id: str, inst: Instance, match_fields: list
             pending.add("instance", type_id, inst.id, field_name, value_text.strip())
 
 
+@runtime_checkable
+class CheckedInstances(Protocol):
+    """Instances their reader has checked already (each id once per type) and that can be iterated again, each
+    time from the start (:class:`kgrag.network.loaders.declarative.FileInstances`): a load takes their
+    ``ids_by_type`` instead of holding them all to check them."""
+
+    ids_by_type: dict[str, set[str]]
+
+    def __iter__(self) -> Iterator[Instance]: ...
+
+
+def checked_ids(ids_by_type: dict[str, set[str]], object_types: dict[str, ObjectType]) -> dict[str, set[str]]:
+    """A reader's ids by type (:class:`CheckedInstances`) for these object types; ``ValueError`` for ids of a type
+    the network does not declare."""
+    for type_id, ids in ids_by_type.items():
+        if ids and type_id not in object_types:
+            raise ValueError(f"instance {next(iter(ids))!r} has unknown object type {type_id!r}")
+    return {ot_id: ids_by_type.get(ot_id, set()) for ot_id in object_types}
+
+
 def instance_ids(instances: Iterable[Instance], object_types: dict[str, ObjectType]) -> dict[str, set[str]]:
     """The instance ids of each object type; ``ValueError`` for an instance of an unknown type or a duplicate
     instance id within a type (what a load checks before it writes anything)."""
@@ -214,6 +234,21 @@ def link_keys(network: KnowledgeNetwork, links: Iterable[Link], ids_by_type: dic
     return list(keys)
 
 
+def distinct_links(network: KnowledgeNetwork, links: Iterable[Link], ids_by_type: dict[str, set[str]]
+                   ) -> Iterator[Link]:
+    """:func:`link_keys` one link at a time, for links read as they are written: each checked as it comes (a
+    load's transaction then rolls back on a bad one), a 16-byte digest kept per distinct link, not the link."""
+    relation_types = {rt.id: rt for rt in network.relation_types}
+    seen: set[bytes] = set()
+    for link in links:
+        _check_link(link, relation_types, ids_by_type)
+        digest = hashlib.blake2b(f"{link.relation_type_id}\x00{link.source_id}\x00{link.target_id}".encode(),
+                                 digest_size=16).digest()
+        if digest not in seen:
+            seen.add(digest)
+            yield link
+
+
 def link_rows(network: KnowledgeNetwork, links: Iterable[Link], ids_by_type: dict[str, set[str]]
               ) -> list[dict[str, Any]]:
     """``kn_links`` rows of :func:`link_keys`."""
@@ -254,7 +289,7 @@ def index_types(network: KnowledgeNetwork, text_rows: list[dict[str, Any]], pend
             pending.add(kind, "", typ.id, "*", f"{typ.name} {typ.comment}".strip() or typ.id)
 
 
-def chunk_rows(network: KnowledgeNetwork, instances: list[Instance], pending: Embeddable
+def chunk_rows(network: KnowledgeNetwork, instances: Iterable[Instance], pending: Embeddable
                ) -> list[dict[str, Any]]:
     """``kn_chunks`` rows of the network's text sections (none without ``network.text``); each chunk's text is
     appended to the texts to embed."""

@@ -13,7 +13,8 @@ name, and queries of that network embed with the same model.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
+from itertools import islice
 
 from kgrag.config import Settings
 from kgrag.network.schema.model import Instance, KnowledgeNetwork
@@ -33,21 +34,21 @@ __all__ = ["instance_corpus", "is_chinese", "network_embedder"]
 SAMPLE = 2000
 
 
-def is_chinese(network: KnowledgeNetwork, instances: Sequence[Instance]) -> bool:
+def is_chinese(network: KnowledgeNetwork, instances: Iterable[Instance]) -> bool:
     """Whether most instance names (a sample of the first 2,000) contain Chinese characters."""
     keys = {ot.id: ot.display_key for ot in network.object_types}
-    names = [str(i.properties.get(keys.get(i.object_type_id, "name"), "")) for i in instances[:SAMPLE]]
+    names = [str(i.properties.get(keys.get(i.object_type_id, "name"), "")) for i in islice(instances, SAMPLE)]
     names = [n for n in names if n]
     return bool(names) and sum(has_cjk(n) for n in names) * 2 > len(names)
 
 
-def instance_corpus(instances: Sequence[Instance]) -> list[str]:
+def instance_corpus(instances: Iterable[Instance]) -> list[str]:
     """Every text value of every instance (names included), each distinct text once — the corpus
     ``flows/train_embeddings.py`` trains on from the store (:func:`kgrag.network.domain_vectors.network_texts`)."""
     return distinct_texts(("", property_strings(inst.properties)) for inst in instances)
 
 
-def network_embedder(network: KnowledgeNetwork, instances: Sequence[Instance], settings: Settings,
+def network_embedder(network: KnowledgeNetwork, instances: Iterable[Instance], settings: Settings,
                      log: Callable[[str], None] | None = None) -> TextEmbedder | None:
     """The embedder to load ``network`` with, or None for the store's default (see the module docstring)."""
     choice = settings.zh_embedder.strip()
