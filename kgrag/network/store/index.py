@@ -6,7 +6,9 @@ Contract: :meth:`StoreIndex.match_scores` ranks FTS5 rows (jieba tokens of :func
 scores them in (0, 1]; on PostgreSQL it computes the same ranking — FTS5's ``bm25()`` (k1 = 1.2, b = 0.75, IDF
 and average length over the whole text index, the row's length counting its scope token) in SQL, over a GIN
 index of the stored tokens and the term statistics of ``kn_text_terms`` — so both backends return the same
-items and scores (ties broken by row id on both). Index tokens hold letters and digits, plus the ``.`` of decimals
+items and scores (ties broken by row id on both). A SQLite index of at least ``KGRAG_KN_TEXT_STAGED_ROWS``
+rows ranks in stages instead (:mod:`kgrag.network.store.text_rank`: the rare terms' rows first, the common terms'
+rows only when they could rank — the same bm25, exact unless a sample of common-term rows had to be cut). Index tokens hold letters and digits, plus the ``.`` of decimals
 (``3.5``), which FTS5's tokenizer splits: PostgreSQL splits them too (:func:`fts_terms`), so document lengths,
 term frequencies and document frequencies are FTS5's. One difference remains: a decimal in the *query* is the
 phrase ``"3 5"`` for FTS5 and its two terms ORed on PostgreSQL. :meth:`StoreIndex.knn_scores` is

@@ -6,8 +6,12 @@ Contract: :meth:`StoreLoader.load` validates the network and its data (raising `
 one) *before* opening the transaction, then replaces the network in ONE transaction: the derived rows — instance
 rows, text-index tokens, embeddings through the embedder's on-disk cache — are made and written
 :data:`LOAD_CHUNK` instances at a time with batched ``executemany`` inserts (a load holds its input and one
-chunk, not every derived row), the full-text index is filled once at the end, and big object types get their ANN
-bases after the commit (:mod:`kgrag.network.store.ann`). Readers see the old version until the commit, and a
+chunk, not every derived row; input a reader has checked and can read again —
+:class:`~kgrag.network.store.rows.CheckedInstances`, a schema file's data files — is not held at all: its ids
+are taken as checked, its rows read again as they are written, its links checked and de-duplicated as they come,
+a bad one rolling the transaction back), the full-text index is filled once at the end, and big object types get
+their ANN bases after the commit (:mod:`kgrag.network.store.ann`). On SQLite the load's connection reads the file
+through the pager, not the memory map (:func:`~kgrag.network.store.core.unmapped`). Readers see the old version until the commit, and a
 failure anywhere leaves the previous version intact. On PostgreSQL the transaction first takes an advisory lock on the network's id (two
 loads of one network queue instead of failing on its key; loads of different networks run side by side), also
 writes the text index's term statistics (``kn_text_terms``) and runs ``ANALYZE`` after the commit; on SQLite
