@@ -15,8 +15,11 @@ token):
    possible row (one term and the scope token): when the ``fetch``-th best row of step 2 scores above that bound,
    step 2's best rows are the answer, exactly;
 4. otherwise the rows holding every common term, then (when those were not cut) any of them, are read too, up to
-   ``sample_rows`` each in index order, and the best of all read rows answer: exact when no read was cut, else the
-   best of a sample of the rows that match only common terms (``exact`` False).
+   ``sample_rows`` (at least twice ``fetch``) each in index order, and the best of all read rows answer: exact
+   when no read was cut, else the best of a sample of the rows that match only common terms (``exact`` False).
+
+:func:`staged_many` answers many requests (scope sets) of one query: the statistics and the rare terms' rows are
+read once for all of them.
 
 Ties are broken by row id, as FTS5's ``ORDER BY rank, rowid``. Terms are single index terms (:func:`fts_terms`
 splits a decimal into its digit runs), as the PostgreSQL ranking reads them. :class:`SqliteText` reads the FTS5
