@@ -244,7 +244,8 @@ class StoreLoader:
             for chunk in _chunks(link_table):
                 insert(conn, "links", [{"kn_id": kn_id, "relation_type_id": k.relation_type_id,
                                         "source_id": k.source_id, "target_id": k.target_id} for k in chunk])
-                progress("links", counts["links"], max(total_links, counts["links"]))
+                progress("links", counts["links"], max(total_links, counts["links"] + 1))
+            progress("links", counts["links"], counts["links"])  # done: read links may repeat (written once)
             text_rows, pending = [], Embeddable()
             index_types(network, text_rows, pending)
             chunk_table = chunk_rows(network, instances, pending)
