@@ -78,7 +78,7 @@ def load_named(name: str, store: NetworkStore, data_dir: str | Path | None = Non
     """Build network ``name`` and load it into ``store`` (idempotent: replaces any earlier load), with Chinese
     vectors for a Chinese network (:func:`kgrag.network.text.embedding.network_embedder`). Each text is segmented
     once for the vectors' training, the text index and the vectors (:func:`kgrag.rank.tokenize.tokenize_cache`)."""
-    network, instances, links = build_named(name, data_dir, kn_id, lazy=True)  # files: read again, not held
+    network, instances, links = build_named(name, data_dir, kn_id, lazy=True)  # files read again, not held
     with tokenize_cache():
         embedder = network_embedder(network, instances, get_settings(), log=log)
         return store.load(network, instances, links, embedder=embedder, source=network_source(name, data_dir))
@@ -109,6 +109,14 @@ def files_fingerprint_of(name: str, kn_id: str | None = None) -> tuple[str, str]
     return found[0], f"{found[1]}:{settings.embedder}:{settings.zh_embedder}"
 
 
+def _stored(store: NetworkStore, kn_id: str) -> bool:
+    try:
+        store.network_version(kn_id)
+    except NetworkNotFound:
+        return False
+    return True
+
+
 def _unchanged(store: NetworkStore, kn_id: str, source: dict[str, Any]) -> ChangeStats | None:
     """The stats of a sync with nothing to do, when the stored network was last synced from exactly these files
     (its recorded source, fingerprint included: a change over HTTP drops the fingerprint) — else None."""
@@ -136,7 +144,9 @@ def sync_named(name: str, store: NetworkStore, data_dir: str | Path | None = Non
         if unchanged is not None:
             unchanged.seconds = time.perf_counter() - start
             return unchanged
-    network, instances, links = build_named(name, data_dir, kn_id, lazy=True)  # files: read again, not held
+    # a network loaded in full reads its files again as it writes them (not held); a stored one is diffed whole
+    lazy = full or (fingerprinted is not None and not _stored(store, fingerprinted[0]))
+    network, instances, links = build_named(name, data_dir, kn_id, lazy=lazy)
     with tokenize_cache():
         embedder = network_embedder(network, instances, get_settings(), log=log)
         if full:
