@@ -187,8 +187,10 @@ def in_process(db_url: str, work: Path, qs: list[str], env: dict[str, str]) -> d
                for name, v in raw.items()}, "ann": ann}
 
 
-def over_http(db_url: str, qs: list[str], more: list[str], warm: list[str], env: dict[str, str]) -> dict[str, Any]:
-    server, base = start_server(db_url, workers=1, env=env, startup_s=1800)
+def over_http(db_url: str, qs: list[str], more: list[str], warm: list[str], env: dict[str, str],
+              workers: int = 1) -> dict[str, Any]:
+    """kn_search over HTTP against ``kgrag serve --workers``: one client, then 8 clients on other queries."""
+    server, base = start_server(db_url, workers=workers, env=env, startup_s=1800)
     try:
         bodies = [{"kn_id": "shop", "query": q} for q in qs]
         http_load(base, f"{RETRIEVAL}/kn_search", [{"kn_id": "shop", "query": q} for q in warm], clients=1)
