@@ -1,7 +1,8 @@
 """The big-network benchmark in a small configuration (bench/big_network_data.py, bench/big_network.py): the
 generator is deterministic, its link degrees are skewed, a 1 % change touches about 1 % of the rows and nothing
 else; the generated network loads through ``kgrag kn load`` with progress, answers knn from ANN bases when its types
-are over the threshold, and a reload of the same files reads nothing.
+are over the threshold, a reload of the same files reads nothing, and the staged ranking's bench finds every
+exact answer FTS5's.
 
     .venv/bin/python -m pytest -q tests/test_big_network_bench.py
 """
@@ -9,6 +10,7 @@ are over the threshold, and a reload of the same files reads nothing.
 from __future__ import annotations
 
 import csv
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -68,5 +70,13 @@ def test_the_generated_network_loads_and_answers_from_ann_bases(tmp_path: Path,
         store.close()
         again = CliRunner().invoke(app, ["kn", "load", str(tmp_path / "shop" / "shop.yaml"), "--db", db])
         assert again.exit_code == 0 and "same fingerprint" in again.output, again.output
+        # the staged ranking's bench on it (bench/staged_text.py): every exact answer is FTS5's
+        monkeypatch.setattr("bench.common.RESULTS", tmp_path / "results")  # not over the real run's result
+        from bench.staged_text import main as staged_text
+
+        staged_text(["--db", db, "--data", str(tmp_path / "shop" / "shop.yaml"), "--queries", "12"])
+        figures = json.loads((tmp_path / "results" / "staged_text.json").read_text())["figures"]
+        assert figures["exact_but_differ"] == 0 and figures["exact_and_fts5s"] > 0
+        assert figures["requests"] == figures["exact_and_fts5s"] + figures["sampled"]
     finally:
         get_settings.cache_clear()

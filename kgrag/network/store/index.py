@@ -8,7 +8,8 @@ and average length over the whole text index, the row's length counting its scop
 index of the stored tokens and the term statistics of ``kn_text_terms`` — so both backends return the same
 items and scores (ties broken by row id on both). A SQLite index of at least ``KGRAG_KN_TEXT_STAGED_ROWS``
 rows ranks in stages instead (:mod:`kgrag.network.store.text_rank`: the rare terms' rows first, the common terms'
-rows only when they could rank — the same bm25, exact unless a sample of common-term rows had to be cut). Index tokens hold letters and digits, plus the ``.`` of decimals
+rows only when they could rank — the same bm25 and the same rows, exact unless a sample of common-term rows had
+to be cut). Index tokens hold letters and digits, plus the ``.`` of decimals
 (``3.5``), which FTS5's tokenizer splits: PostgreSQL splits them too (:func:`fts_terms`), so document lengths,
 term frequencies and document frequencies are FTS5's. One difference remains: a decimal in the *query* is the
 phrase ``"3 5"`` for FTS5 and its two terms ORed on PostgreSQL. :meth:`StoreIndex.knn_scores` is
@@ -301,7 +302,7 @@ class StoreIndex:
             with self.core.engine.connect() as conn:
                 source = self._staged_source(conn)
                 if source is not None:
-                    rows: list[Any] = staged_rows(source, scopes, _terms(tokens), fetch)[0]
+                    rows: list[Any] = staged_rows(source, scopes, tokens, fetch)[0]
                 else:  # the index alone ranks (rowid + bm25); only the best ``fetch`` rows are read back
                     rows = list(conn.execute(_FTS_MATCH.bindparams(
                         q=f"scope : ({fts_query(scopes)}) AND text : ({fts_query(tokens)})", n=fetch)))
@@ -329,7 +330,7 @@ class StoreIndex:
             if source is not None:  # a big index: ranked in stages, the rare terms' rows read once for all
                 scopes = {key: [t.scope_token(kn_id, kind, requests[key][0], f) for f in requests[key][1]]
                           for key in keys}
-                staged = staged_many(source, scopes, _terms(tokens), fetch)
+                staged = staged_many(source, scopes, tokens, fetch)
                 return {key: _scores_of_rows(staged[key][0], tokens, limit) for key in keys}
             for start in range(0, len(keys), _MATCHES_PER_STATEMENT):
                 chunk = keys[start:start + _MATCHES_PER_STATEMENT]

@@ -21,8 +21,9 @@ token):
 :func:`staged_many` answers many requests (scope sets) of one query: the statistics and the rare terms' rows are
 read once for all of them.
 
-Ties are broken by row id, as FTS5's ``ORDER BY rank, rowid``. Terms are single index terms (:func:`fts_terms`
-splits a decimal into its digit runs), as the PostgreSQL ranking reads them. :class:`SqliteText` reads the FTS5
+Ties are broken by row id, as FTS5's ``ORDER BY rank, rowid``. Terms are the query's index tokens, as FTS5
+reads them: a decimal (``23.50``) is the phrase of its digit runs (:func:`fts_terms`) — its rows counted by a
+match, its frequency by adjacent runs. :class:`SqliteText` reads the FTS5
 index (term counts from an ``fts5vocab`` table, totals from the index's own averages record).
 """
 
@@ -105,14 +106,14 @@ class _Scorer:
     """bm25 of rows for one query: the terms' IDFs computed once."""
 
     def __init__(self, terms: Sequence[str], stats: TextStats) -> None:
-        self.weighted = [(term, stats.idf(term)) for term in terms]
+        self.weighted = [(tuple(fts_terms(term)), stats.idf(term)) for term in terms]
         self.avgdl = stats.avgdl
 
     def score(self, row_terms: Sequence[str]) -> float:
         norm = K1 * (1 - B + B * (len(row_terms) + 1) / self.avgdl)  # + the scope column's one token
         score = 0.0
-        for term, idf in self.weighted:
-            freq = row_terms.count(term)
+        for phrase, idf in self.weighted:
+            freq = row_terms.count(phrase[0]) if len(phrase) == 1 else _occurrences(row_terms, phrase)
             if freq:
                 score += idf * (freq * (K1 + 1.0)) / (freq + norm)
         return score
@@ -121,6 +122,14 @@ class _Scorer:
         """``(id, item_id, field, text, …)`` read rows as ranked :class:`TextRow`."""
         return [TextRow(r[0], r[1], r[2], r[3], -self.score((r[3].replace(".", " ") if "." in r[3] else r[3]).split()))
                 for r in raw]
+
+
+def _occurrences(row_terms: Sequence[str], phrase: tuple[str, ...]) -> int:
+    """How often ``phrase`` (a decimal's digit runs, FTS5's phrase) occurs in the row's terms, as FTS5 counts it."""
+    size = len(phrase)
+    if not size:
+        return 0
+    return sum(1 for i in range(len(row_terms) - size + 1) if tuple(row_terms[i:i + size]) == phrase)
 
 
 def _bound(terms: Sequence[str], stats: TextStats) -> float:
@@ -237,8 +246,13 @@ class SqliteText:
             self.conn.exec_driver_sql(
                 "CREATE VIRTUAL TABLE IF NOT EXISTS temp.kn_text_vocab USING fts5vocab(main, kn_text, row)")
             for term in missing:
-                found = self.conn.execute(text("SELECT doc FROM temp.kn_text_vocab WHERE term = :t"), {"t": term})
-                counts[term] = int(found.scalar() or 0)
+                if "." in term:  # a decimal: FTS5's phrase of its digit runs, its rows counted by a match
+                    found = self.conn.execute(text("SELECT count(*) FROM kn_text WHERE kn_text MATCH :q"),
+                                              {"q": f'text : ("{term}")'}) if fts_terms(term) else None
+                else:
+                    found = self.conn.execute(text("SELECT doc FROM temp.kn_text_vocab WHERE term = :t"),
+                                              {"t": term})
+                counts[term] = int(found.scalar() or 0) if found is not None else 0
                 if counts[term] >= self.CACHE_MIN_ROWS:
                     self.term_rows[term] = counts[term]
         return TextStats(rows, tokens, counts)
