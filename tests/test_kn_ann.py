@@ -155,3 +155,16 @@ def test_a_load_reads_the_file_unmapped_and_gives_the_map_back(tmp_path: Path) -
             assert conn.exec_driver_sql("PRAGMA mmap_size").scalar() == SQLITE_MMAP_BYTES
     finally:
         engine.dispose()
+
+
+def test_the_search_expansion_is_the_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    vectors = np.eye(8, dtype=np.float32)
+    build_base(tmp_path / "f", [([f"i{n}" for n in range(8)], ["h"] * 8, vectors)], "m")
+    monkeypatch.setenv("KGRAG_KN_ANN_EXPANSION", "64")
+    get_settings.cache_clear()
+    try:
+        assert open_base(tmp_path / "f").index.expansion_search == 64
+    finally:
+        get_settings.cache_clear()
+    monkeypatch.delenv("KGRAG_KN_ANN_EXPANSION")
+    assert open_base(tmp_path / "f").index.expansion_search == 1024

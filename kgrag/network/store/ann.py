@@ -18,8 +18,8 @@ older bases of the same field are removed once a new one is in place (a process 
 the file's inode lives until it is unmapped).
 
 Where: next to a SQLite database file (``<file>.ann/``), else under ``<work_dir>/ann/<hash of the URL>/``.
-Parameters: ``f16`` scalars, connectivity 32, expansion 256 when adding and :data:`EXPANSION_SEARCH` when
-searching — measured on the generated shop network's MiniLM name vectors, where connectivity 16 / expansion 128
+Parameters: ``f16`` scalars, connectivity 32, expansion 256 when adding and ``KGRAG_KN_ANN_EXPANSION`` (1,024)
+when searching — measured on the generated shop network's MiniLM name vectors, where connectivity 16 / expansion 128
 found 0.84 of the exact top 10 of a type whose names differ by a number ("order 0001234 of …") and 32 / 256 0.95
 (bench/big_network.py reports recall@10 against the exact scan; bench/ann_libraries.py compares the libraries).
 usearch is imported after onnxruntime (:func:`_usearch`): the other order crashes the process in onnxruntime's
@@ -42,11 +42,12 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["AnnBase", "AnnFiles", "EXPANSION_SEARCH", "MAX_DELTA_FRACTION", "build_base", "delta_too_big", "open_base"]
+from kgrag.config import get_settings
+
+__all__ = ["AnnBase", "AnnFiles", "MAX_DELTA_FRACTION", "build_base", "delta_too_big", "open_base"]
 
 CONNECTIVITY = 32
 EXPANSION_ADD = 256
-EXPANSION_SEARCH = 512
 DTYPE = "f16"
 #: a delta over this fraction of its base and over :data:`MIN_DELTA_ROWS` rows, or over :data:`MAX_DELTA_ROWS`
 #: rows, rebuilds the base (:func:`delta_too_big`)
@@ -177,7 +178,7 @@ def build_base(field_folder: Path, chunks: Iterable[tuple[list[str], list[str], 
         for ids, chunk_hashes, vectors in chunks:
             if index is None:
                 index = Index(ndim=int(vectors.shape[1]), metric="ip", dtype=DTYPE, connectivity=CONNECTIVITY,
-                              expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH)
+                              expansion_add=EXPANSION_ADD, expansion_search=get_settings().kn_ann_expansion)
             vectors = np.ascontiguousarray(vectors, np.float32)
             keys = np.empty(len(ids), np.int64)
             new_rows: list[int] = []
@@ -229,7 +230,7 @@ def open_base(field_folder: Path) -> AnnBase | None:
         index = Index.restore(str(folder / "index.usearch"), view=True)
         if index is None:
             return None
-        index.expansion_search = EXPANSION_SEARCH
+        index.expansion_search = get_settings().kn_ann_expansion
         item_ids, hashes, row_keys = _read_ids(folder)
     except (OSError, ValueError, RuntimeError):
         return None  # removed meanwhile or damaged: the caller builds a new one
