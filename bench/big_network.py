@@ -9,7 +9,7 @@ process tree sampled every 0.2 s):
 2. ``reload``: the same command again (nothing changed);
 3. ``sync_1pct``: the network with 1 % of its Customers, Products and Orders changed (same seed), loaded over it;
 4. ``kn_search`` / ``context_search`` in-process (one warm-up pass, then p50 / p95 over distinct queries made from
-   the data: instance names, partial names, descriptions' words), then over HTTP against `kgrag serve` (one
+   the data: instance names, partial names, descriptions' words), then each over HTTP against `kgrag serve` (one
    worker): one client, then 8 clients (requests/s);
 5. ``ann_recall@10``: where the store answers knn from an ANN index, its top 10 against the exact scan's for
    the same query (the ``knn`` name field of each big object type, the first 100 queries): ``recall_at_10`` the
@@ -189,14 +189,18 @@ def in_process(db_url: str, work: Path, qs: list[str], env: dict[str, str]) -> d
 
 def over_http(db_url: str, qs: list[str], more: list[str], warm: list[str], env: dict[str, str],
               workers: int = 1) -> dict[str, Any]:
-    """kn_search over HTTP against ``kgrag serve --workers``: one client, then 8 clients on other queries."""
+    """kn_search over HTTP against ``kgrag serve --workers``: one client, then 8 clients on other queries; then
+    context_search the same way (one client on the first queries, 8 on the others: no answer from a cache)."""
     server, base = start_server(db_url, workers=workers, env=env, startup_s=1800)
     try:
-        bodies = [{"kn_id": "shop", "query": q} for q in qs]
-        http_load(base, f"{RETRIEVAL}/kn_search", [{"kn_id": "shop", "query": q} for q in warm], clients=1)
-        one = http_load(base, f"{RETRIEVAL}/kn_search", bodies, clients=1)
-        eight = http_load(base, f"{RETRIEVAL}/kn_search", [{"kn_id": "shop", "query": q} for q in more], clients=8)
-        return {"kn_search_1_client": one, "kn_search_8_clients": eight}
+        out: dict[str, Any] = {}
+        for route in ("kn_search", "context_search"):
+            http_load(base, f"{RETRIEVAL}/{route}", [{"kn_id": "shop", "query": q} for q in warm], clients=1)
+            out[f"{route}_1_client"] = http_load(base, f"{RETRIEVAL}/{route}",
+                                                 [{"kn_id": "shop", "query": q} for q in qs], clients=1)
+            out[f"{route}_8_clients"] = http_load(base, f"{RETRIEVAL}/{route}",
+                                                  [{"kn_id": "shop", "query": q} for q in more], clients=8)
+        return out
     finally:
         stop_server(server)
 
