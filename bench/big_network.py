@@ -9,8 +9,8 @@ process tree sampled every 0.2 s):
 2. ``reload``: the same command again (nothing changed);
 3. ``sync_1pct``: the network with 1 % of its Customers, Products and Orders changed (same seed), loaded over it;
 4. ``kn_search`` / ``context_search`` in-process (one warm-up pass, then p50 / p95 over distinct queries made from
-   the data: instance names, partial names, descriptions' words), then each over HTTP against `kgrag serve` (one
-   worker): one client, then 8 clients (requests/s);
+   the data: instance names, partial names, descriptions' words), then each over HTTP against `kgrag serve`
+   (``--workers``, default one): one client, then 8 clients (requests/s);
 5. ``ann_recall@10``: where the store answers knn from an ANN index, its top 10 against the exact scan's for
    the same query (the ``knn`` name field of each big object type, the first 100 queries): ``recall_at_10`` the
    share of the exact top 10 it returns, ``recall_at_10_ties`` the share of its answers whose exact cosine reaches
@@ -220,7 +220,7 @@ def db_size(db_url: str, work: Path) -> dict[str, float]:
 
 
 def measure(size: int, backend: str, root: Path, n_queries: int, baseline: bool,
-            pg_url: str | None) -> dict[str, Any]:
+            pg_url: str | None, workers: int = 1) -> dict[str, Any]:
     label = f"{size:,} on {backend}{' (baseline)' if baseline else ''}"
     schema, changed = dataset(size, root / "data"), dataset(size, root / "data", changed=0.01)
     work = Path(tempfile.mkdtemp(prefix="big-", dir=root))
@@ -247,7 +247,7 @@ def measure(size: int, backend: str, root: Path, n_queries: int, baseline: bool,
     ip = fig["in_process"]
     progress(f"{label}: in-process kn_search p50 {ip['kn_search']['p50_ms']:.1f} p95 {ip['kn_search']['p95_ms']:.1f} "
              f"ms, context_search p50 {ip['context_search']['p50_ms']:.1f} ms; ANN {ip['ann']}")
-    fig["http"] = over_http(db_url, qs, more, warm, env)
+    fig["http"] = over_http(db_url, qs, more, warm, env, workers)
     one, eight = fig["http"]["kn_search_1_client"], fig["http"]["kn_search_8_clients"]
     progress(f"{label}: HTTP 1 client p50 {one.get('p50_ms')} p95 {one.get('p95_ms')} ms; 8 clients "
              f"{eight['requests_per_s']} req/s")
@@ -278,6 +278,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--backends", default="sqlite")
     parser.add_argument("--baseline-size", type=int, default=100_000, help="0: no baseline run")
     parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--workers", type=int, default=1, help="kgrag serve workers for the HTTP measurements")
     parser.add_argument("--root", type=Path, default=ROOT / "work" / "big_network")
     args = parser.parse_args(argv)
     args.root.mkdir(parents=True, exist_ok=True)
@@ -297,10 +298,11 @@ def main(argv: list[str] | None = None) -> None:
             for size in sizes:
                 if backend == "postgresql":
                     pg_url = cluster.create_database(f"big_{size}")
-                results[f"{size} {backend}"] = measure(size, backend, args.root, args.queries, False, pg_url)
+                results[f"{size} {backend}"] = measure(size, backend, args.root, args.queries, False, pg_url,
+                                                       args.workers)
         if args.baseline_size:
             results[f"{args.baseline_size} sqlite baseline"] = baseline = measure(
-                args.baseline_size, "sqlite", args.root, args.queries, True, None)
+                args.baseline_size, "sqlite", args.root, args.queries, True, None, args.workers)
     finally:
         if pg_cm is not None:
             pg_cm.__exit__(None, None, None)
