@@ -21,7 +21,7 @@ from sqlalchemy import create_engine, text
 from bench.big_network import ROOT, queries
 from bench.common import percentiles, write_result
 from kgrag.network.store.index import fts_query, index_tokens
-from kgrag.network.store.text_rank import SqliteText, staged_rows
+from kgrag.network.store.text_rank import SqliteText, sqlite_totals, staged_rows
 
 FETCH = 40
 
@@ -40,6 +40,7 @@ def main(argv: list[str] | None = None) -> None:
     fts5_s: list[float] = []
     cache: dict[str, int] = {}
     with engine.connect() as conn:
+        totals = sqlite_totals(conn)
         scopes: dict[str, list[str]] = {}
         for type_id, scope in conn.execute(text(
                 "SELECT type_id, scope FROM kn_text_rows WHERE kn_id = :k AND kind = 'instance' GROUP BY scope"),
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
             for type_scopes in scopes.values():
                 for scope in type_scopes:  # one request per (type, field), as kn_search's instance recall asks
                     start = time.perf_counter()
-                    rows, exact = staged_rows(SqliteText(conn, cache), [scope], tokens, FETCH)
+                    rows, exact = staged_rows(SqliteText(conn, totals, cache), [scope], tokens, FETCH)
                     staged_s.append(time.perf_counter() - start)
                     start = time.perf_counter()
                     ref = conn.execute(text(

@@ -104,7 +104,7 @@ def test_many_requests_answer_as_each_alone(index) -> None:  # noqa: ANN001
 def test_bm25_and_totals_are_fts5s(index) -> None:  # noqa: ANN001
     with index.connect() as conn:
         source = SqliteText(conn)
-        rows, tokens = source.totals()
+        rows, tokens = source.totals
         assert rows == 6000
         assert tokens == conn.execute(text("SELECT sum(length(text) - length(replace(replace(text, '.', ' '), ' ', ''))"
                                            " + 1) FROM kn_text_rows")).scalar() + 6000

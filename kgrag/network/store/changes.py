@@ -39,7 +39,7 @@ from kgrag.errors import NetworkNotFound
 from kgrag.network.schema import tables as t
 from kgrag.network.schema.model import Instance, KnowledgeNetwork, Link, ObjectType, RelationType, TextConfig
 from kgrag.network.store.core import StoreCore
-from kgrag.network.store.index import StoreIndex, fts_terms
+from kgrag.network.store.index import StoreIndex
 from kgrag.network.store.load import BATCH, LoadStats, Progress, StoreLoader
 from kgrag.network.store.rows import (
     Embeddable,
@@ -52,6 +52,7 @@ from kgrag.network.store.rows import (
     link_rows,
     type_rows,
 )
+from kgrag.network.store.text_rank import fts_terms
 from kgrag.rank.embedder_factory import TextEmbedder
 
 __all__ = ["ChangeStats", "NetworkChanges", "StoreChanges"]

@@ -47,7 +47,7 @@ from kgrag.network.schema import tables as t
 from kgrag.network.store.ann import AnnFiles
 from kgrag.network.store.ann_search import TypeIndex, open_type_index
 from kgrag.network.store.core import StoreCore
-from kgrag.network.store.text_rank import SqliteText, fts_terms, staged_many, staged_rows
+from kgrag.network.store.text_rank import SqliteText, fts_terms, sqlite_totals, staged_many, staged_rows
 from kgrag.rank.embedder_factory import TextEmbedder, make_embedder
 from kgrag.rank.sentence_embedder import Embedder
 from kgrag.rank.tokenize import tokenize
@@ -183,8 +183,9 @@ class StoreIndex:
         self._ann: dict[tuple[str, str], TypeIndex] = {}  # (kn_id, object type) -> its ANN knn at a version
         self._ann_locks: dict[tuple[str, str], threading.Lock] = {}
         self._ann_types: dict[str, tuple[tuple[str, int], dict[str, list[str]]]] = {}
-        #: common terms' row counts, kept while no network of the database changes (its networks' versions)
-        self._term_rows: tuple[tuple[Any, ...], dict[str, int]] = ((), {})
+        #: the text index's totals and common terms' row counts, kept while no network of the database changes
+        #: (keyed by its networks' versions)
+        self._text_stats: tuple[tuple[Any, ...], tuple[int, int], dict[str, int]] | None = None
 
     def forget(self, kn_id: str) -> None:
         """Drop ``kn_id``'s cached vector indexes and embedder (after a load)."""
@@ -362,11 +363,13 @@ class StoreIndex:
         """The FTS5 index as a :class:`~kgrag.network.store.text_rank.TextSource` when it holds at least
         ``KGRAG_KN_TEXT_STAGED_ROWS`` rows (its queries are then ranked in stages), else None (FTS5's bm25)."""
         epoch = tuple(conn.execute(select(t.networks.c.kn_id, t.networks.c.version).order_by(t.networks.c.kn_id)))
-        with self.core.lock:
-            if self._term_rows[0] != epoch:
-                self._term_rows = (epoch, {})
-            source = SqliteText(conn, self._term_rows[1])
-        return source if source.totals()[0] >= get_settings().kn_text_staged_rows else None
+        cached = self._text_stats
+        if cached is None or cached[0] != epoch:
+            cached = (epoch, sqlite_totals(conn), {})
+            with self.core.lock:
+                self._text_stats = cached
+        _, totals, term_rows = cached
+        return SqliteText(conn, totals, term_rows) if totals[0] >= get_settings().kn_text_staged_rows else None
 
     def _bm25_rows(self, scopes: list[str], tokens: list[str], fetch: int) -> list[Any]:
         """The best ``fetch`` text rows of ``scopes`` holding any of ``tokens``, ranked as FTS5's ``bm25()``

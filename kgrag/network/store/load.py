@@ -37,7 +37,7 @@ from sqlalchemy.engine import Connection
 from kgrag.network.schema import tables as t
 from kgrag.network.schema.model import Instance, KnowledgeNetwork, Link
 from kgrag.network.store.core import StoreCore, unmapped
-from kgrag.network.store.index import StoreIndex, fts_terms
+from kgrag.network.store.index import StoreIndex
 from kgrag.network.store.rows import (
     CheckedInstances,
     Embeddable,
@@ -52,6 +52,7 @@ from kgrag.network.store.rows import (
     network_row,
     type_rows,
 )
+from kgrag.network.store.text_rank import fts_terms
 from kgrag.rank.embedder_factory import TextEmbedder
 
 __all__ = ["LoadStats", "StoreLoader"]

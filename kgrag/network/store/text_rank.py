@@ -36,7 +36,8 @@ from typing import NamedTuple, Protocol, TypeVar
 
 from sqlalchemy import Connection, text
 
-__all__ = ["K1", "B", "TextRow", "TextSource", "TextStats", "SqliteText", "bm25", "staged_many", "staged_rows"]
+__all__ = ["K1", "B", "TextRow", "TextSource", "TextStats", "SqliteText", "bm25", "sqlite_totals", "staged_many",
+           "staged_rows"]
 
 #: the caller's key of one request of :func:`staged_many`
 Key = TypeVar("Key", bound=Hashable)
@@ -217,29 +218,33 @@ def _varints(blob: bytes, count: int) -> list[int]:
     return out
 
 
+def sqlite_totals(conn: Connection) -> tuple[int, int]:
+    """``(rows, tokens over every column)`` of the FTS5 index ``kn_text``, from its averages record (FTS5's own
+    figures)."""
+    blob = conn.exec_driver_sql("SELECT block FROM kn_text_data WHERE id = 1").scalar()
+    if not blob:
+        return 0, 0
+    values = _varints(bytes(blob), 3)
+    return (values[0], sum(values[1:])) if values else (0, 0)
+
+
 class SqliteText:
     """:class:`TextSource` over the FTS5 table ``kn_text`` (columns text, scope) and its rows ``kn_text_rows``.
 
-    ``term_rows`` is a cache of term row counts the caller keeps for as long as the index does not change (a
-    common term's count walks its whole doclist: ~7 ms for 400,000 rows)."""
+    ``totals`` (:func:`sqlite_totals`) and ``term_rows`` (a cache of term row counts) are the caller's, kept for
+    as long as the index does not change (a common term's count walks its whole doclist: ~7 ms for 400,000 rows)."""
 
     #: a term row count at least this large is worth keeping in the caller's cache
     CACHE_MIN_ROWS = 2_000
 
-    def __init__(self, conn: Connection, term_rows: dict[str, int] | None = None) -> None:
+    def __init__(self, conn: Connection, totals: tuple[int, int] | None = None,
+                 term_rows: dict[str, int] | None = None) -> None:
         self.conn = conn
+        self.totals = totals if totals is not None else sqlite_totals(conn)
         self.term_rows = term_rows if term_rows is not None else {}
 
-    def totals(self) -> tuple[int, int]:
-        """``(rows, tokens over every column)`` of the index, from its averages record (FTS5's own figures)."""
-        blob = self.conn.exec_driver_sql("SELECT block FROM kn_text_data WHERE id = 1").scalar()
-        if not blob:
-            return 0, 0
-        values = _varints(bytes(blob), 3)
-        return (values[0], sum(values[1:])) if values else (0, 0)
-
     def stats(self, terms: Sequence[str]) -> TextStats:
-        rows, tokens = self.totals()
+        rows, tokens = self.totals
         counts = {term: self.term_rows[term] for term in terms if term in self.term_rows}
         missing = [term for term in terms if term not in counts]
         if missing:
