@@ -371,13 +371,11 @@ def files_fingerprint(schema_path: str | Path, kn_id: str | None = None) -> tupl
     return network.kn_id, digest.hexdigest()
 
 
-def read_file_entries(path: Path, network: KnowledgeNetwork, data: Any,
-                      more_instances: list[Instance] | None = None) -> tuple[list[Instance], list[Link]]:
-    """The instances and links of the ``data`` entries naming a file (entries naming a table are skipped); a link
-    row is checked against these instances and ``more_instances`` (a table's)."""
+def _instance_entries(path: Path, network: KnowledgeNetwork, data: Any) -> list[tuple[ObjectType, Path, str]]:
+    """``(object type, file, id column)`` of each ``data.instances`` entry naming a file; an entry of an unknown
+    object type is a :class:`KgragError`."""
     object_types = {ot.id: ot for ot in network.object_types}
-    instances: list[Instance] = []
-    seen: dict[tuple[str, str], str] = {}
+    out = []
     for entry in data.get("instances") or []:
         if entry.get("table"):
             continue
@@ -385,8 +383,19 @@ def read_file_entries(path: Path, network: KnowledgeNetwork, data: Any,
         if ot is None:
             raise KgragError(f"{path}: data.instances names unknown object type {entry.get('object_type')!r} (the "
                              f"network's: {_some(object_types)})")
-        instances.extend(_instances(ot, path.parent / entry["file"], entry.get("id_column", "id"), seen))
-    ids_by_type: dict[str, set[str]] = {ot_id: set() for ot_id in object_types}
+        out.append((ot, path.parent / entry["file"], entry.get("id_column", "id")))
+    return out
+
+
+def read_file_entries(path: Path, network: KnowledgeNetwork, data: Any,
+                      more_instances: list[Instance] | None = None) -> tuple[list[Instance], list[Link]]:
+    """The instances and links of the ``data`` entries naming a file (entries naming a table are skipped); a link
+    row is checked against these instances and ``more_instances`` (a table's)."""
+    instances: list[Instance] = []
+    seen: dict[tuple[str, str], str] = {}
+    for ot, file, id_column in _instance_entries(path, network, data):
+        instances.extend(_instances(ot, file, id_column, seen))
+    ids_by_type: dict[str, set[str]] = {ot.id: set() for ot in network.object_types}
     for inst in (*instances, *(more_instances or ())):
         ids_by_type.setdefault(inst.object_type_id, set()).add(inst.id)
     entries = [e for e in data.get("links") or [] if not e.get("table")]
@@ -462,23 +471,16 @@ class FileLinks:
 def _lazy_entries(path: Path, network: KnowledgeNetwork, data: Any) -> tuple[FileInstances, FileLinks]:
     """:func:`read_file_entries`' checks in one pass over the files, keeping only the ids (a duplicate's first
     line is found by reading its type's files again); the instances and links come back as re-readable files."""
-    object_types = {ot.id: ot for ot in network.object_types}
     files = _Files()
-    entries: list[tuple[ObjectType, Path, str]] = []
-    ids_by_type: dict[str, set[str]] = {ot_id: set() for ot_id in object_types}
-    for entry in data.get("instances") or []:
-        ot = object_types.get(entry.get("object_type", ""))
-        if ot is None:
-            raise KgragError(f"{path}: data.instances names unknown object type {entry.get('object_type')!r} (the "
-                             f"network's: {_some(object_types)})")
-        file = path.parent / entry["file"]
-        entries.append((ot, file, entry.get("id_column", "id")))
+    entries = _instance_entries(path, network, data)
+    ids_by_type: dict[str, set[str]] = {ot.id: set() for ot in network.object_types}
+    for n, (ot, file, id_column) in enumerate(entries):
         if file.is_file():
             files.note(file)
         seen = ids_by_type[ot.id]
-        for where, inst in _file_instances(ot, file, entries[-1][2]):
+        for where, inst in _file_instances(ot, file, id_column):
             if inst.id in seen:
-                first = next(w for o, f, c in entries if o.id == ot.id for w, i in _file_instances(o, f, c)
+                first = next(w for o, f, c in entries[:n + 1] if o.id == ot.id for w, i in _file_instances(o, f, c)
                              if i.id == inst.id)
                 raise _duplicate(where, inst, first)
             seen.add(inst.id)

@@ -6,16 +6,16 @@ object type, field), built once, memory-mapped when opened, kept in step with th
     rows, sims = base.search(query_vector, 40)                           # row numbers, cosine (approximate)
 
 Contract: a *base* is a folder holding the usearch index — one key per distinct vector (rows with the same text
-share one point: thousands of identical points would crowd the graph and cost recall), each row's key, the
-rows' item ids and the content hash of each row's instance (``kn_instances.content_hash``) at build time, and a
-manifest (model, rows, keys, dtype, build parameters); a search returns every row of each vector it finds. A vector is a function of its instance's content and the embedding model, so a base stays
-right for every row whose instance still has the same content hash: :class:`AnnSearcher` (built by
-:meth:`kgrag.network.store.index.StoreIndex`) answers from the base minus the rows whose instance changed or went
-(their *tombstones*) plus an exact scan of the current vectors of the instances that are new or changed (the
-*delta*). The base is rebuilt when the delta outgrows :data:`MAX_DELTA_FRACTION` of it (compaction) or the model
-changes. A base is written to a temporary folder and renamed into place, so a reader sees a whole base or none;
-older bases of the same field are removed once a new one is in place (a process still mapping one keeps its pages:
-the file's inode lives until it is unmapped).
+share one point: thousands of identical points would crowd the graph and cost recall), each row's key, the rows'
+item ids and the content hash of each row's instance (``kn_instances.content_hash``) at build time, and a manifest
+(model, rows, keys, dtype, build parameters); a search returns every row of each vector it finds. A vector is a
+function of its instance's content and the embedding model, so a base stays right for every row whose instance still
+has the same content hash: :class:`~kgrag.network.store.ann_search.TypeIndex` answers from the base minus the rows
+whose instance changed or went (their *tombstones*) plus an exact scan of the current vectors of the instances that
+are new or changed (the *delta*). The base is rebuilt when the delta outgrows :data:`MAX_DELTA_FRACTION` of it
+(compaction) or the model changes. A base is written to a temporary folder and renamed into place, so a reader sees
+a whole base or none; older bases of the same field are removed once a new one is in place (a process still mapping
+one keeps its pages: the file's inode lives until it is unmapped).
 
 Where: next to a SQLite database file (``<file>.ann/``), else under ``<work_dir>/ann/<hash of the URL>/``.
 Parameters: ``f16`` scalars, connectivity 32, expansion 256 when adding and ``KGRAG_KN_ANN_EXPANSION`` (1,024)

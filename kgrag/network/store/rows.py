@@ -5,7 +5,8 @@ rows, schema rows, text-index rows and the texts that wait for a vector.
 
 Contract: every function here is pure (the database is :mod:`kgrag.network.store.load`'s); they are the named
 steps of :meth:`kgrag.network.store.load.StoreLoader.load`, called in this order: :func:`check_schema`,
-:func:`instance_ids` and :func:`link_keys` (every check, before a write), then per chunk of instances
+:func:`instance_ids` and :func:`link_keys` (every check, before a write; for input a reader has checked and reads
+again, :func:`checked_ids` and :func:`distinct_links`, checked as the links are written), then per chunk of instances
 :func:`checked_instance_rows`, then :func:`index_types`, :func:`chunk_rows`, :func:`type_rows` and (after the vectors)
 :func:`network_row`. Text rows and texts to embed are appended in that order, so a load's
 rows are the same for the same input. Which values get indexed: a data property whose ``condition_operations``
@@ -225,13 +226,8 @@ def _check_link(link: Link, relation_types: dict[str, RelationType], ids_by_type
 
 def link_keys(network: KnowledgeNetwork, links: Iterable[Link], ids_by_type: dict[str, set[str]]) -> list[Link]:
     """Each distinct link (relation, source, target) once, in the order given (see :func:`_check_link` for the
-    errors); the links themselves are the keys (no copies: a big load holds millions)."""
-    relation_types = {rt.id: rt for rt in network.relation_types}
-    keys: dict[Link, None] = {}
-    for link in links:
-        _check_link(link, relation_types, ids_by_type)
-        keys.setdefault(link, None)
-    return list(keys)
+    errors): :func:`distinct_links`, all checked before the list is returned."""
+    return list(distinct_links(network, links, ids_by_type))
 
 
 def distinct_links(network: KnowledgeNetwork, links: Iterable[Link], ids_by_type: dict[str, set[str]]
