@@ -168,3 +168,17 @@ def test_the_search_expansion_is_the_setting(tmp_path: Path, monkeypatch: pytest
         get_settings.cache_clear()
     monkeypatch.delenv("KGRAG_KN_ANN_EXPANSION")
     assert open_base(tmp_path / "f").index.expansion_search == 1024
+
+
+def test_a_search_reads_its_big_types_knn_side_by_side_with_the_same_answers(ann_store: NetworkStore) -> None:
+    from kgrag.network.store.index import _KNN_MEMO
+
+    asked = [(tid, fields, 5) for tid, fields in ann_store.index.ann_types(KN).items()]
+    for query in QUERIES:
+        direct = {tid: ann_store.knn_scores(KN, "instance", tid, fields, query, 5) for tid, fields, _ in asked}
+        with ann_store.prefetched_matches(KN, "instance", [], query, 20, knn=asked):
+            memo = _KNN_MEMO.get()
+            assert memo is not None and {key[2] for key in memo} == {tid for tid, _, _ in asked}  # read on entry
+            inside = {tid: ann_store.knn_scores(KN, "instance", tid, fields, query, 5) for tid, fields, _ in asked}
+        assert inside == direct and any(inside.values()), query
+        assert _KNN_MEMO.get() is None  # the block's answers end with it

@@ -38,6 +38,16 @@ from kgrag.tools.session_store import SessionStore
 log = logging.getLogger(__name__)
 
 
+def _vectors_pending(app: FastAPI) -> dict[str, dict[str, int]]:
+    """The networks whose deferred vectors are being made (:meth:`NetworkStore.all_vectors_pending`); empty when
+    the network database cannot be read (liveness never fails on it)."""
+    try:
+        return kn_search.app_network_store(app).all_vectors_pending()
+    except Exception:  # noqa: BLE001 - /healthz answers whatever the database does
+        log.warning("reading the networks' vector state failed", exc_info=True)
+        return {}
+
+
 def _warm(app: FastAPI) -> None:
     """Warm the knowledge-network search path (:func:`kgrag.search.warm.warm_search`, every type's other-name
     index), then the agent on each prepared KG and loaded network (:func:`kgrag.api.warmup.warm_agent`); never
@@ -143,11 +153,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def healthz(request: Request) -> dict:
         """200 once the stores are open (503 before), with the datasets served; ``warming`` is true while the
         search path warms in the background (``KGRAG_WARM_ON_START``, on in ``kgrag serve``); ``pid`` names the
-        server process that answered (``kgrag serve --workers N`` runs N)."""
+        server process that answered (``kgrag serve --workers N`` runs N); ``vectors_pending``: the networks
+        whose deferred vectors (``kgrag kn load --defer-vectors``) are still being made, with the instances done
+        and in all (knn over them answers nothing until then)."""
         if not request.app.state.ready:
             raise HTTPException(status_code=503, detail="stores are not open yet")
         return {"status": "ok", "version": __version__, "datasets": sorted(request.app.state.stores),
-                "warming": request.app.state.warming, "pid": os.getpid()}
+                "warming": request.app.state.warming, "pid": os.getpid(),
+                "vectors_pending": _vectors_pending(request.app)}
 
     @app.get("/api/datasets", tags=["graph"])
     def datasets(request: Request) -> dict:

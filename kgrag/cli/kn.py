@@ -62,13 +62,19 @@ def load_cmd(
     data_dir: Annotated[Path | None, typer.Option(help="Override KGRAG_DATA_DIR (medical, metaqa).")] = None,
     full: Annotated[bool, typer.Option(
         "--full", help="Replace the whole network (every row re-derived) instead of applying the difference.")] = False,
+    defer_vectors: Annotated[bool, typer.Option(
+        "--defer-vectors", help="A network loaded in full answers from its text index and conditions as soon as "
+        "its rows are in; its instances' vectors are made after (progress in `kgrag kn list` and /healthz; knn "
+        "answers nothing until they are all made). An interrupted fill is finished by the next `kn load`.")] = False,
 ) -> None:
     """Build a network and load it: a stored network gets only the difference (instances by id, each
     content-hashed; links by relation, source, target) in one transaction that bumps its version; an absent one,
     or --full, is loaded in full.
 
     Embeddings go through the on-disk cache, so the first load of medical/metaqa takes minutes and later
-    loads seconds. Prints the instances inserted / updated / deleted / unchanged, the links inserted / deleted,
+    loads seconds. A network whose vectors were deferred (--defer-vectors) gets them after its rows, in the same
+    command (a later `kn load` finishes an interrupted fill). Prints the instances inserted / updated / deleted /
+    unchanged, the links inserted / deleted,
     the network's counts, its version and the seconds taken, and why when a change had to reload in full. A
     missing file, invalid YAML/JSON, an invalid schema or a data cell that does not fit its property's type is
     one error line naming the file.
@@ -84,7 +90,7 @@ def load_cmd(
     before = {k: store.network_version(k) for k, _ in store.list_networks()}
     with load_progress() as progress:
         stats = sync_named(name, store, data_dir, log=lambda line: console.print(escape(line)), kn_id=kn_id,
-                           full=full, progress=progress)
+                           full=full, progress=progress, defer_vectors=defer_vectors)
     if stats.changed:
         audited("kn.load", "kn", stats.kn_id, before.get(stats.kn_id), stats.version,
                 {**stats.counts(), **({"full_reload": True} if stats.full_reload else {})}, db)
@@ -175,13 +181,22 @@ def _updated(loaded_at: float | None) -> str:
     return datetime.fromtimestamp(loaded_at).isoformat(timespec="seconds") if loaded_at else ""
 
 
+def _vectors_state(pending: dict | None) -> str:
+    """``kn list``'s vectors column: empty when they are all made, else how far a deferred fill is (instances
+    done/all)."""
+    if not isinstance(pending, dict):
+        return ""
+    return f"{int(pending.get('done', 0)):,}/{int(pending.get('total', 0)):,}"
+
+
 @kn_app.command("list")
 @network_errors
 def list_cmd(
     db: DbOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per network.")] = False,
 ) -> None:
-    """List the loaded networks with their instance and link counts, version and last update."""
+    """List the loaded networks with their instance and link counts, version, last update and — while a load's
+    deferred vectors are being made — how far they are (``vectors_pending``: instances done / total)."""
     store = _store(db)
     networks = store.list_networks()
     rows = []
@@ -189,7 +204,7 @@ def list_cmd(
         stats = store.network_stats(kn_id)
         rows.append({"kn_id": kn_id, "name": name, "instances": stats.get("instances"), "links": stats.get("links"),
                      "version": stats["version"], "updated": _updated(stats.get("loaded_at")),
-                     "source": stats.get("source")})
+                     "source": stats.get("source"), "vectors_pending": stats.get("vectors_pending")})
     if as_json:
         for row in rows:
             print(json.dumps(row, ensure_ascii=False))
@@ -198,12 +213,13 @@ def list_cmd(
         console.print("no knowledge networks loaded; try `kgrag kn load demo`")
         return
     table = Table(show_header=True, header_style="bold")
-    for col in ("kn_id", "name", "instances", "links", "version", "updated"):
-        table.add_column(col, no_wrap=col in ("version", "updated"))
+    for col in ("kn_id", "name", "instances", "links", "version", "updated", "vectors pending"):
+        table.add_column(col, no_wrap=col in ("version", "updated", "vectors pending"))
     for row in rows:
         table.add_row(escape(row["kn_id"]), escape(row["name"]), str(row["instances"] if row["instances"] is not None
                                                                      else ""),
-                      str(row["links"] if row["links"] is not None else ""), row["version"][:12], row["updated"])
+                      str(row["links"] if row["links"] is not None else ""), row["version"][:12], row["updated"],
+                      _vectors_state(row["vectors_pending"]))
     console.print(table)
 
 

@@ -1,4 +1,4 @@
-"""A load's stages as live progress bars on stderr (rows, links, full-text index, ANN bases: done / total, rate,
+"""A load's stages as live progress bars on stderr (rows, links, full-text index, deferred vectors, ANN bases: done / total, rate,
 time left), for ``kgrag kn load`` / ``kn sync``.
 
     with load_progress() as progress:
@@ -21,7 +21,7 @@ __all__ = ["STAGES", "load_progress"]
 
 #: what each stage of :meth:`kgrag.network.store.load.StoreLoader.load` does, as its bar says it
 STAGES = {"instances": "instances (rows, tokens, vectors)", "links": "links", "index": "full-text index",
-          "ann": "ANN bases (big object types)"}
+          "vectors": "vectors (deferred, instances)", "ann": "ANN bases (big object types)"}
 
 
 @contextmanager
@@ -39,11 +39,11 @@ def load_progress() -> Iterator:
             tasks[stage] = (bars.add_task(STAGES.get(stage, stage), total=max(total, 1), rate=""), time.monotonic())
         task, started = tasks[stage]
         seconds = max(time.monotonic() - started, 1e-9)
-        rate = f"{done / seconds:,.0f}/s" if done and stage in ("instances", "links") else ""
+        rate = f"{done / seconds:,.0f}/s" if done and stage in ("instances", "links", "vectors") else ""
         bars.update(task, completed=done, total=max(total, 1), rate=rate)
         if done >= total and not live and stage not in finished:
             finished.add(stage)
-            counted = f"{done:,} " if stage in ("instances", "links") else ""
+            counted = f"{done:,} " if stage in ("instances", "links", "vectors") else ""
             err_console.print(f"{STAGES.get(stage, stage)}: {counted}done in {seconds:.1f} s", highlight=False)
 
     with bars:

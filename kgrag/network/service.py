@@ -14,7 +14,7 @@ request, :meth:`OntologyService.prefetched_matches` = the same ``match`` scores 
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol, TypeVar
 
@@ -50,11 +50,14 @@ class OntologyService(Protocol):
         """How many instances of one object type match ``condition`` (None: all of them)."""
 
     def prefetched_matches(self, kn_id: str, kind: str, requests: list[tuple[str, list[str]]], query: str,
-                           limit: int) -> AbstractContextManager[None]:
+                           limit: int, knn: Sequence[tuple[str, list[str], int]] = ()
+                           ) -> AbstractContextManager[None]:
         """A block (this thread or task) in which the ``match`` scores of every ``(type id, fields)`` of
         ``requests`` for ``query`` and ``limit`` — what a ``match`` leaf of :meth:`query_instances` on that type
-        and those fields reads — come from one read made on entry, with the same scores; every other read runs
-        as usual. Semantic instance recall reads all its types' ``match`` leaves this way."""
+        and those fields reads — come from one read made on entry, with the same scores, and the ``knn`` scores
+        of every ``(type id, fields, limit)`` of ``knn`` may come from searches made on entry (at once: a store
+        searches its big types' ANN indexes side by side); every other read runs as usual. Semantic instance
+        recall reads all its types' ``match`` and ``knn`` leaves this way."""
 
     def warm_vector_indexes(self, kn_id: str) -> int:
         """Load the instance vector index of every object type of ``kn_id`` (what a first ``knn`` read would

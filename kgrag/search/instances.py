@@ -195,12 +195,16 @@ def recall_instances(
     """§3.3 end to end over ``object_types`` (the concept-recall selection, full schema), their nodes in
     ``object_types`` order. Raises whatever the service raises; the caller turns that into the failure
     message (rule 4). (The types run one after another: threads were measured slower on 2 cores — the
-    GIL hand-offs around each short SQLite call cost more than the overlap gains.)"""
+    GIL hand-offs around each short SQLite call cost more than the overlap gains; only a big type's ANN
+    search, which holds no GIL, runs beside the others, in the prefetch.)"""
     conditions = [(ot, _condition(ot, query, config)) for ot in object_types]
     # every type's match leaves in one text-index read (the same scores as one read per type)
     matches = [(ot.id, [leaf.field or ""]) for ot, cond in conditions if cond is not None
                for leaf in cond.sub_conditions if leaf.operation == "match" and not leaf.limit]
-    with service.prefetched_matches(kn_id, "instance", matches, query, config.initial_candidate_count):
+    # and their knn leaves searched side by side (a big type's ANN search lets other threads run)
+    knn = [(ot.id, [leaf.field or ""], leaf.limit or config.initial_candidate_count) for ot, cond in conditions
+           if cond is not None for leaf in cond.sub_conditions if leaf.operation == "knn"]
+    with service.prefetched_matches(kn_id, "instance", matches, query, config.initial_candidate_count, knn):
         all_nodes = [node for ot, cond in conditions
                      for node in _recall_type(service, kn_id, query, ot, config, cond)]
     all_nodes = global_score_filter(

@@ -132,9 +132,29 @@ def _unchanged(store: NetworkStore, kn_id: str, source: dict[str, Any]) -> Chang
 
 def sync_named(name: str, store: NetworkStore, data_dir: str | Path | None = None,
                log: Callable[[str], None] | None = None, kn_id: str | None = None, full: bool = False,
-               progress: Progress | None = None) -> ChangeStats:
+               progress: Progress | None = None, defer_vectors: bool = False) -> ChangeStats:
     """Build network ``name`` and apply only its difference to the stored network (absent, or ``full``: a full
-    load, as :func:`load_named`, whose stages ``progress`` hears)."""
+    load, as :func:`load_named`, whose stages ``progress`` hears — its instance vectors deferred with
+    ``defer_vectors``); then, when the network's instance vectors are pending (deferred now or by an earlier,
+    interrupted load), make them (:meth:`NetworkStore.fill_vectors`), saying through ``log`` when the network
+    answers from its text index and conditions and when its vectors are made."""
+    start = time.perf_counter()
+    stats = _sync_named(name, store, data_dir, log, kn_id, full, progress, defer_vectors)
+    pending = store.vectors_pending(stats.kn_id)
+    if pending is not None:
+        say = log or (lambda _line: None)
+        say(f"{stats.kn_id} answers from its text index and conditions now ({time.perf_counter() - start:.1f} s); "
+            f"its vectors follow ({pending.get('done', 0):,} of {pending.get('total', 0):,} instances done)")
+        filled = store.fill_vectors(stats.kn_id, progress)
+        say(f"vectors of {stats.kn_id}: {filled.vectors:,} made for {filled.instances:,} instances in "
+            f"{filled.seconds:.1f} s")
+        stats.version, stats.vectors_filled = filled.version, filled.vectors
+    stats.seconds = time.perf_counter() - start
+    return stats
+
+
+def _sync_named(name: str, store: NetworkStore, data_dir: str | Path | None, log: Callable[[str], None] | None,
+                kn_id: str | None, full: bool, progress: Progress | None, defer_vectors: bool) -> ChangeStats:
     start = time.perf_counter()
     source = network_source(name, data_dir)
     fingerprinted = None if full else files_fingerprint_of(name, kn_id)
@@ -150,10 +170,12 @@ def sync_named(name: str, store: NetworkStore, data_dir: str | Path | None = Non
     with tokenize_cache():
         embedder = network_embedder(network, instances, get_settings(), log=log)
         if full:
-            loaded = store.load(network, instances, links, embedder=embedder, source=source, progress=progress)
+            loaded = store.load(network, instances, links, embedder=embedder, source=source, progress=progress,
+                                defer_vectors=defer_vectors)
             return ChangeStats(kn_id=loaded.kn_id, version=loaded.version, instances_inserted=loaded.instances,
                                links_inserted=loaded.links, full_reload=True, note="--full: replaced in full",
                                seconds=time.perf_counter() - start)
-        stats = store.sync(network, instances, links, embedder=embedder, source=source, progress=progress)
+        stats = store.sync(network, instances, links, embedder=embedder, source=source, progress=progress,
+                           defer_vectors=defer_vectors)
     stats.seconds = time.perf_counter() - start
     return stats

@@ -9,7 +9,7 @@ PostgreSQL (``postgresql+psycopg://…``) is the scale path and gives the same r
 tokens with FTS5's bm25 computed in SQL, exact float32 vectors in ``bytea`` (no pgvector in Debian bookworm), see
 :mod:`kgrag.network.schema.tables` and :mod:`kgrag.network.store.index`.
 
-:class:`NetworkStore` is a facade over five parts, one module each, each with its own state; the core is handed
+:class:`NetworkStore` is a facade over six parts, one module each, each with its own state; the core is handed
 to the others explicitly:
 
 - :mod:`~kgrag.network.store.core` — :class:`StoreCore`: engine, dialect, schema reads and their per-version
@@ -20,6 +20,8 @@ to the others explicitly:
   transaction) and ``delete``; the rows are derived by the pure steps of :mod:`~kgrag.network.store.rows`.
 - :mod:`~kgrag.network.store.changes` — :class:`StoreChanges` (core, index, loader): ``apply_changes`` (upserts
   and deletes of instances and links) and ``sync`` (the difference to a desired full state), one transaction each.
+- :mod:`~kgrag.network.store.fill` — :class:`VectorFill` (core, index, loader): ``fill_vectors`` (the instance
+  vectors a load deferred, made after its commit while the network answers from text and conditions).
 - :mod:`~kgrag.network.store.query` — :class:`StoreQueries` (core, index): ``query_instances``, ``compile``,
   ``get_instances``, ``sample_instance``, counts, ``instance_names``, ``link_cardinality``, ``query_path``.
 
@@ -40,14 +42,15 @@ from kgrag.network.schema.conditions import Plan
 from kgrag.network.schema.model import Condition, Instance, InstanceHit, KnowledgeNetwork, Link, PathHit
 from kgrag.network.store.changes import ChangeStats, NetworkChanges, OnWrite, StoreChanges
 from kgrag.network.store.core import SCHEMA_RECHECK_SECONDS, StoreCore
+from kgrag.network.store.fill import FillStats, VectorFill
 from kgrag.network.store.index import Key, StoreIndex, fts_query, index_tokens
 from kgrag.network.store.load import LoadStats, Progress, StoreLoader
 from kgrag.network.store.query import StoreQueries, list_fields
 from kgrag.rank.embedder_factory import TextEmbedder
 from kgrag.rank.sentence_embedder import Embedder
 
-__all__ = ["ChangeStats", "LoadStats", "NetworkChanges", "NetworkStore", "Progress", "fts_query", "index_tokens",
-           "list_fields"]
+__all__ = ["ChangeStats", "FillStats", "LoadStats", "NetworkChanges", "NetworkStore", "Progress", "fts_query",
+           "index_tokens", "list_fields"]
 
 
 class NetworkStore:
@@ -64,6 +67,7 @@ class NetworkStore:
         self.loader = StoreLoader(self.core, self.index)
         self.queries = StoreQueries(self.core, self.index)
         self.changes = StoreChanges(self.core, self.index, self.loader)
+        self.filler = VectorFill(self.core, self.index, self.loader)
 
     # ------------------------------------------------------------------ core
     @property
@@ -94,6 +98,19 @@ class NetworkStore:
     def network_stats(self, kn_id: str) -> dict[str, Any]:
         """What the last load stored (counts per table and per object type) plus its version and time."""
         return self.core.network_stats(kn_id)
+
+    def vectors_pending(self, kn_id: str) -> dict[str, int] | None:
+        """``{"done": n, "total": n}`` while ``kn_id``'s instance vectors are deferred (a load's
+        ``defer_vectors``; knn over its instances answers nothing meanwhile), else None."""
+        return self.core.vectors_pending(kn_id)
+
+    def all_vectors_pending(self) -> dict[str, dict[str, int]]:
+        """``{kn_id: {"done": n, "total": n}}`` of the networks whose instance vectors are pending."""
+        return self.core.all_vectors_pending()
+
+    def fill_vectors(self, kn_id: str, progress: Progress | None = None) -> FillStats:
+        """Make ``kn_id``'s deferred instance vectors, then its ANN bases: :meth:`VectorFill.fill`."""
+        return self.filler.fill(kn_id, progress)
 
     def network_version(self, kn_id: str) -> str:
         """The version (uuid of the last load) of ``kn_id``; raises :class:`NetworkNotFound`."""
@@ -126,9 +143,11 @@ class NetworkStore:
         return self.index.match_scores_many(kn_id, kind, requests, query, limit)
 
     def prefetched_matches(self, kn_id: str, kind: str, requests: list[tuple[str, list[str]]], query: str,
-                           limit: int) -> AbstractContextManager[None]:
-        """A block where those ``match_scores`` calls come from one read: :meth:`StoreIndex.prefetched_matches`."""
-        return self.index.prefetched_matches(kn_id, kind, requests, query, limit)
+                           limit: int, knn: Sequence[tuple[str, list[str], int]] = ()
+                           ) -> AbstractContextManager[None]:
+        """A block where those ``match_scores`` calls come from one read and those ``knn_scores`` of big types
+        from searches made at once: :meth:`StoreIndex.prefetched_matches`."""
+        return self.index.prefetched_matches(kn_id, kind, requests, query, limit, knn)
 
     def knn_scores(
         self,
@@ -172,9 +191,11 @@ class NetworkStore:
         embedder: TextEmbedder | None = None,
         source: dict[str, Any] | None = None,
         progress: Progress | None = None,
+        defer_vectors: bool = False,
     ) -> LoadStats:
-        """Replace network ``network.kn_id`` by this one, in one transaction: :meth:`StoreLoader.load`."""
-        return self.loader.load(network, instances, links, embedder, source, progress)
+        """Replace network ``network.kn_id`` by this one, in one transaction (its instance vectors left to
+        :meth:`fill_vectors` with ``defer_vectors``): :meth:`StoreLoader.load`."""
+        return self.loader.load(network, instances, links, embedder, source, progress, defer_vectors)
 
     def delete(self, kn_id: str) -> bool:
         """Remove a network (one transaction); False when it was not there."""
@@ -194,9 +215,11 @@ class NetworkStore:
         embedder: TextEmbedder | None = None,
         source: dict[str, Any] | None = None,
         progress: Progress | None = None,
+        defer_vectors: bool = False,
     ) -> ChangeStats:
-        """Apply only the difference to this desired full state (absent: a full load): :meth:`StoreChanges.sync`."""
-        return self.changes.sync(network, instances, links, embedder, source, progress)
+        """Apply only the difference to this desired full state (absent: a full load, ``defer_vectors`` as in
+        :meth:`load`): :meth:`StoreChanges.sync`."""
+        return self.changes.sync(network, instances, links, embedder, source, progress, defer_vectors)
 
     # ------------------------------------------------------------------ queries
     def compile(self, kn_id: str, object_type_id: str, condition: Condition | None, limit: int) -> Plan | None:

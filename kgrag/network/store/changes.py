@@ -95,11 +95,12 @@ class ChangeStats:
     full_reload: bool = False
     note: str = ""
     seconds: float = 0.0
+    vectors_filled: int = 0  # deferred instance vectors made after the load (kgrag.network.store.fill)
 
     @property
     def changed(self) -> bool:
         return self.full_reload or any((self.instances_inserted, self.instances_updated, self.instances_deleted,
-                                        self.links_inserted, self.links_deleted))
+                                        self.links_inserted, self.links_deleted, self.vectors_filled))
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -220,17 +221,17 @@ class StoreChanges:
 
     def sync(self, network: KnowledgeNetwork, instances: Iterable[Instance], links: Iterable[Link],
              embedder: TextEmbedder | None = None, source: dict[str, Any] | None = None,
-             progress: Progress | None = None) -> ChangeStats:
+             progress: Progress | None = None, defer_vectors: bool = False) -> ChangeStats:
         """Make the stored network ``network.kn_id`` equal to this desired state by applying only the difference
-        (an absent network is loaded in full, with ``progress``); ``source`` (where it came from) is kept in its
-        stats."""
+        (an absent network is loaded in full, with ``progress`` — its instance vectors deferred with
+        ``defer_vectors``: :meth:`StoreLoader.load`); ``source`` (where it came from) is kept in its stats."""
         start = time.perf_counter()
         kn_id = network.kn_id
         for _ in range(RETRIES):
             try:
                 current = self._current(kn_id)
             except NetworkNotFound:  # the input as given (files read again by a lazy reader: not held whole)
-                stats = self.loader.load(network, instances, links, embedder, source, progress)
+                stats = self.loader.load(network, instances, links, embedder, source, progress, defer_vectors)
                 return self._full_stats(stats, start, inserted=stats.instances, links_inserted=stats.links,
                                         note="not stored before: loaded in full")
             instances = instances if isinstance(instances, list) else list(instances)
@@ -241,7 +242,8 @@ class StoreChanges:
             if reason:
                 before = current[2]
                 stats = self.loader.load(network, instances, links, model,
-                                         source if source is not None else before.get("source"), progress)
+                                         source if source is not None else before.get("source"), progress,
+                                         defer_vectors)
                 return self._full_stats(stats, start, inserted=plan.inserted, updated=plan.updated,
                                         deleted=len(plan.deleted), unchanged=plan.unchanged,
                                         links_inserted=len(plan.new_links), links_deleted=len(plan.gone_links),
@@ -465,7 +467,7 @@ class StoreChanges:
             types = type_rows(network)
         chunk_table = chunk_rows(network, plan.rewrite, pending)
         plan.rows = {**types, "instances": instance_table, "text": text_rows,
-                     "vectors": self.loader._vector_rows(network.kn_id, pending, embedder), "chunks": chunk_table}
+                     "vectors": self.loader.vector_rows(network.kn_id, pending, embedder), "chunks": chunk_table}
         plan.embedder_name = embedder.model_name
 
     # ------------------------------------------------------------------ the write

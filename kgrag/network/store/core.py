@@ -44,6 +44,9 @@ CONNECT_TIMEOUT = 5
 #: deletes through this store invalidate at once; a load by another process is seen within this time.
 SCHEMA_RECHECK_SECONDS = 1.0
 
+#: the network stats' entry of a load whose instance vectors are deferred: ``{"done": n, "total": n}`` instances
+VECTORS_PENDING = "vectors_pending"
+
 #: how much of a SQLite database file its connections memory-map (reads only: writes still go through the pager)
 SQLITE_MMAP_BYTES = 1 << 30
 
@@ -169,6 +172,19 @@ class StoreCore:
         if row is None:
             raise NetworkNotFound(kn_id)
         return {**row.stats, "version": row.version, "loaded_at": row.loaded_at, "embedder": row.embedder}
+
+    def vectors_pending(self, kn_id: str) -> dict[str, int] | None:
+        """``{"done": n, "total": n}`` (instances) while ``kn_id``'s instance vectors are deferred and not all
+        made (:mod:`kgrag.network.store.fill`), else None."""
+        found = self.network_stats(kn_id).get(VECTORS_PENDING)
+        return dict(found) if isinstance(found, dict) else None
+
+    def all_vectors_pending(self) -> dict[str, dict[str, int]]:
+        """:meth:`vectors_pending` of every network whose instance vectors are pending, in one read."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(t.networks.c.kn_id, t.networks.c.stats).order_by(t.networks.c.kn_id)).all()
+        return {r.kn_id: dict(r.stats[VECTORS_PENDING]) for r in rows
+                if isinstance(r.stats, dict) and isinstance(r.stats.get(VECTORS_PENDING), dict)}
 
     def touched_since(self, kn_id: str, old_version: str, version: str) -> list[tuple[str, str]] | None:
         """The ``(object type, id)`` of every instance the one incremental change from ``old_version`` to

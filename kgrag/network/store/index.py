@@ -28,9 +28,11 @@ Everything here reads; the rows are written by :mod:`kgrag.network.store.load`.
 from __future__ import annotations
 
 import math
+import os
 import re
 import threading
 from collections.abc import Callable, Hashable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -109,6 +111,14 @@ def _fts_match_union(n: int) -> Any:
 
 #: :meth:`StoreIndex.prefetched_matches`' answers for the running thread or task
 _MATCH_MEMO: ContextVar[dict[tuple, dict[str, float]] | None] = ContextVar("kgrag_match_memo", default=None)
+#: its ANN knn answers, by (network, kind, type, fields, query, limit, version)
+_KNN_MEMO: ContextVar[dict[tuple, dict[str, float]] | None] = ContextVar("kgrag_knn_memo", default=None)
+
+
+@lru_cache(maxsize=1)
+def _knn_pool() -> ThreadPoolExecutor:
+    """The threads a query's ANN searches run on (usearch lets go of the GIL while it searches): one a core."""
+    return ThreadPoolExecutor(max_workers=max(2, len(os.sched_getaffinity(0))), thread_name_prefix="kgrag-knn")
 
 #: FTS5's bm25() constants
 _K1, _B = 1.2, 0.75
@@ -183,6 +193,7 @@ class StoreIndex:
         self._ann: dict[tuple[str, str], TypeIndex] = {}  # (kn_id, object type) -> its ANN knn at a version
         self._ann_locks: dict[tuple[str, str], threading.Lock] = {}
         self._ann_types: dict[str, tuple[tuple[str, int], dict[str, list[str]]]] = {}
+        self._pending: dict[str, tuple[str, bool]] = {}  # kn_id -> (version, instance vectors deferred)
         #: the text index's totals and common terms' row counts, kept while no network of the database changes
         #: (keyed by its networks' versions)
         self._text_stats: tuple[tuple[Any, ...], tuple[int, int], dict[str, int]] | None = None
@@ -195,6 +206,19 @@ class StoreIndex:
             for key in [k for k in self._ann if k[0] == kn_id]:
                 del self._ann[key]
             self._embedders.pop(kn_id, None)
+
+    def vectors_pending(self, kn_id: str) -> bool:
+        """Whether ``kn_id``'s instance vectors are deferred and not all made yet (``kn load --defer-vectors``,
+        :mod:`kgrag.network.store.fill`): knn over its instances then answers nothing and no vector index is
+        built from a part of them. Cached per version (the fill ends by setting a new one)."""
+        version = self.core.schema(kn_id)[0]
+        cached = self._pending.get(kn_id)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        pending = self.core.vectors_pending(kn_id) is not None
+        with self.core.lock:
+            self._pending[kn_id] = (version, pending)
+        return pending
 
     # ------------------------------------------------------------------ ANN (big object types)
     @property
@@ -242,7 +266,7 @@ class StoreIndex:
         does after its commit, so the first query does not; returns the rows they answer for. ``progress("ann",
         types done, types)`` hears each type."""
         version = self.core.schema(kn_id)[0]
-        big = self.ann_types(kn_id)
+        big = {} if self.vectors_pending(kn_id) else self.ann_types(kn_id)
         rows = 0
         for done, (type_id, fields) in enumerate(big.items(), 1):
             rows += self._ann_index(kn_id, version, type_id, fields).rows
@@ -346,18 +370,43 @@ class StoreIndex:
 
     @contextmanager
     def prefetched_matches(self, kn_id: str, kind: str, requests: list[tuple[str, list[str]]], query: str,
-                           limit: int) -> Iterator[None]:
+                           limit: int, knn: Sequence[tuple[str, list[str], int]] = ()) -> Iterator[None]:
         """Within the block (this thread or task), :meth:`match_scores` of any ``(type id, fields)`` in
         ``requests`` for ``query`` and ``limit`` is answered from one :meth:`match_scores_many` read on entry
-        (kn_search's instance recall: one text statement for all its types instead of one per type); any other
-        call runs as usual."""
-        found = self.match_scores_many(kn_id, kind, {(tid, tuple(f)): (tid, f) for tid, f in requests}, query, limit)
+        (kn_search's instance recall: one text statement for all its types instead of one per type), and
+        :meth:`knn_scores` of any ``(type id, fields, limit)`` of ``knn`` whose type answers from ANN bases from
+        searches made on entry on :func:`_knn_pool`'s threads while the text is read (the same scores: they are
+        :meth:`knn_scores`' own); any other call runs as usual."""
+        searches = self._knn_searches(kn_id, kind, knn, query)
+        try:
+            found = self.match_scores_many(kn_id, kind, {(tid, tuple(f)): (tid, f) for tid, f in requests}, query,
+                                           limit)
+        finally:
+            wait(searches.values())  # nothing left running past the block, whatever the text read did
         memo = {(kn_id, kind, key[0], key[1], query, limit): scores for key, scores in found.items()}
-        token = _MATCH_MEMO.set(memo)
+        knn_memo = {key: future.result() for key, future in searches.items()}
+        tokens = _MATCH_MEMO.set(memo), _KNN_MEMO.set(knn_memo)
         try:
             yield
         finally:
-            _MATCH_MEMO.reset(token)
+            _MATCH_MEMO.reset(tokens[0])
+            _KNN_MEMO.reset(tokens[1])
+
+    def _knn_searches(self, kn_id: str, kind: str, knn: Sequence[tuple[str, list[str], int]], query: str
+                      ) -> dict[tuple, Any]:
+        """The futures of :meth:`knn_scores` of the ``knn`` requests on big (ANN) types, by their memo key."""
+        big = self.ann_types(kn_id) if kind == "instance" and knn and query.strip() else {}
+        wanted = list(dict.fromkeys((tid, tuple(fields), limit) for tid, fields, limit in knn if tid in big))
+        if not wanted:
+            return {}
+        version = self.core.schema(kn_id)[0]
+        embedder = self.embedder_for(kn_id)
+        if self._query_representable(query, embedder):
+            embedder.encode_query(query)  # once, here: the searches find it in the embedder's query cache
+        pool = _knn_pool()
+        return {(kn_id, kind, tid, fields, query, limit, version):
+                pool.submit(self.knn_scores, kn_id, kind, tid, list(fields), query, limit, version)
+                for tid, fields, limit in wanted}
 
     def _staged_source(self, conn: Connection) -> SqliteText | None:
         """The FTS5 index as a :class:`~kgrag.network.store.text_rank.TextSource` when it holds at least
@@ -528,6 +577,8 @@ class StoreIndex:
         memory."""
         version, network, _ = self.core.schema(kn_id)
         self.representable([_UNSEEN_WORD], self.embedder_for(kn_id))
+        if self.vectors_pending(kn_id):
+            return 0
         big = self.ann_types(kn_id)
         return sum(self._ann_index(kn_id, version, ot.id, big[ot.id]).rows if ot.id in big
                    else len(self._vector_index(kn_id, version, "instance", ot.id).ids)
@@ -547,8 +598,15 @@ class StoreIndex:
         fields), scores clipped to [0, 1]."""
         if version is None:
             version = self.core.schema(kn_id)[0]
+        if kind == "instance" and self.vectors_pending(kn_id):
+            return {}  # deferred vectors not all made: none of a part of them
         big = self.ann_types(kn_id).get(type_id) if kind == "instance" else None
         if big:  # a big type: its ANN bases (approximate; bench/big_network.py measures recall@10)
+            memo = _KNN_MEMO.get()
+            if memo is not None and fields is not None:
+                found_before = memo.get((kn_id, kind, type_id, tuple(fields), query, limit, version))
+                if found_before is not None:
+                    return dict(found_before)
             if not query.strip():
                 return {}
             typed = self._ann_index(kn_id, version, type_id, big)

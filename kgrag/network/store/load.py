@@ -36,7 +36,7 @@ from sqlalchemy.engine import Connection
 
 from kgrag.network.schema import tables as t
 from kgrag.network.schema.model import Instance, KnowledgeNetwork, Link
-from kgrag.network.store.core import StoreCore, unmapped
+from kgrag.network.store.core import VECTORS_PENDING, StoreCore, unmapped
 from kgrag.network.store.index import StoreIndex
 from kgrag.network.store.rows import (
     CheckedInstances,
@@ -46,6 +46,7 @@ from kgrag.network.store.rows import (
     checked_instance_rows,
     chunk_rows,
     distinct_links,
+    fields_with,
     index_types,
     instance_ids,
     link_keys,
@@ -159,6 +160,7 @@ class StoreLoader:
         embedder: TextEmbedder | None = None,
         source: dict[str, Any] | None = None,
         progress: Progress | None = None,
+        defer_vectors: bool = False,
     ) -> LoadStats:
         """Replace network ``network.kn_id`` by this one, in one transaction (see the module docstring).
 
@@ -167,6 +169,11 @@ class StoreLoader:
         ``embedder`` (default: the store's) makes every vector of this network; its ``model_name`` is recorded
         and later queries of the network embed with the same model (:meth:`StoreIndex.embedder_for`).
         ``progress(stage, done, total)`` hears each stage (``instances``, ``links``, ``index``) as it goes.
+
+        ``defer_vectors``: the instances' ``knn`` texts are not embedded here — the network is searchable by its
+        text index and conditions once this returns, and its stats carry ``vectors_pending`` (``done`` /
+        ``total`` instances, :data:`~kgrag.network.store.core.VECTORS_PENDING`) until :class:`~kgrag.network.store.fill.VectorFill` has made them; knn answers
+        nothing meanwhile.
 
         Raises ``ValueError`` for an inconsistent network: duplicate type ids, a relation type naming an unknown
         object type, an instance of an unknown type, a duplicate instance id within a type, a link of an unknown
@@ -187,7 +194,7 @@ class StoreLoader:
             total_links = len(link_table)
         prepared = time.perf_counter()
         counts, version = self._write(network, instances, (link_table, total_links), ids_by_type, embedder, source,
-                                      progress or (lambda stage, done, total: None))
+                                      progress or (lambda stage, done, total: None), defer_vectors)
         done = time.perf_counter()
         return LoadStats(
             kn_id=network.kn_id,
@@ -207,10 +214,11 @@ class StoreLoader:
 
     def _write(self, network: KnowledgeNetwork, instances: Iterable[Instance], links: tuple[Iterable[Link], int],
                ids_by_type: dict[str, set[str]], embedder: TextEmbedder, source: dict[str, Any] | None,
-               progress: Progress) -> tuple[dict[str, int], str]:
+               progress: Progress, defer_vectors: bool = False) -> tuple[dict[str, int], str]:
         """The load's one transaction: the old network deleted, then the rows derived and written
-        :data:`LOAD_CHUNK` instances at a time (their text rows and vectors with them), the links, the types'
-        and chunks' rows, the network row with its counts; the FTS index filled once at the end (SQLite)."""
+        :data:`LOAD_CHUNK` instances at a time (their text rows and vectors with them, unless deferred), the
+        links, the types' and chunks' rows, the network row with its counts; the FTS index filled once at the
+        end (SQLite)."""
         kn_id = network.kn_id
         postgres = self.core.dialect == "postgresql"
         counts = dict.fromkeys(("instances", "links", "text", "vectors", "chunks"), 0)
@@ -238,7 +246,8 @@ class StoreLoader:
                 instance_table = checked_instance_rows(network, chunk, object_types, text_rows, pending)
                 insert(conn, "instances", instance_table)
                 insert(conn, "text", text_rows)
-                insert(conn, "vectors", self._vector_rows(kn_id, pending, embedder))
+                if not defer_vectors:
+                    insert(conn, "vectors", self.vector_rows(kn_id, pending, embedder))
                 progress("instances", counts["instances"], total)
             link_table, total_links = links
             progress("links", 0, total_links)
@@ -251,11 +260,16 @@ class StoreLoader:
             index_types(network, text_rows, pending)
             chunk_table = chunk_rows(network, instances, pending)
             insert(conn, "text", text_rows)
-            insert(conn, "vectors", self._vector_rows(kn_id, pending, embedder))
+            insert(conn, "vectors", self.vector_rows(kn_id, pending, embedder))
             insert(conn, "chunks", chunk_table)
             row = network_row(network, embedder.model_name, counts, ids_by_type)
             if source is not None:
                 row["stats"]["source"] = source
+            knn_types = [tid for tid, names in fields_with(network, "knn").items() if names]
+            deferred = sum(len(ids_by_type.get(tid, ())) for tid in knn_types) if defer_vectors else 0
+            if deferred:
+                row["stats"][VECTORS_PENDING] = {"done": 0, "total": deferred}
+                row["embedder"] = embedder.model_name  # what the fill makes them with
             self._insert(conn, "network", [row])
             progress("index", 0, 1)
             if postgres:
@@ -272,10 +286,11 @@ class StoreLoader:
         progress("index", 1, 1)
         self.core.forget(kn_id)
         self.index.forget(kn_id)
-        self.index.build_ann(kn_id, progress)  # big object types: their ANN bases now, not at the first query
+        if not deferred:  # big object types: their ANN bases now, not at the first query (deferred: after the fill)
+            self.index.build_ann(kn_id, progress)
         return counts, row["version"]
 
-    def _vector_rows(self, kn_id: str, pending: Embeddable, embedder: TextEmbedder) -> list[dict[str, Any]]:
+    def vector_rows(self, kn_id: str, pending: Embeddable, embedder: TextEmbedder) -> list[dict[str, Any]]:
         """``kn_vectors`` rows of the pending texts the embedder can represent (:meth:`StoreIndex.representable`)."""
         matrix: np.ndarray | None
         if getattr(embedder, "representable", None) is not None:

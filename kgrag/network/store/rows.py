@@ -37,9 +37,11 @@ __all__ = [
     "checked_instance_rows",
     "chunk_rows",
     "content_hash",
+    "fields_with",
     "index_types",
     "instance_ids",
     "instance_rows",
+    "knn_texts",
     "link_keys",
     "link_rows",
     "network_row",
@@ -117,7 +119,7 @@ def _text_row(kn_id: str, kind: str, type_id: str, item_id: str, field_name: str
     }
 
 
-def _fields_with(network: KnowledgeNetwork, operation: str) -> dict[str, list[str]]:
+def fields_with(network: KnowledgeNetwork, operation: str) -> dict[str, list[str]]:
     """``{object type id: names of its data properties whose condition operations include operation}``."""
     return {
         ot.id: [p.name for p in ot.data_properties if operation in p.condition_operations]
@@ -132,11 +134,17 @@ def _index_instance(kn_id: str, type_id: str, inst: Instance, match_fields: list
         tokens = index_tokens(_value_text(inst.properties.get(field_name)))
         if tokens:
             text_rows.append(_text_row(kn_id, "instance", type_id, inst.id, field_name, tokens))
+    knn_texts(type_id, inst.id, inst.properties, knn_fields, pending)
+
+
+def knn_texts(type_id: str, item_id: str, properties: dict[str, Any], knn_fields: list[str],
+              pending: Embeddable) -> None:
+    """The texts of one instance's ``knn`` fields, added to ``pending`` (a load's, or a deferred fill's)."""
     for field_name in knn_fields:
-        value = inst.properties.get(field_name)
+        value = properties.get(field_name)
         value_text = "、".join(map(str, value)) if isinstance(value, list) else _value_text(value)
         if value_text.strip():
-            pending.add("instance", type_id, inst.id, field_name, value_text.strip())
+            pending.add("instance", type_id, item_id, field_name, value_text.strip())
 
 
 @runtime_checkable
@@ -186,7 +194,7 @@ def checked_instance_rows(network: KnowledgeNetwork, instances: list[Instance], 
                           text_rows: list[dict[str, Any]], pending: Embeddable) -> list[dict[str, Any]]:
     """:func:`instance_rows` of instances :func:`instance_ids` has checked already (a load's chunks)."""
     kn = network.kn_id
-    match_fields, knn_fields = _fields_with(network, "match"), _fields_with(network, "knn")
+    match_fields, knn_fields = fields_with(network, "match"), fields_with(network, "knn")
     rows: list[dict[str, Any]] = []
     for inst in instances:
         ot = object_types[inst.object_type_id]
