@@ -15,7 +15,8 @@ process tree sampled every 0.2 s):
    the same query (the ``knn`` name field of each big object type, the first 100 queries): ``recall_at_10`` the
    share of the exact top 10 it returns, ``recall_at_10_ties`` the share of its answers whose exact cosine reaches
    the exact 10th best (names repeat: among equal vectors any is a right answer).
-Disk: the database file (and the ANN index files) after the load. The baseline is the path before issue 53 where
+``--queries-on RUN_DIR`` runs steps 4-5 alone on an earlier run's database (a query change measured without a
+load). Disk: the database file (and the ANN index files) after the load. The baseline is the path before issue 53 where
 it is still selectable (``KGRAG_KN_ANN_MIN_ROWS=0``: the exact scan; ``KGRAG_LOAD_ENCODER=torch``: the torch
 encoder) at ``--baseline-size`` in the same run; ratios are new / baseline. Results: bench/results/big_network.json and a table.
 """
@@ -254,6 +255,22 @@ def measure(size: int, backend: str, root: Path, n_queries: int, baseline: bool,
     return fig
 
 
+def measure_queries(size: int, folder: Path, root: Path, n_queries: int, workers: int = 1) -> dict[str, Any]:
+    """Steps 4-5 alone on a database an earlier run loaded (``folder``: its ``kn.db`` and ``work``), with the
+    queries :func:`measure` asks: a query change measured without loading again."""
+    schema = dataset(size, root / "data")
+    db_url = f"sqlite:///{folder / 'kn.db'}"
+    env = {**os.environ, "KGRAG_WORK_DIR": str(folder / "work"), "HF_HUB_OFFLINE": "1", "KGRAG_LLM_BASE_URL": ""}
+    both = queries(schema, 2 * n_queries + 30)
+    qs, more, warm = both[:n_queries], both[n_queries:2 * n_queries], both[2 * n_queries:]
+    fig: dict[str, Any] = {"database": db_url, "queries": len(both), "in_process": in_process(db_url, folder, qs, env)}
+    ip = fig["in_process"]
+    progress(f"{size:,}: in-process kn_search p50 {ip['kn_search']['p50_ms']:.1f} p95 {ip['kn_search']['p95_ms']:.1f} "
+             f"ms; ANN {ip['ann']}")
+    fig["http"] = over_http(db_url, qs, more, warm, env, workers)
+    return fig
+
+
 def table(results: dict[str, dict]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -280,9 +297,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--workers", type=int, default=1, help="kgrag serve workers for the HTTP measurements")
     parser.add_argument("--root", type=Path, default=ROOT / "work" / "big_network")
+    parser.add_argument("--queries-on", type=Path, default=None, metavar="RUN_DIR",
+                        help="only the query steps, on the database an earlier run of the first size loaded "
+                        "(its big-… folder under --root); results: bench/results/big_network_queries.json")
     args = parser.parse_args(argv)
     args.root.mkdir(parents=True, exist_ok=True)
     sizes = [int(s) for s in args.sizes.split(",") if s]
+    if args.queries_on is not None:
+        fig = measure_queries(sizes[0], args.queries_on, args.root, args.queries, args.workers)
+        ip, http = fig["in_process"]["kn_search"], fig["http"]
+        print(json.dumps({"kn_search_in_process": ip, "ann": fig["in_process"]["ann"],
+                          **{k: {m: v.get(m) for m in ("p50_ms", "p95_ms", "requests_per_s")} for k, v in http.items()}},
+                         indent=1))
+        write_result("big_network_queries", {f"{sizes[0]} sqlite": fig}, {}, {},
+                     split="generated shop network (bench/big_network_data.py, seed 0); queries from its own rows; "
+                     "the query steps alone on an earlier run's database", n=fig["queries"], module="big_network")
+        return
     backends = [b for b in args.backends.split(",") if b]
     results: dict[str, dict] = {}
     baseline: dict[str, Any] = {}

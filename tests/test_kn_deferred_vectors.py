@@ -64,9 +64,9 @@ def _stop_after_a_chunk(stage: str, done: int, total: int) -> None:
 
 
 def test_a_deferred_load_answers_from_text_then_fills_the_vectors_an_eager_load_makes(
-        library: Path, tmp_path: Path) -> None:
+        library: Path, tmp_path: Path, db_url: str) -> None:
     eager = _eager(library, tmp_path)
-    store = NetworkStore(f"sqlite:///{tmp_path / 'kn.db'}")
+    store = NetworkStore(db_url)  # SQLite and PostgreSQL
     stats = store.load(*load_declarative(library), defer_vectors=True)
     instances = eager.network_stats("library")["instances"]
     assert store.vectors_pending("library") == {"done": 0, "total": instances}  # every type has a knn field
@@ -129,8 +129,8 @@ class _ChangingEmbedder:
         return self.inner.encode(texts, batch_size=batch_size)
 
 
-def test_a_change_while_vectors_are_pending_keeps_its_own_vectors(library: Path, tmp_path: Path) -> None:
-    store = NetworkStore(f"sqlite:///{tmp_path / 'kn.db'}")
+def test_a_change_while_vectors_are_pending_keeps_its_own_vectors(library: Path, db_url: str) -> None:
+    store = NetworkStore(db_url)
     store.load(*load_declarative(library), defer_vectors=True)
     book = store.query_instances("library", "Book", None, 1)[0]
     renamed = {**book.properties, "title": "A Title Nobody Wrote"}

@@ -395,7 +395,8 @@ class StoreIndex:
     def _knn_searches(self, kn_id: str, kind: str, knn: Sequence[tuple[str, list[str], int]], query: str
                       ) -> dict[tuple, Any]:
         """The futures of :meth:`knn_scores` of the ``knn`` requests on big (ANN) types, by their memo key."""
-        big = self.ann_types(kn_id) if kind == "instance" and knn and query.strip() else {}
+        ready = kind == "instance" and knn and query.strip() and not self.vectors_pending(kn_id)
+        big = self.ann_types(kn_id) if ready else {}
         wanted = list(dict.fromkeys((tid, tuple(fields), limit) for tid, fields, limit in knn if tid in big))
         if not wanted:
             return {}
@@ -595,7 +596,8 @@ class StoreIndex:
         version: str | None = None,
     ) -> dict[str, float]:
         """Exact cosine neighbours ``{item id: score}`` of ``query``: top ``limit`` items (max over their
-        fields), scores clipped to [0, 1]."""
+        fields), scores clipped to [0, 1]; a big type's from its ANN bases; none over the instances of a network
+        whose vectors are deferred and not all made (:meth:`vectors_pending`)."""
         if version is None:
             version = self.core.schema(kn_id)[0]
         if kind == "instance" and self.vectors_pending(kn_id):
