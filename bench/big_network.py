@@ -16,7 +16,7 @@ process tree sampled every 0.2 s):
    share of the exact top 10 it returns, ``recall_at_10_ties`` the share of its answers whose exact cosine reaches
    the exact 10th best (names repeat: among equal vectors any is a right answer).
 ``--queries-on RUN_DIR`` runs steps 4-5 alone on an earlier run's database (a query change measured without a
-load). Disk: the database file (and the ANN index files) after the load. The baseline is the path before issue 53 where
+load); with ``--ab NAME=VALUE``, kn_search over HTTP as it is and with that setting, alternating ``--reps`` times. Disk: the database file (and the ANN index files) after the load. The baseline is the path before issue 53 where
 it is still selectable (``KGRAG_KN_ANN_MIN_ROWS=0``: the exact scan; ``KGRAG_LOAD_ENCODER=torch``: the torch
 encoder) at ``--baseline-size`` in the same run; ratios are new / baseline. Results: bench/results/big_network.json and a table.
 """
@@ -189,13 +189,13 @@ def in_process(db_url: str, work: Path, qs: list[str], env: dict[str, str]) -> d
 
 
 def over_http(db_url: str, qs: list[str], more: list[str], warm: list[str], env: dict[str, str],
-              workers: int = 1) -> dict[str, Any]:
+              workers: int = 1, routes: tuple[str, ...] = ("kn_search", "context_search")) -> dict[str, Any]:
     """kn_search over HTTP against ``kgrag serve --workers``: one client, then 8 clients on other queries; then
     context_search the same way (one client on the first queries, 8 on the others: no answer from a cache)."""
     server, base = start_server(db_url, workers=workers, env=env, startup_s=1800)
     try:
         out: dict[str, Any] = {}
-        for route in ("kn_search", "context_search"):
+        for route in routes:
             http_load(base, f"{RETRIEVAL}/{route}", [{"kn_id": "shop", "query": q} for q in warm], clients=1)
             out[f"{route}_1_client"] = http_load(base, f"{RETRIEVAL}/{route}",
                                                  [{"kn_id": "shop", "query": q} for q in qs], clients=1)
@@ -271,6 +271,24 @@ def measure_queries(size: int, folder: Path, root: Path, n_queries: int, workers
     return fig
 
 
+def ab_http(size: int, folder: Path, root: Path, n_queries: int, setting: str, reps: int) -> dict[str, Any]:
+    """kn_search over HTTP (1 client, 8 clients) on an earlier run's database, as it is and with ``setting``
+    (``NAME=VALUE``) in the server's environment, alternating ``reps`` times: one change's cost or gain measured
+    side by side, in one session."""
+    name, _, value = setting.partition("=")
+    both = queries(dataset(size, root / "data"), 2 * n_queries + 30)
+    qs, more, warm = both[:n_queries], both[n_queries:2 * n_queries], both[2 * n_queries:]
+    env = {**os.environ, "KGRAG_WORK_DIR": str(folder / "work"), "HF_HUB_OFFLINE": "1", "KGRAG_LLM_BASE_URL": ""}
+    runs: dict[str, list[dict[str, Any]]] = {"as is": [], setting: []}
+    for rep in range(reps):
+        for label, extra in (("as is", {}), (setting, {name: value})):
+            got = over_http(f"sqlite:///{folder / 'kn.db'}", qs, more, warm, {**env, **extra}, routes=("kn_search",))
+            runs[label].append({k: {m: v.get(m) for m in ("p50_ms", "p95_ms", "requests_per_s")}
+                                for k, v in got.items()})
+            progress(f"A/B {rep} {label}: {runs[label][-1]}")
+    return runs
+
+
 def table(results: dict[str, dict]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -300,9 +318,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--queries-on", type=Path, default=None, metavar="RUN_DIR",
                         help="only the query steps, on the database an earlier run of the first size loaded "
                         "(its big-… folder under --root); results: bench/results/big_network_queries.json")
+    parser.add_argument("--ab", default=None, metavar="NAME=VALUE",
+                        help="with --queries-on: kn_search over HTTP as it is and with this setting, alternating "
+                        "--reps times (bench/results/big_network_ab.json)")
+    parser.add_argument("--reps", type=int, default=2)
     args = parser.parse_args(argv)
     args.root.mkdir(parents=True, exist_ok=True)
     sizes = [int(s) for s in args.sizes.split(",") if s]
+    if args.queries_on is not None and args.ab:
+        runs = ab_http(sizes[0], args.queries_on, args.root, args.queries, args.ab, args.reps)
+        print(json.dumps(runs, indent=1))
+        write_result("big_network_ab", {"as is": runs["as is"]}, {args.ab: runs[args.ab]}, {},
+                     split="generated shop network (seed 0); kn_search over HTTP on an earlier run's database, "
+                     "alternating", n=args.reps * 2 * (2 * args.queries), module="big_network")
+        return
     if args.queries_on is not None:
         fig = measure_queries(sizes[0], args.queries_on, args.root, args.queries, args.workers)
         ip, http = fig["in_process"]["kn_search"], fig["http"]

@@ -1,5 +1,6 @@
 """Which encoder a network load should embed its ``knn`` texts with: the torch model, its ONNX export (fp32) or
-the int8-quantised export, each with length-sorted batches, on the generated shop network's names and descriptions.
+an int8-quantised export (the project's, and two per-channel variants: :func:`int8_variants`), each with
+length-sorted batches, on the generated shop network's names and descriptions.
 
     python -m bench.load_encoders [--n 4000] [--size 100000]
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import csv
 import random
+import tempfile
 import time
 from pathlib import Path
 
@@ -22,7 +24,7 @@ import numpy as np
 from bench.big_network import ROOT, dataset
 from bench.common import write_result
 from kgrag.config import get_settings
-from kgrag.rank.onnx_encoder import load_onnx_encoder
+from kgrag.rank.onnx_encoder import OnnxEncoder, load_onnx_encoder
 from kgrag.rank.sentence_embedder import DEFAULT_MODEL, load_model
 
 
@@ -52,6 +54,26 @@ def recall_at_10(reference: np.ndarray, other: np.ndarray) -> float:
     return float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(ref_top, oth_top, strict=True)]))
 
 
+def int8_variants(fp32: Path, folder: Path) -> dict[str, Path]:
+    """Other dynamic int8 quantisations of the fp32 export than the project's (``quantize_dynamic`` defaults):
+    per-channel weights on the MatMuls only (``onnx-int8-pc``), and that without the feed-forward output layers,
+    whose inputs carry BERT's outlier activations (``onnx-int8-pc-ffn32``)."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    matmuls = [n.name for n in onnx.load(str(fp32)).graph.node if n.op_type == "MatMul"]
+    options = {
+        "onnx-int8-pc": {},
+        "onnx-int8-pc-ffn32": {"nodes_to_exclude": [n for n in matmuls if "/output/dense" in n and "attention" not in n]},
+    }
+    out: dict[str, Path] = {}
+    for name, extra in options.items():
+        out[name] = folder / f"{name}.onnx"
+        quantize_dynamic(str(fp32), str(out[name]), weight_type=QuantType.QInt8, per_channel=True,
+                         op_types_to_quantize=["MatMul"], **extra)
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=4000)
@@ -62,11 +84,14 @@ def main(argv: list[str] | None = None) -> None:
     model = load_model(DEFAULT_MODEL)
     folder = get_settings().onnx_dir
     threads = len(__import__("os").sched_getaffinity(0))
+    fp32 = load_onnx_encoder(model, DEFAULT_MODEL, folder).with_threads(threads)
     encoders = {
         "torch": lambda ts: model.encode(ts, batch_size=args.batch, convert_to_numpy=True, normalize_embeddings=True,
                                          show_progress_bar=False),
-        "onnx-fp32": load_onnx_encoder(model, DEFAULT_MODEL, folder).with_threads(threads).encode,
+        "onnx-fp32": fp32.encode,
         "onnx-int8": load_onnx_encoder(model, DEFAULT_MODEL, folder, int8=True).with_threads(threads).encode,
+        **{name: OnnxEncoder(path, fp32.tokenize, threads).encode
+           for name, path in int8_variants(fp32.path, Path(tempfile.mkdtemp(prefix="int8-"))).items()},
     }
     figures: dict[str, dict] = {}
     for column in ("name", "description"):

@@ -182,3 +182,15 @@ def test_a_search_reads_its_big_types_knn_side_by_side_with_the_same_answers(ann
             inside = {tid: ann_store.knn_scores(KN, "instance", tid, fields, query, 5) for tid, fields, _ in asked}
         assert inside == direct and any(inside.values()), query
         assert _KNN_MEMO.get() is None  # the block's answers end with it
+
+
+def test_a_search_that_finds_another_running_reads_its_knn_where_it_is(ann_store: NetworkStore) -> None:
+    from kgrag.network.store.index import _KNN_MEMO
+
+    asked = [(tid, fields, 5) for tid, fields in ann_store.index.ann_types(KN).items()]
+    direct = ann_store.knn_scores(KN, "instance", "Book", ["title"], "Orwell", 5)
+    with ann_store.prefetched_matches(KN, "instance", [], "Jane", 20, knn=asked):
+        assert _KNN_MEMO.get()  # alone: read side by side
+        with ann_store.prefetched_matches(KN, "instance", [], "Orwell", 20, knn=asked):
+            assert _KNN_MEMO.get() == {}  # another search is running: nothing handed to the pool
+            assert ann_store.knn_scores(KN, "instance", "Book", ["title"], "Orwell", 5) == direct

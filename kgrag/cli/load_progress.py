@@ -20,7 +20,8 @@ from kgrag.cli.output import err_console
 __all__ = ["STAGES", "load_progress"]
 
 #: what each stage of :meth:`kgrag.network.store.load.StoreLoader.load` does, as its bar says it
-STAGES = {"instances": "instances (rows, tokens, vectors)", "links": "links", "index": "full-text index",
+STAGES = {"instances": "instances (rows, tokens, vectors)", "rows": "instances (rows, tokens; no vectors)",
+          "links": "links", "index": "full-text index",
           "vectors": "vectors (deferred, instances)", "ann": "ANN bases (big object types)"}
 
 
@@ -39,11 +40,11 @@ def load_progress() -> Iterator:
             tasks[stage] = (bars.add_task(STAGES.get(stage, stage), total=max(total, 1), rate=""), time.monotonic())
         task, started = tasks[stage]
         seconds = max(time.monotonic() - started, 1e-9)
-        rate = f"{done / seconds:,.0f}/s" if done and stage in ("instances", "links", "vectors") else ""
+        rate = f"{done / seconds:,.0f}/s" if done and stage in ("instances", "rows", "links", "vectors") else ""
         bars.update(task, completed=done, total=max(total, 1), rate=rate)
         if done >= total and not live and stage not in finished:
             finished.add(stage)
-            counted = f"{done:,} " if stage in ("instances", "links", "vectors") else ""
+            counted = f"{done:,} " if stage in ("instances", "rows", "links", "vectors") else ""
             err_console.print(f"{STAGES.get(stage, stage)}: {counted}done in {seconds:.1f} s", highlight=False)
 
     with bars:

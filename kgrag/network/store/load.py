@@ -168,7 +168,8 @@ class StoreLoader:
 
         ``embedder`` (default: the store's) makes every vector of this network; its ``model_name`` is recorded
         and later queries of the network embed with the same model (:meth:`StoreIndex.embedder_for`).
-        ``progress(stage, done, total)`` hears each stage (``instances``, ``links``, ``index``) as it goes.
+        ``progress(stage, done, total)`` hears each stage (``instances`` — ``rows`` when their vectors are
+        deferred —, ``links``, ``index``) as it goes.
 
         ``defer_vectors``: the instances' ``knn`` texts are not embedded here — the network is searchable by its
         text index and conditions once this returns, and its stats carry ``vectors_pending`` (``done`` /
@@ -239,7 +240,8 @@ class StoreLoader:
             for name in ("object_types", "relation_types", "action_types"):
                 self._insert(conn, name, types[name])
             total = sum(len(ids) for ids in ids_by_type.values())
-            progress("instances", 0, total)
+            stage = "rows" if defer_vectors else "instances"  # a deferred load's instances come without vectors
+            progress(stage, 0, total)
             for chunk in _chunks(instances, LOAD_CHUNK):
                 text_rows: list[dict[str, Any]] = []
                 pending = Embeddable()
@@ -248,7 +250,7 @@ class StoreLoader:
                 insert(conn, "text", text_rows)
                 if not defer_vectors:
                     insert(conn, "vectors", self.vector_rows(kn_id, pending, embedder))
-                progress("instances", counts["instances"], total)
+                progress(stage, counts["instances"], total)
             link_table, total_links = links
             progress("links", 0, total_links)
             for chunk in _chunks(link_table):
