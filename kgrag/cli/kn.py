@@ -182,8 +182,8 @@ def _updated(loaded_at: float | None) -> str:
 
 
 def _vectors_state(pending: dict | None) -> str:
-    """``kn list``'s vectors column: empty when they are all made, else how far a deferred fill is (instances
-    done/all)."""
+    """``kn list``'s "vectors pending" column (shown while some network's are): empty when they are all made,
+    else how far a deferred fill is (instances done/all)."""
     if not isinstance(pending, dict):
         return ""
     return f"{int(pending.get('done', 0)):,}/{int(pending.get('total', 0)):,}"
@@ -213,13 +213,14 @@ def list_cmd(
         console.print("no knowledge networks loaded; try `kgrag kn load demo`")
         return
     table = Table(show_header=True, header_style="bold")
-    for col in ("kn_id", "name", "instances", "links", "version", "updated", "vectors pending"):
+    filling = any(row["vectors_pending"] for row in rows)  # the column only while some vectors are being made
+    for col in ("kn_id", "name", "instances", "links", "version", "updated", *(["vectors pending"] if filling else [])):
         table.add_column(col, no_wrap=col in ("version", "updated", "vectors pending"))
     for row in rows:
         table.add_row(escape(row["kn_id"]), escape(row["name"]), str(row["instances"] if row["instances"] is not None
                                                                      else ""),
                       str(row["links"] if row["links"] is not None else ""), row["version"][:12], row["updated"],
-                      _vectors_state(row["vectors_pending"]))
+                      *([_vectors_state(row["vectors_pending"])] if filling else []))
     console.print(table)
 
 
