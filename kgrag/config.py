@@ -85,8 +85,10 @@ class Settings(BaseSettings):
     #: costs more per search — on the 1M shop network 512 found 0.93 of the exact top 10, 1,024 0.95 (+1.4 ms)
     kn_ann_expansion: int = Field(default=1024, ge=16, le=16_384)
     #: threads a search's big-type ANN reads run on beside its text read (usearch holds no interpreter lock while
-    #: it searches), when no other search of the process is running; 0: each read where it is asked, in turn
-    kn_knn_threads: int = Field(default=2, ge=0, le=64)
+    #: it searches), when no other search of the process is running; 0: each read where it is asked, in turn.
+    #: On the 1M shop network 2 took one client's p50 from ~58 to ~47 ms but 8 clients' rate from ~20 to ~18
+    #: req/s over HTTP (bench.big_network --ab), so it is off unless asked for
+    kn_knn_threads: int = Field(default=0, ge=0, le=64)
     #: a full-text index (SQLite) of at least this many rows ranks a query's rows in stages — the rows of its rare
     #: terms first, the common terms' rows only when they could rank (kgrag.network.store.text_rank) — instead of
     #: FTS5's bm25 over every matching row; 0: always

@@ -170,8 +170,12 @@ def test_the_search_expansion_is_the_setting(tmp_path: Path, monkeypatch: pytest
     assert open_base(tmp_path / "f").index.expansion_search == 1024
 
 
-def test_a_search_reads_its_big_types_knn_side_by_side_with_the_same_answers(ann_store: NetworkStore) -> None:
+def test_a_search_reads_its_big_types_knn_side_by_side_with_the_same_answers(
+        ann_store: NetworkStore, monkeypatch: pytest.MonkeyPatch) -> None:
     from kgrag.network.store.index import _KNN_MEMO
+
+    monkeypatch.setenv("KGRAG_KN_KNN_THREADS", "2")
+    get_settings.cache_clear()
 
     asked = [(tid, fields, 5) for tid, fields in ann_store.index.ann_types(KN).items()]
     for query in QUERIES:
@@ -184,8 +188,12 @@ def test_a_search_reads_its_big_types_knn_side_by_side_with_the_same_answers(ann
         assert _KNN_MEMO.get() is None  # the block's answers end with it
 
 
-def test_a_search_that_finds_another_running_reads_its_knn_where_it_is(ann_store: NetworkStore) -> None:
+def test_a_search_that_finds_another_running_reads_its_knn_where_it_is(
+        ann_store: NetworkStore, monkeypatch: pytest.MonkeyPatch) -> None:
     from kgrag.network.store.index import _KNN_MEMO
+
+    monkeypatch.setenv("KGRAG_KN_KNN_THREADS", "2")
+    get_settings.cache_clear()
 
     asked = [(tid, fields, 5) for tid, fields in ann_store.index.ann_types(KN).items()]
     direct = ann_store.knn_scores(KN, "instance", "Book", ["title"], "Orwell", 5)
@@ -194,3 +202,7 @@ def test_a_search_that_finds_another_running_reads_its_knn_where_it_is(ann_store
         with ann_store.prefetched_matches(KN, "instance", [], "Orwell", 20, knn=asked):
             assert _KNN_MEMO.get() == {}  # another search is running: nothing handed to the pool
             assert ann_store.knn_scores(KN, "instance", "Book", ["title"], "Orwell", 5) == direct
+    monkeypatch.setenv("KGRAG_KN_KNN_THREADS", "0")  # the default: every read where it is asked
+    get_settings.cache_clear()
+    with ann_store.prefetched_matches(KN, "instance", [], "Orwell", 20, knn=asked):
+        assert _KNN_MEMO.get() == {}

@@ -10,7 +10,8 @@ chunk, not every derived row; input a reader has checked and can read again —
 :class:`~kgrag.network.store.rows.CheckedInstances`, a schema file's data files — is not held at all: its ids
 are taken as checked, its rows read again as they are written, its links checked and de-duplicated as they come,
 a bad one rolling the transaction back), the full-text index is filled once at the end, and big object types get
-their ANN bases after the commit (:mod:`kgrag.network.store.ann`). On SQLite the load's connection reads the file
+their ANN bases after the commit (:mod:`kgrag.network.store.ann`). A load may defer its instances' vectors
+(``defer_vectors``): they are then made after the commit by :mod:`kgrag.network.store.fill`. On SQLite the load's connection reads the file
 through the pager, not the memory map (:func:`~kgrag.network.store.core.unmapped`). Readers see the old version until the commit, and a
 failure anywhere leaves the previous version intact. On PostgreSQL the transaction first takes an advisory lock on the network's id (two
 loads of one network queue instead of failing on its key; loads of different networks run side by side), also
@@ -173,8 +174,8 @@ class StoreLoader:
 
         ``defer_vectors``: the instances' ``knn`` texts are not embedded here — the network is searchable by its
         text index and conditions once this returns, and its stats carry ``vectors_pending`` (``done`` /
-        ``total`` instances, :data:`~kgrag.network.store.core.VECTORS_PENDING`) until :class:`~kgrag.network.store.fill.VectorFill` has made them; knn answers
-        nothing meanwhile.
+        ``total`` instances, :data:`~kgrag.network.store.core.VECTORS_PENDING`) until
+        :class:`~kgrag.network.store.fill.VectorFill` has made them; knn answers nothing meanwhile.
 
         Raises ``ValueError`` for an inconsistent network: duplicate type ids, a relation type naming an unknown
         object type, an instance of an unknown type, a duplicate instance id within a type, a link of an unknown
