@@ -1,6 +1,7 @@
 """Deferred vectors (``kgrag kn load --defer-vectors``, kgrag/network/store/fill.py): a load that leaves its
 instances' vectors out commits every other row and says so (``vectors_pending``); the network answers from its
-text index and conditions at once and knn answers nothing (no index from a part of the vectors); the fill makes
+text index and conditions at once and knn answers nothing (no index from a part of the vectors; kn_search's
+message says its knn was not used); the fill makes
 exactly the vectors an eager load makes, under a new version, then the ANN bases; an interrupted fill resumes; a
 change committed while the vectors are pending (even between a chunk's read and its write) keeps its own vectors;
 ``kn load`` finishes a pending fill, ``kn list`` and ``/healthz`` show how far it is.
@@ -28,6 +29,8 @@ from kgrag.network.schema import tables as t
 from kgrag.network.schema.model import Condition, Instance
 from kgrag.network.store import NetworkChanges, NetworkStore
 from kgrag.rank.embedder_factory import TextEmbedder
+from kgrag.search.kn_models import MSG_VECTORS_PENDING, KnSearchRequest
+from kgrag.search.pipeline import kn_search
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "kgrag" / "network" / "examples" / "library"
 
@@ -77,10 +80,15 @@ def test_a_deferred_load_answers_from_text_then_fills_the_vectors_an_eager_load_
     assert [h.id for h in found] == [h.id for h in eager.query_instances(
         "library", "Book", Condition(operation="match", field="title", value="1984"), 5)] and found
     assert store.all_vectors_pending() == {"library": {"done": 0, "total": instances}}
+    answer = kn_search(KnSearchRequest(query="Pride and Prejudice", kn_id="library"), store, reranker=None)
+    assert "Pride and Prejudice" in [n.instance_name for n in answer.nodes]  # from the text index
+    assert answer.message == MSG_VECTORS_PENDING.format(done=0, total=instances)  # what it did not use
     heard: list[tuple[str, int, int]] = []
     filled = store.fill_vectors("library", lambda stage, done, total: heard.append((stage, done, total)))
     assert filled.filled and filled.instances == instances and filled.version != stats.version
     assert store.vectors_pending("library") is None and store.all_vectors_pending() == {}
+    answer = kn_search(KnSearchRequest(query="Pride and Prejudice", kn_id="library"), store, reranker=None)
+    assert "Pride and Prejudice" in [n.instance_name for n in answer.nodes] and answer.message == ""
     assert _vectors(store) == _vectors(eager) and filled.vectors == len(_vectors(eager))
     assert store.network_stats("library")["vectors"] == eager.network_stats("library")["vectors"]
     assert heard[0] == ("vectors", 0, instances) and heard[-1] == ("vectors", instances, instances)

@@ -59,6 +59,10 @@ class OntologyService(Protocol):
         searches its big types' ANN indexes side by side); every other read runs as usual. Semantic instance
         recall reads all its types' ``match`` and ``knn`` leaves this way."""
 
+    def vectors_pending(self, kn_id: str) -> dict[str, int] | None:
+        """``{"done": n, "total": n}`` while ``kn_id``'s instance vectors are deferred and not all made (``knn``
+        over its instances then answers nothing), else None."""
+
     def warm_vector_indexes(self, kn_id: str) -> int:
         """Load the instance vector index of every object type of ``kn_id`` (what a first ``knn`` read would
         load); returns the number of vectors now in memory. Raises :class:`NetworkNotFound`."""

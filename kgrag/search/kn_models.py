@@ -58,6 +58,8 @@ __all__ = [
 MSG_NO_CONCEPTS = "未召回到相关概念，无法进行实例检索"
 MSG_NO_INSTANCES = "未检索到符合条件的实例数据"
 MSG_INSTANCE_FAILED = "语义实例召回失败，仅返回概念召回结果："
+#: a network whose deferred vectors are being made (``kgrag kn load --defer-vectors``): its knn was not used
+MSG_VECTORS_PENDING = "该网络的向量仍在生成（{done}/{total} 个实例），本次实例召回未使用向量（knn）检索，仅用全文与条件"
 
 
 # -- resolved config (defaults) ------------------------------------------------------------------------

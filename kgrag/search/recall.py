@@ -6,7 +6,8 @@ this module knows nothing of contextual recall.
 
 Main flow (§3.1): merge config → concept recall → ``only_schema`` stops here → no object types: message
 「未召回到相关概念，无法进行实例检索」 → semantic instance recall (+ property filter); no nodes: message
-「未检索到符合条件的实例数据」; instance recall raising: concepts returned, nodes empty, the message says why —
+「未检索到符合条件的实例数据」 (a network whose deferred vectors are still being made adds that its knn was not
+used: ``MSG_VECTORS_PENDING``); instance recall raising: concepts returned, nodes empty, the message says why —
 except a database that cannot be reached (SQLAlchemy ``OperationalError``/``InterfaceError``), which propagates
 (the HTTP route answers 503).
 An unknown ``kn_id`` raises :class:`kgrag.network.service.NetworkNotFound` (the route answers 404).
@@ -29,6 +30,7 @@ from kgrag.search.kn_models import (
     MSG_INSTANCE_FAILED,
     MSG_NO_CONCEPTS,
     MSG_NO_INSTANCES,
+    MSG_VECTORS_PENDING,
     KnSearchRequest,
     KnSearchResponse,
     RetrievalConfig,
@@ -95,4 +97,8 @@ def recall_concepts_and_instances(
     response.nodes = nodes
     if not nodes:
         response.message = MSG_NO_INSTANCES
+    pending = service.vectors_pending(request.kn_id)
+    if pending is not None:  # the answer says what it did not use
+        said = MSG_VECTORS_PENDING.format(done=pending.get("done", 0), total=pending.get("total", 0))
+        response.message = f"{response.message}；{said}" if response.message else said
     return response

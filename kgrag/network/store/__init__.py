@@ -101,8 +101,9 @@ class NetworkStore:
 
     def vectors_pending(self, kn_id: str) -> dict[str, int] | None:
         """``{"done": n, "total": n}`` while ``kn_id``'s instance vectors are deferred (a load's
-        ``defer_vectors``; knn over its instances answers nothing meanwhile), else None."""
-        return self.core.vectors_pending(kn_id)
+        ``defer_vectors``; knn over its instances answers nothing meanwhile), else None — whether they are is
+        cached per version (a search asks every time), how far is read when they are."""
+        return self.core.vectors_pending(kn_id) if self.index.vectors_pending(kn_id) else None
 
     def all_vectors_pending(self) -> dict[str, dict[str, int]]:
         """``{kn_id: {"done": n, "total": n}}`` of the networks whose instance vectors are pending."""
