@@ -31,6 +31,7 @@ from kgrag.network.store.core import VECTORS_PENDING, StoreCore, unmapped
 from kgrag.network.store.index import StoreIndex
 from kgrag.network.store.load import Progress, StoreLoader
 from kgrag.network.store.rows import Embeddable, fields_with, knn_texts
+from kgrag.rank.embedder_factory import TextEmbedder
 
 __all__ = ["FILL_CHUNK", "FillStats", "VectorFill"]
 
@@ -102,8 +103,8 @@ class VectorFill:
         out.seconds = time.perf_counter() - start
         return out
 
-    def _chunk(self, kn_id: str, type_id: str, names: list[str], after: str, size: int, embedder, done: int,
-               total: int) -> tuple[int, int, str]:  # noqa: ANN001 - a TextEmbedder
+    def _chunk(self, kn_id: str, type_id: str, names: list[str], after: str, size: int, embedder: TextEmbedder,
+               done: int, total: int) -> tuple[int, int, str]:
         """One chunk of a type: ``(instances walked, vectors written, last id)``; :class:`_Moved` when the network
         changed between the read and the write."""
         ti, tv = t.instances, t.vectors
