@@ -62,6 +62,20 @@ def dataset(size: int, root: Path, changed: float = 0.0) -> Path:
     return folder / "shop.yaml"
 
 
+def run_env(work: Path, **extra: str) -> dict[str, str]:
+    """The environment of a measured command or server on a run's folder: its own work dir (embedding cache), offline,
+    no LLM (``extra``: settings on top)."""
+    return {**os.environ, "KGRAG_WORK_DIR": str(work / "work"), "HF_HUB_OFFLINE": "1", "KGRAG_LLM_BASE_URL": "",
+            **extra}
+
+
+def query_sets(schema: Path, n_queries: int) -> tuple[list[str], list[str], list[str]]:
+    """``(one client's, 8 clients', warm-up)`` queries — each asks its own, so no answer comes from the response
+    cache."""
+    both = queries(schema, 2 * n_queries + 30)
+    return both[:n_queries], both[n_queries:2 * n_queries], both[2 * n_queries:]
+
+
 def _anon_bytes(process: psutil.Process) -> int:
     """Resident anonymous memory (``RssAnon``: not the file pages a process maps, which the kernel can drop)."""
     try:
@@ -226,8 +240,7 @@ def measure(size: int, backend: str, root: Path, n_queries: int, baseline: bool,
     schema, changed = dataset(size, root / "data"), dataset(size, root / "data", changed=0.01)
     work = Path(tempfile.mkdtemp(prefix="big-", dir=root))
     db_url = f"sqlite:///{work / 'kn.db'}" if backend == "sqlite" else str(pg_url)
-    env = {**os.environ, "KGRAG_WORK_DIR": str(work / "work"), "HF_HUB_OFFLINE": "1", "KGRAG_LLM_BASE_URL": "",
-           **({"KGRAG_KN_ANN_MIN_ROWS": "0", "KGRAG_LOAD_ENCODER": "torch"} if baseline else {})}
+    env = run_env(work, **({"KGRAG_KN_ANN_MIN_ROWS": "0", "KGRAG_LOAD_ENCODER": "torch"} if baseline else {}))
     cmd = [sys.executable, "-m", "kgrag.cli", "kn", "load", "--db", db_url]
     log = work / "load.log"
     counts = json.loads(next((root / "data" / str(size)).glob(".generated-v*")).read_text())
@@ -240,10 +253,8 @@ def measure(size: int, backend: str, root: Path, n_queries: int, baseline: bool,
     fig["reload"] = run_measured([*cmd, str(schema)], env, log)
     fig["sync_1pct"] = run_measured([*cmd, str(changed)], env, log)
     progress(f"{label}: reload {fig['reload']}; 1 % sync {fig['sync_1pct']}")
-    both = queries(schema, 2 * n_queries + 30)
-    # the warm-up, one client and 8 clients each ask their own: no answer comes from the response cache
-    qs, more, warm = both[:n_queries], both[n_queries:2 * n_queries], both[2 * n_queries:]
-    fig["queries"] = len(both)
+    qs, more, warm = query_sets(schema, n_queries)
+    fig["queries"] = len(qs) + len(more) + len(warm)
     fig["in_process"] = in_process(db_url, work, qs, env)
     ip = fig["in_process"]
     progress(f"{label}: in-process kn_search p50 {ip['kn_search']['p50_ms']:.1f} p95 {ip['kn_search']['p95_ms']:.1f} "
@@ -260,10 +271,10 @@ def measure_queries(size: int, folder: Path, root: Path, n_queries: int, workers
     queries :func:`measure` asks: a query change measured without loading again."""
     schema = dataset(size, root / "data")
     db_url = f"sqlite:///{folder / 'kn.db'}"
-    env = {**os.environ, "KGRAG_WORK_DIR": str(folder / "work"), "HF_HUB_OFFLINE": "1", "KGRAG_LLM_BASE_URL": ""}
-    both = queries(schema, 2 * n_queries + 30)
-    qs, more, warm = both[:n_queries], both[n_queries:2 * n_queries], both[2 * n_queries:]
-    fig: dict[str, Any] = {"database": db_url, "queries": len(both), "in_process": in_process(db_url, folder, qs, env)}
+    env = run_env(folder)
+    qs, more, warm = query_sets(schema, n_queries)
+    fig: dict[str, Any] = {"database": db_url, "queries": len(qs) + len(more) + len(warm),
+                           "in_process": in_process(db_url, folder, qs, env)}
     ip = fig["in_process"]
     progress(f"{size:,}: in-process kn_search p50 {ip['kn_search']['p50_ms']:.1f} p95 {ip['kn_search']['p95_ms']:.1f} "
              f"ms; ANN {ip['ann']}")
@@ -276,9 +287,8 @@ def ab_http(size: int, folder: Path, root: Path, n_queries: int, setting: str, r
     (``NAME=VALUE``) in the server's environment, alternating ``reps`` times: one change's cost or gain measured
     side by side, in one session."""
     name, _, value = setting.partition("=")
-    both = queries(dataset(size, root / "data"), 2 * n_queries + 30)
-    qs, more, warm = both[:n_queries], both[n_queries:2 * n_queries], both[2 * n_queries:]
-    env = {**os.environ, "KGRAG_WORK_DIR": str(folder / "work"), "HF_HUB_OFFLINE": "1", "KGRAG_LLM_BASE_URL": ""}
+    qs, more, warm = query_sets(dataset(size, root / "data"), n_queries)
+    env = run_env(folder)
     runs: dict[str, list[dict[str, Any]]] = {"as is": [], setting: []}
     for rep in range(reps):
         for label, extra in (("as is", {}), (setting, {name: value})):

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.big_network import ROOT, dataset, progress, run_measured
+from bench.big_network import ROOT, dataset, progress, run_env, run_measured
 from bench.common import write_result
 
 SEARCHABLE = re.compile(r"answers from its text index and conditions now \((\d+(?:\.\d+)?) s\)")
@@ -35,7 +34,7 @@ def load(size: int, root: Path, defer: bool) -> dict[str, Any]:
     """One measured ``kgrag kn load`` of the generated network into a fresh database."""
     schema = dataset(size, root / "data")
     work = Path(tempfile.mkdtemp(prefix="deferred-" if defer else "eager-", dir=root))
-    env = {**os.environ, "KGRAG_WORK_DIR": str(work / "work"), "HF_HUB_OFFLINE": "1", "KGRAG_LLM_BASE_URL": ""}
+    env = run_env(work)
     cmd = [sys.executable, "-m", "kgrag.cli", "kn", "load", "--db", f"sqlite:///{work / 'kn.db'}", str(schema),
            *(["--defer-vectors"] if defer else [])]
     log = work / "load.log"

@@ -1,5 +1,5 @@
-"""A load's stages as live progress bars on stderr (rows, links, full-text index, deferred vectors, ANN bases: done / total, rate,
-time left), for ``kgrag kn load`` / ``kn sync``.
+"""A load's stages as live progress bars on stderr (rows, links, full-text index, deferred vectors, ANN bases:
+done / total, rate, time left), for ``kgrag kn load`` / ``kn sync``.
 
     with load_progress() as progress:
         store.load(network, instances, links, progress=progress)    # progress(stage, done, total)
@@ -23,6 +23,8 @@ __all__ = ["STAGES", "load_progress"]
 STAGES = {"instances": "instances (rows, tokens, vectors)", "rows": "instances (rows, tokens; no vectors)",
           "links": "links", "index": "full-text index",
           "vectors": "vectors (deferred, instances)", "ann": "ANN bases (big object types)"}
+#: the stages that count rows (their bars show a rate, their end line the count)
+COUNTED = frozenset({"instances", "rows", "links", "vectors"})
 
 
 @contextmanager
@@ -40,11 +42,11 @@ def load_progress() -> Iterator:
             tasks[stage] = (bars.add_task(STAGES.get(stage, stage), total=max(total, 1), rate=""), time.monotonic())
         task, started = tasks[stage]
         seconds = max(time.monotonic() - started, 1e-9)
-        rate = f"{done / seconds:,.0f}/s" if done and stage in ("instances", "rows", "links", "vectors") else ""
+        rate = f"{done / seconds:,.0f}/s" if done and stage in COUNTED else ""
         bars.update(task, completed=done, total=max(total, 1), rate=rate)
         if done >= total and not live and stage not in finished:
             finished.add(stage)
-            counted = f"{done:,} " if stage in ("instances", "rows", "links", "vectors") else ""
+            counted = f"{done:,} " if stage in COUNTED else ""
             err_console.print(f"{STAGES.get(stage, stage)}: {counted}done in {seconds:.1f} s", highlight=False)
 
     with bars:

@@ -76,8 +76,7 @@ class VectorFill:
         total = int(state.get("total", 0))
         network = self.core.get_network(kn_id)
         embedder = self.index.embedder_for(kn_id)
-        done = 0
-        say("vectors", done, total)
+        say("vectors", 0, total)
         for type_id, names in fields_with(network, "knn").items():
             if not names:
                 continue
@@ -85,15 +84,14 @@ class VectorFill:
             while True:
                 try:
                     walked, written, after = self._chunk(kn_id, type_id, names, after, chunk, embedder,
-                                                         min(done + chunk, total), total)
+                                                         out.instances, total)
                 except _Moved:
                     continue  # read again at the new version
                 if not walked:
                     break
-                done += walked
                 out.instances += walked
                 out.vectors += written
-                say("vectors", min(done, total), total)
+                say("vectors", min(out.instances, total), total)
         out.version = self._complete(kn_id)
         out.filled = True
         say("vectors", total, total)
@@ -105,8 +103,8 @@ class VectorFill:
 
     def _chunk(self, kn_id: str, type_id: str, names: list[str], after: str, size: int, embedder: TextEmbedder,
                done: int, total: int) -> tuple[int, int, str]:
-        """One chunk of a type: ``(instances walked, vectors written, last id)``; :class:`_Moved` when the network
-        changed between the read and the write."""
+        """One chunk of a type after the ``done`` instances walked before it: ``(instances walked, vectors
+        written, last id)``; :class:`_Moved` when the network changed between the read and the write."""
         ti, tv = t.instances, t.vectors
         with unmapped(self.core.engine) as conn:
             version = self.core._version(conn, kn_id)
@@ -130,7 +128,7 @@ class VectorFill:
             if self.core._version(conn, kn_id) != version:
                 raise _Moved
             self.loader._insert(conn, "vectors", vectors)
-            self._progress(conn, kn_id, done, total)
+            self._progress(conn, kn_id, min(done + len(rows), total), total)
         return len(rows), len(vectors), last
 
     @staticmethod

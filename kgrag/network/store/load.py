@@ -289,8 +289,8 @@ class StoreLoader:
         progress("index", 1, 1)
         self.core.forget(kn_id)
         self.index.forget(kn_id)
-        if not deferred:  # big object types: their ANN bases now, not at the first query (deferred: after the fill)
-            self.index.build_ann(kn_id, progress)
+        # big object types: their ANN bases now, not at the first query (none while vectors are deferred: the fill's)
+        self.index.build_ann(kn_id, progress)
         return counts, row["version"]
 
     def vector_rows(self, kn_id: str, pending: Embeddable, embedder: TextEmbedder) -> list[dict[str, Any]]:
