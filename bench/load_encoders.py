@@ -1,5 +1,6 @@
-"""Which encoder a network load should embed its ``knn`` texts with: the torch model, its ONNX export (fp32) or
-an int8-quantised export (the project's, and two per-channel variants: :func:`int8_variants`), each with
+"""Which encoder a network load should embed its ``knn`` texts with: the torch model, its ONNX export (fp32), an
+int8-quantised export (the project's, and two per-channel variants: :func:`int8_variants`) or the transformer in
+bf16 (``torch-bf16``, where the CPU computes bf16 natively: :mod:`kgrag.rank.bf16_encoder`), each with
 length-sorted batches, on the generated shop network's names and descriptions.
 
     python -m bench.load_encoders [--n 4000] [--size 100000]
@@ -24,8 +25,9 @@ import numpy as np
 from bench.big_network import ROOT, dataset
 from bench.common import write_result
 from kgrag.config import get_settings
+from kgrag.rank.bf16_encoder import load_bf16_encoder
 from kgrag.rank.onnx_encoder import OnnxEncoder, load_onnx_encoder
-from kgrag.rank.sentence_embedder import DEFAULT_MODEL, load_model
+from kgrag.rank.sentence_embedder import DEFAULT_MODEL, load_model, resolve_model
 
 
 def texts_of(schema: Path, n: int, column: str, seed: int = 0) -> list[str]:
@@ -93,15 +95,21 @@ def main(argv: list[str] | None = None) -> None:
         **{name: OnnxEncoder(path, fp32.tokenize, threads).encode
            for name, path in int8_variants(fp32.path, Path(tempfile.mkdtemp(prefix="int8-"))).items()},
     }
+    batches = dict.fromkeys(encoders, args.batch)
+    bf16 = load_bf16_encoder(Path(resolve_model(DEFAULT_MODEL)))
+    if bf16 is not None:
+        encoders["torch-bf16"], batches["torch-bf16"] = bf16.encode, bf16.batch
+    else:
+        print("torch-bf16: this CPU has no native bf16 (not measured)")
     figures: dict[str, dict] = {}
     for column in ("name", "description"):
         texts = texts_of(schema, args.n, column)
         vectors: dict[str, np.ndarray] = {}
         for name, encode in encoders.items():
-            sorted_batches(encode, texts[:256], args.batch)  # warm-up
+            sorted_batches(encode, texts[:256], batches[name])  # warm-up
             t = time.perf_counter()
             vectors[name] = (np.asarray(encode(texts), np.float32) if name == "torch"
-                             else sorted_batches(encode, texts, args.batch))
+                             else sorted_batches(encode, texts, batches[name]))
             seconds = time.perf_counter() - t
             cos = np.sum(vectors[name] * vectors["torch"], axis=1)
             figures[f"{column} {name}"] = {

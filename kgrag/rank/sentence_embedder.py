@@ -362,6 +362,22 @@ class Embedder:
         with self._onnx_lock:
             return self._load_query_onnx()
 
+    #: a call embedding at least this many new texts (a big network's load chunk) uses the bf16 transformer under
+    #: ``load_encoder="auto"`` where the CPU computes bf16 natively; smaller ones (small networks) the fp32 export
+    BF16_MIN_TEXTS = 5_000
+
+    def load_batch_encoder(self, n_texts: int) -> Any:
+        """What embeds a load's ``n_texts`` new texts: the bf16 transformer
+        (:func:`kgrag.rank.bf16_encoder.load_bf16_encoder`) for ``load_encoder="auto"``, at least
+        :attr:`BF16_MIN_TEXTS` texts and a CPU with native bf16; else :meth:`batch_encoder` (the fp32 export)."""
+        if self.load_encoder == "auto" and n_texts >= self.BF16_MIN_TEXTS:
+            from kgrag.rank.bf16_encoder import load_bf16_encoder
+
+            encoder = load_bf16_encoder(_model_folder(self.model_name))
+            if encoder is not None:
+                return encoder
+        return self.batch_encoder()
+
     def batch_encoder(self) -> Any:
         """An ONNX encoder for batch jobs (a graph's entity names by the thousand): the fp32 query export in a
         session with one thread per core this process may use (torch's thread count when torch is loaded: a Dask
@@ -432,12 +448,14 @@ class Embedder:
     SORTED_BATCH = 128
 
     def _encode_sorted(self, encoder: Any, texts: list[str]) -> np.ndarray:
-        """``encoder``'s vectors of ``texts`` in order, encoded shortest first in batches of :attr:`SORTED_BATCH`
-        (a batch pads to its longest text: sorted, names batch with names and sentences with sentences)."""
+        """``encoder``'s vectors of ``texts`` in order, encoded shortest first in batches of its ``batch`` (else
+        :attr:`SORTED_BATCH`; a batch pads to its longest text: sorted, names batch with names and sentences with
+        sentences)."""
         order = np.argsort(np.fromiter((len(t) for t in texts), np.int64, len(texts)), kind="stable")
         out: np.ndarray | None = None
-        for start in range(0, len(texts), self.SORTED_BATCH):
-            rows = order[start:start + self.SORTED_BATCH]
+        batch = int(getattr(encoder, "batch", self.SORTED_BATCH))
+        for start in range(0, len(texts), batch):
+            rows = order[start:start + batch]
             vectors = encoder.encode([texts[i] for i in rows])
             if out is None:
                 out = np.zeros((len(texts), vectors.shape[1]), np.float32)
@@ -449,11 +467,11 @@ class Embedder:
         """Vectors of texts the cache lacks: a few, in a process that has not loaded the torch model, from the ONNX
         export (``query_encoder="onnx"``: the same weights, cosine to torch > 0.999; never the int8 one, whose vectors
         would enter the shared cache) — a one-shot command then never imports torch; many (a network's load) with
-        ``load_encoder="onnx"``: the fp32 export on every core, by length (:meth:`_encode_sorted`); else the
-        model."""
+        ``load_encoder="onnx"`` or ``"auto"``: by length (:meth:`_encode_sorted`) with :meth:`load_batch_encoder`;
+        else the model."""
         key = (self.model_name, self.device)
-        if len(texts) > self.SMALL_BATCH and self.load_encoder == "onnx":
-            encoder = self.batch_encoder()
+        if len(texts) > self.SMALL_BATCH and self.load_encoder in ("onnx", "auto"):
+            encoder = self.load_batch_encoder(len(texts))
             if encoder is not None:
                 with _model_lock(key):
                     vectors = self._encode_sorted(encoder, texts)
