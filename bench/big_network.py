@@ -50,15 +50,17 @@ def progress(message: str) -> None:
     print(f"[bench.big_network {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def dataset(size: int, root: Path, changed: float = 0.0) -> Path:
-    """The generated network's schema file (written once per size / change under ``root``)."""
-    folder = root / f"{size}{'-changed' if changed else ''}"
+def dataset(size: int, root: Path, changed: float = 0.0, short: bool = False) -> Path:
+    """The generated network's schema file (written once per size / change / profile under ``root``; ``short``:
+    without descriptions, short names only)."""
+    folder = root / f"{size}{'-changed' if changed else ''}{'-short' if short else ''}"
     marker = folder / f".generated-v{GENERATOR_VERSION}"
     if not marker.exists():
         t = time.perf_counter()
-        counts = generate(size, folder, seed=0, changed=changed, vocab=vocabulary())
+        counts = generate(size, folder, seed=0, changed=changed, vocab=vocabulary(), descriptions=not short)
         marker.write_text(json.dumps(counts))
-        progress(f"generated {size:,}{' (1 % changed)' if changed else ''} in {time.perf_counter() - t:.0f} s: {counts}")
+        what = f"{size:,}{' (1 % changed)' if changed else ''}{' short names' if short else ''}"
+        progress(f"generated {what} in {time.perf_counter() - t:.0f} s: {counts}")
     return folder / "shop.yaml"
 
 

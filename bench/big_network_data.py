@@ -14,7 +14,9 @@ What it holds (shares of the instances; links ~2 per instance):
 | Order | 40 % | "order 0001234 of <title>" | items, amount, when, status | amount, placed_on, status |
 | Review | 24 % | "<opinion> <tag> review" | a sentence of opinion words | rating, written_on |
 
-(dates are ISO dates, price and amount floats, the rest integers.)
+(dates are ISO dates, price and amount floats, the rest integers.) ``descriptions=False`` (``--short``) writes the
+same network without its description column and property: every instance a short name and its numbers and dates
+alone (issue 53's "short-name shop network").
 
 Links (power-law degrees: a popular customer, product or supplier gets many): Order placed_by Customer (1),
 Order contains Product (1–3), Review about Product, Review written_by Customer, Product supplied_by Supplier,
@@ -108,7 +110,10 @@ def _counts(n: int) -> dict[str, int]:
     return counts
 
 
-def _write(path: Path, header: list[str], columns: list) -> None:  # noqa: ANN001
+def _write(path: Path, header: list[str], columns: list, drop: frozenset[str] = frozenset()) -> None:  # noqa: ANN001
+    """One CSV of ``columns`` under ``header``, leaving out the columns named in ``drop``."""
+    keep = [i for i, name in enumerate(header) if name not in drop]
+    header, columns = [header[i] for i in keep], [columns[i] for i in keep]
     with path.open("w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(header)
@@ -119,14 +124,15 @@ def _ids(prefix: str, n: int) -> list[str]:
     return [f"{prefix}{i:07d}" for i in range(n)]
 
 
-def _schema(kn_id: str, knn_description: bool) -> str:
+def _schema(kn_id: str, knn_description: bool, descriptions: bool = True) -> str:
     name_ops = "[knn, match, '==', prefix]"
     desc_ops = "[knn, match]" if knn_description else "[match]"
+    desc = f"      - {{name: description, type: text, condition_operations: {desc_ops}}}\n" if descriptions else ""
 
     def obj(type_id: str, comment: str, extra: str = "") -> str:
         return (f"  - id: {type_id}\n    name: {type_id}\n    comment: {comment}\n    display_key: name\n"
                 f"    data_properties:\n      - {{name: name, type: string, condition_operations: {name_ops}}}\n"
-                f"      - {{name: description, type: text, condition_operations: {desc_ops}}}\n{extra}")
+                f"{desc}{extra}")
 
     def prop(name: str, typ: str, ops: str) -> str:
         return f"      - {{name: {name}, type: {typ}, condition_operations: {ops}}}\n"
@@ -160,11 +166,13 @@ def _schema(kn_id: str, knn_description: bool) -> str:
 
 
 def generate(n_instances: int, out: Path, seed: int = 0, knn_description: bool = False, kn_id: str = "shop",
-             vocab: Vocabulary | None = None, changed: float = 0.0) -> dict[str, int]:
+             vocab: Vocabulary | None = None, changed: float = 0.0, descriptions: bool = True) -> dict[str, int]:
     """Write the network of about ``n_instances`` instances under ``out`` (``shop.yaml`` and its CSV files);
     ``changed``: the fraction of Customers, Products and Orders whose description (and amount) differ from the
-    ``changed=0`` network of the same seed (a sync's 1 % change). Returns the counts written."""
+    ``changed=0`` network of the same seed (a sync's 1 % change); ``descriptions=False``: no description column
+    (the same rows and links otherwise). Returns the counts written."""
     vocab = vocab or vocabulary()
+    drop = frozenset() if descriptions else frozenset({"description"})
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     n = _counts(n_instances)
@@ -188,7 +196,7 @@ def generate(n_instances: int, out: Path, seed: int = 0, knn_description: bool =
     desc = [d.replace("buys", "now mostly buys") if m else d for d, m in zip(desc, mask, strict=True)]
     _write(out / "customer.csv", ["id", "name", "description", "city", "joined", "tier"],
            [ids["Customer"], [f"{a} {b}" for a, b in zip(first, last, strict=True)], desc, cities, _dates(rng, c),
-            rng.integers(1, 5, c).tolist()])
+            rng.integers(1, 5, c).tolist()], drop)
     # suppliers
     s = n["Supplier"]
     s_city = _words(rng, CITIES, s, 0.8)
@@ -198,10 +206,10 @@ def generate(n_instances: int, out: Path, seed: int = 0, knn_description: bool =
     _write(out / "supplier.csv", ["id", "name", "description", "city", "founded"],
            [ids["Supplier"], s_name,
             [f"Supplies {k} titles and merchandise from {ci}." for k, ci in zip(s_kind, s_city, strict=True)],
-            s_city, rng.integers(1950, 2024, s).tolist()])
+            s_city, rng.integers(1950, 2024, s).tolist()], drop)
     # categories
     _write(out / "category.csv", ["id", "name", "description"],
-           [ids["Category"], categories, [f"Products about {x}." for x in categories]])
+           [ids["Category"], categories, [f"Products about {x}." for x in categories]], drop)
     # products
     p = n["Product"]
     titles = _words(rng, vocab.titles, p, 0.6)
@@ -214,7 +222,7 @@ def generate(n_instances: int, out: Path, seed: int = 0, knn_description: bool =
               for g, e, t, tg, si, m in zip(genre, editions, titles, tag, supplier_of, mask, strict=True)]
     _write(out / "product.csv", ["id", "name", "description", "price", "stock", "released"],
            [ids["Product"], [f"{t} {e}" for t, e in zip(titles, editions, strict=True)], p_desc, price.tolist(),
-            rng.integers(0, 500, p).tolist(), _dates(rng, p)])
+            rng.integers(0, 500, p).tolist(), _dates(rng, p)], drop)
     # orders
     o = n["Order"]
     buyer = _zipf_pick(rng, c, o, 1.05)
@@ -229,7 +237,7 @@ def generate(n_instances: int, out: Path, seed: int = 0, knn_description: bool =
     o_desc = [f"{k} item{'s' if k > 1 else ''} of {titles[j]} for {a:.2f}, {st} on {d}."
               for k, j, a, st, d in zip(items, first_item, amount, status, placed, strict=True)]
     _write(out / "order.csv", ["id", "name", "description", "amount", "placed_on", "status"],
-           [ids["Order"], o_names, o_desc, amount.tolist(), placed, status])
+           [ids["Order"], o_names, o_desc, amount.tolist(), placed, status], drop)
     # reviews
     r = n["Review"]
     about = _zipf_pick(rng, p, r, 1.1)
@@ -239,7 +247,7 @@ def generate(n_instances: int, out: Path, seed: int = 0, knn_description: bool =
            [ids["Review"], [f"{a} {t} review" for a, t in zip(opinion, r_tag, strict=True)],
             [f"The {t} of {titles[j]} was {a}; {k} stars."
              for a, t, j, k in zip(opinion, r_tag, about, rating, strict=True)],
-            rating.tolist(), _dates(rng, r)])
+            rating.tolist(), _dates(rng, r)], drop)
     # links
     links: dict[str, tuple[list[str], list[str]]] = {}
     links["placed_by"] = (ids["Order"], [ids["Customer"][i] for i in buyer])
@@ -257,7 +265,7 @@ def generate(n_instances: int, out: Path, seed: int = 0, knn_description: bool =
     links["referred_by"] = ([ids["Customer"][i] for i in referred[keep]], [ids["Customer"][i] for i in referrer[keep]])
     for rel, (src, dst) in links.items():
         _write(out / f"link_{rel}.csv", ["source_id", "target_id"], [src, dst])
-    (out / "shop.yaml").write_text(_schema(kn_id, knn_description), encoding="utf-8")
+    (out / "shop.yaml").write_text(_schema(kn_id, knn_description, descriptions), encoding="utf-8")
     counts = {**n, "Category": n_cat}
     return {"instances": sum(counts.values()), "links": sum(len(s) for s, _ in links.values()), **counts}
 
@@ -269,8 +277,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--knn-description", action="store_true")
     parser.add_argument("--changed", type=float, default=0.0)
+    parser.add_argument("--short", action="store_true", help="no descriptions: short names only")
     args = parser.parse_args()
-    print(generate(args.instances, args.out, args.seed, args.knn_description, changed=args.changed))
+    print(generate(args.instances, args.out, args.seed, args.knn_description, changed=args.changed,
+                   descriptions=not args.short))
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 """Deferred vectors (issue 53): how soon a big network answers when ``kgrag kn load --defer-vectors`` makes its
 instance vectors after its rows, against the plain load (vectors with the rows) in the same run.
 
-    python -m bench.deferred_vectors --size 1000000 [--no-baseline]
+    python -m bench.deferred_vectors --size 1000000 [--no-baseline] [--short]
 
-On the generated shop network (bench/big_network_data.py, seed 0), each load a fresh process into an empty
+On the generated shop network (bench/big_network_data.py, seed 0; ``--short``: without its descriptions, short
+names only — issue 53's short-name network), each load a fresh process into an empty
 database with a cold embedding cache (a fresh work dir), measured from outside (bench.big_network.run_measured:
 wall seconds, peak RSS of the process tree):
 - ``deferred``: ``searchable_s`` — when the command says the network answers from its text index and conditions
@@ -30,9 +31,9 @@ from bench.common import write_result
 SEARCHABLE = re.compile(r"answers from its text index and conditions now \((\d+(?:\.\d+)?) s\)")
 
 
-def load(size: int, root: Path, defer: bool) -> dict[str, Any]:
+def load(size: int, root: Path, defer: bool, short: bool = False) -> dict[str, Any]:
     """One measured ``kgrag kn load`` of the generated network into a fresh database."""
-    schema = dataset(size, root / "data")
+    schema = dataset(size, root / "data", short=short)
     work = Path(tempfile.mkdtemp(prefix="deferred-" if defer else "eager-", dir=root))
     env = run_env(work)
     cmd = [sys.executable, "-m", "kgrag.cli", "kn", "load", "--db", f"sqlite:///{work / 'kn.db'}", str(schema),
@@ -55,18 +56,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--baseline", action=argparse.BooleanOptionalAction, default=True,
                         help="also the plain load in the same run (the ratio's denominator)")
+    parser.add_argument("--short", action="store_true", help="the network without descriptions (short names)")
     parser.add_argument("--root", type=Path, default=ROOT / "work" / "big_network")
     args = parser.parse_args(argv)
     args.root.mkdir(parents=True, exist_ok=True)
-    dataset(args.size, args.root / "data")  # generated once per size
-    counts = json.loads(next((args.root / "data" / str(args.size)).glob(".generated-v*")).read_text())
-    deferred = load(args.size, args.root, defer=True)
-    baseline = load(args.size, args.root, defer=False) if args.baseline else {}
+    schema = dataset(args.size, args.root / "data", short=args.short)  # generated once per size and profile
+    counts = json.loads(next(schema.parent.glob(".generated-v*")).read_text())
+    deferred = load(args.size, args.root, defer=True, short=args.short)
+    baseline = load(args.size, args.root, defer=False, short=args.short) if args.baseline else {}
     from rich.console import Console
     from rich.table import Table
 
     table = Table("load", "answers after s", "vectors after s", "whole command s", "peak RSS GB",
-                  title=f"bench.deferred_vectors: {counts['instances']:,} instances + {counts['links']:,} links")
+                  title=f"bench.deferred_vectors: {counts['instances']:,} instances + {counts['links']:,} links"
+                        f"{' (short names)' if args.short else ''}")
     table.add_row("--defer-vectors", str(deferred["searchable_s"]), str(deferred["vectors_s"]),
                   str(deferred["seconds"]), str(deferred["peak_rss_gb"]))
     if baseline:
@@ -75,8 +78,10 @@ def main(argv: list[str] | None = None) -> None:
     Console().print(table)
     ratio = ({"searchable": round(deferred["searchable_s"] / baseline["seconds"], 3),
               "complete": round(deferred["seconds"] / baseline["seconds"], 3)} if baseline else {})
-    write_result("deferred_vectors", {"size": args.size, **counts, "deferred": deferred}, baseline, ratio,
-                 split=f"generated shop network ({args.size:,}, seed 0), SQLite, cold embedding cache",
+    write_result("deferred_vectors_short" if args.short else "deferred_vectors",
+                 {"size": args.size, **counts, "deferred": deferred}, baseline, ratio,
+                 split=f"generated shop network ({args.size:,}, seed 0{', no descriptions' if args.short else ''}),"
+                       " SQLite, cold embedding cache",
                  n=counts["instances"])
 
 

@@ -82,8 +82,9 @@ class Settings(BaseSettings):
     #: type when 0, by the exact scan
     kn_ann_min_rows: int = Field(default=50_000, ge=0, le=1_000_000_000)
     #: how many candidates an ANN search walks (usearch's expansion): more finds more of the exact neighbours and
-    #: costs more per search — on the 1M shop network 512 found 0.93 of the exact top 10, 1,024 0.95 (+1.4 ms)
-    kn_ann_expansion: int = Field(default=1024, ge=16, le=16_384)
+    #: costs more per search — on the 1M shop network's f16 bases 512 found 0.93 of the exact top 10, 1,024 0.95
+    #: (+1.4 ms); its bf16 bases (built 25 % sooner) need 1,536 for as much (kgrag.network.store.ann)
+    kn_ann_expansion: int = Field(default=1536, ge=16, le=16_384)
     #: threads a search's big-type ANN reads run on beside its text read (usearch holds no interpreter lock while
     #: it searches), when no other search of the process is running; 0: each read where it is asked, in turn.
     #: On the 1M shop network 2 took one client's p50 from ~58 to ~47 ms but 8 clients' rate from ~20 to ~18

@@ -50,6 +50,27 @@ def test_the_generator_is_deterministic_and_skewed(tmp_path: Path) -> None:
     assert len(asked) == len(set(asked)) == 50
 
 
+def test_the_short_name_profile_is_the_same_network_without_descriptions(tmp_path: Path) -> None:
+    vocab = vocabulary()
+    full = generate(2000, tmp_path / "full", vocab=vocab)
+    short = generate(2000, tmp_path / "short", vocab=vocab, descriptions=False)
+    assert short == full
+    for kind in ("customer", "product", "supplier", "category", "order", "review"):
+        rows, short_rows = _rows(tmp_path / "full", f"{kind}.csv"), _rows(tmp_path / "short", f"{kind}.csv")
+        assert short_rows == [{k: v for k, v in r.items() if k != "description"} for r in rows]
+    assert "description" in (tmp_path / "full" / "shop.yaml").read_text()
+    assert "description" not in (tmp_path / "short" / "shop.yaml").read_text()
+    assert _rows(tmp_path / "full", "link_contains.csv") == _rows(tmp_path / "short", "link_contains.csv")
+    runner = CliRunner()
+    result = runner.invoke(app, ["kn", "load", "--db", f"sqlite:///{tmp_path / 'kn.db'}",
+                                 str(tmp_path / "short" / "shop.yaml")])
+    assert result.exit_code == 0, result.output
+    network = NetworkStore(f"sqlite:///{tmp_path / 'kn.db'}").get_network("shop")
+    assert network is not None
+    assert all([p.name for p in o.data_properties][:1] == ["name"] and "description" not in
+               {p.name for p in o.data_properties} for o in network.object_types)
+
+
 def test_the_generated_network_loads_and_answers_from_ann_bases(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     generate(1000, tmp_path / "shop")

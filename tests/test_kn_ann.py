@@ -167,7 +167,7 @@ def test_the_search_expansion_is_the_setting(tmp_path: Path, monkeypatch: pytest
     finally:
         get_settings.cache_clear()
     monkeypatch.delenv("KGRAG_KN_ANN_EXPANSION")
-    assert open_base(tmp_path / "f").index.expansion_search == 1024
+    assert open_base(tmp_path / "f").index.expansion_search == get_settings().kn_ann_expansion == 1536
 
 
 def test_a_search_reads_its_big_types_knn_side_by_side_with_the_same_answers(
