@@ -75,6 +75,19 @@ def test_segments_join_to_the_name_and_split_long_words() -> None:
         assert "".join(segments(name)) == name.replace("-", "").lower()
 
 
+def test_an_ascii_piece_without_a_dictionary_word_splits_as_the_full_search_would(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from kgrag.search import name_segments
+    from kgrag.search.name_segments import _split
+
+    pieces = ["order", "0275410", "cathy", "home", "c++c++", "at&tcorp", "xc++", "blu-ray", "abcd", "心肌梗死", "α地中海"]
+    assert {"c++", "c#"} <= name_segments.ascii_words()
+    fast = [_split(p) for p in pieces]
+    monkeypatch.setattr(name_segments, "ascii_words", lambda: frozenset({""}))  # "" is in every piece: the search
+    assert fast == [_split(p) for p in pieces]
+    assert fast[4] == ["c++", "c++"] and fast[0] == ["order"] and fast[3] == ["ho", "me"]
+
+
 def test_segment_matching_finds_names_with_the_words_segments_in_order() -> None:
     index = SegmentIndex(["窦房传导阻滞", "窦房结", "慢性肾小球肾炎", "急性心肌梗死", "阻滞窦房传导"])
     hits = index.match("窦房阻滞")
@@ -253,3 +266,28 @@ def test_a_function_character_glued_to_an_unknown_name_is_split_off(store: Netwo
     for name in ["原醛症", "单室心", "Ollier病", "宫腔积液"]:
         assert [e.text for e in extract_keywords(f"{name}有哪些症状", lexicon).entities] == [name]
     assert [e.text for e in extract_keywords("红斑狼疮有哪些症状", lexicon).entities] == ["红斑狼疮"]
+
+
+def test_ascii_word_pieces_are_jiebas_own() -> None:
+    """The ASCII fast path of ``word_pieces`` gives jieba's pieces: random texts over letters, digits, jieba's block
+    punctuation, spaces and other ASCII, and the bench network's kinds of names."""
+    import importlib
+    import random
+
+    from kgrag.text import fold_width
+
+    tokenize = importlib.import_module("kgrag.rank.tokenize")  # the package exports a function of that name
+
+    rng = random.Random(7)
+    alphabet = "abcxyz019" * 3 + "+#&._%-" + " \t\n\r" + "!?,;:'\"()/@"
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 24))) for _ in range(4000)]
+    texts += ["order 0275410 of I Saw What You Did", "Cathy Come Home Blu-ray", "3.5% off", "v1.2.3-rc",
+              "a  b\r\nc", "x.5%y", "..", "5%", "%5", "great sci-fi review", "c++ and c# guide", "AT&T store"]
+    segmenter = tokenize._get_segmenter()
+    fast_taken = 0
+    for text in texts:
+        folded = fold_width(text)
+        jieba_pieces = list(segmenter.cut(folded, HMM=True))
+        assert tokenize.word_pieces(text) == jieba_pieces, text
+        fast_taken += folded.isascii() and not any(w in folded for w in tokenize.ascii_words())
+    assert fast_taken > 3500  # the fast path answered most of them

@@ -39,8 +39,8 @@ import jieba
 
 from kgrag.text import fold_width
 
-__all__ = ["ENGLISH_STOPWORDS", "CHINESE_STOPWORDS", "add_words", "has_cjk", "is_word", "tokenize", "tokenize_cache",
-           "word_pieces"]
+__all__ = ["ENGLISH_STOPWORDS", "CHINESE_STOPWORDS", "add_words", "ascii_words", "has_cjk", "is_word", "tokenize",
+           "tokenize_cache", "word_pieces"]
 
 
 def _wordset(words: str) -> frozenset[str]:
@@ -124,13 +124,64 @@ def add_words(words: Iterable[str]) -> int:
 
 def word_pieces(text: str) -> list[str]:
     """jieba's pieces of the normalised ``text`` (NFKC, lower-cased), nothing dropped: they join to it. For
-    word-level views of short strings such as names (:mod:`kgrag.search.name_segments`)."""
-    return list(_get_segmenter().cut(fold_width(text), HMM=True)) if text else []
+    word-level views of short strings such as names (:mod:`kgrag.search.name_segments`). An ASCII text holding none
+    of the dictionary's ASCII words (:func:`ascii_words`) gets what jieba would give without its search
+    (:func:`_ascii_pieces`): a million-row network's names are such texts."""
+    if not text:
+        return []
+    folded = fold_width(text)
+    if folded.isascii() and not any(word in folded for word in ascii_words()):
+        return _ascii_pieces(folded)
+    return list(_get_segmenter().cut(folded, HMM=True))
+
+
+#: jieba's split of a block it could not match to dictionary words (``jieba.finalseg.re_skip``) and of the text
+#: between blocks (``jieba.re_skip_default``)
+_UNKNOWN_RUN = re.compile(r"([a-zA-Z0-9]+(?:\.\d+)?%?)")
+_SPACE = re.compile(r"(\r\n|\s)", re.U)
+
+
+def _ascii_pieces(text: str) -> list[str]:
+    """``jieba.cut(text, HMM=True)`` for an ASCII ``text`` in which no dictionary word of 2+ characters occurs:
+    each block of jieba's block characters (:data:`_JIEBA_BLOCK`) routes through single characters only, so it is
+    one piece when one character long, else split as jieba's HMM step splits what is not a Chinese run (runs of
+    letters and digits, a decimal and a ``%`` kept with them, whatever lies between); between blocks each
+    whitespace is one piece and any other character its own (tested against jieba on random texts)."""
+    out: list[str] = []
+    for block in _JIEBA_BLOCK.split(text):
+        if not block:
+            continue
+        if _JIEBA_BLOCK.match(block):
+            out.extend([block] if len(block) == 1 else [x for x in _UNKNOWN_RUN.split(block) if x])
+        else:
+            for x in _SPACE.split(block):
+                if _SPACE.match(x):
+                    out.append(x)
+                else:
+                    out.extend(x)
+    return out
 
 
 def is_word(word: str) -> bool:
     """Whether the normalised ``word`` is in the jieba dictionary (with a positive frequency)."""
     return bool(_get_segmenter().FREQ.get(fold_width(word)))
+
+
+_ascii_words: tuple[tuple[int, float], frozenset[str]] | None = None
+
+
+def ascii_words() -> frozenset[str]:
+    """The jieba dictionary's ASCII words of 2+ characters (positive frequency; a handful — ``c++``, ``at&t`` — and
+    any :func:`add_words` added), read again whenever the dictionary grows: an ASCII text holding none of them
+    holds no dictionary word of 2+ characters (what :func:`is_word` would find)."""
+    global _ascii_words
+    segmenter = _get_segmenter()
+    stamp = (len(segmenter.FREQ), float(segmenter.total))
+    cached = _ascii_words
+    if cached is None or cached[0] != stamp:
+        words = frozenset(k for k, v in list(segmenter.FREQ.items()) if v and len(k) >= 2 and k.isascii())
+        cached = _ascii_words = (stamp, words)
+    return cached[1]
 
 
 @contextmanager

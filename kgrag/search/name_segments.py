@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
-from kgrag.rank.tokenize import is_word, word_pieces
+from kgrag.rank.tokenize import ascii_words, is_word, word_pieces
 from kgrag.search.name_ngrams import fold
 
 __all__ = ["MIN_SEGMENTS", "SegmentIndex", "segments"]
@@ -35,8 +35,12 @@ MIN_SEGMENTS = 2
 
 
 def _split(piece: str) -> list[str]:
-    """``piece`` as the fewest dictionary words (2+ characters, or a last single character), else whole."""
+    """``piece`` as the fewest dictionary words (2+ characters, or a last single character), else whole (an ASCII
+    piece holding none of the dictionary's few ASCII words cannot split: answered without the search — a
+    million-row network's names are such pieces)."""
     n = len(piece)
+    if piece.isascii() and not any(word in piece for word in ascii_words()):
+        return [piece[:2], piece[2:]] if n == 4 else [piece]
     best: list[list[str] | None] = [None] * (n + 1)
     best[0] = []
     for end in range(1, n + 1):
