@@ -10,8 +10,8 @@ BF16 machine ~2,000 names/s against ~1,300/s for the fp32 ONNX export), tokenise
 attention mask and L2-normalised in float32 — what the fp32 model gives to a cosine of ~0.9999 and 0.99 of each
 text's 10 nearest texts (``python -m bench.load_encoders``). Used only where :func:`native_bf16` holds (elsewhere
 bf16 is emulated and slower than the fp32 export) and only for large calls
-(:attr:`kgrag.rank.sentence_embedder.Embedder.BF16_MIN_TEXTS` new texts: a big network's load chunk, or any batch
-job of that size): small networks keep the fp32 export's vectors. Its vectors enter the shared embedding cache as
+(:attr:`kgrag.rank.sentence_embedder.Embedder.BF16_MIN_TEXTS` new texts) of a network's load
+(:func:`kgrag.rank.sentence_embedder.bulk_texts`): small networks and other batch jobs keep the fp32 export's vectors. Its vectors enter the shared embedding cache as
 the export's do, so a later call for the same text gets them (cosine ~0.9999 to the fp32 ones).
 :data:`BATCH` texts a call, length-sorted by the caller.
 """

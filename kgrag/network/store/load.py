@@ -56,6 +56,7 @@ from kgrag.network.store.rows import (
 )
 from kgrag.network.store.text_rank import fts_terms
 from kgrag.rank.embedder_factory import TextEmbedder
+from kgrag.rank.sentence_embedder import bulk_texts
 
 __all__ = ["LoadStats", "StoreLoader"]
 
@@ -298,8 +299,9 @@ class StoreLoader:
         matrix: np.ndarray | None
         if getattr(embedder, "representable", None) is not None:
             # an embedder that knows its own vocabulary (domain vectors): encode once, a zero row = unrepresentable
-            matrix = (embedder.encode(pending.texts, batch_size=128) if pending.texts
-                      else np.zeros((0, 1), np.float32))
+            with bulk_texts():
+                matrix = (embedder.encode(pending.texts, batch_size=128) if pending.texts
+                          else np.zeros((0, 1), np.float32))
             keep = (np.abs(matrix).sum(axis=1) > 0).tolist()
             matrix = matrix[np.asarray(keep, dtype=bool)] if pending.texts else matrix
         else:  # check first: encoding texts of unknown tokens costs model time for useless vectors
@@ -310,7 +312,8 @@ class StoreLoader:
         if not texts:
             return []
         if matrix is None:
-            matrix = embedder.encode(texts, batch_size=128)
+            with bulk_texts():  # a big load's chunk may take the bf16 encoder (kgrag.rank.bf16_encoder)
+                matrix = embedder.encode(texts, batch_size=128)
         return [
             {"kn_id": kn_id, "kind": kind, "type_id": type_id, "item_id": item_id, "field": field_name,
              "vector": np.asarray(vec, np.float32).tobytes()}
