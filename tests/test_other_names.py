@@ -77,13 +77,15 @@ def test_segments_join_to_the_name_and_split_long_words() -> None:
 
 def test_an_ascii_piece_without_a_dictionary_word_splits_as_the_full_search_would(
         monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
     from kgrag.search import name_segments
     from kgrag.search.name_segments import _split
 
     pieces = ["order", "0275410", "cathy", "home", "c++c++", "at&tcorp", "xc++", "blu-ray", "abcd", "心肌梗死", "α地中海"]
-    assert {"c++", "c#"} <= name_segments.ascii_words()
+    assert {"c++", "c#"} <= importlib.import_module("kgrag.rank.tokenize").ascii_words()
     fast = [_split(p) for p in pieces]
-    monkeypatch.setattr(name_segments, "ascii_words", lambda: frozenset({""}))  # "" is in every piece: the search
+    monkeypatch.setattr(name_segments, "no_dictionary_word", lambda text: False)  # every piece: the search
     assert fast == [_split(p) for p in pieces]
     assert fast[4] == ["c++", "c++"] and fast[0] == ["order"] and fast[3] == ["ho", "me"]
 
@@ -289,5 +291,5 @@ def test_ascii_word_pieces_are_jiebas_own() -> None:
         folded = fold_width(text)
         jieba_pieces = list(segmenter.cut(folded, HMM=True))
         assert tokenize.word_pieces(text) == jieba_pieces, text
-        fast_taken += folded.isascii() and not any(w in folded for w in tokenize.ascii_words())
+        fast_taken += tokenize.no_dictionary_word(folded)
     assert fast_taken > 3500  # the fast path answered most of them

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from kgrag.rank.onnx_encoder import FolderTokenizer
+from kgrag.rank.onnx_encoder import FolderTokenizer, mean_pooled
 
 __all__ = ["BATCH", "Bf16Encoder", "load_bf16_encoder", "native_bf16"]
 
@@ -68,9 +68,7 @@ class Bf16Encoder:
         feed = {name: torch.from_numpy(values) for name, values in enc.items()}
         with torch.inference_mode():
             hidden = self.model(**feed).last_hidden_state.float().numpy()
-        mask = enc["attention_mask"][..., None].astype(np.float32)
-        pooled = (hidden * mask).sum(1) / np.clip(mask.sum(1), 1e-9, None)
-        return (pooled / np.linalg.norm(pooled, axis=1, keepdims=True)).astype(np.float32)
+        return mean_pooled(hidden, enc["attention_mask"])
 
 
 def load_bf16_encoder(model_folder: Path | None) -> Bf16Encoder | None:

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FolderTokenizer", "OnnxEncoder", "load_exported_encoder", "load_onnx_encoder"]
+__all__ = ["FolderTokenizer", "OnnxEncoder", "load_exported_encoder", "load_onnx_encoder", "mean_pooled"]
 
 Tokenize = Callable[[list[str]], dict[str, np.ndarray]]
 
@@ -53,10 +53,15 @@ class OnnxEncoder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         enc = self.tokenize(list(texts))
         feed = {k: np.asarray(v, dtype=np.int64) for k, v in enc.items() if k in self.inputs}
-        hidden = self.session.run(None, feed)[0]
-        mask = feed["attention_mask"][..., None].astype(np.float32)
-        pooled = (hidden * mask).sum(1) / np.clip(mask.sum(1), 1e-9, None)
-        return (pooled / np.linalg.norm(pooled, axis=1, keepdims=True)).astype(np.float32)
+        return mean_pooled(self.session.run(None, feed)[0], feed["attention_mask"])
+
+
+def mean_pooled(hidden: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+    """Sentence vectors from a transformer's last hidden states: the mean over the attention mask, L2-normalised,
+    float32 (the sentence model's pooling and normalisation)."""
+    mask = attention_mask[..., None].astype(np.float32)
+    pooled = (hidden * mask).sum(1) / np.clip(mask.sum(1), 1e-9, None)
+    return (pooled / np.linalg.norm(pooled, axis=1, keepdims=True)).astype(np.float32)
 
 
 class FolderTokenizer:

@@ -39,8 +39,8 @@ import jieba
 
 from kgrag.text import fold_width
 
-__all__ = ["ENGLISH_STOPWORDS", "CHINESE_STOPWORDS", "add_words", "ascii_words", "has_cjk", "is_word", "tokenize",
-           "tokenize_cache", "word_pieces"]
+__all__ = ["ENGLISH_STOPWORDS", "CHINESE_STOPWORDS", "add_words", "ascii_words", "has_cjk", "is_word",
+           "no_dictionary_word", "tokenize", "tokenize_cache", "word_pieces"]
 
 
 def _wordset(words: str) -> frozenset[str]:
@@ -130,9 +130,15 @@ def word_pieces(text: str) -> list[str]:
     if not text:
         return []
     folded = fold_width(text)
-    if folded.isascii() and not any(word in folded for word in ascii_words()):
+    if no_dictionary_word(folded):
         return _ascii_pieces(folded)
     return list(_get_segmenter().cut(folded, HMM=True))
+
+
+def no_dictionary_word(text: str) -> bool:
+    """Whether the folded ``text`` is ASCII and holds none of :func:`ascii_words`: no dictionary word of 2+
+    characters occurs in it, so jieba's search finds nothing there."""
+    return text.isascii() and not any(word in text for word in ascii_words())
 
 
 #: jieba's split of a block it could not match to dictionary words (``jieba.finalseg.re_skip``) and of the text

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
-from kgrag.rank.tokenize import ascii_words, is_word, word_pieces
+from kgrag.rank.tokenize import is_word, no_dictionary_word, word_pieces
 from kgrag.search.name_ngrams import fold
 
 __all__ = ["MIN_SEGMENTS", "SegmentIndex", "segments"]
@@ -39,7 +39,7 @@ def _split(piece: str) -> list[str]:
     piece holding none of the dictionary's few ASCII words cannot split: answered without the search — a
     million-row network's names are such pieces)."""
     n = len(piece)
-    if piece.isascii() and not any(word in piece for word in ascii_words()):
+    if no_dictionary_word(piece):
         return [piece[:2], piece[2:]] if n == 4 else [piece]
     best: list[list[str] | None] = [None] * (n + 1)
     best[0] = []

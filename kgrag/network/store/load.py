@@ -299,9 +299,8 @@ class StoreLoader:
         matrix: np.ndarray | None
         if getattr(embedder, "representable", None) is not None:
             # an embedder that knows its own vocabulary (domain vectors): encode once, a zero row = unrepresentable
-            with bulk_texts():
-                matrix = (embedder.encode(pending.texts, batch_size=128) if pending.texts
-                          else np.zeros((0, 1), np.float32))
+            matrix = (embedder.encode(pending.texts, batch_size=128) if pending.texts
+                      else np.zeros((0, 1), np.float32))
             keep = (np.abs(matrix).sum(axis=1) > 0).tolist()
             matrix = matrix[np.asarray(keep, dtype=bool)] if pending.texts else matrix
         else:  # check first: encoding texts of unknown tokens costs model time for useless vectors
