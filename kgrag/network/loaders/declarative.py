@@ -60,7 +60,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,8 +74,9 @@ from kgrag.network.loaders.table_source import TableReader, TableSource, parse_t
 from kgrag.network.schema.conditions import is_list_type
 from kgrag.network.schema.model import Instance, KnowledgeNetwork, Link, ObjectType
 
-__all__ = ["FileInstances", "FileLinks", "files_fingerprint", "iter_located_records", "load_declarative",
-           "located_records", "read_file_entries", "read_records", "read_schema", "table_sources"]
+__all__ = ["FileInstances", "FileLinks", "FilesDigest", "changed_types", "files_fingerprint", "iter_located_records",
+           "load_declarative", "located_records", "read_changed_entries", "read_file_entries", "read_records",
+           "read_schema", "table_sources"]
 
 _NUMERIC = {"integer", "int", "long", "short"}
 _FLOAT = {"float", "double", "decimal", "number", "numeric"}
@@ -145,14 +146,17 @@ def _csv_records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     start = 2  # the line after the header (a quoted cell may span lines)
     try:
         with path.open(encoding="utf-8", newline="") as fh:
-            reader = csv.DictReader(fh, strict=True)
-            header = reader.fieldnames or []
-            for row in reader:
-                if None in row or None in row.values():
-                    cells = len(header) + len(row.get(None) or ()) - sum(v is None for v in row.values())
-                    raise KgragError(f"{path}:{start}: {cells} cells, the header has {len(header)} "
-                                     f"({', '.join(header)})")
-                yield f"{path}:{start}", row
+            reader = csv.reader(fh, strict=True)  # rows zipped with the header here: DictReader's are slower
+            header = next(reader, None) or []
+            start = reader.line_num + 1
+            prefix = f"{path}:"
+            for cells in reader:
+                if len(cells) != len(header):
+                    if cells:  # a blank line is skipped (as csv.DictReader skips it)
+                        raise KgragError(f"{path}:{start}: {len(cells)} cells, the header has {len(header)} "
+                                         f"({', '.join(header)})")
+                else:
+                    yield prefix + str(start), dict(zip(header, cells, strict=True))
                 start = reader.line_num + 1
     except csv.Error as exc:
         raise KgragError(f"{path}:{start}: malformed CSV: {exc}" + (" (an unterminated quote?)" if "end of data" in
@@ -161,7 +165,13 @@ def _csv_records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
         raise KgragError(f"{path}:{start}: not UTF-8 text ({exc.reason})") from None
 
 
-def _convert(value: Any, prop_type: str, where: str) -> Any:
+#: property types whose CSV text is kept as it is (:func:`_convert` returns it unchanged)
+_AS_TEXT = {"string", "text", "date", "datetime", "timestamp", "time"}
+
+
+def _convert(value: Any, prop_type: str, where: str, column: str | None = None) -> Any:
+    """A cell's value as its declared property type (text stays text: numbers, booleans and lists are read);
+    a :class:`KgragError` naming ``where`` (and ``column``) when it cannot be read so."""
     if not isinstance(value, str):
         return value
     t = prop_type.lower()
@@ -182,7 +192,8 @@ def _convert(value: Any, prop_type: str, where: str) -> Any:
                 else [v.strip() for v in text.split("|") if v.strip()]
             )
     except ValueError as exc:
-        raise KgragError(f"{where}: cannot read {value!r} as {prop_type}") from exc
+        at = f"{where} column {column!r}" if column is not None else where
+        raise KgragError(f"{at}: cannot read {value!r} as {prop_type}") from exc
     return value
 
 
@@ -191,16 +202,21 @@ def _file_instances(ot: ObjectType, path: Path, id_column: str) -> Iterator[tupl
     column (field) of the file: else a :class:`KgragError` naming the file, the type, the missing column and the
     columns the file has."""
     types = {p.name: p.type for p in ot.data_properties}
+    # columns read as they are (text types, undeclared columns) skip the conversion call: a million rows' cells
+    converted = {name: kind for name, kind in types.items() if kind.lower() not in _AS_TEXT}
+    skip_id = id_column not in types and id_column != ot.display_key
     columns: dict[str, None] = {}
+    display_seen = False
     for where, row in iter_located_records(path):
+        if not display_seen:  # the columns, for the message when no row has the display key
+            columns.update(dict.fromkeys(row))
+            display_seen = ot.display_key in row
         props = {}
         for key, value in row.items():
-            columns.setdefault(key, None)
-            if key == id_column and key not in types and key != ot.display_key:
+            if value is None or value == "" or (skip_id and key == id_column):
                 continue
-            if value is None or value == "":
-                continue
-            props[key] = _convert(value, types.get(key, "string"), f"{where} column {key!r}")
+            kind = converted.get(key)
+            props[key] = value if kind is None else _convert(value, kind, where, key)
         raw_id = row.get(id_column)
         if raw_id in (None, ""):
             name = props.get(ot.display_key)
@@ -208,7 +224,7 @@ def _file_instances(ot: ObjectType, path: Path, id_column: str) -> Iterator[tupl
                 raise KgragError(f"{where}: no {id_column!r} and no {ot.display_key!r} to derive an id from")
             raw_id = f"{ot.id}:{name}"
         yield where, Instance(object_type_id=ot.id, id=str(raw_id), properties=props)
-    if columns and ot.display_key not in columns:
+    if columns and not display_seen:
         raise KgragError(f"{path}: object type {ot.id!r} has no display column {ot.display_key!r} (its "
                          f"display_key); the file's columns: {', '.join(columns)} — add the column or set "
                          "display_key to one of them")
@@ -350,13 +366,26 @@ def read_schema(schema_path: str | Path, kn_id: str | None = None) -> tuple[Know
         raise KgragError(f"{path}: invalid network schema: {' '.join(str(exc).split())}") from None
 
 
-def files_fingerprint(schema_path: str | Path, kn_id: str | None = None) -> tuple[str, str] | None:
-    """``(kn_id, sha256 of the schema file and every data file it names, in order)``: equal fingerprints mean
-    the same network and data; None when an entry names a table (a database's rows have no file to hash) or a
-    file is missing (the load itself then says which)."""
+@dataclass(frozen=True)
+class FilesDigest:
+    """What :func:`files_fingerprint` hashed: ``fingerprint`` (sha256 of the schema file and every data file it
+    names, in order) and ``parts`` (sha256 of each file alone: ``schema``, and ``instances/<file>`` /
+    ``links/<file>`` as the schema names them) — what :func:`changed_types` compares to read only changed files."""
+
+    kn_id: str
+    fingerprint: str
+    parts: dict[str, str]
+
+
+def files_fingerprint(schema_path: str | Path, kn_id: str | None = None) -> FilesDigest | None:
+    """The schema file's and its data files' hashes (:class:`FilesDigest`): equal fingerprints mean the same
+    network and data; None when an entry names a table (a database's rows have no file to hash) or a file is
+    missing (the load itself then says which)."""
     path = Path(schema_path)
     network, data = read_schema(path, kn_id)
-    digest = hashlib.sha256(path.read_bytes())
+    schema_bytes = path.read_bytes()
+    digest = hashlib.sha256(schema_bytes)
+    parts = {"schema": hashlib.sha256(schema_bytes).hexdigest()}
     for section in ("instances", "links"):
         for entry in data.get(section) or []:
             if not isinstance(entry, dict) or entry.get("table") or not entry.get("file"):
@@ -365,10 +394,32 @@ def files_fingerprint(schema_path: str | Path, kn_id: str | None = None) -> tupl
             if not file.is_file():
                 return None
             digest.update(b"\x00" + str(entry["file"]).encode() + b"\x00")
+            alone = hashlib.sha256()
             with file.open("rb") as f:
                 for block in iter(lambda: f.read(1 << 20), b""):
                     digest.update(block)
-    return network.kn_id, digest.hexdigest()
+                    alone.update(block)
+            parts[f"{section}/{entry['file']}"] = alone.hexdigest()
+    return FilesDigest(network.kn_id, digest.hexdigest(), parts)
+
+
+def changed_types(network: KnowledgeNetwork, data: Any, before: dict[str, str] | None, now: dict[str, str]
+                  ) -> tuple[set[str], set[str]] | None:
+    """``(object types, relation types)`` whose data must be read again because a file differs from the files
+    the stored network was made from (``before``: their :attr:`FilesDigest.parts`): every object type with a
+    changed instance file (all its files are read), and every relation type when a link file changed (a link row
+    may name its own relation type: links are read whole or not at all). The rest is as stored. None when that
+    cannot be known: nothing recorded, or the schema file changed (types, entries)."""
+    if not before or before.get("schema") != now.get("schema"):
+        return None
+
+    def changed(section: str, entry: dict[str, Any]) -> bool:
+        part = f"{section}/{entry['file']}"
+        return before.get(part) is None or before[part] != now.get(part)
+
+    types = {str(e.get("object_type")) for e in data.get("instances") or [] if changed("instances", e)}
+    links_changed = any(changed("links", e) for e in data.get("links") or [])
+    return types, {rt.id for rt in network.relation_types} if links_changed else set()
 
 
 def _instance_entries(path: Path, network: KnowledgeNetwork, data: Any) -> list[tuple[ObjectType, Path, str]]:
@@ -400,6 +451,29 @@ def read_file_entries(path: Path, network: KnowledgeNetwork, data: Any,
         ids_by_type.setdefault(inst.object_type_id, set()).add(inst.id)
     entries = [e for e in data.get("links") or [] if not e.get("table")]
     return instances, _links(network, path, entries, ids_by_type)
+
+
+def read_changed_entries(path: Path, network: KnowledgeNetwork, data: Any, types: set[str], relations: set[str],
+                         stored_ids: Callable[[str], set[str]]) -> tuple[list[Instance], list[Link]]:
+    """The instances of the object types ``types`` (every file entry of each) and, when ``relations`` names any,
+    every link (:func:`changed_types` says which), checked as :func:`read_file_entries` checks them; a link's
+    endpoint of a type not read is checked against that type's stored ids (``stored_ids(type)``: its files are
+    as stored)."""
+    entries = [e for e in _instance_entries(path, network, data) if e[0].id in types]
+    instances: list[Instance] = []
+    seen: dict[tuple[str, str], str] = {}
+    for ot, file, id_column in entries:
+        instances.extend(_instances(ot, file, id_column, seen))
+    ids_by_type: dict[str, set[str]] = {type_id: set() for type_id in types}
+    for inst in instances:
+        ids_by_type[inst.object_type_id].add(inst.id)
+    for rt in network.relation_types:
+        if rt.id in relations:
+            for end in (rt.source_object_type_id, rt.target_object_type_id):
+                if end not in ids_by_type:
+                    ids_by_type[end] = stored_ids(end)
+    link_entries = [e for e in data.get("links") or [] if not e.get("table")] if relations else []
+    return instances, _links(network, path, link_entries, ids_by_type)
 
 
 def _stamp(file: Path) -> tuple[int, int]:

@@ -14,18 +14,28 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from kgrag.config import get_settings
+from kgrag.data.gc_pause import gc_paused
 from kgrag.errors import KgragError, NetworkNotFound
 from kgrag.network.loaders import NetworkData, check_kn_id
-from kgrag.network.loaders.declarative import files_fingerprint, load_declarative
+from kgrag.network.loaders.declarative import (
+    FilesDigest,
+    changed_types,
+    files_fingerprint,
+    load_declarative,
+    read_changed_entries,
+    read_schema,
+)
 from kgrag.network.loaders.demo import demo_network
 from kgrag.network.loaders.medical import load_medical
 from kgrag.network.loaders.metaqa import load_metaqa
 from kgrag.network.loaders.synthetic import synthetic_network
-from kgrag.network.store import ChangeStats, LoadStats, NetworkStore, Progress
+from kgrag.network.store import ChangeStats, LoadStats, NetworkStore, Progress, SyncScope
 from kgrag.network.text.embedding import network_embedder
 from kgrag.rank.tokenize import tokenize_cache
 
@@ -97,16 +107,16 @@ def ensure_network(store: NetworkStore, kn_id: str, data_dir: str | Path | None 
     return True
 
 
-def files_fingerprint_of(name: str, kn_id: str | None = None) -> tuple[str, str] | None:
-    """``(kn_id, fingerprint)`` of a schema file's network: its files' hash (:func:`files_fingerprint`) with the
-    embedder settings that make its vectors; None for a built-in network or one with table entries."""
+def files_fingerprint_of(name: str, kn_id: str | None = None) -> FilesDigest | None:
+    """A schema file's :class:`FilesDigest` (:func:`files_fingerprint`), its fingerprint followed by the embedder
+    settings that make its vectors; None for a built-in network or one with table entries."""
     if Path(name).suffix.lower() not in SCHEMA_SUFFIXES:
         return None
     found = files_fingerprint(name, kn_id)
     if found is None:
         return None
     settings = get_settings()
-    return found[0], f"{found[1]}:{settings.embedder}:{settings.zh_embedder}"
+    return replace(found, fingerprint=f"{found.fingerprint}:{settings.embedder}:{settings.zh_embedder}")
 
 
 def _stored(store: NetworkStore, kn_id: str) -> bool:
@@ -153,20 +163,58 @@ def sync_named(name: str, store: NetworkStore, data_dir: str | Path | None = Non
     return stats
 
 
+def _sync_changed_files(store: NetworkStore, name: str, digest: FilesDigest, source: dict[str, Any],
+                        start: float) -> ChangeStats | None:
+    """Sync a stored network from only the files that changed since it was made from its files (its recorded
+    source still carries their hashes: nothing else changed it since) — the object types with a changed file, and
+    the links when a link file changed (:func:`changed_types`); None when that cannot be done (the schema file or
+    the embedder settings changed, no hashes recorded): the caller diffs the whole state."""
+    try:
+        before = store.network_stats(digest.kn_id).get("source") or {}
+    except NetworkNotFound:
+        return None
+    settings = digest.fingerprint.split(":", 1)[1]
+    if str(before.get("fingerprint", "")).split(":", 1)[-1] != settings:
+        return None
+    path = Path(name)
+    network, data = read_schema(path, digest.kn_id)
+    found = changed_types(network, data, before.get("files"), digest.parts)
+    if found is None:
+        return None
+    types, relations = found
+    with gc_paused():  # a million rows' objects, held: the cyclic GC would rescan them again and again
+        instances, links = read_changed_entries(path, network, data, types, relations,
+                                                lambda type_id: store.stored_ids(network.kn_id, type_id))
+    with tokenize_cache():  # the embedder the network was made with (the settings are the same)
+        stats = store.sync(network, instances, links, source=source,
+                           scope=SyncScope(frozenset(types), frozenset(relations)))
+    stats.instances_unchanged = int(store.network_stats(network.kn_id).get("instances", 0)) - \
+        stats.instances_inserted - stats.instances_updated
+    read = ", ".join(sorted(types)) or "no instance file"
+    stats.note = "; ".join(filter(None, [stats.note, f"files changed: read {read}"
+                                         f"{' and the links' if relations else ''}, the rest as stored"]))
+    stats.seconds = time.perf_counter() - start
+    return stats
+
+
 def _sync_named(name: str, store: NetworkStore, data_dir: str | Path | None, log: Callable[[str], None] | None,
                 kn_id: str | None, full: bool, progress: Progress | None, defer_vectors: bool) -> ChangeStats:
     start = time.perf_counter()
     source = network_source(name, data_dir)
     fingerprinted = None if full else files_fingerprint_of(name, kn_id)
     if fingerprinted is not None:
-        source["fingerprint"] = fingerprinted[1]
-        unchanged = _unchanged(store, fingerprinted[0], source)
+        source.update(fingerprint=fingerprinted.fingerprint, files=fingerprinted.parts)
+        unchanged = _unchanged(store, fingerprinted.kn_id, source)
         if unchanged is not None:
             unchanged.seconds = time.perf_counter() - start
             return unchanged
+        changed = _sync_changed_files(store, name, fingerprinted, source, start)
+        if changed is not None:
+            return changed
     # a network loaded in full reads its files again as it writes them (not held); a stored one is diffed whole
-    lazy = full or (fingerprinted is not None and not _stored(store, fingerprinted[0]))
-    network, instances, links = build_named(name, data_dir, kn_id, lazy=lazy)
+    lazy = full or (fingerprinted is not None and not _stored(store, fingerprinted.kn_id))
+    with gc_paused() if not lazy else nullcontext():  # a stored network's whole state is read and held
+        network, instances, links = build_named(name, data_dir, kn_id, lazy=lazy)
     with tokenize_cache():
         embedder = network_embedder(network, instances, get_settings(), log=log)
         if full:

@@ -40,7 +40,7 @@ from sqlalchemy import Engine
 
 from kgrag.network.schema.conditions import Plan
 from kgrag.network.schema.model import Condition, Instance, InstanceHit, KnowledgeNetwork, Link, PathHit
-from kgrag.network.store.changes import ChangeStats, NetworkChanges, OnWrite, StoreChanges
+from kgrag.network.store.changes import ChangeStats, NetworkChanges, OnWrite, StoreChanges, SyncScope
 from kgrag.network.store.core import SCHEMA_RECHECK_SECONDS, StoreCore
 from kgrag.network.store.fill import FillStats, VectorFill
 from kgrag.network.store.index import Key, StoreIndex, fts_query, index_tokens
@@ -49,8 +49,8 @@ from kgrag.network.store.query import StoreQueries, list_fields
 from kgrag.rank.embedder_factory import TextEmbedder
 from kgrag.rank.sentence_embedder import Embedder
 
-__all__ = ["ChangeStats", "FillStats", "LoadStats", "NetworkChanges", "NetworkStore", "Progress", "fts_query",
-           "index_tokens", "list_fields"]
+__all__ = ["ChangeStats", "FillStats", "LoadStats", "NetworkChanges", "NetworkStore", "Progress", "SyncScope",
+           "fts_query", "index_tokens", "list_fields"]
 
 
 class NetworkStore:
@@ -217,10 +217,15 @@ class NetworkStore:
         source: dict[str, Any] | None = None,
         progress: Progress | None = None,
         defer_vectors: bool = False,
+        scope: SyncScope | None = None,
     ) -> ChangeStats:
         """Apply only the difference to this desired full state (absent: a full load, ``defer_vectors`` as in
-        :meth:`load`): :meth:`StoreChanges.sync`."""
-        return self.changes.sync(network, instances, links, embedder, source, progress, defer_vectors)
+        :meth:`load`; ``scope``: a state of only some types): :meth:`StoreChanges.sync`."""
+        return self.changes.sync(network, instances, links, embedder, source, progress, defer_vectors, scope)
+
+    def stored_ids(self, kn_id: str, type_id: str) -> set[str]:
+        """The ids of the stored instances of one object type: :meth:`StoreChanges.stored_ids`."""
+        return self.changes.stored_ids(kn_id, type_id)
 
     # ------------------------------------------------------------------ queries
     def compile(self, kn_id: str, object_type_id: str, condition: Condition | None, limit: int) -> Plan | None:

@@ -35,6 +35,7 @@ from sqlalchemy import func, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.engine import Connection
 
+from kgrag.data.gc_pause import gc_paused
 from kgrag.errors import NetworkNotFound
 from kgrag.network.schema import tables as t
 from kgrag.network.schema.model import Instance, KnowledgeNetwork, Link, ObjectType, RelationType, TextConfig
@@ -55,7 +56,7 @@ from kgrag.network.store.rows import (
 from kgrag.network.store.text_rank import fts_terms
 from kgrag.rank.embedder_factory import TextEmbedder
 
-__all__ = ["ChangeStats", "NetworkChanges", "StoreChanges"]
+__all__ = ["ChangeStats", "NetworkChanges", "StoreChanges", "SyncScope"]
 
 #: ids per ``IN (…)`` list of a read
 IN_BATCH = 500
@@ -78,6 +79,15 @@ class NetworkChanges:
     delete_instances: list[tuple[str, str]] = field(default_factory=list)  # (object_type_id, id)
     upsert_links: list[Link] = field(default_factory=list)
     delete_links: list[Link] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SyncScope:
+    """The part of a network a desired state covers (:meth:`StoreChanges.sync`): the instances of
+    ``object_types`` and the links of ``relation_types``; the rest is as stored (its files did not change)."""
+
+    object_types: frozenset[str]
+    relation_types: frozenset[str]
 
 
 @dataclass
@@ -189,6 +199,36 @@ def _checked_links(network: KnowledgeNetwork, links: list[Link], ids_by_type: di
     return list(out)
 
 
+def _raw_rows(conn: Connection, sql: str, params: list[str], column: str, among: list[str] | None) -> list[Any]:
+    """The rows of ``sql`` (its ``{}`` a parameter marker of the driver's style; ``params`` its values), those
+    whose ``column`` is one of ``among`` when given, read through the driver's cursor (a million rows: the
+    result-row objects cost more than the read)."""
+    if among is not None and not among:
+        return []
+    marker = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    sql = sql.format(marker)
+    if among is not None:
+        sql += f" AND {column} IN ({', '.join([marker] * len(among))})"
+        params = [*params, *among]
+    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(sql, tuple(params))
+        return cursor.fetchall()
+    finally:
+        cursor.close()
+
+
+def _check_scope(instances: list[Instance], links: list[Link], scope: SyncScope) -> None:
+    """A scoped desired state holds only instances and links of its scope's types (``ValueError`` else)."""
+    for inst in instances:
+        if inst.object_type_id not in scope.object_types:
+            raise ValueError(f"instance {inst.id!r} of {inst.object_type_id!r}: outside the sync's scope")
+    for link in links:
+        if link.relation_type_id not in scope.relation_types:
+            raise ValueError(f"link {link.source_id!r} -{link.relation_type_id}-> {link.target_id!r}: outside the "
+                             "sync's scope")
+
+
 def _index_definition(ot: ObjectType) -> tuple[Any, ...]:
     """What of an object type decides its instances' derived rows: display key, match and knn fields."""
     return (ot.display_key, tuple(p.name for p in ot.data_properties if "match" in p.condition_operations),
@@ -221,10 +261,14 @@ class StoreChanges:
 
     def sync(self, network: KnowledgeNetwork, instances: Iterable[Instance], links: Iterable[Link],
              embedder: TextEmbedder | None = None, source: dict[str, Any] | None = None,
-             progress: Progress | None = None, defer_vectors: bool = False) -> ChangeStats:
+             progress: Progress | None = None, defer_vectors: bool = False,
+             scope: SyncScope | None = None) -> ChangeStats:
         """Make the stored network ``network.kn_id`` equal to this desired state by applying only the difference
         (an absent network is loaded in full, with ``progress`` — its instance vectors deferred with
-        ``defer_vectors``: :meth:`StoreLoader.load`); ``source`` (where it came from) is kept in its stats."""
+        ``defer_vectors``: :meth:`StoreLoader.load`); ``source`` (where it came from) is kept in its stats.
+        ``scope``: the state covers only those object and relation types (the others are as stored) — the
+        difference is taken within them; a stored link of another relation type whose endpoint the state deletes
+        is a ``ValueError`` (it is still in that type's data), as is a scope with a full reload to do."""
         start = time.perf_counter()
         kn_id = network.kn_id
         for _ in range(RETRIES):
@@ -237,8 +281,10 @@ class StoreChanges:
             instances = instances if isinstance(instances, list) else list(instances)
             links = links if isinstance(links, list) else list(links)
             model = embedder or self.index.embedder_for(kn_id)
-            plan = self._plan_sync(current, network, instances, links, source)
+            plan = self._plan_sync(current, network, instances, links, source, scope)
             reason = self._full_reload_reason(current, network, model)
+            if reason and scope is not None:
+                raise ValueError(f"a sync of part of network {kn_id!r} cannot be applied: {reason}")
             if reason:
                 before = current[2]
                 stats = self.loader.load(network, instances, links, model,
@@ -332,10 +378,18 @@ class StoreChanges:
         return plan
 
     def _plan_sync(self, current: tuple[str, KnowledgeNetwork, dict[str, Any]], network: KnowledgeNetwork,
-                   instances: list[Instance], links: list[Link], source: dict[str, Any] | None) -> _Plan:
+                   instances: list[Instance], links: list[Link], source: dict[str, Any] | None,
+                   scope: SyncScope | None = None) -> _Plan:
         version, stored_network, stats = current
         object_types = check_schema(network)
         ids_by_type = instance_ids(instances, object_types)
+        if scope is not None:
+            _check_scope(instances, links, scope)
+            with self.core.engine.connect() as conn:
+                for type_id in {end for rt in network.relation_types if rt.id in scope.relation_types
+                                for end in (rt.source_object_type_id, rt.target_object_type_id)}:
+                    if type_id not in scope.object_types and type_id in ids_by_type:
+                        ids_by_type[type_id] = self._type_ids(conn, network.kn_id, type_id)
         desired_links = _checked_links(network, links, ids_by_type)
         old_types = {ot.id: ot for ot in stored_network.object_types}
         reindex = {ot.id for ot in network.object_types
@@ -347,17 +401,20 @@ class StoreChanges:
                      source=source)
         plan.schema_changed = (type_rows(stored_network) != type_rows(network)
                                or (stored_network.name, stored_network.comment) != (network.name, network.comment))
-        with self.core.engine.connect() as conn:
-            stored = self._stored_hashes(conn, network.kn_id, None)
-            stored_links = self._all_links(conn, network.kn_id)
-        for inst in instances:
-            key = (inst.object_type_id, inst.id)
-            if plan.take(inst, stored.pop(key, None)) and inst.object_type_id in reindex:
-                plan.reindexed += 1
-                plan.rewrite.append(inst)
-                plan.remove.append(key)
+        with gc_paused():  # a million stored keys read and compared: the cyclic GC would rescan them repeatedly
+            with self.core.engine.connect() as conn:
+                stored = self._stored_hashes(conn, network.kn_id, None, scope)
+                stored_links = self._all_links(conn, network.kn_id, scope)
+            for inst in instances:
+                key = (inst.object_type_id, inst.id)
+                if plan.take(inst, stored.pop(key, None)) and inst.object_type_id in reindex:
+                    plan.reindexed += 1
+                    plan.rewrite.append(inst)
+                    plan.remove.append(key)
         plan.deleted = sorted(stored)
         plan.remove += plan.deleted
+        if scope is not None and plan.deleted:
+            self._check_kept_links(network, plan.relations, plan.deleted, scope)
         desired = set(desired_links)
         plan.new_links = [k for k in desired_links if k not in stored_links]
         plan.gone_links = sorted(stored_links - desired)
@@ -376,20 +433,25 @@ class StoreChanges:
         return ""
 
     # ------------------------------------------------------------------ reads
-    def _stored_hashes(self, conn: Connection, kn_id: str, keys: list[InstanceKey] | None) -> dict[InstanceKey, str]:
-        """``{(type, id): content hash}`` of the stored instances among ``keys`` (None: all); a row stored without
-        a hash gets it computed from its properties (and written back, outside any change's transaction)."""
+    def _stored_hashes(self, conn: Connection, kn_id: str, keys: list[InstanceKey] | None,
+                       scope: SyncScope | None = None) -> dict[InstanceKey, str]:
+        """``{(type, id): content hash}`` of the stored instances among ``keys`` (None: all, or those of
+        ``scope``'s object types); a row stored without a hash gets it computed from its properties (and written
+        back, outside any change's transaction)."""
         i = t.instances
         cols = (i.c.object_type_id, i.c.id, i.c.content_hash)
-        rows: list[Any] = []
-        if keys is None:
-            rows = list(conn.execute(select(*cols).where(i.c.kn_id == kn_id)))
+        if keys is None:  # a whole network's (a million rows): through the driver's cursor, as _all_links
+            types = None if scope is None else sorted(scope.object_types)
+            out = {(type_id, item_id): digest for type_id, item_id, digest in _raw_rows(
+                conn, "SELECT object_type_id, id, content_hash FROM kn_instances WHERE kn_id = {}", [kn_id],
+                "object_type_id", types)}
         else:
+            rows: list[Any] = []
             for type_id, ids in _by_type(keys).items():
                 for chunk in _batches(ids):
                     rows += conn.execute(select(*cols).where(i.c.kn_id == kn_id, i.c.object_type_id == type_id,
                                                              i.c.id.in_(chunk)))
-        out = {(r.object_type_id, r.id): r.content_hash for r in rows}
+            out = {(r.object_type_id, r.id): r.content_hash for r in rows}
         missing = [k for k, h in out.items() if h is None]
         if missing:
             filled: list[dict[str, Any]] = []
@@ -441,17 +503,46 @@ class StoreChanges:
         return out
 
     @staticmethod
-    def _all_links(conn: Connection, kn_id: str) -> set[LinkKey]:
-        """Every stored link of the network, read through the driver's cursor (a quarter million rows: the
-        result-row objects cost more than the read)."""
-        marker = "?" if conn.dialect.paramstyle == "qmark" else "%s"
-        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-        try:
-            cursor.execute(f"SELECT relation_type_id, source_id, target_id FROM kn_links WHERE kn_id = {marker}",
-                           (kn_id,))
-            return set(map(tuple, cursor.fetchall()))
-        finally:
-            cursor.close()
+    def _all_links(conn: Connection, kn_id: str, scope: SyncScope | None = None) -> set[LinkKey]:
+        """Every stored link of the network (of ``scope``'s relation types), read through the driver's cursor
+        (a quarter million rows: the result-row objects cost more than the read)."""
+        if scope is not None and not scope.relation_types:
+            return set()
+        return set(map(tuple, _raw_rows(conn, "SELECT relation_type_id, source_id, target_id FROM kn_links "
+                                        "WHERE kn_id = {}", [kn_id], "relation_type_id",
+                                        None if scope is None else sorted(scope.relation_types))))
+
+    @staticmethod
+    def _type_ids(conn: Connection, kn_id: str, type_id: str) -> set[str]:
+        """The ids of the stored instances of ``type_id``."""
+        i = t.instances
+        return set(conn.execute(select(i.c.id).where(i.c.kn_id == kn_id, i.c.object_type_id == type_id)).scalars())
+
+    def stored_ids(self, kn_id: str, type_id: str) -> set[str]:
+        """The ids of the stored instances of object type ``type_id`` of network ``kn_id``."""
+        with self.core.engine.connect() as conn:
+            return self._type_ids(conn, kn_id, type_id)
+
+    def _check_kept_links(self, network: KnowledgeNetwork, relations: list[RelationType],
+                          deleted: list[InstanceKey], scope: SyncScope) -> None:
+        """A scoped sync's deletions against the links it does not cover: such a link is still in its (unchanged)
+        data, so one whose endpoint is deleted is a ``ValueError`` naming it (what a whole sync says of it)."""
+        lk = t.links
+        gone = _by_type(deleted)
+        with self.core.engine.connect() as conn:
+            for rt in relations:
+                if rt.id in scope.relation_types:
+                    continue
+                for end, type_id, column in (("source", rt.source_object_type_id, lk.c.source_id),
+                                             ("target", rt.target_object_type_id, lk.c.target_id)):
+                    for chunk in _batches(gone.get(type_id, [])):
+                        row = conn.execute(select(lk.c.source_id, lk.c.target_id).where(
+                            lk.c.kn_id == network.kn_id, lk.c.relation_type_id == rt.id, column.in_(chunk))
+                            .limit(1)).first()
+                        if row is not None:
+                            ident = row.source_id if end == "source" else row.target_id
+                            raise ValueError(f"link {row.source_id!r} -{rt.id}-> {row.target_id!r}: {end} "
+                                             f"{ident!r} is not an instance of {type_id!r} after the change")
 
     # ------------------------------------------------------------------ derived rows
     def _derive(self, plan: _Plan, embedder: TextEmbedder) -> None:
@@ -531,8 +622,9 @@ class StoreChanges:
             if plan.source is not None:
                 new_stats["source"] = plan.source
             elif isinstance(new_stats.get("source"), dict) and "fingerprint" in new_stats["source"]:
-                # changed otherwise than from its files: it no longer equals the files the fingerprint names
-                new_stats["source"] = {k: v for k, v in new_stats["source"].items() if k != "fingerprint"}
+                # changed otherwise than from its files: it no longer equals the files the hashes name
+                new_stats["source"] = {k: v for k, v in new_stats["source"].items()
+                                       if k not in ("fingerprint", "files")}
             new_stats["change"] = self._record(plan)
             values: dict[str, Any] = {"stats": new_stats, "name": plan.network.name,
                                       "comment": plan.network.comment}

@@ -60,11 +60,14 @@ def _value_text(value: Any) -> str:
     return str(value)
 
 
+#: the canonical JSON of :func:`content_hash` (one encoder: json.dumps builds one per call)
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
 def content_hash(properties: dict[str, Any]) -> str:
     """sha1 of the canonical JSON of an instance's properties (keys sorted): equal for equal content, whatever
     the order the properties were given in; what an incremental change compares (``kn_instances.content_hash``)."""
-    canonical = json.dumps(properties, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-    return hashlib.sha1(canonical.encode("utf-8")).hexdigest()
+    return hashlib.sha1(_CANONICAL.encode(properties).encode("utf-8")).hexdigest()
 
 
 @dataclass

@@ -6,8 +6,10 @@
 By the recorded source's kind:
 
 - ``file`` — a schema file: when its ``data`` section names a table, the table sync of
-  :mod:`kgrag.network.sync.table` (incremental, or a full scan); else the schema file and its data files are read
-  again and handed to :meth:`NetworkStore.sync` (only the difference is written; nothing changed = no new version).
+  :mod:`kgrag.network.sync.table` (incremental, or a full scan); else
+  :func:`kgrag.network.loaders.registry.sync_named`: files unchanged since the network was made from them are
+  not read at all, only the types with a changed file are (``note`` says which), and only the difference is
+  written (nothing changed = no new version).
 - ``builtin`` — a built-in network (medical, metaqa, demo, synthetic): nothing to do (as before: the flow loads
   its built-in network when it is missing).
 - no source recorded (a network loaded before sources were recorded) — skipped, saying how to record one.
@@ -22,24 +24,21 @@ import time
 from pathlib import Path
 
 from kgrag.errors import KgragError
-from kgrag.network.loaders.declarative import load_declarative, read_schema, table_sources
-from kgrag.network.loaders.registry import network_source
+from kgrag.network.loaders.declarative import read_schema, table_sources
+from kgrag.network.loaders.registry import sync_named
 from kgrag.network.store import NetworkStore
 from kgrag.network.sync.table import FULL_SCAN_EVERY, SyncReport, sync_table_network
-from kgrag.rank.tokenize import tokenize_cache
 
 __all__ = ["sync_network"]
 
 
 def _sync_file(store: NetworkStore, kn_id: str, path: Path) -> SyncReport:
     start = time.perf_counter()
-    network, instances, links = load_declarative(path, kn_id)
     try:
-        with tokenize_cache():
-            stats = store.sync(network, instances, links, source=network_source(str(path)))
+        stats = sync_named(str(path), store, kn_id=kn_id)
     except ValueError as exc:
         raise KgragError(f"{path}: sync of network {kn_id!r} rejected, nothing applied: {exc}") from None
-    return SyncReport(kn_id=kn_id, source=f"file: {path}", mode="file", reason="files re-read",
+    return SyncReport(kn_id=kn_id, source=f"file: {path}", mode="file", reason=stats.note or "files re-read",
                       stats=stats.as_dict(), seconds=time.perf_counter() - start)
 
 
