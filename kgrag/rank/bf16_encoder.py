@@ -9,7 +9,9 @@ BF16 machine ~2,000 names/s against ~1,300/s for the fp32 ONNX export), tokenise
 ``tokenizer.json`` (:class:`~kgrag.rank.onnx_encoder.FolderTokenizer`, the same token ids), mean-pooled over the
 attention mask and L2-normalised in float32 — what the fp32 model gives to a cosine of ~0.9999 and 0.99 of each
 text's 10 nearest texts (``python -m bench.load_encoders``). Used only where :func:`native_bf16` holds (elsewhere
-bf16 is emulated and slower than the fp32 export) and only for large calls
+bf16 is emulated and slower than the fp32 export) and it measures faster than the export on a sample of the
+call's own texts (:func:`bf16_pays`, once a process: native is not always fast — an AVX-512 BF16 Xeon without AMX
+ran it at 0.69x the export), and only for large calls
 (:attr:`kgrag.rank.sentence_embedder.Embedder.BF16_MIN_TEXTS` new texts) of a network's load
 (:func:`kgrag.rank.sentence_embedder.bulk_texts`): small networks and other batch jobs keep the fp32 export's vectors. Its vectors enter the shared embedding cache as
 the export's do, so a later call for the same text gets them (cosine ~0.9999 to the fp32 ones).
@@ -21,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,7 +32,7 @@ import numpy as np
 
 from kgrag.rank.onnx_encoder import FolderTokenizer, mean_pooled
 
-__all__ = ["BATCH", "Bf16Encoder", "load_bf16_encoder", "native_bf16"]
+__all__ = ["BATCH", "MIN_SPEEDUP", "Bf16Encoder", "bf16_pays", "load_bf16_encoder", "measured", "native_bf16"]
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +85,53 @@ def load_bf16_encoder(model_folder: Path | None) -> Bf16Encoder | None:
         if key not in _loaded:
             _loaded[key] = _load(Path(model_folder))
         return _loaded[key]
+
+
+#: bf16 is taken only when it embeds a sample of the call's texts at least this many times as fast as the fp32
+#: export: a CPU's native bf16 is not always fast (an AVX-512 BF16 Xeon without AMX measured 0.69x the export)
+MIN_SPEEDUP = 1.1
+#: texts of the call timed by each encoder, spread over its lengths
+SAMPLE = 128
+
+_faster: dict[str, tuple[bool, float, float]] = {}
+
+
+def bf16_pays(bf16: Bf16Encoder, export: Any, texts: Sequence[str], key: str) -> bool:
+    """Whether ``bf16`` embeds a sample of ``texts`` (:data:`SAMPLE`, spread over their lengths) at least
+    :data:`MIN_SPEEDUP` times as fast as ``export`` (an encoder with ``encode`` and optionally ``batch``), each
+    warmed up then timed twice (the better time); measured once per process and ``key`` (the model folder) —
+    :func:`measured` says what was found."""
+    with _lock:
+        if key in _faster:
+            return _faster[key][0]
+    by_length = sorted(texts, key=len)
+    step = max(1, len(by_length) // SAMPLE)
+    sample = by_length[::step][:SAMPLE]
+    rates = [_rate(encoder, sample) for encoder in (bf16, export)]
+    found = (rates[0] >= MIN_SPEEDUP * rates[1], rates[0], rates[1])
+    log.info("bf16 encoder %.0f texts/s, fp32 export %.0f texts/s on %d of the texts: %s", found[1], found[2],
+             len(sample), "bf16" if found[0] else "the export")
+    with _lock:
+        _faster[key] = found
+    return found[0]
+
+
+def measured(key: str) -> tuple[bool, float, float] | None:
+    """``(bf16 taken, its texts/s, the export's texts/s)`` as :func:`bf16_pays` measured them for ``key``."""
+    return _faster.get(key)
+
+
+def _rate(encoder: Any, sample: list[str]) -> float:
+    """Texts a second of ``encoder`` over ``sample`` in its batches (best of two, after a warm-up call)."""
+    batch = int(getattr(encoder, "batch", 128))
+    encoder.encode(sample[:8])
+    best = float("inf")
+    for _ in range(2):
+        start = time.perf_counter()
+        for offset in range(0, len(sample), batch):
+            encoder.encode(sample[offset:offset + batch])
+        best = min(best, time.perf_counter() - start)
+    return len(sample) / max(best, 1e-9)
 
 
 def _load(folder: Path) -> Bf16Encoder | None:

@@ -384,18 +384,21 @@ class Embedder:
     #: networks) and every other caller the fp32 export
     BF16_MIN_TEXTS = 5_000
 
-    def load_batch_encoder(self, n_texts: int) -> Any:
-        """What embeds a load's ``n_texts`` new texts: the bf16 transformer
+    def load_batch_encoder(self, texts: Sequence[str]) -> Any:
+        """What embeds a load's new ``texts``: the bf16 transformer
         (:func:`kgrag.rank.bf16_encoder.load_bf16_encoder`) for ``load_encoder="auto"``, at least
-        :attr:`BF16_MIN_TEXTS` texts inside :func:`bulk_texts` (a network's load) and a CPU with native bf16; else
-        :meth:`batch_encoder` (the fp32 export)."""
-        if self.load_encoder == "auto" and n_texts >= self.BF16_MIN_TEXTS and _BULK.get():
-            from kgrag.rank.bf16_encoder import load_bf16_encoder
+        :attr:`BF16_MIN_TEXTS` texts inside :func:`bulk_texts` (a network's load), a CPU with native bf16 and bf16
+        measured faster than the export on a sample of them (:func:`kgrag.rank.bf16_encoder.bf16_pays`, once a
+        process); else :meth:`batch_encoder` (the fp32 export)."""
+        export = self.batch_encoder()
+        if self.load_encoder == "auto" and len(texts) >= self.BF16_MIN_TEXTS and _BULK.get():
+            from kgrag.rank.bf16_encoder import bf16_pays, load_bf16_encoder
 
-            encoder = load_bf16_encoder(_model_folder(self.model_name))
-            if encoder is not None:
+            folder = _model_folder(self.model_name)
+            encoder = load_bf16_encoder(folder)
+            if encoder is not None and (export is None or bf16_pays(encoder, export, texts, str(folder))):
                 return encoder
-        return self.batch_encoder()
+        return export
 
     def batch_encoder(self) -> Any:
         """An ONNX encoder for batch jobs (a graph's entity names by the thousand): the fp32 query export in a
@@ -490,7 +493,7 @@ class Embedder:
         (the fp32 export, or bf16 for big calls: cosine ~0.9999, 0.99 of the neighbours kept); else the model."""
         key = (self.model_name, self.device)
         if len(texts) > self.SMALL_BATCH and self.load_encoder in ("onnx", "auto"):
-            encoder = self.load_batch_encoder(len(texts))
+            encoder = self.load_batch_encoder(texts)
             if encoder is not None:
                 with _model_lock(key):
                     vectors = self._encode_sorted(encoder, texts)
