@@ -15,6 +15,8 @@ process tree sampled every 0.2 s):
    the same query (the ``knn`` name field of each big object type, the first 100 queries): ``recall_at_10`` the
    share of the exact top 10 it returns, ``recall_at_10_ties`` the share of its answers whose exact cosine reaches
    the exact 10th best (names repeat: among equal vectors any is a right answer).
+``--loads-only`` runs steps 1-3 alone on SQLite, the 1 % sync also into a copy whose recorded source lacks the
+per-file hashes (the whole state diffed, as before syncs read only changed files: the baseline).
 ``--queries-on RUN_DIR`` runs steps 4-5 alone on an earlier run's database (a query change measured without a
 load); with ``--ab NAME=VALUE``, kn_search over HTTP as it is and with that setting, alternating ``--reps`` times. Disk: the database file (and the ANN index files) after the load. The baseline is the path before issue 53 where
 it is still selectable (``KGRAG_KN_ANN_MIN_ROWS=0``: the exact scan; ``KGRAG_LOAD_ENCODER=torch``: the torch
@@ -301,6 +303,51 @@ def ab_http(size: int, folder: Path, root: Path, n_queries: int, setting: str, r
     return runs
 
 
+def whole_diff_copy(db_url: str, work: Path) -> str:
+    """A copy of a SQLite run's database (and ANN bases) whose recorded source lacks the per-file hashes: a sync
+    into it diffs the whole state, as every sync did before it read only changed files (the in-run baseline)."""
+    import shutil
+    import sqlite3
+
+    path = Path(db_url.removeprefix("sqlite:///"))
+    copy = work / "whole-diff.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    shutil.copy(path, copy)
+    if Path(f"{path}.ann").exists():
+        shutil.copytree(f"{path}.ann", f"{copy}.ann")
+    with sqlite3.connect(copy) as conn:
+        conn.execute("UPDATE kn_networks SET stats = json_remove(stats, '$.source.files')")
+    return f"sqlite:///{copy}"
+
+
+def measure_loads(size: int, root: Path) -> dict[str, Any]:
+    """``--loads-only``: the load, the reload and the 1 % sync of ``measure`` on SQLite (no query steps), plus the
+    same sync diffing the whole state on a copy taken before it (``sync_1pct_whole_diff``: the baseline)."""
+    label = f"{size:,} on sqlite"
+    schema, changed = dataset(size, root / "data"), dataset(size, root / "data", changed=0.01)
+    work = Path(tempfile.mkdtemp(prefix="big-", dir=root))
+    db_url = f"sqlite:///{work / 'kn.db'}"
+    env = run_env(work)
+    cmd = [sys.executable, "-m", "kgrag.cli", "kn", "load", "--db"]
+    log = work / "load.log"
+    counts = json.loads(next((root / "data" / str(size)).glob(".generated-v*")).read_text())
+    progress(f"{label}: loading {counts['instances']:,} instances + {counts['links']:,} links")
+    fig: dict[str, Any] = {"instances": counts["instances"], "links": counts["links"]}
+    fig["load"] = run_measured([*cmd, db_url, str(schema)], env, log)
+    fig["load"]["rows_per_s"] = round((counts["instances"] + counts["links"]) / fig["load"]["seconds"])
+    fig["disk_gb"] = db_size(db_url, work / "work")
+    progress(f"{label}: load {fig['load']}; disk {fig['disk_gb']} GB")
+    fig["reload"] = run_measured([*cmd, db_url, str(schema)], env, log)
+    whole = whole_diff_copy(db_url, work)
+    fig["sync_1pct"] = run_measured([*cmd, db_url, str(changed)], env, log)
+    fig["sync_1pct_whole_diff"] = run_measured([*cmd, whole, str(changed)], env, log)
+    for step in ("reload", "sync_1pct", "sync_1pct_whole_diff"):
+        fig[step]["share_of_load"] = round(fig[step]["seconds"] / fig["load"]["seconds"], 4)
+    progress(f"{label}: reload {fig['reload']}; 1 % sync {fig['sync_1pct']}; whole diff {fig['sync_1pct_whole_diff']}")
+    return fig
+
+
 def table(results: dict[str, dict]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -334,9 +381,22 @@ def main(argv: list[str] | None = None) -> None:
                         help="with --queries-on: kn_search over HTTP as it is and with this setting, alternating "
                         "--reps times (bench/results/big_network_ab.json)")
     parser.add_argument("--reps", type=int, default=2)
+    parser.add_argument("--loads-only", action="store_true",
+                        help="SQLite's load, reload and 1 %% sync alone (no query steps), the sync also diffing the "
+                        "whole state on a copy (the baseline); results: bench/results/big_network_loads.json")
     args = parser.parse_args(argv)
     args.root.mkdir(parents=True, exist_ok=True)
     sizes = [int(s) for s in args.sizes.split(",") if s]
+    if args.loads_only:
+        loads = {f"{size} sqlite": measure_loads(size, args.root) for size in sizes}
+        print(json.dumps(loads, indent=1))
+        last = loads[f"{sizes[-1]} sqlite"]
+        write_result("big_network_loads", loads, {"sync_1pct_whole_diff": last["sync_1pct_whole_diff"]},
+                     {"sync_1pct_seconds": round(last["sync_1pct"]["seconds"]
+                                                 / last["sync_1pct_whole_diff"]["seconds"], 3)},
+                     split="generated shop network (bench/big_network_data.py, seed 0) and its 1 %-changed version",
+                     n=len(sizes), module="big_network")
+        return
     if args.queries_on is not None and args.ab:
         runs = ab_http(sizes[0], args.queries_on, args.root, args.queries, args.ab, args.reps)
         print(json.dumps(runs, indent=1))

@@ -101,3 +101,28 @@ def test_the_generated_network_loads_and_answers_from_ann_bases(tmp_path: Path,
         assert figures["requests"] == figures["exact_and_fts5s"] + figures["sampled"]
     finally:
         get_settings.cache_clear()
+
+
+def test_the_loads_only_run_measures_the_sync_against_a_whole_diff(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--loads-only``: load, reload and the 1 % sync, each a measured process, plus the same sync into a copy
+    without the per-file hashes (the whole state diffed: the baseline) — both reach the same instances."""
+    from bench.big_network import main as big_network
+
+    monkeypatch.setattr("bench.common.RESULTS", tmp_path / "results")  # not over the real run's result
+    big_network(["--sizes", "600", "--loads-only", "--root", str(tmp_path)])
+    result = json.loads((tmp_path / "results" / "big_network_loads.json").read_text())
+    fig = result["figures"]["600 sqlite"]
+    assert all(fig[step]["seconds"] > 0 for step in ("load", "reload", "sync_1pct", "sync_1pct_whole_diff"))
+    assert result["baseline"]["sync_1pct_whole_diff"] == fig["sync_1pct_whole_diff"]
+    log = next(tmp_path.glob("big-*/load.log")).read_text()
+    assert "same fingerprint" in log and "files changed: read Customer, Order" in log  # (600: no Product changed)
+    dbs = {name: NetworkStore(f"sqlite:///{next(tmp_path.glob('big-*')) / name}") for name in ("kn.db",
+                                                                                               "whole-diff.db")}
+    try:
+        instances = {name: {h.id: h.properties for t in ("Customer", "Order", "Product")
+                            for h in store.query_instances("shop", t, None, 1000)} for name, store in dbs.items()}
+    finally:
+        for store in dbs.values():
+            store.close()
+    assert instances["kn.db"] == instances["whole-diff.db"] and len(instances["kn.db"]) > 300

@@ -211,3 +211,26 @@ def test_changed_types_says_what_to_read_and_when_it_cannot_know(tmp_path: Path)
     moved = files_fingerprint(schema)
     assert moved is not None and changed_types(network, data, before.parts, moved.parts) is None
     assert json.dumps(moved.parts)  # what the store records: JSON
+
+
+def test_a_scoped_sync_of_a_network_changed_since_its_files_were_compared_applies_nothing(
+        library: tuple[Path, str]) -> None:
+    """The scope holds only while the recorded fingerprint is the one the files were compared with: another
+    one (a change made meanwhile) is ScopeOutdated, nothing applied — the caller then diffs the whole state."""
+    from kgrag.network.store import ScopeOutdated, SyncScope
+
+    folder, db = library
+    before = state(db)
+    network, instances, links = load_declarative(folder / "library.yaml")
+    books = [i.model_copy(update={"properties": {**i.properties, "pages": 1}}) for i in instances
+             if i.object_type_id == "Book"]
+    store = NetworkStore(db)
+    try:
+        recorded = store.network_stats("library")["source"]["fingerprint"]
+        with pytest.raises(ScopeOutdated):
+            store.sync(network, books, [], scope=SyncScope(frozenset({"Book"}), frozenset(), recorded + "x"))
+        assert state(db) == before
+        stats = store.sync(network, books, [], scope=SyncScope(frozenset({"Book"}), frozenset(), recorded))
+        assert stats.instances_updated == len(books) and not stats.instances_deleted
+    finally:
+        store.close()

@@ -35,7 +35,7 @@ from kgrag.network.loaders.demo import demo_network
 from kgrag.network.loaders.medical import load_medical
 from kgrag.network.loaders.metaqa import load_metaqa
 from kgrag.network.loaders.synthetic import synthetic_network
-from kgrag.network.store import ChangeStats, LoadStats, NetworkStore, Progress, SyncScope
+from kgrag.network.store import ChangeStats, LoadStats, NetworkStore, Progress, ScopeOutdated, SyncScope
 from kgrag.network.text.embedding import network_embedder
 from kgrag.rank.tokenize import tokenize_cache
 
@@ -142,15 +142,15 @@ def _unchanged(store: NetworkStore, kn_id: str, source: dict[str, Any]) -> Chang
 
 def sync_named(name: str, store: NetworkStore, data_dir: str | Path | None = None,
                log: Callable[[str], None] | None = None, kn_id: str | None = None, full: bool = False,
-               progress: Progress | None = None, defer_vectors: bool = False) -> ChangeStats:
+               progress: Progress | None = None, defer_vectors: bool = False, fill: bool = True) -> ChangeStats:
     """Build network ``name`` and apply only its difference to the stored network (absent, or ``full``: a full
     load, as :func:`load_named`, whose stages ``progress`` hears — its instance vectors deferred with
     ``defer_vectors``); then, when the network's instance vectors are pending (deferred now or by an earlier,
-    interrupted load), make them (:meth:`NetworkStore.fill_vectors`), saying through ``log`` when the network
-    answers from its text index and conditions and when its vectors are made."""
+    interrupted load) and ``fill``, make them (:meth:`NetworkStore.fill_vectors`), saying through ``log`` when
+    the network answers from its text index and conditions and when its vectors are made."""
     start = time.perf_counter()
     stats = _sync_named(name, store, data_dir, log, kn_id, full, progress, defer_vectors)
-    pending = store.vectors_pending(stats.kn_id)
+    pending = store.vectors_pending(stats.kn_id) if fill else None
     if pending is not None:
         say = log or (lambda _line: None)
         say(f"{stats.kn_id} answers from its text index and conditions now ({time.perf_counter() - start:.1f} s); "
@@ -185,9 +185,12 @@ def _sync_changed_files(store: NetworkStore, name: str, digest: FilesDigest, sou
     with gc_paused():  # a million rows' objects, held: the cyclic GC would rescan them again and again
         instances, links = read_changed_entries(path, network, data, types, relations,
                                                 lambda type_id: store.stored_ids(network.kn_id, type_id))
-    with tokenize_cache():  # the embedder the network was made with (the settings are the same)
-        stats = store.sync(network, instances, links, source=source,
-                           scope=SyncScope(frozenset(types), frozenset(relations)))
+    scope = SyncScope(frozenset(types), frozenset(relations), str(before.get("fingerprint")))
+    try:
+        with tokenize_cache():  # the embedder the network was made with (the settings are the same)
+            stats = store.sync(network, instances, links, source=source, scope=scope)
+    except ScopeOutdated:  # changed meanwhile (over HTTP): its files no longer say what is stored
+        return None
     stats.instances_unchanged = int(store.network_stats(network.kn_id).get("instances", 0)) - \
         stats.instances_inserted - stats.instances_updated
     read = ", ".join(sorted(types)) or "no instance file"

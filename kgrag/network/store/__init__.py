@@ -40,7 +40,14 @@ from sqlalchemy import Engine
 
 from kgrag.network.schema.conditions import Plan
 from kgrag.network.schema.model import Condition, Instance, InstanceHit, KnowledgeNetwork, Link, PathHit
-from kgrag.network.store.changes import ChangeStats, NetworkChanges, OnWrite, StoreChanges, SyncScope
+from kgrag.network.store.changes import (
+    ChangeStats,
+    NetworkChanges,
+    OnWrite,
+    ScopeOutdated,
+    StoreChanges,
+    SyncScope,
+)
 from kgrag.network.store.core import SCHEMA_RECHECK_SECONDS, StoreCore
 from kgrag.network.store.fill import FillStats, VectorFill
 from kgrag.network.store.index import Key, StoreIndex, fts_query, index_tokens
@@ -49,8 +56,8 @@ from kgrag.network.store.query import StoreQueries, list_fields
 from kgrag.rank.embedder_factory import TextEmbedder
 from kgrag.rank.sentence_embedder import Embedder
 
-__all__ = ["ChangeStats", "FillStats", "LoadStats", "NetworkChanges", "NetworkStore", "Progress", "SyncScope",
-           "fts_query", "index_tokens", "list_fields"]
+__all__ = ["ChangeStats", "FillStats", "LoadStats", "NetworkChanges", "NetworkStore", "Progress", "ScopeOutdated",
+           "SyncScope", "fts_query", "index_tokens", "list_fields"]
 
 
 class NetworkStore:

@@ -56,7 +56,7 @@ from kgrag.network.store.rows import (
 from kgrag.network.store.text_rank import fts_terms
 from kgrag.rank.embedder_factory import TextEmbedder
 
-__all__ = ["ChangeStats", "NetworkChanges", "StoreChanges", "SyncScope"]
+__all__ = ["ChangeStats", "NetworkChanges", "ScopeOutdated", "StoreChanges", "SyncScope"]
 
 #: ids per ``IN (…)`` list of a read
 IN_BATCH = 500
@@ -84,10 +84,18 @@ class NetworkChanges:
 @dataclass(frozen=True)
 class SyncScope:
     """The part of a network a desired state covers (:meth:`StoreChanges.sync`): the instances of
-    ``object_types`` and the links of ``relation_types``; the rest is as stored (its files did not change)."""
+    ``object_types`` and the links of ``relation_types``; the rest is as stored (its files did not change) —
+    which holds while the network's recorded source fingerprint is still ``fingerprint`` (what the caller
+    compared its files with)."""
 
     object_types: frozenset[str]
     relation_types: frozenset[str]
+    fingerprint: str
+
+
+class ScopeOutdated(ValueError):
+    """A scoped sync's network was changed since its caller compared its files (another fingerprint, or none):
+    nothing applied; diff the whole state instead."""
 
 
 @dataclass
@@ -268,7 +276,8 @@ class StoreChanges:
         ``defer_vectors``: :meth:`StoreLoader.load`); ``source`` (where it came from) is kept in its stats.
         ``scope``: the state covers only those object and relation types (the others are as stored) — the
         difference is taken within them; a stored link of another relation type whose endpoint the state deletes
-        is a ``ValueError`` (it is still in that type's data), as is a scope with a full reload to do."""
+        is a ``ValueError`` (it is still in that type's data), as is a scope with a full reload to do, and a
+        network whose recorded fingerprint is no longer the scope's is :class:`ScopeOutdated` (nothing applied)."""
         start = time.perf_counter()
         kn_id = network.kn_id
         for _ in range(RETRIES):
@@ -280,6 +289,8 @@ class StoreChanges:
                                         note="not stored before: loaded in full")
             instances = instances if isinstance(instances, list) else list(instances)
             links = links if isinstance(links, list) else list(links)
+            if scope is not None and (current[2].get("source") or {}).get("fingerprint") != scope.fingerprint:
+                raise ScopeOutdated(f"network {kn_id!r} changed since its files were compared")
             model = embedder or self.index.embedder_for(kn_id)
             plan = self._plan_sync(current, network, instances, links, source, scope)
             reason = self._full_reload_reason(current, network, model)

@@ -35,7 +35,7 @@ __all__ = ["sync_network"]
 def _sync_file(store: NetworkStore, kn_id: str, path: Path) -> SyncReport:
     start = time.perf_counter()
     try:
-        stats = sync_named(str(path), store, kn_id=kn_id)
+        stats = sync_named(str(path), store, kn_id=kn_id, fill=False)  # a pending fill is its load's to finish
     except ValueError as exc:
         raise KgragError(f"{path}: sync of network {kn_id!r} rejected, nothing applied: {exc}") from None
     return SyncReport(kn_id=kn_id, source=f"file: {path}", mode="file", reason=stats.note or "files re-read",
