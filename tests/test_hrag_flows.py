@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from flows.prepare_data import prepare_data
@@ -96,7 +97,10 @@ def test_train_and_eval_flows_on_demo(prefect_harness, work_settings, tmp_path, 
     before = sorted(p.name for p in work_settings.work_dir.rglob("*"))
     for q, ranked in zip(read.questions, batch.ranked, strict=True):
         single = reasoner.answer(q.text, k=50)
-        assert [(a.entity, round(a.score, 5)) for a in single.answers] == [(e, round(s, 5)) for e, s in ranked[:50]]
+        # the same answers in the same order, scores equal to float32 rounding (a batch's kernels may differ from
+        # one question's in the last bits: 0.33719 against 0.33718 seen on an Intel Xeon)
+        assert [a.entity for a in single.answers] == [e for e, _ in ranked[:50]]
+        assert [a.score for a in single.answers] == pytest.approx([s for _, s in ranked[:50]], abs=1e-5)
         assert single.answers and single.answers[0].paths and single.ms["total"] > 0
     assert sorted(p.name for p in work_settings.work_dir.rglob("*")) == before
     plain = reasoner.answer(strip_brackets(read.questions[0].text))
