@@ -15,8 +15,8 @@ process tree sampled every 0.2 s):
    the same query (the ``knn`` name field of each big object type, the first 100 queries): ``recall_at_10`` the
    share of the exact top 10 it returns, ``recall_at_10_ties`` the share of its answers whose exact cosine reaches
    the exact 10th best (names repeat: among equal vectors any is a right answer).
-``--loads-only`` runs steps 1-3 alone on SQLite, the 1 % sync also into a copy whose recorded source lacks the
-per-file hashes (the whole state diffed, as before syncs read only changed files: the baseline).
+``--loads-only`` runs steps 1-3 alone (on each of ``--backends``), the 1 % sync also into a copy whose recorded
+source lacks the per-file hashes (the whole state diffed, as before syncs read only changed files: the baseline).
 ``--queries-on RUN_DIR`` runs steps 4-5 alone on an earlier run's database (a query change measured without a
 load); with ``--ab NAME=VALUE``, kn_search over HTTP as it is and with that setting, alternating ``--reps`` times. Disk: the database file (and the ANN index files) after the load. The baseline is the path before issue 53 where
 it is still selectable (``KGRAG_KN_ANN_MIN_ROWS=0``: the exact scan; ``KGRAG_LOAD_ENCODER=torch``: the torch
@@ -303,12 +303,27 @@ def ab_http(size: int, folder: Path, root: Path, n_queries: int, setting: str, r
     return runs
 
 
-def whole_diff_copy(db_url: str, work: Path) -> str:
-    """A copy of a SQLite run's database (and ANN bases) whose recorded source lacks the per-file hashes: a sync
-    into it diffs the whole state, as every sync did before it read only changed files (the in-run baseline)."""
+def whole_diff_copy(db_url: str, work: Path, cluster: Any = None) -> str:
+    """A copy of a run's database (SQLite: the file and its ANN bases; PostgreSQL: ``CREATE DATABASE … TEMPLATE``
+    in ``cluster``) whose recorded source lacks the per-file hashes: a sync into it diffs the whole state, as every
+    sync did before it read only changed files (the in-run baseline)."""
     import shutil
     import sqlite3
 
+    if cluster is not None:
+        import sqlalchemy as sa
+
+        name = db_url.rsplit("/", 1)[1]
+        admin = sa.create_engine(cluster.url_for("postgres"), isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'CREATE DATABASE "{name}_whole" TEMPLATE "{name}"')
+        admin.dispose()
+        copy_url = cluster.url_for(f"{name}_whole")
+        engine = sa.create_engine(copy_url)
+        with engine.begin() as conn:
+            conn.exec_driver_sql("UPDATE kn_networks SET stats = (stats::jsonb #- '{source,files}')::json")
+        engine.dispose()
+        return copy_url
     path = Path(db_url.removeprefix("sqlite:///"))
     copy = work / "whole-diff.db"
     with sqlite3.connect(path) as conn:
@@ -321,14 +336,15 @@ def whole_diff_copy(db_url: str, work: Path) -> str:
     return f"sqlite:///{copy}"
 
 
-def measure_loads(size: int, root: Path) -> dict[str, Any]:
-    """``--loads-only``: the load, the reload and the 1 % sync of ``measure`` on SQLite (no query steps), plus the
-    same sync diffing the whole state on a copy taken before it (``sync_1pct_whole_diff``: the baseline; run
-    second, its changed texts' vectors come from the embedding cache: a lower bound of its time)."""
-    label = f"{size:,} on sqlite"
+def measure_loads(size: int, root: Path, cluster: Any = None) -> dict[str, Any]:
+    """``--loads-only``: the load, the reload and the 1 % sync of ``measure`` (no query steps) on SQLite, or on a
+    new database of the PostgreSQL ``cluster``, plus the same sync diffing the whole state on a copy taken before
+    it (``sync_1pct_whole_diff``: the baseline; run second, its changed texts' vectors come from the embedding
+    cache: a lower bound of its time)."""
+    label = f"{size:,} on {'postgresql' if cluster is not None else 'sqlite'}"
     schema, changed = dataset(size, root / "data"), dataset(size, root / "data", changed=0.01)
     work = Path(tempfile.mkdtemp(prefix="big-", dir=root))
-    db_url = f"sqlite:///{work / 'kn.db'}"
+    db_url = cluster.create_database(f"loads_{size}") if cluster is not None else f"sqlite:///{work / 'kn.db'}"
     env = run_env(work)
     cmd = [sys.executable, "-m", "kgrag.cli", "kn", "load", "--db"]
     log = work / "load.log"
@@ -340,7 +356,7 @@ def measure_loads(size: int, root: Path) -> dict[str, Any]:
     fig["disk_gb"] = db_size(db_url, work / "work")
     progress(f"{label}: load {fig['load']}; disk {fig['disk_gb']} GB")
     fig["reload"] = run_measured([*cmd, db_url, str(schema)], env, log)
-    whole = whole_diff_copy(db_url, work)
+    whole = whole_diff_copy(db_url, work, cluster)
     fig["sync_1pct"] = run_measured([*cmd, db_url, str(changed)], env, log)
     fig["sync_1pct_whole_diff"] = run_measured([*cmd, whole, str(changed)], env, log)
     for step in ("reload", "sync_1pct", "sync_1pct_whole_diff"):
@@ -383,15 +399,23 @@ def main(argv: list[str] | None = None) -> None:
                         "--reps times (bench/results/big_network_ab.json)")
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--loads-only", action="store_true",
-                        help="SQLite's load, reload and 1 %% sync alone (no query steps), the sync also diffing the "
-                        "whole state on a copy (the baseline); results: bench/results/big_network_loads.json")
+                        help="the load, reload and 1 %% sync alone (no query steps; each --backends), the sync also "
+                        "diffing the whole state on a copy (the baseline); results: bench/results/big_network_loads.json")
     args = parser.parse_args(argv)
     args.root.mkdir(parents=True, exist_ok=True)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     if args.loads_only:
-        loads = {f"{size} sqlite": measure_loads(size, args.root) for size in sizes}
+        loads: dict[str, Any] = {}
+        for backend in [b for b in args.backends.split(",") if b]:
+            if backend == "postgresql":
+                from harness.servers.postgres import throwaway_postgres
+
+                with throwaway_postgres() as cluster:
+                    loads.update({f"{size} postgresql": measure_loads(size, args.root, cluster) for size in sizes})
+            else:
+                loads.update({f"{size} sqlite": measure_loads(size, args.root) for size in sizes})
         print(json.dumps(loads, indent=1))
-        last = loads[f"{sizes[-1]} sqlite"]
+        last = loads[list(loads)[-1]]
         write_result("big_network_loads", loads, {"sync_1pct_whole_diff": last["sync_1pct_whole_diff"]},
                      {"sync_1pct_seconds": round(last["sync_1pct"]["seconds"]
                                                  / last["sync_1pct_whole_diff"]["seconds"], 3)},
