@@ -34,6 +34,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -238,25 +239,39 @@ def db_size(db_url: str, work: Path) -> dict[str, float]:
     return {"database_gb": round(database / 1e9, 2), "ann_gb": round(ann / 1e9, 2)}
 
 
-def measure(size: int, backend: str, root: Path, n_queries: int, baseline: bool,
-            pg_url: str | None, workers: int = 1) -> dict[str, Any]:
-    label = f"{size:,} on {backend}{' (baseline)' if baseline else ''}"
+def load_steps(size: int, root: Path, label: str, work: Path, db_url: str, env: dict[str, str],
+               whole_diff: Callable[[], str] | None = None) -> dict[str, Any]:
+    """Steps 1-3 on ``db_url``: the load, the reload and the 1 % sync, each a measured ``kn load`` (and, with
+    ``whole_diff`` — made after the reload, returning a copy's URL — the same sync into that copy:
+    ``sync_1pct_whole_diff``)."""
     schema, changed = dataset(size, root / "data"), dataset(size, root / "data", changed=0.01)
-    work = Path(tempfile.mkdtemp(prefix="big-", dir=root))
-    db_url = f"sqlite:///{work / 'kn.db'}" if backend == "sqlite" else str(pg_url)
-    env = run_env(work, **({"KGRAG_KN_ANN_MIN_ROWS": "0", "KGRAG_LOAD_ENCODER": "torch"} if baseline else {}))
-    cmd = [sys.executable, "-m", "kgrag.cli", "kn", "load", "--db", db_url]
+    cmd = [sys.executable, "-m", "kgrag.cli", "kn", "load", "--db"]
     log = work / "load.log"
     counts = json.loads(next((root / "data" / str(size)).glob(".generated-v*")).read_text())
     progress(f"{label}: loading {counts['instances']:,} instances + {counts['links']:,} links")
     fig: dict[str, Any] = {"instances": counts["instances"], "links": counts["links"]}
-    fig["load"] = run_measured([*cmd, str(schema)], env, log)
+    fig["load"] = run_measured([*cmd, db_url, str(schema)], env, log)
     fig["load"]["rows_per_s"] = round((counts["instances"] + counts["links"]) / fig["load"]["seconds"])
     fig["disk_gb"] = db_size(db_url, work / "work")
     progress(f"{label}: load {fig['load']}; disk {fig['disk_gb']} GB")
-    fig["reload"] = run_measured([*cmd, str(schema)], env, log)
-    fig["sync_1pct"] = run_measured([*cmd, str(changed)], env, log)
-    progress(f"{label}: reload {fig['reload']}; 1 % sync {fig['sync_1pct']}")
+    fig["reload"] = run_measured([*cmd, db_url, str(schema)], env, log)
+    copy = whole_diff() if whole_diff is not None else None
+    fig["sync_1pct"] = run_measured([*cmd, db_url, str(changed)], env, log)
+    if copy is not None:
+        fig["sync_1pct_whole_diff"] = run_measured([*cmd, copy, str(changed)], env, log)
+    progress(f"{label}: reload {fig['reload']}; 1 % sync {fig['sync_1pct']}"
+             + (f"; whole diff {fig['sync_1pct_whole_diff']}" if copy is not None else ""))
+    return fig
+
+
+def measure(size: int, backend: str, root: Path, n_queries: int, baseline: bool,
+            pg_url: str | None, workers: int = 1) -> dict[str, Any]:
+    label = f"{size:,} on {backend}{' (baseline)' if baseline else ''}"
+    work = Path(tempfile.mkdtemp(prefix="big-", dir=root))
+    db_url = f"sqlite:///{work / 'kn.db'}" if backend == "sqlite" else str(pg_url)
+    env = run_env(work, **({"KGRAG_KN_ANN_MIN_ROWS": "0", "KGRAG_LOAD_ENCODER": "torch"} if baseline else {}))
+    fig = load_steps(size, root, label, work, db_url, env)
+    schema = dataset(size, root / "data")
     qs, more, warm = query_sets(schema, n_queries)
     fig["queries"] = len(qs) + len(more) + len(warm)
     fig["in_process"] = in_process(db_url, work, qs, env)
@@ -342,26 +357,11 @@ def measure_loads(size: int, root: Path, cluster: Any = None) -> dict[str, Any]:
     it (``sync_1pct_whole_diff``: the baseline; run second, its changed texts' vectors come from the embedding
     cache: a lower bound of its time)."""
     label = f"{size:,} on {'postgresql' if cluster is not None else 'sqlite'}"
-    schema, changed = dataset(size, root / "data"), dataset(size, root / "data", changed=0.01)
     work = Path(tempfile.mkdtemp(prefix="big-", dir=root))
     db_url = cluster.create_database(f"loads_{size}") if cluster is not None else f"sqlite:///{work / 'kn.db'}"
-    env = run_env(work)
-    cmd = [sys.executable, "-m", "kgrag.cli", "kn", "load", "--db"]
-    log = work / "load.log"
-    counts = json.loads(next((root / "data" / str(size)).glob(".generated-v*")).read_text())
-    progress(f"{label}: loading {counts['instances']:,} instances + {counts['links']:,} links")
-    fig: dict[str, Any] = {"instances": counts["instances"], "links": counts["links"]}
-    fig["load"] = run_measured([*cmd, db_url, str(schema)], env, log)
-    fig["load"]["rows_per_s"] = round((counts["instances"] + counts["links"]) / fig["load"]["seconds"])
-    fig["disk_gb"] = db_size(db_url, work / "work")
-    progress(f"{label}: load {fig['load']}; disk {fig['disk_gb']} GB")
-    fig["reload"] = run_measured([*cmd, db_url, str(schema)], env, log)
-    whole = whole_diff_copy(db_url, work, cluster)
-    fig["sync_1pct"] = run_measured([*cmd, db_url, str(changed)], env, log)
-    fig["sync_1pct_whole_diff"] = run_measured([*cmd, whole, str(changed)], env, log)
+    fig = load_steps(size, root, label, work, db_url, run_env(work), lambda: whole_diff_copy(db_url, work, cluster))
     for step in ("reload", "sync_1pct", "sync_1pct_whole_diff"):
         fig[step]["share_of_load"] = round(fig[step]["seconds"] / fig["load"]["seconds"], 4)
-    progress(f"{label}: reload {fig['reload']}; 1 % sync {fig['sync_1pct']}; whole diff {fig['sync_1pct_whole_diff']}")
     return fig
 
 

@@ -96,8 +96,9 @@ class Settings(BaseSettings):
     kn_text_staged_rows: int = Field(default=200_000, ge=0, le=1_000_000_000)
     #: what embeds a load's knn texts: "onnx" = the fp32 ONNX export on every core, length-sorted batches (the
     #: same vectors as torch, cosine > 0.999: bench/load_encoders.py); "auto" = that, but a network load's call of
-    #: 5,000 new texts or more runs the transformer in bf16 where the CPU computes bf16 natively (1.5x the
-    #: export's rate, cosine ~0.9999, 0.99 of each text's 10 nearest kept); "torch" = the sentence-transformers model
+    #: 5,000 new texts or more runs the transformer in bf16 where the CPU computes bf16 natively and it measures
+    #: 1.1x the export's rate on a sample (kgrag.rank.bf16_encoder.bf16_pays; cosine ~0.9999, 0.99 of each text's
+    #: 10 nearest kept); "torch" = the sentence-transformers model
     load_encoder: Literal["auto", "torch", "onnx"] = "auto"
     #: the knowledge network an agent run uses when its input and context name none
     agent_kn_id: str = Field(default="medical", min_length=1, max_length=200)

@@ -75,8 +75,7 @@ from kgrag.network.schema.conditions import is_list_type
 from kgrag.network.schema.model import Instance, KnowledgeNetwork, Link, ObjectType
 
 __all__ = ["FileInstances", "FileLinks", "FilesDigest", "changed_types", "files_fingerprint", "iter_located_records",
-           "load_declarative", "located_records", "read_changed_entries", "read_file_entries", "read_records",
-           "read_schema", "table_sources"]
+           "load_declarative", "located_records", "read_file_entries", "read_records", "read_schema", "table_sources"]
 
 _NUMERIC = {"integer", "int", "long", "short"}
 _FLOAT = {"float", "double", "decimal", "number", "numeric"}
@@ -439,41 +438,29 @@ def _instance_entries(path: Path, network: KnowledgeNetwork, data: Any) -> list[
 
 
 def read_file_entries(path: Path, network: KnowledgeNetwork, data: Any,
-                      more_instances: list[Instance] | None = None) -> tuple[list[Instance], list[Link]]:
+                      more_instances: list[Instance] | None = None, types: set[str] | None = None,
+                      links: bool = True, stored_ids: Callable[[str], set[str]] | None = None
+                      ) -> tuple[list[Instance], list[Link]]:
     """The instances and links of the ``data`` entries naming a file (entries naming a table are skipped); a link
-    row is checked against these instances and ``more_instances`` (a table's)."""
+    row is checked against these instances and ``more_instances`` (a table's). ``types``: only those object types'
+    entries are read (a sync of changed files, :func:`changed_types`), a link's endpoint of another type checked
+    against ``stored_ids(type)`` (its files are as stored); ``links`` False: no link is read."""
     instances: list[Instance] = []
     seen: dict[tuple[str, str], str] = {}
     for ot, file, id_column in _instance_entries(path, network, data):
-        instances.extend(_instances(ot, file, id_column, seen))
+        if types is None or ot.id in types:
+            instances.extend(_instances(ot, file, id_column, seen))
+    if not links:
+        return instances, []
     ids_by_type: dict[str, set[str]] = {ot.id: set() for ot in network.object_types}
     for inst in (*instances, *(more_instances or ())):
         ids_by_type.setdefault(inst.object_type_id, set()).add(inst.id)
+    if types is not None and stored_ids is not None:
+        for type_id in {end for rt in network.relation_types
+                        for end in (rt.source_object_type_id, rt.target_object_type_id)} - types:
+            ids_by_type[type_id] = stored_ids(type_id)
     entries = [e for e in data.get("links") or [] if not e.get("table")]
     return instances, _links(network, path, entries, ids_by_type)
-
-
-def read_changed_entries(path: Path, network: KnowledgeNetwork, data: Any, types: set[str], relations: set[str],
-                         stored_ids: Callable[[str], set[str]]) -> tuple[list[Instance], list[Link]]:
-    """The instances of the object types ``types`` (every file entry of each) and, when ``relations`` names any,
-    every link (:func:`changed_types` says which), checked as :func:`read_file_entries` checks them; a link's
-    endpoint of a type not read is checked against that type's stored ids (``stored_ids(type)``: its files are
-    as stored)."""
-    entries = [e for e in _instance_entries(path, network, data) if e[0].id in types]
-    instances: list[Instance] = []
-    seen: dict[tuple[str, str], str] = {}
-    for ot, file, id_column in entries:
-        instances.extend(_instances(ot, file, id_column, seen))
-    ids_by_type: dict[str, set[str]] = {type_id: set() for type_id in types}
-    for inst in instances:
-        ids_by_type[inst.object_type_id].add(inst.id)
-    for rt in network.relation_types:
-        if rt.id in relations:
-            for end in (rt.source_object_type_id, rt.target_object_type_id):
-                if end not in ids_by_type:
-                    ids_by_type[end] = stored_ids(end)
-    link_entries = [e for e in data.get("links") or [] if not e.get("table")] if relations else []
-    return instances, _links(network, path, link_entries, ids_by_type)
 
 
 def _stamp(file: Path) -> tuple[int, int]:

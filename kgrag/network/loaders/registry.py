@@ -28,7 +28,7 @@ from kgrag.network.loaders.declarative import (
     changed_types,
     files_fingerprint,
     load_declarative,
-    read_changed_entries,
+    read_file_entries,
     read_schema,
 )
 from kgrag.network.loaders.demo import demo_network
@@ -183,16 +183,14 @@ def _sync_changed_files(store: NetworkStore, name: str, digest: FilesDigest, sou
         return None
     types, relations = found
     with gc_paused():  # a million rows' objects, held: the cyclic GC would rescan them again and again
-        instances, links = read_changed_entries(path, network, data, types, relations,
-                                                lambda type_id: store.stored_ids(network.kn_id, type_id))
+        instances, links = read_file_entries(path, network, data, types=types, links=bool(relations),
+                                             stored_ids=lambda type_id: store.stored_ids(network.kn_id, type_id))
     scope = SyncScope(frozenset(types), frozenset(relations), str(before.get("fingerprint")))
     try:
         with tokenize_cache():  # the embedder the network was made with (the settings are the same)
             stats = store.sync(network, instances, links, source=source, scope=scope)
     except ScopeOutdated:  # changed meanwhile (over HTTP): its files no longer say what is stored
         return None
-    stats.instances_unchanged = int(store.network_stats(network.kn_id).get("instances", 0)) - \
-        stats.instances_inserted - stats.instances_updated
     read = ", ".join(sorted(types)) or "no instance file"
     stats.note = "; ".join(filter(None, [stats.note, f"files changed: read {read}"
                                          f"{' and the links' if relations else ''}, the rest as stored"]))

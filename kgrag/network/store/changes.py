@@ -416,6 +416,8 @@ class StoreChanges:
             with self.core.engine.connect() as conn:
                 stored = self._stored_hashes(conn, network.kn_id, None, scope)
                 stored_links = self._all_links(conn, network.kn_id, scope)
+            if scope is not None:  # the instances of the other types are as stored: unchanged
+                plan.unchanged = int(stats.get("instances", 0)) - len(stored)
             for inst in instances:
                 key = (inst.object_type_id, inst.id)
                 if plan.take(inst, stored.pop(key, None)) and inst.object_type_id in reindex:
