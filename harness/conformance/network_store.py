@@ -590,6 +590,19 @@ class NetworkStoreContract:
         )
         assert store.query_instances("tiny", "Disease", nothing, 10) == []
 
+    @pytest.mark.parametrize("limit", [10, 3, 2])
+    def test_scored_limit_keeps_the_best_scored_and_the_same_unscored(self, store: NetworkStore, limit: int) -> None:
+        either = Condition.model_validate({"operation": "or", "sub_conditions": [
+            {"operation": "match", "field": "name", "value": "百日咳 糖尿病"},
+            {"operation": "==", "field": "name", "value": "骨折"},
+            {"operation": "==", "field": "name", "value": "流行性感冒"}]})
+        whole = store.query_instances("tiny", "Disease", either, limit)
+        scored = [h for h in whole if h.score is not None]
+        assert len(scored) == 2 and len(whole) == min(limit, 4)
+        for kept in (0, 1, 2, 50):
+            got = store.query_instances("tiny", "Disease", either, limit, scored_limit=kept)
+            assert got == scored[:kept] + [h for h in whole if h.score is None], kept
+
     @pytest.mark.parametrize(
         ("cond", "message"),
         [

@@ -38,8 +38,10 @@ class OntologyService(Protocol):
         """Same over relation types."""
 
     def query_instances(self, kn_id: str, object_type_id: str, condition: Condition | None, limit: int,
-                        sort_by_score: bool = True) -> list[InstanceHit]:
-        """Instances of one object type matching ``condition`` (scored by knn/match when present)."""
+                        sort_by_score: bool = True, scored_limit: int | None = None) -> list[InstanceHit]:
+        """Instances of one object type matching ``condition`` (scored by knn/match when present); with
+        ``scored_limit``, only the best ``scored_limit`` of the scored hits (the unscored ones after them as
+        without it: ``limit`` still decides how many)."""
 
     def ordered_instances(self, kn_id: str, object_type_id: str, condition: Condition | None, order_by: str,
                           descending: bool, limit: int) -> list[InstanceHit]:
@@ -91,8 +93,9 @@ class ContextStore(Protocol):
         """``(object_type_id, instance id, name)`` of every instance: the keyword dictionary."""
 
     def query_instances(self, kn_id: str, object_type_id: str, condition: Condition | None, limit: int,
-                        sort_by_score: bool = True) -> list[InstanceHit]:
-        """Instances of one object type matching ``condition`` (scored by knn/match when present)."""
+                        sort_by_score: bool = True, scored_limit: int | None = None) -> list[InstanceHit]:
+        """Instances of one object type matching ``condition`` (scored by knn/match when present); see
+        :meth:`OntologyService.query_instances` for ``scored_limit``."""
 
     def query_instances_by_type(self, kn_id: str, conditions: dict[str, Condition], limit: int
                                 ) -> dict[str, list[InstanceHit]]:

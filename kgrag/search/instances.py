@@ -178,7 +178,10 @@ def _recall_type(service: OntologyService, kn_id: str, query: str, ot: ObjectTyp
     """One object type: condition → QueryObjectInstances → nodes → scoreNodes → sort/limit/min relevance."""
     if condition is None:
         return []  # no semantically searchable field: skip the type
-    hits = service.query_instances(kn_id, ot.id, condition, config.initial_candidate_count)
+    # only the best ``per_type_instance_limit`` scored hits can be among the type's nodes (the rest of the first
+    # ``initial_candidate_count`` rank below them), so only their rows are read; the unscored ones stay
+    hits = service.query_instances(kn_id, ot.id, condition, config.initial_candidate_count,
+                                   scored_limit=config.per_type_instance_limit)
     nodes = [hit_to_node(hit, ot) for hit in hits]
     nodes = score_nodes(nodes, [hit.score for hit in hits], query, config.exact_name_match_score)
     return rank_type_nodes(nodes, config.per_type_instance_limit, config.min_direct_relevance)

@@ -246,9 +246,10 @@ class NetworkStore:
         condition: Condition | None,
         limit: int,
         sort_by_score: bool = True,
+        scored_limit: int | None = None,
     ) -> list[InstanceHit]:
         """Instances of ``object_type_id`` matching ``condition``: :meth:`StoreQueries.query_instances`."""
-        return self.queries.query_instances(kn_id, object_type_id, condition, limit, sort_by_score)
+        return self.queries.query_instances(kn_id, object_type_id, condition, limit, sort_by_score, scored_limit)
 
     def ordered_instances(self, kn_id: str, object_type_id: str, condition: Condition | None, order_by: str,
                           descending: bool, limit: int) -> list[InstanceHit]:

@@ -43,6 +43,10 @@ EXTRA = 32
 class _Field:
     base: AnnBase
     dead: np.ndarray  # bool per base row: its instance changed or went since the base was built
+    live: int = field(init=False)  # base rows still answering (counted once: a search asks on every query)
+
+    def __post_init__(self) -> None:
+        self.live = len(self.base) - int(self.dead.sum())
 
 
 @dataclass
@@ -54,14 +58,16 @@ class TypeIndex:
     delta_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, object))
     delta_fields: np.ndarray = field(default_factory=lambda: np.zeros(0, object))
     delta: np.ndarray = field(default_factory=lambda: np.zeros((0, 1), np.float32))
+    #: the delta's rows of some fields (None: all), selected once per field set: ``(ids, vectors)``
+    _delta_of: dict[tuple[str, ...] | None, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
 
     @property
     def rows(self) -> int:
-        return sum(len(f.base) - int(f.dead.sum()) for f in self.fields.values()) + len(self.delta_ids)
+        return sum(f.live for f in self.fields.values()) + len(self.delta_ids)
 
     def _from_base(self, name: str, query: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
         entry = self.fields[name]
-        live = len(entry.base) - int(entry.dead.sum())
+        live = entry.live
         count = limit + EXTRA
         while True:
             rows, sims = entry.base.search(query, count)
@@ -69,6 +75,14 @@ class TypeIndex:
             if keep.sum() >= min(limit, live) or count >= entry.base.keys:
                 return entry.base.item_ids[rows[keep]], sims[keep]
             count *= 4
+
+    def _delta_rows(self, fields: list[str] | None) -> tuple[np.ndarray, np.ndarray]:
+        key = None if fields is None else tuple(sorted(set(fields)))
+        found = self._delta_of.get(key)
+        if found is None:
+            mask = np.ones(len(self.delta_ids), bool) if key is None else np.isin(self.delta_fields, list(key))
+            found = self._delta_of[key] = (self.delta_ids[mask], np.ascontiguousarray(self.delta[mask]))
+        return found
 
     def knn(self, query: np.ndarray, fields: list[str] | None, limit: int) -> list[tuple[str, float]]:
         """The ``limit`` best items ``(item id, cosine)`` over ``fields`` (None: all), best first (ties by id)."""
@@ -80,10 +94,17 @@ class TypeIndex:
             ids.append(found_ids)
             sims.append(found_sims)
         if len(self.delta_ids):
-            mask = np.ones(len(self.delta_ids), bool) if fields is None else np.isin(self.delta_fields, fields)
-            if mask.any():
-                ids.append(self.delta_ids[mask])
-                sims.append(self.delta[mask] @ query)
+            delta_ids, delta = self._delta_rows(fields)
+            if len(delta_ids):
+                found = delta @ query
+                # an item has one row per field, so the best ``limit`` items are among the best ``limit * fields``
+                # rows (and the rows tied with the last of them): only those are sorted with the bases' rows
+                need = limit * max(len(names), 1)
+                if len(found) > need:
+                    keep = found >= np.partition(found, len(found) - need)[len(found) - need]
+                    delta_ids, found = delta_ids[keep], found[keep]
+                ids.append(delta_ids)
+                sims.append(found)
         if not ids:
             return []
         all_ids, all_sims = np.concatenate(ids), np.concatenate(sims)

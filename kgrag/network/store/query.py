@@ -211,12 +211,16 @@ class StoreQueries:
         condition: Condition | None,
         limit: int,
         sort_by_score: bool = True,
+        scored_limit: int | None = None,
     ) -> list[InstanceHit]:
         """Instances of ``object_type_id`` matching ``condition``, at most ``limit``.
 
         Scored results (a knn/match leaf) come first, by score desc (ties by id), then rows that matched only
-        through unscored branches (by id). Without a scored leaf the order is by id. Raises ``ValueError`` for
-        an unknown object type, field or operation and :class:`NetworkNotFound` for an unknown network.
+        through unscored branches (by id). Without a scored leaf the order is by id. ``scored_limit``: only the
+        first ``scored_limit`` scored results are returned (and their rows read) — the unscored rows after them are
+        those of the whole answer, so a caller keeping the best few of the answer (kn_search keeps 5 of 50) reads
+        the rows it keeps. Raises ``ValueError`` for an unknown object type, field or operation and
+        :class:`NetworkNotFound` for an unknown network.
         """
         plan = self.compile(kn_id, object_type_id, condition, limit)
         if limit <= 0:
@@ -242,13 +246,15 @@ class StoreQueries:
             ok = list(scored_ids) if plan.candidates_match else [r.id for r in conn.execute(id_query)]
             ok.sort(key=(lambda i: (-plan.scores[i], i)) if sort_by_score else None)
             top = ok[:limit]
+            kept = top if scored_limit is None else top[:max(scored_limit, 0)]
             # the clause was just checked for these ids: read their rows by primary key alone
-            by_id = {r.id: r for r in conn.execute(base.where(ti.c.id.in_(top)))} if top else {}
-            hits = [self._hit(object_type_id, by_id[i], plan.scores[i]) for i in top if i in by_id]
+            by_id = {r.id: r for r in conn.execute(base.where(ti.c.id.in_(kept)))} if kept else {}
+            hits = [self._hit(object_type_id, by_id[i], plan.scores[i]) for i in kept if i in by_id]
+            filled = len(top) - (len(kept) - len(hits))  # a kept id whose row is gone leaves its place to the rest
             rest_clause = plan.rest_clause
-            if len(hits) < limit and rest_clause is not None:
+            if filled < limit and rest_clause is not None:
                 rest = conn.execute(
-                    base.where(rest_clause, ti.c.id.not_in(scored_ids)).order_by(ti.c.id).limit(limit - len(hits))
+                    base.where(rest_clause, ti.c.id.not_in(scored_ids)).order_by(ti.c.id).limit(limit - filled)
                 ).all()
                 hits.extend(self._hit(object_type_id, r, None) for r in rest)
         return hits
