@@ -14,9 +14,10 @@ token):
 3. a row holding only the other (common) terms scores at most their IDF sum times the bm25 factor of the shortest
    possible row (one term and the scope token): when the ``fetch``-th best row of step 2 scores above that bound,
    step 2's best rows are the answer, exactly;
-4. otherwise the rows holding every common term, then (when those were not cut) any of them, are read too, up to
-   ``sample_rows`` (at least twice ``fetch``) each in index order, and the best of all read rows answer: exact
-   when no read was cut, else the best of a sample of the rows that match only common terms (``exact`` False).
+4. otherwise the rows holding any common term are read too, up to ``sample_rows`` (at least twice ``fetch``) in
+   index order: when that read was not cut, the best of all read rows are exactly FTS5's; when it was, the rows
+   holding every common term (the best of the rows that hold only common terms) are read as well, up to as many,
+   and the best of all read rows answer — the best of a sample (``exact`` False).
 
 :func:`staged_many` answers many requests (scope sets) of one query: the statistics and the rare terms' rows are
 read once for all of them.
@@ -186,15 +187,12 @@ def staged_many(source: TextSource, requests: Mapping[Key, Sequence[str]], terms
         if not common or (len(best) == fetch and -best[-1].rank > bound):
             out[key] = (best, True)
             continue
-        exact = True
-        for every in ([True, False] if len(common) > 1 else [False]):
-            raw = source.rows(scopes, common, every, sample)
+        raw = source.rows(scopes, common, False, sample)
+        found.update((row.id, row) for row in scorer.rows([r for r in raw if r[0] not in found]))
+        exact = len(raw) < sample  # not cut: every row holding a common term was read
+        if not exact and len(common) > 1:
+            raw = source.rows(scopes, common, True, sample)
             found.update((row.id, row) for row in scorer.rows([r for r in raw if r[0] not in found]))
-            if len(raw) >= sample:
-                exact = False  # cut: a sample in index order
-                break
-            if not every:
-                break  # every row holding a common term was read
         out[key] = (_ranked(found.values(), fetch), exact)
     return out
 
