@@ -81,10 +81,12 @@ class Settings(BaseSettings):
     #: (kgrag.network.store.ann: usearch HNSW, memory-mapped, kept in step by content); smaller ones, and every
     #: type when 0, by the exact scan
     kn_ann_min_rows: int = Field(default=50_000, ge=0, le=1_000_000_000)
-    #: how many candidates an ANN search walks (usearch's expansion): more finds more of the exact neighbours and
-    #: costs more per search — on the 1M shop network's f16 bases 512 found 0.93 of the exact top 10, 1,024 0.95
-    #: (+1.4 ms); its bf16 bases (built 25 % sooner) need 1,536 for as much (kgrag.network.store.ann)
-    kn_ann_expansion: int = Field(default=1536, ge=16, le=16_384)
+    #: how many candidates an ANN search walks (usearch's expansion) on every base; 0: each base's own, calibrated
+    #: when it is built to find ``kn_ann_recall`` of the exact top 10 (kgrag.network.store.ann_calibrate) — on the
+    #: 1M shop network 128 (reviews) to 2,048 (orders) where one value for all took 1,536
+    kn_ann_expansion: int = Field(default=0, ge=0, le=16_384)
+    #: the recall@10 a base's calibrated search expansion reaches on a sample of the network's own knn vectors
+    kn_ann_recall: float = Field(default=0.95, ge=0.5, le=0.999)
     #: threads a search's big-type ANN reads run on beside its text read (usearch holds no interpreter lock while
     #: it searches), when no other search of the process is running; 0: each read where it is asked, in turn.
     #: On the 1M shop network 2 took one client's p50 from ~58 to ~47 ms but 8 clients' rate from ~20 to ~18

@@ -157,7 +157,8 @@ def test_a_load_reads_the_file_unmapped_and_gives_the_map_back(tmp_path: Path) -
         engine.dispose()
 
 
-def test_the_search_expansion_is_the_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_search_expansion_is_the_setting_else_the_bases_own(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     vectors = np.eye(8, dtype=np.float32)
     build_base(tmp_path / "f", [([f"i{n}" for n in range(8)], ["h"] * 8, vectors)], "m")
     monkeypatch.setenv("KGRAG_KN_ANN_EXPANSION", "64")
@@ -167,7 +168,20 @@ def test_the_search_expansion_is_the_setting(tmp_path: Path, monkeypatch: pytest
     finally:
         get_settings.cache_clear()
     monkeypatch.delenv("KGRAG_KN_ANN_EXPANSION")
-    assert open_base(tmp_path / "f").index.expansion_search == get_settings().kn_ann_expansion == 1536
+    assert get_settings().kn_ann_expansion == 0  # each base's own: this one was built with no calibration queries
+    assert open_base(tmp_path / "f").index.expansion_search == ann.UNCALIBRATED_EXPANSION == 1536
+
+
+def test_a_base_built_by_the_store_is_calibrated_on_the_networks_knn_vectors(ann_store: NetworkStore) -> None:
+    import json
+
+    base = open_base(ann_store.index.ann_files.folder(KN, "Book", "title"))
+    manifest = json.loads((base.path / "manifest.json").read_text())
+    stored = sum(len(ann_store.query_instances(KN, tid, None, 1000)) for tid in ann_store.index.ann_types(KN))
+    # every knn field of every type gives its share (the library has fewer vectors than the sample asks)
+    assert manifest["calibration"]["queries"] == stored
+    assert manifest["calibration"]["target"] == get_settings().kn_ann_recall
+    assert manifest["expansion_search"] == base.expansion == base.index.expansion_search
 
 
 def test_a_search_reads_its_big_types_knn_side_by_side_with_the_same_answers(

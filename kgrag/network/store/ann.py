@@ -18,8 +18,11 @@ a whole base or none; older bases of the same field are removed once a new one i
 one keeps its pages: the file's inode lives until it is unmapped).
 
 Where: next to a SQLite database file (``<file>.ann/``), else under ``<work_dir>/ann/<hash of the URL>/``.
-Parameters: ``bf16`` scalars, connectivity 32, expansion 256 when adding and ``KGRAG_KN_ANN_EXPANSION`` (1,536)
-when searching — measured on the generated shop network's MiniLM name vectors, where connectivity 16 / expansion 128
+The search expansion is each base's own, calibrated when it is built (:mod:`kgrag.network.store.ann_calibrate`:
+the smallest that finds ``KGRAG_KN_ANN_RECALL`` of the exact top 10 of a sample of the network's own ``knn``
+vectors; kept in the manifest) unless ``KGRAG_KN_ANN_EXPANSION`` sets one for all; a base built without
+calibration queries (or by an earlier version) searches at :data:`UNCALIBRATED_EXPANSION`.
+Parameters: ``bf16`` scalars, connectivity 32, expansion 256 when adding — measured on the generated shop network's MiniLM name vectors, where connectivity 16 / expansion 128
 found 0.84 of the exact top 10 of a type whose names differ by a number ("order 0001234 of …") and 32 / 256 0.95
 (bench/big_network.py reports recall@10 against the exact scan; bench/ann_libraries.py compares the libraries).
 ``bf16`` rather than ``f16`` (the bases of earlier versions, still read): on the 1M network's 400,000 order names
@@ -39,18 +42,22 @@ import re
 import shutil
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from kgrag.config import get_settings
+from kgrag.network.store.ann_calibrate import calibrate
 
-__all__ = ["AnnBase", "AnnFiles", "MAX_DELTA_FRACTION", "build_base", "delta_too_big", "open_base"]
+__all__ = ["AnnBase", "AnnFiles", "MAX_DELTA_FRACTION", "UNCALIBRATED_EXPANSION", "build_base", "delta_too_big",
+           "open_base"]
 
 CONNECTIVITY = 32
 EXPANSION_ADD = 256
+#: the search expansion of a base with no calibrated one (the fixed default before calibration)
+UNCALIBRATED_EXPANSION = 1536
 DTYPE = "bf16"
 #: a delta over this fraction of its base and over :data:`MIN_DELTA_ROWS` rows, or over :data:`MAX_DELTA_ROWS`
 #: rows, rebuilds the base (:func:`delta_too_big`)
@@ -103,6 +110,7 @@ class AnnBase:
     hashes: np.ndarray  # bytes array: row number -> the instance's content hash at build time
     model: str
     row_keys: np.ndarray  # row number -> its vector's key in the index
+    expansion: int = UNCALIBRATED_EXPANSION  # the search expansion it answers with
     _rows_by_key: tuple[np.ndarray, np.ndarray] | None = None  # (rows in key order, each key's first position)
 
     def __len__(self) -> int:
@@ -162,10 +170,11 @@ def _usearch():  # noqa: ANN202 - usearch.index.Index
 
 
 def build_base(field_folder: Path, chunks: Iterable[tuple[list[str], list[str], np.ndarray]], model: str,
-               threads: int | None = None) -> AnnBase | None:
+               threads: int | None = None, calibration: Callable[[], np.ndarray] | None = None) -> AnnBase | None:
     """Build a base of the rows ``chunks`` yields — ``(item ids, their content hashes, float32 L2-normalised
     vectors)``, added to the index a chunk at a time (a base never holds every vector in memory) — under
-    ``field_folder``, replace the older ones there, and open it; None when there are no rows."""
+    ``field_folder``, its search expansion calibrated on the queries ``calibration`` returns (none:
+    :data:`UNCALIBRATED_EXPANSION`), replace the older ones there, and open it; None when there are no rows."""
     Index = _usearch()  # noqa: N806 - the class
 
     field_folder.mkdir(parents=True, exist_ok=True)
@@ -181,7 +190,7 @@ def build_base(field_folder: Path, chunks: Iterable[tuple[list[str], list[str], 
         for ids, chunk_hashes, vectors in chunks:
             if index is None:
                 index = Index(ndim=int(vectors.shape[1]), metric="ip", dtype=DTYPE, connectivity=CONNECTIVITY,
-                              expansion_add=EXPANSION_ADD, expansion_search=get_settings().kn_ann_expansion)
+                              expansion_add=EXPANSION_ADD)
             vectors = np.ascontiguousarray(vectors, np.float32)
             keys = np.empty(len(ids), np.int64)
             new_rows: list[int] = []
@@ -201,11 +210,17 @@ def build_base(field_folder: Path, chunks: Iterable[tuple[list[str], list[str], 
         if index is None:
             shutil.rmtree(tmp, ignore_errors=True)
             return None
+        queries = calibration() if calibration is not None else np.zeros((0, index.ndim), np.float32)
+        target = get_settings().kn_ann_recall
+        expansion, recalls = (calibrate(index, queries, target, threads=threads) if len(queries)
+                              else (UNCALIBRATED_EXPANSION, {}))
         index.save(str(tmp / "index.usearch"))
         _write_ids(tmp, item_ids, hashes, np.concatenate(row_keys).astype(np.uint32))
         (tmp / "manifest.json").write_text(json.dumps({
             "model": model, "rows": len(item_ids), "keys": len(key_of), "dim": int(index.ndim), "dtype": DTYPE,
-            "connectivity": CONNECTIVITY, "expansion_add": EXPANSION_ADD, "built_at": time.time()}))
+            "connectivity": CONNECTIVITY, "expansion_add": EXPANSION_ADD, "expansion_search": expansion,
+            "calibration": {"queries": len(queries), "target": target, "recall_at_10": recalls},
+            "built_at": time.time()}))
         final = field_folder / build_id
         tmp.rename(final)
     except BaseException:
@@ -233,7 +248,8 @@ def open_base(field_folder: Path) -> AnnBase | None:
         index = Index.restore(str(folder / "index.usearch"), view=True)
         if index is None:
             return None
-        index.expansion_search = get_settings().kn_ann_expansion
+        expansion = get_settings().kn_ann_expansion or int(manifest.get("expansion_search", UNCALIBRATED_EXPANSION))
+        index.expansion_search = expansion
         item_ids, hashes, row_keys = _read_ids(folder)
     except (OSError, ValueError, RuntimeError):
         return None  # removed meanwhile or damaged: the caller builds a new one
@@ -241,4 +257,4 @@ def open_base(field_folder: Path) -> AnnBase | None:
     if (len(item_ids) != manifest.get("rows") or len(index) != keys or len(row_keys) != len(item_ids)
             or (len(row_keys) and int(row_keys.max()) >= keys)):
         return None
-    return AnnBase(folder, index, item_ids, hashes, manifest.get("model", ""), row_keys.astype(np.int64))
+    return AnnBase(folder, index, item_ids, hashes, manifest.get("model", ""), row_keys.astype(np.int64), expansion)

@@ -9,7 +9,8 @@ Contract: :func:`open_type_index` reads the type's ``(id, content_hash)`` rows (
 field's newest base, and compares: a base row whose instance now has another hash (or is gone) is a tombstone; an
 instance whose ``(id, hash)`` no base row has gets its current vectors read (the delta). A field without a base, a
 base made by another model, or a delta too big for the base (:func:`~kgrag.network.store.ann.delta_too_big`) is
-(re)built from the stored vectors (read in chunks of :data:`READ_CHUNK` rows) before it answers. :meth:`TypeIndex.knn`
+(re)built from the stored vectors (read in chunks of :data:`READ_CHUNK` rows) before it answers, its search
+expansion calibrated on :func:`sample_vectors` of the ``calibration`` fields (the network's knn fields). :meth:`TypeIndex.knn`
 asks each base for more neighbours than it needs (doubling while tombstones leave too few), scans the delta
 exactly, and keeps each item's best field, as the exact scan does.
 """
@@ -29,12 +30,14 @@ from kgrag.network.schema import tables as t
 from kgrag.network.store.ann import AnnBase, AnnFiles, build_base, delta_too_big, open_base
 from kgrag.network.store.core import unmapped
 
-__all__ = ["READ_CHUNK", "TypeIndex", "build_field", "open_type_index"]
+__all__ = ["CALIBRATION_QUERIES", "READ_CHUNK", "TypeIndex", "build_field", "open_type_index", "sample_vectors"]
 
 log = logging.getLogger(__name__)
 
 #: stored vectors read per statement when a base is built
 READ_CHUNK = 50_000
+#: stored vectors a base's search expansion is calibrated on (at most; shared out over the network's knn fields)
+CALIBRATION_QUERIES = 256
 #: neighbours asked of a base beyond the ``limit`` a query wants (tombstones and a field's duplicates)
 EXTRA = 32
 
@@ -136,10 +139,28 @@ def _vector_chunks(engine: Engine, kn_id: str, type_id: str, name: str) -> Itera
         yield from result.partitions(READ_CHUNK)
 
 
+def sample_vectors(engine: Engine, kn_id: str, fields: list[tuple[str, str]],
+                   total: int = CALIBRATION_QUERIES) -> np.ndarray:
+    """Up to ``total`` stored instance vectors of ``kn_id``, as many of each ``(object type, field)`` of ``fields``
+    (the first by item id: one short indexed read each) — the queries a base's search expansion is calibrated on."""
+    v = t.vectors
+    each = max(total // max(len(fields), 1), 1)
+    blobs: list[bytes] = []
+    with engine.connect() as conn:
+        for type_id, name in fields[:total]:
+            blobs += conn.execute(select(v.c.vector).where(
+                v.c.kn_id == kn_id, v.c.kind == "instance", v.c.type_id == type_id, v.c.field == name)
+                .order_by(v.c.item_id).limit(each)).scalars().all()
+    if not blobs:
+        return np.zeros((0, 1), np.float32)
+    return np.frombuffer(b"".join(blobs), np.float32).reshape(len(blobs), -1)
+
+
 def build_field(engine: Engine, files: AnnFiles, kn_id: str, type_id: str, name: str, model: str,
-                hashes: dict[str, str] | None = None) -> AnnBase | None:
-    """Build the base of one field from the stored vectors, :data:`READ_CHUNK` rows at a time (None: the field
-    has none)."""
+                hashes: dict[str, str] | None = None, calibration: list[tuple[str, str]] | None = None
+                ) -> AnnBase | None:
+    """Build the base of one field from the stored vectors, :data:`READ_CHUNK` rows at a time, its search expansion
+    calibrated on :func:`sample_vectors` of ``calibration`` (None: not calibrated) (None: the field has none)."""
     start = time.perf_counter()
     hashes = hashes if hashes is not None else _current_hashes(engine, kn_id, type_id)
 
@@ -149,10 +170,11 @@ def build_field(engine: Engine, files: AnnFiles, kn_id: str, type_id: str, name:
             vectors = np.frombuffer(b"".join(r.vector for r in chunk), np.float32).reshape(len(chunk), -1)
             yield ids, [hashes.get(i, "") for i in ids], vectors
 
-    base = build_base(files.folder(kn_id, type_id, name), chunks(), model)
+    queries = (lambda: sample_vectors(engine, kn_id, calibration)) if calibration else None
+    base = build_base(files.folder(kn_id, type_id, name), chunks(), model, calibration=queries)
     if base is not None:
-        log.info("ANN base of %s/%s.%s: %d rows in %.1f s", kn_id, type_id, name, len(base),
-                 time.perf_counter() - start)
+        log.info("ANN base of %s/%s.%s: %d rows in %.1f s, search expansion %d", kn_id, type_id, name, len(base),
+                 time.perf_counter() - start, base.expansion)
     return base
 
 
@@ -173,8 +195,9 @@ def _delta_vectors(engine: Engine, kn_id: str, type_id: str, item_ids: list[str]
 
 
 def open_type_index(engine: Engine, files: AnnFiles, kn_id: str, type_id: str, knn_fields: list[str],
-                    version: str, model: str) -> TypeIndex:
-    """The type's knn at ``version`` (see the module docstring)."""
+                    version: str, model: str, calibration: list[tuple[str, str]] | None = None) -> TypeIndex:
+    """The type's knn at ``version`` (see the module docstring); a base built here is calibrated on the stored
+    vectors of the ``calibration`` ``(object type, field)`` pairs."""
     hashes = _current_hashes(engine, kn_id, type_id)
     fields: dict[str, _Field] = {}
     stale: set[str] = set()  # instances some field's base does not hold as they are now
@@ -190,7 +213,7 @@ def open_type_index(engine: Engine, files: AnnFiles, kn_id: str, type_id: str, k
                 fields[name] = _Field(base, dead)
                 stale |= missing
                 continue
-        built = build_field(engine, files, kn_id, type_id, name, model, hashes)
+        built = build_field(engine, files, kn_id, type_id, name, model, hashes, calibration)
         if built is not None:
             fields[name] = _Field(built, np.zeros(len(built), bool))
     delta_fields = [f for f in fields if stale]

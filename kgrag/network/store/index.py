@@ -280,8 +280,11 @@ class StoreIndex:
             cached = self._ann.get(key)
             if cached is not None and cached.version == version:
                 return cached
+            network = self.core.schema(kn_id)[1]
+            knn_fields = [(ot.id, p.name) for ot in network.object_types for p in ot.data_properties
+                          if "knn" in p.condition_operations]  # a base is calibrated on all of them
             typed = open_type_index(self.core.engine, self.ann_files, kn_id, type_id, fields, version,
-                                    self.core.recorded_embedder(kn_id))
+                                    self.core.recorded_embedder(kn_id), knn_fields)
             with self.core.lock:
                 self._ann[key] = typed
             return typed
