@@ -38,7 +38,8 @@ def built() -> tuple[object, np.ndarray, np.ndarray]:
 def _recall(index: object, queries: np.ndarray, truth: np.ndarray, expansion: int) -> float:
     index.expansion_search = expansion
     found = index.search(queries, NEIGHBOURS, threads=1).keys
-    return sum(len(set(f.tolist()) & set(t.tolist())) for f, t in zip(found, truth)) / truth.size
+    hits = sum(len(set(f.tolist()) & set(t.tolist())) for f, t in zip(found, truth, strict=True))
+    return hits / truth.size
 
 
 def test_exact_neighbours_are_a_brute_force_scan_in_chunks(built) -> None:
