@@ -22,7 +22,7 @@ from kgrag.config import get_settings
 from kgrag.network.loaders.declarative import load_declarative
 from kgrag.network.schema import tables as t
 from kgrag.network.store import NetworkStore, fts_query
-from kgrag.network.store.text_rank import SqliteText, bm25, staged_many, staged_rows
+from kgrag.network.store.text_rank import RowSamples, SqliteText, bm25, staged_many, staged_rows
 
 LIBRARY = Path(__file__).resolve().parents[1] / "examples" / "library" / "library.yaml"
 SCOPES = {name: t.scope_token("kn", "instance", name, "name") for name in ("A", "B", "C")}
@@ -63,11 +63,12 @@ QUERIES = [["w0"], ["w0", "w1"], ["w2500", "w0"], ["w40", "w3", "w1"], ["w1", "w
            ["1", "2", "w150"], ["1.2"], ["3.1", "w0"], ["0.0", "1", "w5"], ["2.3", "2", "3"]]
 
 
+@pytest.mark.parametrize("samples", [False, True])
 @pytest.mark.parametrize(("rare_rows", "sample_rows"), [(5000, 200), (50, 200), (0, 10_000), (50, 5), (0, 3)])
-def test_exact_answers_are_fts5s(index, rare_rows: int, sample_rows: int) -> None:  # noqa: ANN001
+def test_exact_answers_are_fts5s(index, rare_rows: int, sample_rows: int, samples: bool) -> None:  # noqa: ANN001
     cut = exact_seen = 0
     with index.connect() as conn:
-        source = SqliteText(conn)
+        source = SqliteText(conn, samples=RowSamples() if samples else None)
         for terms in QUERIES:
             for scopes in ([SCOPES["A"]], [SCOPES["A"], SCOPES["C"]], list(SCOPES.values())):
                 for fetch in (1, 8, 40):
@@ -87,6 +88,22 @@ def test_exact_answers_are_fts5s(index, rare_rows: int, sample_rows: int) -> Non
     assert exact_seen > 0
     if sample_rows <= 5:
         assert cut > 0  # the small samples were cut and said so
+
+
+@pytest.mark.parametrize("max_rows", [100_000, 60])
+def test_reads_merged_from_kept_samples_equal_one_read(index, max_rows: int) -> None:  # noqa: ANN001
+    """A cut read of the rows holding any term is the merge of each (scope, term)'s first rows, whatever the kept
+    samples hold: read with smaller and larger limits, in turn, and with a cache small enough to drop pairs."""
+    samples = RowSamples(max_rows)
+    with index.connect() as conn:
+        plain, kept = SqliteText(conn), SqliteText(conn, samples=samples)
+        for limit in (5, 40, 3, 400, 40):
+            for terms in QUERIES:
+                for scopes in ([SCOPES["A"]], [SCOPES["A"], SCOPES["C"]], list(SCOPES.values())):
+                    want = plain.rows(scopes, terms, False, limit)
+                    assert kept.rows(scopes, terms, False, limit) == want, (limit, terms, scopes)
+                    assert kept.rows(scopes, terms, True, limit) == plain.rows(scopes, terms, True, limit)
+        assert samples._held <= max_rows and samples._lists
 
 
 def test_many_requests_answer_as_each_alone(index) -> None:  # noqa: ANN001

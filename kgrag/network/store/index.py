@@ -48,7 +48,14 @@ from kgrag.network.schema import tables as t
 from kgrag.network.store.ann import AnnFiles
 from kgrag.network.store.ann_search import TypeIndex, open_type_index
 from kgrag.network.store.core import StoreCore
-from kgrag.network.store.text_rank import SqliteText, fts_terms, sqlite_totals, staged_many, staged_rows
+from kgrag.network.store.text_rank import (
+    RowSamples,
+    SqliteText,
+    fts_terms,
+    sqlite_totals,
+    staged_many,
+    staged_rows,
+)
 from kgrag.rank.embedder_factory import TextEmbedder, make_embedder
 from kgrag.rank.sentence_embedder import Embedder
 from kgrag.rank.tokenize import tokenize
@@ -221,7 +228,8 @@ class StoreIndex:
         self._pending: dict[str, tuple[str, bool]] = {}  # kn_id -> (version, instance vectors deferred)
         #: the text index's totals and common terms' row counts, kept while no network of the database changes
         #: (keyed by its networks' versions)
-        self._text_stats: tuple[tuple[Any, ...], tuple[int, int], dict[str, int]] | None = None
+        #: (network versions, FTS5 totals, term row counts, (scope, term) row samples) of the staged text ranking
+        self._text_stats: tuple[tuple[Any, ...], tuple[int, int], dict[str, int], RowSamples] | None = None
 
     def forget(self, kn_id: str) -> None:
         """Drop ``kn_id``'s cached vector indexes and embedder (after a load)."""
@@ -446,11 +454,12 @@ class StoreIndex:
         epoch = tuple(conn.execute(select(t.networks.c.kn_id, t.networks.c.version).order_by(t.networks.c.kn_id)))
         cached = self._text_stats
         if cached is None or cached[0] != epoch:
-            cached = (epoch, sqlite_totals(conn), {})
+            cached = (epoch, sqlite_totals(conn), {}, RowSamples())
             with self.core.lock:
                 self._text_stats = cached
-        _, totals, term_rows = cached
-        return SqliteText(conn, totals, term_rows) if totals[0] >= get_settings().kn_text_staged_rows else None
+        _, totals, term_rows, samples = cached
+        return (SqliteText(conn, totals, term_rows, samples) if totals[0] >= get_settings().kn_text_staged_rows
+                else None)
 
     def _bm25_rows(self, scopes: list[str], tokens: list[str], fetch: int) -> list[Any]:
         """The best ``fetch`` text rows of ``scopes`` holding any of ``tokens``, ranked as FTS5's ``bm25()``

@@ -22,6 +22,11 @@ token):
 :func:`staged_many` answers many requests (scope sets) of one query: the statistics and the rare terms' rows are
 read once for all of them.
 
+A read of the rows holding any common term, cut at ``sample`` rows in index order, is the merge of the first
+``sample`` rows of each (scope, term) — a common term recurs across queries by definition, so
+:class:`SqliteText` keeps those per-(scope, term) lists (:class:`RowSamples`, bounded, the caller's for as long as
+the index does not change) and merges them instead of reading again: the same rows as one read.
+
 Ties are broken by row id, as FTS5's ``ORDER BY rank, rowid``. Terms are the query's index tokens, as FTS5
 reads them: a decimal (``23.50``) is the phrase of its digit runs (:func:`fts_terms`) — its rows counted by a
 match, its frequency by adjacent runs. :class:`SqliteText` reads the FTS5
@@ -30,15 +35,18 @@ index (term counts from an ``fts5vocab`` table, totals from the index's own aver
 
 from __future__ import annotations
 
+import heapq
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol, TypeVar
 
 from sqlalchemy import Connection, text
 
-__all__ = ["K1", "B", "TextRow", "TextSource", "TextStats", "SqliteText", "bm25", "sqlite_totals", "staged_many",
-           "staged_rows"]
+__all__ = ["K1", "B", "RowSamples", "TextRow", "TextSource", "TextStats", "SqliteText", "bm25", "sqlite_totals",
+           "staged_many", "staged_rows"]
 
 #: the caller's key of one request of :func:`staged_many`
 Key = TypeVar("Key", bound=Hashable)
@@ -226,20 +234,53 @@ def sqlite_totals(conn: Connection) -> tuple[int, int]:
     return (values[0], sum(values[1:])) if values else (0, 0)
 
 
+class RowSamples:
+    """The first rows (in index order) of (scope, term) pairs, as read, at most ``max_rows`` rows in all (the least
+    recently used pairs go first); thread-safe. ``get`` answers a pair read with at least ``limit`` rows or read
+    whole (fewer rows than its read asked for)."""
+
+    def __init__(self, max_rows: int = 100_000) -> None:
+        self.max_rows = max_rows
+        self._lists: OrderedDict[tuple[str, str], tuple[int, list[tuple]]] = OrderedDict()
+        self._held = 0
+        self._lock = threading.Lock()
+
+    def get(self, scope: str, term: str, limit: int) -> list[tuple] | None:
+        with self._lock:
+            found = self._lists.get((scope, term))
+            if found is None or (found[0] < limit and len(found[1]) >= found[0]):
+                return None
+            self._lists.move_to_end((scope, term))
+            return found[1][:limit]
+
+    def put(self, scope: str, term: str, asked: int, rows: list[tuple]) -> None:
+        if len(rows) > self.max_rows:
+            return
+        with self._lock:
+            old = self._lists.pop((scope, term), None)
+            self._held += len(rows) - (len(old[1]) if old else 0)
+            self._lists[(scope, term)] = (asked, rows)
+            while self._held > self.max_rows:
+                _, (_, dropped) = self._lists.popitem(last=False)
+                self._held -= len(dropped)
+
+
 class SqliteText:
     """:class:`TextSource` over the FTS5 table ``kn_text`` (columns text, scope) and its rows ``kn_text_rows``.
 
-    ``totals`` (:func:`sqlite_totals`) and ``term_rows`` (a cache of term row counts) are the caller's, kept for
-    as long as the index does not change (a common term's count walks its whole doclist: ~7 ms for 400,000 rows)."""
+    ``totals`` (:func:`sqlite_totals`), ``term_rows`` (a cache of term row counts) and ``samples`` (the first rows
+    of (scope, term) pairs: :class:`RowSamples`) are the caller's, kept for as long as the index does not change (a
+    common term's count walks its whole doclist: ~7 ms for 400,000 rows)."""
 
     #: a term row count at least this large is worth keeping in the caller's cache
     CACHE_MIN_ROWS = 2_000
 
     def __init__(self, conn: Connection, totals: tuple[int, int] | None = None,
-                 term_rows: dict[str, int] | None = None) -> None:
+                 term_rows: dict[str, int] | None = None, samples: RowSamples | None = None) -> None:
         self.conn = conn
         self.totals = totals if totals is not None else sqlite_totals(conn)
         self.term_rows = term_rows if term_rows is not None else {}
+        self.samples = samples
 
     def stats(self, terms: Sequence[str]) -> TextStats:
         rows, tokens = self.totals
@@ -261,6 +302,28 @@ class SqliteText:
         return TextStats(rows, tokens, counts)
 
     def rows(self, scopes: Sequence[str], terms: Sequence[str], every: bool, limit: int | None) -> list[tuple]:
+        if self.samples is None or every or limit is None:
+            return self._read(scopes, terms, every, limit)
+        # the first ``limit`` rows holding any term: the merge of each (scope, term)'s first ``limit`` (module doc)
+        lists = []
+        for scope in dict.fromkeys(scopes):
+            for term in dict.fromkeys(terms):
+                found = self.samples.get(scope, term, limit)
+                if found is None:
+                    found = self._read([scope], [term], False, limit)
+                    self.samples.put(scope, term, limit, found)
+                lists.append(found)
+        out: list[tuple] = []
+        seen: set[int] = set()
+        for row in heapq.merge(*lists, key=lambda r: r[0]):
+            if row[0] not in seen:
+                seen.add(row[0])
+                out.append(row)
+                if len(out) >= limit:
+                    break
+        return out
+
+    def _read(self, scopes: Sequence[str], terms: Sequence[str], every: bool, limit: int | None) -> list[tuple]:
         def quoted(values: Sequence[str], joiner: str) -> str:
             return joiner.join('"' + v.replace('"', '""') + '"' for v in values)
 
