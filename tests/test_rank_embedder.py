@@ -168,6 +168,17 @@ def test_query_vectors_stay_in_memory_and_match_encode(model, counting, tmp_path
     assert sorted((tmp_path / "embeddings").rglob("shard-*")) == shards  # no query written to disk
 
 
+def test_embedders_of_one_model_share_their_query_vectors(model, counting, tmp_path: Path) -> None:
+    """A store's and a reranker's embedder of one model encode a query once between them; another query encoder
+    (or export folder) keeps its own vectors."""
+    text = f"asked of one embedder only {tmp_path.name}"
+    first = Embedder().encode_query(text)
+    calls = len(counting)
+    assert Embedder(cache_dir=tmp_path).encode_query(text) is first and len(counting) == calls
+    assert Embedder(query_encoder="onnx", models_dir=tmp_path)._queries is not Embedder()._queries
+    assert Embedder(models_dir=tmp_path)._queries is not Embedder()._queries
+
+
 def test_concurrent_new_queries_share_model_calls(model, monkeypatch, tmp_path: Path) -> None:
     """encode_query from many threads at once: queries that wait for the model go in one call together, and
     each caller gets its own query's vector (to float rounding: a batch pads to its longest text)."""

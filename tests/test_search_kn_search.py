@@ -381,6 +381,7 @@ def test_warm_search_encodes_the_relation_documents_before_any_query(store, monk
     assert report["no-such-network"]["error"].startswith("NetworkNotFound")  # reported, the others still warm
     assert sorted(relation_documents(network)) == sorted(calls[0])  # one call for all of them
     calls.clear()
-    query = "一个从没问过的问题：阿司匹林的副作用"
+    # never asked in this process (query vectors are shared by the embedders of a model: another test may have)
+    query = f"一个从没问过的问题：阿司匹林的副作用 {tmp_path.name}"
     response = kn_search(_req(query), store, cold_reranker)
     assert response.relation_types and calls == [[query]]

@@ -221,6 +221,18 @@ class _PendingQuery:
         return self.vector
 
 
+#: the query vectors of each (model, query encoder, device, export folder) in the process, shared by every
+#: :class:`Embedder` of them (a store's and a reranker's embedder see the same queries: each is encoded once):
+#: ``(lock, LRU)``
+_QUERY_VECTORS: dict[tuple[str, str, str, str], tuple[threading.Lock, OrderedDict[str, np.ndarray]]] = {}
+_QUERY_VECTORS_LOCK = threading.Lock()
+
+
+def _query_vectors(*key: str) -> tuple[threading.Lock, OrderedDict[str, np.ndarray]]:
+    with _QUERY_VECTORS_LOCK:
+        return _QUERY_VECTORS.setdefault(key, (threading.Lock(), OrderedDict()))
+
+
 class Embedder:
     """Encode texts into L2-normalised float32 vectors, with an optional on-disk cache.
 
@@ -255,7 +267,7 @@ class Embedder:
         )
         self._cache = _DiskCache(self.cache_folder) if self.cache_folder is not None else None
         self._lock = threading.Lock()
-        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._queries_lock, self._queries = _query_vectors(model_name, query_encoder, device, str(self.models_dir))
         self._pending: list[_PendingQuery] = []  # queries waiting for the model (encode_query)
         self._pending_lock = threading.Lock()
         self._dim: int | None = None
@@ -530,22 +542,25 @@ class Embedder:
     QUERY_CACHE_SIZE = 8192
 
     def encode_query(self, text: str) -> np.ndarray:
-        """One query's vector, for request-time use: from an in-memory LRU, else the on-disk cache (as loaded,
-        no re-scan), else the model — and then kept in memory only. Queries are open-ended, so writing each to
-        the disk cache (one shard per new text, a folder re-scan per miss, periodic compaction, all under the
-        embedder's lock) made every new query of a busy server wait on the others."""
-        with self._lock:
+        """One query's vector, for request-time use: from an in-memory LRU (the process's, shared by the embedders
+        of this model and query encoder), else the on-disk cache (as loaded, no re-scan), else the model — and then
+        kept in memory only. Queries are open-ended, so writing each to the disk cache (one shard per new text, a
+        folder re-scan per miss, periodic compaction, all under the embedder's lock) made every new query of a busy
+        server wait on the others."""
+        with self._queries_lock:
             cached = self._queries.get(text)
             if cached is not None:
                 self._queries.move_to_end(text)
                 return cached
-            if self._cache is not None:
+        if self._cache is not None:
+            with self._lock:
                 cached = self._cache.get(self.key(text))
         vector = np.asarray(cached, dtype=np.float32) if cached is not None else self._encode_queries_together(text)
-        with self._lock:
+        with self._queries_lock:
             self._queries[text] = vector
             while len(self._queries) > self.QUERY_CACHE_SIZE:
                 self._queries.popitem(last=False)
+        with self._lock:
             self._dim = vector.shape[0]
         return vector
 
