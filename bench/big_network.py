@@ -215,7 +215,8 @@ def over_http(db_url: str, qs: list[str], more: list[str], warm: list[str], env:
     try:
         out: dict[str, Any] = {}
         for route in routes:
-            http_load(base, f"{RETRIEVAL}/{route}", [{"kn_id": "shop", "query": q} for q in warm], clients=1)
+            # 8 connections: with several workers each gets its share of the warm-up (a connection stays on one)
+            http_load(base, f"{RETRIEVAL}/{route}", [{"kn_id": "shop", "query": q} for q in warm], clients=8)
             out[f"{route}_1_client"] = http_load(base, f"{RETRIEVAL}/{route}",
                                                  [{"kn_id": "shop", "query": q} for q in qs], clients=1)
             out[f"{route}_8_clients"] = http_load(base, f"{RETRIEVAL}/{route}",
