@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kgrag.network.store.ann import _usearch, build_base, open_base
+from kgrag.network.store.ann import UNCALIBRATED_EXPANSION, _usearch, build_base, open_base
 from kgrag.network.store.ann_calibrate import EXPANSIONS, NEIGHBOURS, calibrate, exact_neighbours
 
 
@@ -83,3 +83,12 @@ def test_a_calibrated_base_searches_with_its_own_expansion(tmp_path: Path, built
     assert manifest["calibration"]["queries"] == len(queries) and manifest["calibration"]["recall_at_10"]
     assert base.expansion == manifest["expansion_search"] in EXPANSIONS
     assert open_base(tmp_path / "f").index.expansion_search == base.expansion
+
+
+def test_queries_of_another_width_leave_the_base_uncalibrated(tmp_path: Path, built) -> None:
+    _, vectors, _ = built
+    ids = [f"i{n}" for n in range(500)]
+    base = build_base(tmp_path / "f", [(ids, ["h"] * 500, vectors[:500])], "m", threads=1,
+                      calibration=lambda: np.ones((4, 7), np.float32))
+    assert base.expansion == UNCALIBRATED_EXPANSION
+    assert json.loads((base.path / "manifest.json").read_text())["calibration"]["queries"] == 0

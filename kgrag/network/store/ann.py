@@ -212,14 +212,15 @@ def build_base(field_folder: Path, chunks: Iterable[tuple[list[str], list[str], 
             return None
         queries = calibration() if calibration is not None else np.zeros((0, index.ndim), np.float32)
         target = get_settings().kn_ann_recall
-        expansion, recalls = (calibrate(index, queries, target, threads=threads) if len(queries)
+        usable = len(queries) > 0 and queries.ndim == 2 and queries.shape[1] == index.ndim
+        expansion, recalls = (calibrate(index, queries, target, threads=threads) if usable
                               else (UNCALIBRATED_EXPANSION, {}))
         index.save(str(tmp / "index.usearch"))
         _write_ids(tmp, item_ids, hashes, np.concatenate(row_keys).astype(np.uint32))
         (tmp / "manifest.json").write_text(json.dumps({
             "model": model, "rows": len(item_ids), "keys": len(key_of), "dim": int(index.ndim), "dtype": DTYPE,
             "connectivity": CONNECTIVITY, "expansion_add": EXPANSION_ADD, "expansion_search": expansion,
-            "calibration": {"queries": len(queries), "target": target, "recall_at_10": recalls},
+            "calibration": {"queries": len(queries) if usable else 0, "target": target, "recall_at_10": recalls},
             "built_at": time.time()}))
         final = field_folder / build_id
         tmp.rename(final)

@@ -151,6 +151,7 @@ def sample_vectors(engine: Engine, kn_id: str, fields: list[tuple[str, str]],
             blobs += conn.execute(select(v.c.vector).where(
                 v.c.kn_id == kn_id, v.c.kind == "instance", v.c.type_id == type_id, v.c.field == name)
                 .order_by(v.c.item_id).limit(each)).scalars().all()
+    blobs = [b for b in blobs if len(b) == len(blobs[0])] if blobs else []  # one width (one embedder made them)
     if not blobs:
         return np.zeros((0, 1), np.float32)
     return np.frombuffer(b"".join(blobs), np.float32).reshape(len(blobs), -1)
