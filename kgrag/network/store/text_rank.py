@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Mapping, Sequence
@@ -239,7 +240,11 @@ class RowSamples:
     recently used pairs go first); thread-safe. ``get`` answers a pair read with at least ``limit`` rows or read
     whole (fewer rows than its read asked for)."""
 
-    def __init__(self, max_rows: int = 100_000) -> None:
+    #: rows kept by default (their texts and item ids; fields and scopes interned) — on the 1M shop network 9.4 of a
+    #: query's 19.6 (scope, term) lookups missed with 100,000 rows, 4.0 with 400,000 (RSS +115 MB)
+    MAX_ROWS = 300_000
+
+    def __init__(self, max_rows: int = MAX_ROWS) -> None:
         self.max_rows = max_rows
         self._lists: OrderedDict[tuple[str, str], tuple[int, list[tuple]]] = OrderedDict()
         self._held = 0
@@ -309,8 +314,9 @@ class SqliteText:
         for scope in dict.fromkeys(scopes):
             for term in dict.fromkeys(terms):
                 found = self.samples.get(scope, term, limit)
-                if found is None:
-                    found = self._read([scope], [term], False, limit)
+                if found is None:  # kept as plain tuples, the strings every row of the pair repeats interned
+                    found = [(r[0], r[1], sys.intern(r[2]), r[3], sys.intern(r[4]))
+                             for r in self._read([scope], [term], False, limit)]
                     self.samples.put(scope, term, limit, found)
                 lists.append(found)
         out: list[tuple] = []
