@@ -83,7 +83,7 @@ class Settings(BaseSettings):
     kn_ann_min_rows: int = Field(default=50_000, ge=0, le=1_000_000_000)
     #: how many candidates an ANN search walks (usearch's expansion) on every base; 0: each base's own, calibrated
     #: when it is built to find ``kn_ann_recall`` of the exact top 10 (kgrag.network.store.ann_calibrate) — on the
-    #: 1M shop network 128 (reviews) to 2,048 (orders) where one value for all took 1,536
+    #: 1M shop network 96 (reviews) to 2,048 (orders) where one value for all took 1,536
     kn_ann_expansion: int = Field(default=0, ge=0, le=16_384)
     #: the recall@10 a base's calibrated search expansion reaches on a sample of the network's own knn vectors
     kn_ann_recall: float = Field(default=0.95, ge=0.5, le=0.999)

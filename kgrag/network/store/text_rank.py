@@ -241,7 +241,7 @@ class RowSamples:
     whole (fewer rows than its read asked for)."""
 
     #: rows kept by default (their texts and item ids; fields and scopes interned) — on the 1M shop network 9.4 of a
-    #: query's 19.6 (scope, term) lookups missed with 100,000 rows, 4.0 with 400,000 (RSS +115 MB)
+    #: query's 19.6 (scope, term) lookups missed with 100,000 rows, 4.1 with 300,000 (the process's max RSS +40 MB)
     MAX_ROWS = 300_000
 
     def __init__(self, max_rows: int = MAX_ROWS) -> None:
