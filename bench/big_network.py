@@ -400,8 +400,9 @@ def main(argv: list[str] | None = None) -> None:
                         "--reps times (bench/results/big_network_ab.json)")
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--loads-only", action="store_true",
-                        help="the load, reload and 1 %% sync alone (no query steps; each --backends), the sync also "
-                        "diffing the whole state on a copy (the baseline); results: bench/results/big_network_loads.json")
+                        help="the load, reload and 1 %% sync alone (no query steps; each --backends), the sync "
+                        "also diffing the whole state on a copy (the baseline); results: "
+                        "bench/results/big_network_loads.json")
     args = parser.parse_args(argv)
     args.root.mkdir(parents=True, exist_ok=True)
     sizes = [int(s) for s in args.sizes.split(",") if s]

@@ -98,6 +98,14 @@ class KnowledgeNetwork(_Model):
     text: TextConfig | None = None
 
 
+def fields_with(network: KnowledgeNetwork, operation: str) -> dict[str, list[str]]:
+    """``{object type id: names of its data properties whose condition operations include operation}``."""
+    return {
+        ot.id: [p.name for p in ot.data_properties if operation in p.condition_operations]
+        for ot in network.object_types
+    }
+
+
 class Instance(_Model):
     """One instance of an object type: ``id`` is its unique identity, ``properties`` its typed values."""
 

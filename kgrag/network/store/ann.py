@@ -22,9 +22,10 @@ The search expansion is each base's own, calibrated when it is built (:mod:`kgra
 the smallest that finds ``KGRAG_KN_ANN_RECALL`` of the exact top 10 of a sample of the network's own ``knn``
 vectors; kept in the manifest) unless ``KGRAG_KN_ANN_EXPANSION`` sets one for all; a base built without
 calibration queries (or by an earlier version) searches at :data:`UNCALIBRATED_EXPANSION`.
-Parameters: ``bf16`` scalars, connectivity 32, expansion 256 when adding — measured on the generated shop network's MiniLM name vectors, where connectivity 16 / expansion 128
-found 0.84 of the exact top 10 of a type whose names differ by a number ("order 0001234 of …") and 32 / 256 0.95
-(bench/big_network.py reports recall@10 against the exact scan; bench/ann_libraries.py compares the libraries).
+Parameters: ``bf16`` scalars, connectivity 32, expansion 256 when adding — measured on the generated shop
+network's MiniLM name vectors, where connectivity 16 / expansion 128 found 0.84 of the exact top 10 of a type
+whose names differ by a number ("order 0001234 of …") and 32 / 256 0.95 (bench/big_network.py reports recall@10
+against the exact scan; bench/ann_libraries.py compares the libraries).
 ``bf16`` rather than ``f16`` (the bases of earlier versions, still read): on the 1M network's 400,000 order names
 the build took 77 s against 107 s and a search at expansion 1,024 1.8 against 2.2 ms, for 0.890 against 0.899 of
 the exact top 10 — at 1,536, 0.912 in 2.7 ms (180,609 customer names: 60 against 80 s, 0.960 against 0.965).

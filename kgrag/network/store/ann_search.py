@@ -10,9 +10,9 @@ field's newest base, and compares: a base row whose instance now has another has
 instance whose ``(id, hash)`` no base row has gets its current vectors read (the delta). A field without a base, a
 base made by another model, or a delta too big for the base (:func:`~kgrag.network.store.ann.delta_too_big`) is
 (re)built from the stored vectors (read in chunks of :data:`READ_CHUNK` rows) before it answers, its search
-expansion calibrated on :func:`sample_vectors` of the ``calibration`` fields (the network's knn fields). :meth:`TypeIndex.knn`
-asks each base for more neighbours than it needs (doubling while tombstones leave too few), scans the delta
-exactly, and keeps each item's best field, as the exact scan does.
+expansion calibrated on :func:`sample_vectors` of the ``calibration`` fields (the network's knn fields).
+:meth:`TypeIndex.knn` asks each base for more neighbours than it needs (four times as many again while tombstones
+leave too few), scans the delta exactly, and keeps each item's best field, as the exact scan does.
 """
 
 from __future__ import annotations

@@ -27,10 +27,11 @@ from sqlalchemy import func, select, update
 from sqlalchemy.engine import Connection
 
 from kgrag.network.schema import tables as t
+from kgrag.network.schema.model import fields_with
 from kgrag.network.store.core import VECTORS_PENDING, StoreCore, unmapped
 from kgrag.network.store.index import StoreIndex
 from kgrag.network.store.load import Progress, StoreLoader
-from kgrag.network.store.rows import Embeddable, fields_with, knn_texts
+from kgrag.network.store.rows import Embeddable, knn_texts
 from kgrag.rank.embedder_factory import TextEmbedder
 
 __all__ = ["FILL_CHUNK", "FillStats", "VectorFill"]

@@ -45,6 +45,7 @@ from sqlalchemy.engine import Connection
 
 from kgrag.config import get_settings
 from kgrag.network.schema import tables as t
+from kgrag.network.schema.model import fields_with
 from kgrag.network.store.ann import AnnFiles
 from kgrag.network.store.ann_search import TypeIndex, open_type_index
 from kgrag.network.store.core import StoreCore
@@ -271,9 +272,8 @@ class StoreIndex:
         if cached is not None and cached[0] == (version, min_rows):
             return cached[1]
         by_type = self.core.network_stats(kn_id).get("instances_by_type") or {}
-        found = {ot.id: fields for ot in network.object_types
-                 if by_type.get(ot.id, 0) >= min_rows
-                 and (fields := [p.name for p in ot.data_properties if "knn" in p.condition_operations])}
+        found = {type_id: fields for type_id, fields in fields_with(network, "knn").items()
+                 if fields and by_type.get(type_id, 0) >= min_rows}
         self._ann_types[kn_id] = ((version, min_rows), found)
         return found
 
@@ -288,9 +288,9 @@ class StoreIndex:
             cached = self._ann.get(key)
             if cached is not None and cached.version == version:
                 return cached
-            network = self.core.schema(kn_id)[1]
-            knn_fields = [(ot.id, p.name) for ot in network.object_types for p in ot.data_properties
-                          if "knn" in p.condition_operations]  # a base is calibrated on all of them
+            # a base is calibrated on the vectors of every knn field of the network
+            knn_fields = [(type_id, name) for type_id, names in fields_with(self.core.schema(kn_id)[1], "knn").items()
+                          for name in names]
             typed = open_type_index(self.core.engine, self.ann_files, kn_id, type_id, fields, version,
                                     self.core.recorded_embedder(kn_id), knn_fields)
             with self.core.lock:

@@ -36,7 +36,7 @@ from sqlalchemy import JSON, Table, delete, func, select
 from sqlalchemy.engine import Connection
 
 from kgrag.network.schema import tables as t
-from kgrag.network.schema.model import Instance, KnowledgeNetwork, Link
+from kgrag.network.schema.model import Instance, KnowledgeNetwork, Link, fields_with
 from kgrag.network.store.core import VECTORS_PENDING, StoreCore, unmapped
 from kgrag.network.store.index import StoreIndex
 from kgrag.network.store.rows import (
@@ -47,7 +47,6 @@ from kgrag.network.store.rows import (
     checked_instance_rows,
     chunk_rows,
     distinct_links,
-    fields_with,
     index_types,
     instance_ids,
     link_keys,

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from kgrag.network.schema import tables as t
-from kgrag.network.schema.model import Instance, KnowledgeNetwork, Link, ObjectType, RelationType
+from kgrag.network.schema.model import Instance, KnowledgeNetwork, Link, ObjectType, RelationType, fields_with
 from kgrag.network.store.index import index_tokens
 from kgrag.network.text.chunking import chunk_instances
 from kgrag.rank.token_count import TokenCounter
@@ -37,7 +37,6 @@ __all__ = [
     "checked_instance_rows",
     "chunk_rows",
     "content_hash",
-    "fields_with",
     "index_types",
     "instance_ids",
     "instance_rows",
@@ -119,14 +118,6 @@ def _text_row(kn_id: str, kind: str, type_id: str, item_id: str, field_name: str
         "type_id": type_id,
         "item_id": item_id,
         "field": field_name,
-    }
-
-
-def fields_with(network: KnowledgeNetwork, operation: str) -> dict[str, list[str]]:
-    """``{object type id: names of its data properties whose condition operations include operation}``."""
-    return {
-        ot.id: [p.name for p in ot.data_properties if operation in p.condition_operations]
-        for ot in network.object_types
     }
 
 

@@ -149,6 +149,12 @@ def _bound(terms: Sequence[str], stats: TextStats) -> float:
     return sum(stats.idf(term) for term in terms) * (K1 + 1.0) / (1.0 + norm)
 
 
+def _score_new(found: dict[int, TextRow], scorer: _Scorer, raw: list[tuple]) -> list[tuple]:
+    """Score the read rows ``found`` does not hold yet into it; returns ``raw``."""
+    found.update((row.id, row) for row in scorer.rows([r for r in raw if r[0] not in found]))
+    return raw
+
+
 def _ranked(rows: Iterable[TextRow], fetch: int) -> list[TextRow]:
     return sorted(rows, key=lambda r: (r.rank, r.id))[:fetch]
 
@@ -196,12 +202,10 @@ def staged_many(source: TextSource, requests: Mapping[Key, Sequence[str]], terms
         if not common or (len(best) == fetch and -best[-1].rank > bound):
             out[key] = (best, True)
             continue
-        raw = source.rows(scopes, common, False, sample)
-        found.update((row.id, row) for row in scorer.rows([r for r in raw if r[0] not in found]))
-        exact = len(raw) < sample  # not cut: every row holding a common term was read
+        read = len(_score_new(found, scorer, source.rows(scopes, common, False, sample)))
+        exact = read < sample  # not cut: every row holding a common term was read
         if not exact and len(common) > 1:
-            raw = source.rows(scopes, common, True, sample)
-            found.update((row.id, row) for row in scorer.rows([r for r in raw if r[0] not in found]))
+            _score_new(found, scorer, source.rows(scopes, common, True, sample))
         out[key] = (_ranked(found.values(), fetch), exact)
     return out
 
