@@ -97,7 +97,7 @@ class TextSource(Protocol):
 
     def rows(self, scopes: Sequence[str], terms: Sequence[str], every: bool, limit: int | None) -> list[tuple]:
         """``(id, item_id, field, text, scope)`` of the rows of ``scopes`` holding every (or any) of ``terms``, in id
-        order, at most ``limit``."""
+        order, at most ``limit`` (None: all — asked only of rare terms, whose rows the source may read whole)."""
         ...
 
 
@@ -337,8 +337,13 @@ class SqliteText:
         def quoted(values: Sequence[str], joiner: str) -> str:
             return joiner.join('"' + v.replace('"', '""') + '"' for v in values)
 
-        query = f"scope : ({quoted(scopes, ' OR ')}) AND text : ({quoted(terms, ' AND ' if every else ' OR ')})"
+        terms_query = f"text : ({quoted(terms, ' AND ' if every else ' OR ')})"
         sql = ("SELECT r.id, r.item_id, r.field, r.text, r.scope FROM kn_text AS k JOIN kn_text_rows AS r ON r.id = k.rowid "
-               "WHERE kn_text MATCH :q ORDER BY k.rowid" + (" LIMIT :n" if limit is not None else ""))
-        params: dict[str, object] = {"q": query, **({"n": limit} if limit is not None else {})}
-        return self.conn.exec_driver_sql(sql, params).fetchall()
+               "WHERE kn_text MATCH :q ORDER BY k.rowid")
+        if limit is None:
+            # every row of the terms (the rare terms' read: a few thousand rows at most), their scopes kept here —
+            # FTS5's AND with the scopes' long doclists took twice as long (the 1M shop network: 6.9 → 3.4 ms)
+            wanted = set(scopes)
+            return [row for row in self.conn.exec_driver_sql(sql, {"q": terms_query}).fetchall() if row[4] in wanted]
+        query = f"scope : ({quoted(scopes, ' OR ')}) AND {terms_query}"
+        return self.conn.exec_driver_sql(sql + " LIMIT :n", {"q": query, "n": limit}).fetchall()
