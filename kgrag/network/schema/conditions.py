@@ -98,9 +98,13 @@ def is_list_type(prop_type: str) -> bool:
 
 @dataclass
 class Plan:
-    """A compiled condition: rows must satisfy ``clause``; ``scores`` holds the scored candidates' scores."""
+    """A compiled condition: rows must satisfy ``clause``; ``scores`` holds the scored candidates' scores.
 
-    clause: ColumnElement[bool]
+    ``clause`` may be given as a function that makes it, called on first use: a scored leaf's ``id IN`` (its
+    candidates) is needed only where the database checks the clause, which an ``or`` of scored leaves never asks
+    (``candidates_match``) — kn_search's condition built some twenty 50-id lists a query for nothing."""
+
+    make_clause: ColumnElement[bool] | Callable[[], ColumnElement[bool]]
     #: what ``clause`` says of the rows *outside* ``scores`` (None: no such row can match). A scored leaf with
     #: only ``or`` above it has no candidate outside them (they are all in the union), so it is false there:
     #: what is left is the unscored leaves — usually an indexed equality instead of a scan testing every row of
@@ -111,6 +115,12 @@ class Plan:
     #: every candidate in ``scores`` satisfies ``clause`` (no scored leaf under an ``and``: each candidate is
     #: some leaf's own ``id IN``), so only rows outside them need the database to check the clause
     candidates_match: bool = False
+
+    @property
+    def clause(self) -> ColumnElement[bool]:
+        if callable(self.make_clause) and not isinstance(self.make_clause, ColumnElement):
+            self.make_clause = self.make_clause()
+        return self.make_clause
 
 
 def _properties(object_type: ObjectType) -> dict[str, DataProperty]:
@@ -412,7 +422,7 @@ def _compile(cond, object_type, match, knn, default_limit, dialect, match_limit,
             for key, score in plan.scores.items():
                 if score > scores.get(key, -1.0):
                     scores[key] = score
-        clause = and_(*(p.clause for p in plans)) if op == "and" else or_(*(p.clause for p in plans))
+        joined = and_ if op == "and" else or_
         rests = [p.rest_clause for p in plans]
         if op == "and":
             rest = None if any(r is None for r in rests) else and_(*rests)  # type: ignore[arg-type]
@@ -424,13 +434,17 @@ def _compile(cond, object_type, match, knn, default_limit, dialect, match_limit,
                 if plan.scored:
                     scores = {k: s for k, s in scores.items() if k in plan.scores}
         exact = op == "or" and all(p.candidates_match or not p.scores for p in plans)
-        return Plan(clause, rest, scores, any(p.scored for p in plans), candidates_match=exact)
+        return Plan(lambda: joined(*(p.clause for p in plans)), rest, scores, any(p.scored for p in plans),
+                    candidates_match=exact)
     if op in SCORED_OPERATIONS:
         fields = _fields_for(cond, object_type)
         scorer = knn if op == "knn" else match
         limit = cond.limit or (match_limit if op == "match" and under_and else default_limit)
         found = scorer(object_type.id, fields, cond.value, limit) if fields else {}
-        clause = instances.c.id.in_(sorted(found)) if found else false()
-        return Plan(clause, clause if under_and else None, dict(found), True, candidates_match=True)
+        if under_and:  # the clause is the rest clause too: made now
+            clause = instances.c.id.in_(sorted(found)) if found else false()
+            return Plan(clause, clause, dict(found), True, candidates_match=True)
+        return Plan(lambda: instances.c.id.in_(sorted(found)) if found else false(), None, dict(found), True,
+                    candidates_match=True)
     leaf = _leaf_sql(cond, object_type, dialect, members)
     return Plan(leaf, leaf)

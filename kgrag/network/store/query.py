@@ -241,9 +241,9 @@ class StoreQueries:
                 return [self._hit(object_type_id, r, None) for r in rows]
             scored_ids = sorted(plan.scores)
             # ids first (no JSON decoding), then the properties of the best ``limit`` only
-            id_query = select(ti.c.id).where(ti.c.kn_id == kn_id, ti.c.object_type_id == object_type_id,
-                                             plan.clause, ti.c.id.in_(scored_ids))
-            ok = list(scored_ids) if plan.candidates_match else [r.id for r in conn.execute(id_query)]
+            ok = list(scored_ids) if plan.candidates_match else [r.id for r in conn.execute(
+                select(ti.c.id).where(ti.c.kn_id == kn_id, ti.c.object_type_id == object_type_id, plan.clause,
+                                      ti.c.id.in_(scored_ids)))]
             ok.sort(key=(lambda i: (-plan.scores[i], i)) if sort_by_score else None)
             top = ok[:limit]
             kept = top if scored_limit is None else top[:max(scored_limit, 0)]
@@ -252,11 +252,12 @@ class StoreQueries:
             hits = [self._hit(object_type_id, by_id[i], plan.scores[i]) for i in kept if i in by_id]
             filled = len(top) - (len(kept) - len(hits))  # a kept id whose row is gone leaves its place to the rest
             rest_clause = plan.rest_clause
-            if filled < limit and rest_clause is not None:
-                rest = conn.execute(
-                    base.where(rest_clause, ti.c.id.not_in(scored_ids)).order_by(ti.c.id).limit(limit - filled)
-                ).all()
-                hits.extend(self._hit(object_type_id, r, None) for r in rest)
+            if filled < limit and rest_clause is not None and not isinstance(rest_clause, False_):
+                # the scored ids are dropped here, not by a NOT IN of them (the rest clause — kn_search's ``==``
+                # of the query — rarely holds a row: the statement is the cost)
+                scored = set(scored_ids)
+                rest = conn.execute(base.where(rest_clause).order_by(ti.c.id).limit(limit - filled + len(scored)))
+                hits.extend([self._hit(object_type_id, r, None) for r in rest if r.id not in scored][:limit - filled])
         return hits
 
     def ordered_instances(self, kn_id: str, object_type_id: str, condition: Condition | None, order_by: str,
