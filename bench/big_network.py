@@ -302,7 +302,8 @@ def measure_queries(size: int, folder: Path, root: Path, n_queries: int, workers
     return fig
 
 
-def ab_http(size: int, folder: Path, root: Path, n_queries: int, setting: str, reps: int) -> dict[str, Any]:
+def ab_http(size: int, folder: Path, root: Path, n_queries: int, setting: str, reps: int,
+            workers: int = 1) -> dict[str, Any]:
     """kn_search over HTTP (1 client, 8 clients) on an earlier run's database, as it is and with ``setting``
     (``NAME=VALUE``) in the server's environment, alternating ``reps`` times: one change's cost or gain measured
     side by side, in one session."""
@@ -312,7 +313,8 @@ def ab_http(size: int, folder: Path, root: Path, n_queries: int, setting: str, r
     runs: dict[str, list[dict[str, Any]]] = {"as is": [], setting: []}
     for rep in range(reps):
         for label, extra in (("as is", {}), (setting, {name: value})):
-            got = over_http(f"sqlite:///{folder / 'kn.db'}", qs, more, warm, {**env, **extra}, routes=("kn_search",))
+            got = over_http(f"sqlite:///{folder / 'kn.db'}", qs, more, warm, {**env, **extra}, workers,
+                            routes=("kn_search",))
             runs[label].append({k: {m: v.get(m) for m in ("p50_ms", "p95_ms", "requests_per_s")}
                                 for k, v in got.items()})
             progress(f"A/B {rep} {label}: {runs[label][-1]}")
@@ -425,7 +427,7 @@ def main(argv: list[str] | None = None) -> None:
                      n=len(sizes), module="big_network")
         return
     if args.queries_on is not None and args.ab:
-        runs = ab_http(sizes[0], args.queries_on, args.root, args.queries, args.ab, args.reps)
+        runs = ab_http(sizes[0], args.queries_on, args.root, args.queries, args.ab, args.reps, args.workers)
         print(json.dumps(runs, indent=1))
         write_result("big_network_ab", {"as is": runs["as is"]}, {args.ab: runs[args.ab]}, {},
                      split="generated shop network (seed 0); kn_search over HTTP on an earlier run's database, "

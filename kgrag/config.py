@@ -89,9 +89,9 @@ class Settings(BaseSettings):
     kn_ann_recall: float = Field(default=0.95, ge=0.5, le=0.999)
     #: threads a search's big-type ANN reads run on beside its text read (usearch holds no interpreter lock while
     #: it searches), when no other search of the process is running; 0: each read where it is asked, in turn.
-    #: On the 1M shop network 2 took one client's p50 from ~58 to ~47 ms but 8 clients' rate from ~20 to ~18
-    #: req/s over HTTP (bench.big_network --ab), so it is off unless asked for
-    kn_knn_threads: int = Field(default=0, ge=0, le=64)
+    #: On the 1M shop network over HTTP (one worker, bench.big_network --ab, two pairs) 2 took one client's p50
+    #: from 47.8 / 51.3 to 36.7 / 35.6 ms, and 8 clients' rate from 21.0 / 22.1 to 22.7 / 22.9 req/s
+    kn_knn_threads: int = Field(default=2, ge=0, le=64)
     #: a full-text index (SQLite) of at least this many rows ranks a query's rows in stages — the rows of its rare
     #: terms first, the common terms' rows only when they could rank (kgrag.network.store.text_rank) — instead of
     #: FTS5's bm25 over every matching row; 0: always

@@ -216,7 +216,7 @@ def test_a_search_that_finds_another_running_reads_its_knn_where_it_is(
         with ann_store.prefetched_matches(KN, "instance", [], "Orwell", 20, knn=asked):
             assert _KNN_MEMO.get() == {}  # another search is running: nothing handed to the pool
             assert ann_store.knn_scores(KN, "instance", "Book", ["title"], "Orwell", 5) == direct
-    monkeypatch.setenv("KGRAG_KN_KNN_THREADS", "0")  # the default: every read where it is asked
+    monkeypatch.setenv("KGRAG_KN_KNN_THREADS", "0")  # off: every read where it is asked
     get_settings.cache_clear()
     with ann_store.prefetched_matches(KN, "instance", [], "Orwell", 20, knn=asked):
         assert _KNN_MEMO.get() == {}

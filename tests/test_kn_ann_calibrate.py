@@ -16,6 +16,7 @@ import pytest
 
 from kgrag.network.store.ann import UNCALIBRATED_EXPANSION, _usearch, build_base, open_base
 from kgrag.network.store.ann_calibrate import EXPANSIONS, NEIGHBOURS, calibrate, exact_neighbours
+from kgrag.network.store.ann_search import sample_vectors
 
 
 def _clustered(n: int, dim: int, seed: int) -> np.ndarray:
@@ -92,3 +93,33 @@ def test_queries_of_another_width_leave_the_base_uncalibrated(tmp_path: Path, bu
                       calibration=lambda: np.ones((4, 7), np.float32))
     assert base.expansion == UNCALIBRATED_EXPANSION
     assert json.loads((base.path / "manifest.json").read_text())["calibration"]["queries"] == 0
+
+
+def test_calibration_queries_are_a_seeded_draw_from_the_whole_field(tmp_path: Path) -> None:
+    from sqlalchemy import create_engine, insert
+
+    from kgrag.network.schema import tables as t
+
+    engine = create_engine(f"sqlite:///{tmp_path / 'v.db'}")
+    t.metadata.create_all(engine, tables=[t.vectors])
+
+    def rows(kn_id: str, type_id: str, field: str, n: int, mark: float) -> list[dict]:
+        return [{"kn_id": kn_id, "kind": "instance", "type_id": type_id, "item_id": f"{type_id}-{i:05d}",
+                 "field": field, "vector": np.asarray([mark, float(i)], np.float32).tobytes()} for i in range(n)]
+
+    with engine.begin() as conn:
+        for batch in (rows("shop", "A", "name", 1_000, 1.0), rows("shop", "B", "name", 300, 2.0),
+                      rows("shop", "A", "description", 500, 3.0), rows("other", "A", "name", 1_000, 4.0)):
+            conn.execute(insert(t.vectors), batch)
+    fields = [("A", "name"), ("B", "name")]
+    got = sample_vectors(engine, "shop", fields, total=40)
+    assert got.shape == (40, 2)
+    assert (got[:, 0] == 1.0).sum() == 20 and (got[:, 0] == 2.0).sum() == 20  # as many of each field, no other
+    positions = got[got[:, 0] == 1.0, 1]
+    assert len(set(positions.tolist())) == 20 and positions.max() > 500  # spread over the field, not its first ids
+    assert np.array_equal(sample_vectors(engine, "shop", fields, total=40), got)  # seeded: the same draw
+    assert not np.array_equal(sample_vectors(engine, "shop", fields, total=40, seed=1), got)
+    small = sample_vectors(engine, "shop", [("B", "name")], total=1_000)  # a field smaller than its share: all of it
+    assert sorted(small[:, 1].tolist()) == list(range(300))
+    assert sample_vectors(engine, "shop", [("C", "name")]).shape == (0, 1)
+    engine.dispose()

@@ -40,6 +40,8 @@ READ_CHUNK = 50_000
 CALIBRATION_QUERIES = 256
 #: neighbours asked of a base beyond the ``limit`` a query wants (tombstones and a field's duplicates)
 EXTRA = 32
+#: item ids per statement when the drawn calibration vectors are read
+_IDS_PER_READ = 500
 
 
 @dataclass
@@ -140,17 +142,24 @@ def _vector_chunks(engine: Engine, kn_id: str, type_id: str, name: str) -> Itera
 
 
 def sample_vectors(engine: Engine, kn_id: str, fields: list[tuple[str, str]],
-                   total: int = CALIBRATION_QUERIES) -> np.ndarray:
-    """Up to ``total`` stored instance vectors of ``kn_id``, as many of each ``(object type, field)`` of ``fields``
-    (the first by item id: one short indexed read each) — the queries a base's search expansion is calibrated on."""
+                   total: int = CALIBRATION_QUERIES, seed: int = 0) -> np.ndarray:
+    """Up to ``total`` stored instance vectors of ``kn_id``, as many of each ``(object type, field)`` of ``fields``,
+    drawn at random (seeded: the same data gives the same sample) from the whole field — a network's first ids are
+    often its oldest rows or one kind of thing — the queries a base's search expansion is calibrated on. Reads each
+    field's item ids (one indexed read), then the drawn ones' vectors."""
     v = t.vectors
     each = max(total // max(len(fields), 1), 1)
+    rng = np.random.default_rng(seed)
     blobs: list[bytes] = []
     with engine.connect() as conn:
         for type_id, name in fields[:total]:
-            blobs += conn.execute(select(v.c.vector).where(
-                v.c.kn_id == kn_id, v.c.kind == "instance", v.c.type_id == type_id, v.c.field == name)
-                .order_by(v.c.item_id).limit(each)).scalars().all()
+            where = (v.c.kn_id == kn_id, v.c.kind == "instance", v.c.type_id == type_id, v.c.field == name)
+            ids = conn.execute(select(v.c.item_id).where(*where).order_by(v.c.item_id)).scalars().all()
+            drawn = [ids[i] for i in sorted(rng.choice(len(ids), min(each, len(ids)), replace=False))]
+            for start in range(0, len(drawn), _IDS_PER_READ):
+                part = drawn[start:start + _IDS_PER_READ]
+                blobs += conn.execute(select(v.c.vector).where(*where, v.c.item_id.in_(part))
+                                      .order_by(v.c.item_id)).scalars().all()
     blobs = [b for b in blobs if len(b) == len(blobs[0])] if blobs else []  # one width (one embedder made them)
     if not blobs:
         return np.zeros((0, 1), np.float32)
