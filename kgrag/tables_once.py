@@ -8,25 +8,29 @@ log): ``CREATE … IF NOT EXISTS`` run the first time an engine is met, under a 
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable
 
 from sqlalchemy import Connection, Engine, MetaData
 
 __all__ = ["create_once"]
 
-_created: set[tuple[int, int]] = set()
+#: the metadata whose tables each live engine has (held weakly: an engine's ``id`` is reused once it is gone, and a
+#: set of ids met a new engine of another database as one that had its tables — "no such table" at random)
+_created: weakref.WeakKeyDictionary[Engine, set[int]] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 
 
 def create_once(engine: Engine, metadata: MetaData, after: Callable[[Connection], None] | None = None) -> None:
-    key = (id(engine), id(metadata))
-    if key in _created:
+    done = _created.get(engine)
+    if done is not None and id(metadata) in done:
         return
     with _lock:
-        if key in _created:
+        done = _created.setdefault(engine, set())
+        if id(metadata) in done:
             return
         with engine.begin() as conn:
             metadata.create_all(conn, checkfirst=True)
             if after is not None:
                 after(conn)
-        _created.add(key)
+        done.add(id(metadata))
