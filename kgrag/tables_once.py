@@ -15,22 +15,22 @@ from sqlalchemy import Connection, Engine, MetaData
 
 __all__ = ["create_once"]
 
-#: the metadata whose tables each live engine has (held weakly: an engine's ``id`` is reused once it is gone, and a
-#: set of ids met a new engine of another database as one that had its tables — "no such table" at random)
-_created: weakref.WeakKeyDictionary[Engine, set[int]] = weakref.WeakKeyDictionary()
+#: the metadata whose tables each live engine has, both held weakly (an object's ``id`` is reused once it is gone:
+#: a set of ids met a new engine of another database as one that had its tables — "no such table" at random)
+_created: weakref.WeakKeyDictionary[Engine, weakref.WeakSet[MetaData]] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 
 
 def create_once(engine: Engine, metadata: MetaData, after: Callable[[Connection], None] | None = None) -> None:
     done = _created.get(engine)
-    if done is not None and id(metadata) in done:
+    if done is not None and metadata in done:
         return
     with _lock:
-        done = _created.setdefault(engine, set())
-        if id(metadata) in done:
+        done = _created.setdefault(engine, weakref.WeakSet())
+        if metadata in done:
             return
         with engine.begin() as conn:
             metadata.create_all(conn, checkfirst=True)
             if after is not None:
                 after(conn)
-        done.add(id(metadata))
+        done.add(metadata)

@@ -118,7 +118,7 @@ class Plan:
 
     @property
     def clause(self) -> ColumnElement[bool]:
-        if callable(self.make_clause) and not isinstance(self.make_clause, ColumnElement):
+        if not isinstance(self.make_clause, ColumnElement):
             self.make_clause = self.make_clause()
         return self.make_clause
 
@@ -441,10 +441,10 @@ def _compile(cond, object_type, match, knn, default_limit, dialect, match_limit,
         scorer = knn if op == "knn" else match
         limit = cond.limit or (match_limit if op == "match" and under_and else default_limit)
         found = scorer(object_type.id, fields, cond.value, limit) if fields else {}
-        if under_and:  # the clause is the rest clause too: made now
-            clause = instances.c.id.in_(sorted(found)) if found else false()
-            return Plan(clause, clause, dict(found), True, candidates_match=True)
-        return Plan(lambda: instances.c.id.in_(sorted(found)) if found else false(), None, dict(found), True,
-                    candidates_match=True)
+        def ids_in() -> ColumnElement[bool]:
+            return instances.c.id.in_(sorted(found)) if found else false()
+
+        clause = ids_in() if under_and else None  # under an ``and`` it is the rest clause too: made now
+        return Plan(clause if clause is not None else ids_in, clause, dict(found), True, candidates_match=True)
     leaf = _leaf_sql(cond, object_type, dialect, members)
     return Plan(leaf, leaf)

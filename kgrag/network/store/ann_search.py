@@ -10,7 +10,7 @@ field's newest base, and compares: a base row whose instance now has another has
 instance whose ``(id, hash)`` no base row has gets its current vectors read (the delta). A field without a base, a
 base made by another model, or a delta too big for the base (:func:`~kgrag.network.store.ann.delta_too_big`) is
 (re)built from the stored vectors (read in chunks of :data:`READ_CHUNK` rows) before it answers, its search
-expansion calibrated on :func:`sample_vectors` of the ``calibration`` fields (the network's knn fields).
+expansion calibrated on ``calibration``'s queries (the caller's :func:`sample_vectors` of the network's knn fields).
 :meth:`TypeIndex.knn` asks each base for more neighbours than it needs (four times as many again while tombstones
 leave too few), scans the delta exactly, and keeps each item's best field, as the exact scan does.
 """
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -167,10 +167,10 @@ def sample_vectors(engine: Engine, kn_id: str, fields: list[tuple[str, str]],
 
 
 def build_field(engine: Engine, files: AnnFiles, kn_id: str, type_id: str, name: str, model: str,
-                hashes: dict[str, str] | None = None, calibration: list[tuple[str, str]] | None = None
+                hashes: dict[str, str] | None = None, calibration: Callable[[], np.ndarray] | None = None
                 ) -> AnnBase | None:
     """Build the base of one field from the stored vectors, :data:`READ_CHUNK` rows at a time, its search expansion
-    calibrated on :func:`sample_vectors` of ``calibration`` (None: not calibrated) (None: the field has none)."""
+    calibrated on the queries ``calibration`` returns (None: not calibrated) (None: the field has none)."""
     start = time.perf_counter()
     hashes = hashes if hashes is not None else _current_hashes(engine, kn_id, type_id)
 
@@ -180,8 +180,7 @@ def build_field(engine: Engine, files: AnnFiles, kn_id: str, type_id: str, name:
             vectors = np.frombuffer(b"".join(r.vector for r in chunk), np.float32).reshape(len(chunk), -1)
             yield ids, [hashes.get(i, "") for i in ids], vectors
 
-    queries = (lambda: sample_vectors(engine, kn_id, calibration)) if calibration else None
-    base = build_base(files.folder(kn_id, type_id, name), chunks(), model, calibration=queries)
+    base = build_base(files.folder(kn_id, type_id, name), chunks(), model, calibration=calibration)
     if base is not None:
         log.info("ANN base of %s/%s.%s: %d rows in %.1f s, search expansion %d", kn_id, type_id, name, len(base),
                  time.perf_counter() - start, base.expansion)
@@ -205,9 +204,9 @@ def _delta_vectors(engine: Engine, kn_id: str, type_id: str, item_ids: list[str]
 
 
 def open_type_index(engine: Engine, files: AnnFiles, kn_id: str, type_id: str, knn_fields: list[str],
-                    version: str, model: str, calibration: list[tuple[str, str]] | None = None) -> TypeIndex:
-    """The type's knn at ``version`` (see the module docstring); a base built here is calibrated on the stored
-    vectors of the ``calibration`` ``(object type, field)`` pairs."""
+                    version: str, model: str, calibration: Callable[[], np.ndarray] | None = None) -> TypeIndex:
+    """The type's knn at ``version`` (see the module docstring); a base built here is calibrated on the queries
+    ``calibration`` returns (asked only then: the caller's :func:`sample_vectors`, drawn once for every base)."""
     hashes = _current_hashes(engine, kn_id, type_id)
     fields: dict[str, _Field] = {}
     stale: set[str] = set()  # instances some field's base does not hold as they are now

@@ -47,7 +47,7 @@ from kgrag.config import get_settings
 from kgrag.network.schema import tables as t
 from kgrag.network.schema.model import fields_with
 from kgrag.network.store.ann import AnnFiles
-from kgrag.network.store.ann_search import TypeIndex, open_type_index
+from kgrag.network.store.ann_search import TypeIndex, open_type_index, sample_vectors
 from kgrag.network.store.core import StoreCore
 from kgrag.network.store.text_rank import (
     RowSamples,
@@ -231,6 +231,8 @@ class StoreIndex:
         #: (keyed by its networks' versions)
         #: (network versions, FTS5 totals, term row counts, (scope, term) row samples) of the staged text ranking
         self._text_stats: tuple[tuple[Any, ...], tuple[int, int], dict[str, int], RowSamples] | None = None
+        #: kn_id -> (version, the queries its ANN bases are calibrated on)
+        self._calibration_queries: dict[str, tuple[str, np.ndarray]] = {}
 
     def forget(self, kn_id: str) -> None:
         """Drop ``kn_id``'s cached vector indexes and embedder (after a load)."""
@@ -240,6 +242,7 @@ class StoreIndex:
             for key in [k for k in self._ann if k[0] == kn_id]:
                 del self._ann[key]
             self._embedders.pop(kn_id, None)
+            self._calibration_queries.pop(kn_id, None)
 
     def vectors_pending(self, kn_id: str) -> bool:
         """Whether ``kn_id``'s instance vectors are deferred and not all made yet (``kn load --defer-vectors``,
@@ -288,14 +291,24 @@ class StoreIndex:
             cached = self._ann.get(key)
             if cached is not None and cached.version == version:
                 return cached
-            # a base is calibrated on the vectors of every knn field of the network
-            knn_fields = [(type_id, name) for type_id, names in fields_with(self.core.schema(kn_id)[1], "knn").items()
-                          for name in names]
             typed = open_type_index(self.core.engine, self.ann_files, kn_id, type_id, fields, version,
-                                    self.core.recorded_embedder(kn_id), knn_fields)
+                                    self.core.recorded_embedder(kn_id), lambda: self._calibration(kn_id, version))
             with self.core.lock:
                 self._ann[key] = typed
             return typed
+
+    def _calibration(self, kn_id: str, version: str) -> np.ndarray:
+        """The queries an ANN base of ``kn_id`` at ``version`` is calibrated on: a draw from the vectors of every
+        knn field of the network (:func:`~kgrag.network.store.ann_search.sample_vectors`, reading each field's
+        ids: ~4 s at 1M), made once per version for all the bases built at it."""
+        cached = self._calibration_queries.get(kn_id)
+        if cached is None or cached[0] != version:
+            knn_fields = [(tid, name) for tid, names in fields_with(self.core.schema(kn_id)[1], "knn").items()
+                          for name in names]
+            cached = (version, sample_vectors(self.core.engine, kn_id, knn_fields))
+            with self.core.lock:
+                self._calibration_queries[kn_id] = cached
+        return cached[1]
 
     def build_ann(self, kn_id: str, progress: Callable[[str, int, int], None] | None = None) -> int:
         """Open (building where missing or stale) the ANN bases of every big object type of ``kn_id``: what a load

@@ -233,11 +233,13 @@ class StoreQueries:
             with self.core.engine.connect() as conn:
                 rows = conn.execute(base.order_by(ti.c.id).limit(limit)).all()
             return [self._hit(object_type_id, r, None) for r in rows]
+        # what rows outside the scored candidates must satisfy; None: no such row can match
+        rest_clause = None if isinstance(plan.rest_clause, False_) else plan.rest_clause
         with self.core.engine.connect() as conn:
             if not plan.scores:  # every row is outside the scored candidates: the rest clause is exact
-                if plan.rest_clause is None or isinstance(plan.rest_clause, False_):
+                if rest_clause is None:
                     return []
-                rows = conn.execute(base.where(plan.rest_clause).order_by(ti.c.id).limit(limit)).all()
+                rows = conn.execute(base.where(rest_clause).order_by(ti.c.id).limit(limit)).all()
                 return [self._hit(object_type_id, r, None) for r in rows]
             scored_ids = sorted(plan.scores)
             # ids first (no JSON decoding), then the properties of the best ``limit`` only
@@ -251,8 +253,7 @@ class StoreQueries:
             by_id = {r.id: r for r in conn.execute(base.where(ti.c.id.in_(kept)))} if kept else {}
             hits = [self._hit(object_type_id, by_id[i], plan.scores[i]) for i in kept if i in by_id]
             filled = len(top) - (len(kept) - len(hits))  # a kept id whose row is gone leaves its place to the rest
-            rest_clause = plan.rest_clause
-            if filled < limit and rest_clause is not None and not isinstance(rest_clause, False_):
+            if filled < limit and rest_clause is not None:
                 # the scored ids are dropped here, not by a NOT IN of them (the rest clause — kn_search's ``==``
                 # of the query — rarely holds a row: the statement is the cost)
                 scored = set(scored_ids)
