@@ -5,7 +5,9 @@ decimal is FTS5's phrase of its digit runs) is written
 with the store's schema; for many queries the staged ranking returns FTS5's rows, in its order, with its scores,
 whenever it says it is exact — with the caps lowered so that every stage (the rare terms' rows, the bound, the
 common terms' rows read whole or cut) is taken. Through the store, a network answers ``match`` the same with the
-staged ranking forced on (``KGRAG_KN_TEXT_STAGED_ROWS=0``) as with FTS5's.
+staged ranking forced on (``KGRAG_KN_TEXT_STAGED_ROWS=0``) as with FTS5's. Every check runs on two layouts of the
+same rows: interleaved (a scope phrase names the scopes) and laid out by scope with a later change's tail and
+deleted rows (the scopes are read as id ranges: ``kgrag.network.store.text_layout``).
 
     .venv/bin/python -m pytest -q tests/test_kn_text_rank.py
 """
@@ -22,15 +24,18 @@ from kgrag.config import get_settings
 from kgrag.network.loaders.declarative import load_declarative
 from kgrag.network.schema import tables as t
 from kgrag.network.store import NetworkStore, fts_query
+from kgrag.network.store.text_layout import read_layout
 from kgrag.network.store.text_rank import RowSamples, SqliteText, bm25, staged_many, staged_rows
 
 LIBRARY = Path(__file__).resolve().parents[1] / "examples" / "library" / "library.yaml"
 SCOPES = {name: t.scope_token("kn", "instance", name, "name") for name in ("A", "B", "C")}
 
 
-@pytest.fixture(scope="module")
-def index(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
-    """An FTS5 text index of 6,000 rows over three scopes: words drawn Zipf-like from 3,000, some decimals."""
+@pytest.fixture(scope="module", params=["interleaved", "by scope"])
+def index(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest):  # noqa: ANN201
+    """An FTS5 text index of 6,000 rows over three scopes (one row in 97 deleted): words drawn Zipf-like from
+    3,000, some decimals; the rows in turn, or each scope's first 4,500 together, then a tail of the rest by scope
+    (a full load's blocks, then a change's rows)."""
     engine = create_engine(f"sqlite:///{tmp_path_factory.mktemp('fts') / 'kn.db'}")
     rng = np.random.default_rng(7)
     words = [f"w{i}" for i in range(3000)]
@@ -43,10 +48,15 @@ def index(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
         scope_name = "ABC"[i % 3]
         rows.append({"text": " ".join(picks), "scope": SCOPES[scope_name], "kn_id": "kn", "kind": "instance",
                      "type_id": scope_name, "item_id": f"i{i}", "field": "name"})
+    if request.param == "by scope":
+        rows = sorted(rows[:4500], key=lambda r: r["scope"]) + sorted(rows[4500:], key=lambda r: r["scope"])
     with engine.begin() as conn:
         t.create_schema(conn)
         conn.execute(insert(t.text_index), rows)
         t.fts_sync_insert(conn, "kn")
+        conn.execute(text("INSERT INTO kn_text(kn_text, rowid, text, scope) "
+                          "SELECT 'delete', id, text, scope FROM kn_text_rows WHERE id % 97 = 0"))
+        conn.execute(text("DELETE FROM kn_text_rows WHERE id % 97 = 0"))
     yield engine
     engine.dispose()
 
@@ -68,7 +78,7 @@ QUERIES = [["w0"], ["w0", "w1"], ["w2500", "w0"], ["w40", "w3", "w1"], ["w1", "w
 def test_exact_answers_are_fts5s(index, rare_rows: int, sample_rows: int, samples: bool) -> None:  # noqa: ANN001
     cut = exact_seen = 0
     with index.connect() as conn:
-        source = SqliteText(conn, samples=RowSamples() if samples else None)
+        source = SqliteText(conn, samples=RowSamples() if samples else None, layout=read_layout(conn))
         for terms in QUERIES:
             for scopes in ([SCOPES["A"]], [SCOPES["A"], SCOPES["C"]], list(SCOPES.values())):
                 for fetch in (1, 8, 40):
@@ -93,10 +103,11 @@ def test_exact_answers_are_fts5s(index, rare_rows: int, sample_rows: int, sample
 @pytest.mark.parametrize("max_rows", [100_000, 60])
 def test_reads_merged_from_kept_samples_equal_one_read(index, max_rows: int) -> None:  # noqa: ANN001
     """A cut read of the rows holding any term is the merge of each (scope, term)'s first rows, whatever the kept
-    samples hold: read with smaller and larger limits, in turn, and with a cache small enough to drop pairs."""
+    samples hold: read with smaller and larger limits, in turn, and with a cache small enough to drop pairs; the
+    reads by id range (where the layout has them) are the scope phrase's."""
     samples = RowSamples(max_rows)
     with index.connect() as conn:
-        plain, kept = SqliteText(conn), SqliteText(conn, samples=samples)
+        plain, kept = SqliteText(conn), SqliteText(conn, samples=samples, layout=read_layout(conn))
         for limit in (5, 40, 3, 400, 40):
             for terms in QUERIES:
                 for scopes in ([SCOPES["A"]], [SCOPES["A"], SCOPES["C"]], list(SCOPES.values())):
@@ -122,9 +133,9 @@ def test_bm25_and_totals_are_fts5s(index) -> None:  # noqa: ANN001
     with index.connect() as conn:
         source = SqliteText(conn)
         rows, tokens = source.totals
-        assert rows == 6000
+        assert rows == conn.execute(text("SELECT count(*) FROM kn_text_rows")).scalar() == 6000 - 6000 // 97
         assert tokens == conn.execute(text("SELECT sum(length(text) - length(replace(replace(text, '.', ' '), ' ', ''))"
-                                           " + 1) FROM kn_text_rows")).scalar() + 6000
+                                           " + 1) FROM kn_text_rows")).scalar() + rows
         stats = source.stats(["w0", "w1", "w2500", "1"])
         for rid, rank in _fts5(conn, [SCOPES["B"]], ["w0", "w1", "w2500", "1"], 30):
             row_text = conn.execute(text("SELECT text FROM kn_text_rows WHERE id = :i"), {"i": rid}).scalar()

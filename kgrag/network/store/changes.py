@@ -745,13 +745,15 @@ class StoreChanges:
                          [{"k": kn_id, "r": r, "s": s, "d": d} for r, s, d in plan.gone_links])
 
     def _insert_rows(self, conn: Connection, plan: _Plan) -> None:
-        """Insert the plan's new rows (batched); on SQLite index the new text rows in FTS5 (their ids follow
-        every stored id: this transaction holds the write lock)."""
+        """Insert the plan's new rows (batched; the text rows in scope order); on SQLite index the new text rows in
+        FTS5 (their ids follow every stored id: this transaction holds the write lock)."""
         kn_id = plan.kn_id
         sqlite = self.core.dialect == "sqlite"
         first_new = 0
         if sqlite and plan.rows["text"]:
             first_new = conn.execute(select(func.coalesce(func.max(t.text_index.c.id), 0))).scalar_one()
+        # new text rows by scope: a change adds one id run per scope it touches (text_layout)
+        plan.rows["text"] = sorted(plan.rows["text"], key=lambda row: row["scope"])
         for name in ("instances", "text", "vectors", "chunks"):
             for chunk in _batches(plan.rows[name], BATCH):
                 conn.execute(StoreLoader.TABLES[name].insert(), list(chunk))

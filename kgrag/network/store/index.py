@@ -49,6 +49,7 @@ from kgrag.network.schema.model import fields_with
 from kgrag.network.store.ann import AnnFiles
 from kgrag.network.store.ann_search import TypeIndex, open_type_index, sample_vectors
 from kgrag.network.store.core import StoreCore
+from kgrag.network.store.text_layout import TextLayout, read_layout
 from kgrag.network.store.text_rank import (
     RowSamples,
     SqliteText,
@@ -157,6 +158,25 @@ def _knn_pool(threads: int) -> ThreadPoolExecutor:
 _K1, _B = 1.2, 0.75
 
 
+def _epoch(conn: Connection) -> tuple[Any, ...]:
+    """Every network's (id, version): what the text index's cached figures are valid for."""
+    return tuple(conn.execute(select(t.networks.c.kn_id, t.networks.c.version).order_by(t.networks.c.kn_id)))
+
+
+@dataclass
+class _TextCache:
+    """What the staged text ranking keeps at one ``epoch`` (:func:`_epoch`): FTS5's totals, the common terms'
+    row counts, (scope, term) row samples, and the index's layout once read (``layout_done``)."""
+
+    epoch: tuple[Any, ...]
+    totals: tuple[int, int]
+    term_rows: dict[str, int] = field(default_factory=dict)
+    samples: RowSamples = field(default_factory=RowSamples)
+    layout: TextLayout | None = None
+    layout_started: threading.Event = field(default_factory=threading.Event)
+    layout_done: threading.Event = field(default_factory=threading.Event)
+
+
 def _float(value: float) -> Any:
     """A bound double-precision parameter (PostgreSQL would read a plain literal as ``numeric``)."""
     return literal(value, Float(precision=53))
@@ -227,10 +247,8 @@ class StoreIndex:
         self._ann_locks: dict[tuple[str, str], threading.Lock] = {}
         self._ann_types: dict[str, tuple[tuple[str, int], dict[str, list[str]]]] = {}
         self._pending: dict[str, tuple[str, bool]] = {}  # kn_id -> (version, instance vectors deferred)
-        #: the text index's totals and common terms' row counts, kept while no network of the database changes
-        #: (keyed by its networks' versions)
-        #: (network versions, FTS5 totals, term row counts, (scope, term) row samples) of the staged text ranking
-        self._text_stats: tuple[tuple[Any, ...], tuple[int, int], dict[str, int], RowSamples] | None = None
+        #: what the staged text ranking keeps while no network of the database changes (by their versions)
+        self._text_cache: _TextCache | None = None
         #: kn_id -> (version, the queries its ANN bases are calibrated on)
         self._calibration_queries: dict[str, tuple[str, np.ndarray]] = {}
 
@@ -463,16 +481,38 @@ class StoreIndex:
 
     def _staged_source(self, conn: Connection) -> SqliteText | None:
         """The FTS5 index as a :class:`~kgrag.network.store.text_rank.TextSource` when it holds at least
-        ``KGRAG_KN_TEXT_STAGED_ROWS`` rows (its queries are then ranked in stages), else None (FTS5's bm25)."""
-        epoch = tuple(conn.execute(select(t.networks.c.kn_id, t.networks.c.version).order_by(t.networks.c.kn_id)))
-        cached = self._text_stats
-        if cached is None or cached[0] != epoch:
-            cached = (epoch, sqlite_totals(conn), {}, RowSamples())
+        ``KGRAG_KN_TEXT_STAGED_ROWS`` rows (its queries are then ranked in stages), else None (FTS5's bm25).
+        The first such query of a version starts reading the index's layout on another thread
+        (:meth:`_read_text_layout`); until it is read, reads name their scopes by phrase (the same rows)."""
+        epoch = _epoch(conn)
+        cached = self._text_cache
+        if cached is None or cached.epoch != epoch:
+            cached = _TextCache(epoch, sqlite_totals(conn))
             with self.core.lock:
-                self._text_stats = cached
-        _, totals, term_rows, samples = cached
-        return (SqliteText(conn, totals, term_rows, samples) if totals[0] >= get_settings().kn_text_staged_rows
-                else None)
+                self._text_cache = cached
+        if cached.totals[0] < get_settings().kn_text_staged_rows:
+            return None
+        if not cached.layout_started.is_set():
+            with self.core.lock:
+                start = not cached.layout_started.is_set()
+                cached.layout_started.set()
+            if start:
+                threading.Thread(target=self._read_text_layout, args=(cached,), name="kgrag-text-layout",
+                                 daemon=True).start()
+        return SqliteText(conn, cached.totals, cached.term_rows, cached.samples, cached.layout)
+
+    def _read_text_layout(self, cached: _TextCache) -> None:
+        """Read the text index's layout (:func:`~kgrag.network.store.text_layout.read_layout`: ~1 s at a million
+        instances, SQLite's own time) into ``cached`` if the index is still at its version; never raises (the
+        reads then keep naming their scopes by phrase)."""
+        try:
+            with self.core.engine.connect() as conn:  # one read transaction: the versions and the rows agree
+                if _epoch(conn) == cached.epoch:
+                    cached.layout = read_layout(conn)
+        except Exception:  # noqa: BLE001 - an optimisation: its failure leaves the exact scope-phrase reads
+            cached.layout = None
+        finally:
+            cached.layout_done.set()
 
     def _bm25_rows(self, scopes: list[str], tokens: list[str], fetch: int) -> list[Any]:
         """The best ``fetch`` text rows of ``scopes`` holding any of ``tokens``, ranked as FTS5's ``bm25()``

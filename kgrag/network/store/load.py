@@ -9,7 +9,8 @@ rows, text-index tokens, embeddings through the embedder's on-disk cache — are
 chunk, not every derived row; input a reader has checked and can read again —
 :class:`~kgrag.network.store.rows.CheckedInstances`, a schema file's data files — is not held at all: its ids
 are taken as checked, its rows read again as they are written, its links checked and de-duplicated as they come,
-a bad one rolling the transaction back), the full-text index is filled once at the end, and big object types get
+a bad one rolling the transaction back), the full-text index is filled once at the end (on SQLite each (type, field)'s
+text rows in one block of ids: :class:`~kgrag.network.store.text_layout.ScopeBlocks`), and big object types get
 their ANN bases after the commit (:mod:`kgrag.network.store.ann`). A load may defer its instances' vectors
 (``defer_vectors``): they are then made after the commit by :mod:`kgrag.network.store.fill`. On SQLite the load's connection reads the file
 through the pager, not the memory map (:func:`~kgrag.network.store.core.unmapped`). Readers see the old version until the commit, and a
@@ -53,6 +54,7 @@ from kgrag.network.store.rows import (
     network_row,
     type_rows,
 )
+from kgrag.network.store.text_layout import ScopeBlocks
 from kgrag.network.store.text_rank import fts_terms
 from kgrag.rank.embedder_factory import TextEmbedder
 from kgrag.rank.sentence_embedder import bulk_texts
@@ -136,6 +138,15 @@ class _Terms:
         out = [{"token": "", "kn_id": kn_id, "rows": self.rows, "tokens": self.tokens}]
         return out + [{"token": tok, "kn_id": kn_id, "rows": n, "tokens": n} for tok, n in self.frequency.items()
                       if tok]
+
+
+def _scope_blocks(conn: Connection, network: KnowledgeNetwork, ids_by_type: dict[str, set[str]]) -> ScopeBlocks:
+    """The text rows' ids of a full load on SQLite (:class:`~kgrag.network.store.text_layout.ScopeBlocks`): a
+    block per (object type, ``match`` field), as large as the type has instances, after every stored row."""
+    first = conn.execute(select(func.coalesce(func.max(t.text_index.c.id), 0))).scalar_one() + 1
+    match_fields = fields_with(network, "match")
+    return ScopeBlocks(first, {t.scope_token(network.kn_id, "instance", ot.id, name): len(ids_by_type.get(ot.id, ()))
+                               for ot in network.object_types for name in match_fields[ot.id]})
 
 
 def _term_rows(kn_id: str, text_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -242,13 +253,14 @@ class StoreLoader:
                 self._insert(conn, name, types[name])
             total = sum(len(ids) for ids in ids_by_type.values())
             stage = "rows" if defer_vectors else "instances"  # a deferred load's instances come without vectors
+            blocks = _scope_blocks(conn, network, ids_by_type) if not postgres else None
             progress(stage, 0, total)
             for chunk in _chunks(instances, LOAD_CHUNK):
                 text_rows: list[dict[str, Any]] = []
                 pending = Embeddable()
                 instance_table = checked_instance_rows(network, chunk, object_types, text_rows, pending)
                 insert(conn, "instances", instance_table)
-                insert(conn, "text", text_rows)
+                insert(conn, "text", blocks.assign(text_rows) if blocks is not None else text_rows)
                 if not defer_vectors:
                     insert(conn, "vectors", self.vector_rows(kn_id, pending, embedder))
                 progress(stage, counts["instances"], total)
@@ -262,7 +274,7 @@ class StoreLoader:
             text_rows, pending = [], Embeddable()
             index_types(network, text_rows, pending)
             chunk_table = chunk_rows(network, instances, pending)
-            insert(conn, "text", text_rows)
+            insert(conn, "text", blocks.assign(text_rows) if blocks is not None else text_rows)
             insert(conn, "vectors", self.vector_rows(kn_id, pending, embedder))
             insert(conn, "chunks", chunk_table)
             row = network_row(network, embedder.model_name, counts, ids_by_type)
