@@ -96,6 +96,9 @@ class Settings(BaseSettings):
     #: terms first, the common terms' rows only when they could rank (kgrag.network.store.text_rank) — instead of
     #: FTS5's bm25 over every matching row; 0: always
     kn_text_staged_rows: int = Field(default=200_000, ge=0, le=1_000_000_000)
+    #: a staged read names its scopes by their id ranges once the index's layout is read (a load's blocks of ids
+    #: per type and field: kgrag.network.store.text_layout) instead of by the scope phrase; the same rows
+    kn_text_ranges: bool = True
     #: what embeds a load's knn texts: "onnx" = the fp32 ONNX export on every core, length-sorted batches (the
     #: same vectors as torch, cosine > 0.999: bench/load_encoders.py); "auto" = that, but a network load's call of
     #: 5,000 new texts or more runs the transformer in bf16 where the CPU computes bf16 natively and it measures

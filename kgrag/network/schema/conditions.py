@@ -45,6 +45,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import and_, case, cast, exists, false, func, literal, null, or_, select, true
@@ -228,7 +229,13 @@ def _coerce(value: Any, prop_type: str, field_name: str) -> Any:
 def _accessor(field_name: str, prop: DataProperty | None, dialect: str = "sqlite") -> ColumnElement[Any]:
     if prop is None:  # the pseudo-field "id"
         return instances.c.id
-    t = prop.type.lower()
+    return _typed_accessor(field_name, prop.type.lower(), dialect)
+
+
+@lru_cache(maxsize=4096)
+def _typed_accessor(field_name: str, t: str, dialect: str) -> ColumnElement[Any]:
+    """The SQL of one property's value as its type reads it (an expression is immutable: built once, shared by
+    every statement — kn_search compiles some forty leaves a query)."""
     element = instances.c.properties[field_name]
     if dialect == "postgresql" and (t in _NUMERIC_TYPES or t in _BOOL_TYPES):
         # only a JSON number (boolean) is read as one: a cast of any other text would fail the whole query

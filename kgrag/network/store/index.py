@@ -492,6 +492,8 @@ class StoreIndex:
                 self._text_cache = cached
         if cached.totals[0] < get_settings().kn_text_staged_rows:
             return None
+        if not get_settings().kn_text_ranges:
+            return SqliteText(conn, cached.totals, cached.term_rows, cached.samples)
         if not cached.layout_started.is_set():
             with self.core.lock:
                 start = not cached.layout_started.is_set()

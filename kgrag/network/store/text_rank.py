@@ -132,9 +132,30 @@ class _Scorer:
         return score
 
     def rows(self, raw: Iterable[tuple]) -> list[TextRow]:
-        """``(id, item_id, field, text, …)`` read rows as ranked :class:`TextRow`."""
-        return [TextRow(r[0], r[1], r[2], r[3], -self.score((r[3].replace(".", " ") if "." in r[3] else r[3]).split()))
-                for r in raw]
+        """``(id, item_id, field, text, …)`` read rows as ranked :class:`TextRow` (:meth:`score`'s sums; a query of
+        single terms inline, a term skipped where the row's text does not hold it at all)."""
+        if any(len(phrase) != 1 for phrase, _ in self.weighted):
+            return [TextRow(r[0], r[1], r[2], r[3], -self.score(_split(r[3]))) for r in raw]
+        singles = [(phrase[0], idf) for phrase, idf in self.weighted]
+        avgdl, k1_plus_1 = self.avgdl, K1 + 1.0
+        out = []
+        for r in raw:
+            row_text = r[3]
+            row_terms = _split(row_text)
+            norm = K1 * (1 - B + B * (len(row_terms) + 1) / avgdl)
+            score = 0.0
+            for term, idf in singles:
+                if term in row_text:
+                    freq = row_terms.count(term)
+                    if freq:
+                        score += idf * (freq * k1_plus_1) / (freq + norm)
+            out.append(TextRow(r[0], r[1], r[2], row_text, -score))
+        return out
+
+
+def _split(row_text: str) -> list[str]:
+    """A stored row's terms (:func:`fts_terms` of a text without empty tokens)."""
+    return (row_text.replace(".", " ") if "." in row_text else row_text).split()
 
 
 def _occurrences(row_terms: Sequence[str], phrase: tuple[str, ...]) -> int:
