@@ -6,6 +6,8 @@ ranges a read takes, and a store that reads its layout answering as FTS5 does.
 
 from __future__ import annotations
 
+import math
+import time
 from pathlib import Path
 
 import pytest
@@ -128,6 +130,15 @@ def test_a_loaded_store_is_laid_out_by_scope_and_answers_as_fts5(tmp_path: Path,
         assert cache is not None and cache.layout_done.wait(30) and cache.layout is not None
         assert answers() == fts5
         assert any(found for found in fts5[1].values())
+        # a new version's layout read waits while another read's share of a core would pass a quarter
+        store.index._layout_clock = (time.monotonic(), 3600.0)
+        store.apply_changes("library", NetworkChanges(delete_instances=[("Author", "a:new")]))
+        answers()
+        cache = store.index._text_cache
+        assert cache.layout is None and not cache.layout_started.is_set()
+        store.index._layout_clock = (-math.inf, 0.0)
+        answers()
+        assert cache.layout_done.wait(30) and cache.layout is not None
     finally:
         store.close()
         get_settings.cache_clear()

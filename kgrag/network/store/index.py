@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
@@ -158,6 +159,11 @@ def _knn_pool(threads: int) -> ThreadPoolExecutor:
 _K1, _B = 1.2, 0.75
 
 
+#: a new version's layout read starts only this many times the last read's duration after that read began: the
+#: reads take at most a quarter of a core however often the networks change (reads meanwhile name their scopes)
+_LAYOUT_SHARE = 4.0
+
+
 def _epoch(conn: Connection) -> tuple[Any, ...]:
     """Every network's (id, version): what the text index's cached figures are valid for."""
     return tuple(conn.execute(select(t.networks.c.kn_id, t.networks.c.version).order_by(t.networks.c.kn_id)))
@@ -249,6 +255,8 @@ class StoreIndex:
         self._pending: dict[str, tuple[str, bool]] = {}  # kn_id -> (version, instance vectors deferred)
         #: what the staged text ranking keeps while no network of the database changes (by their versions)
         self._text_cache: _TextCache | None = None
+        #: (when the last layout read began, how long it took): the next waits _LAYOUT_SHARE times as long
+        self._layout_clock: tuple[float, float] = (-math.inf, 0.0)
         #: kn_id -> (version, the queries its ANN bases are calibrated on)
         self._calibration_queries: dict[str, tuple[str, np.ndarray]] = {}
 
@@ -495,9 +503,13 @@ class StoreIndex:
         if not get_settings().kn_text_ranges:
             return SqliteText(conn, cached.totals, cached.term_rows, cached.samples)
         if not cached.layout_started.is_set():
-            with self.core.lock:
-                start = not cached.layout_started.is_set()
-                cached.layout_started.set()
+            with self.core.lock:  # one read at a time, and at most a quarter of a core's time (frequent writes)
+                last_start, last_took = self._layout_clock
+                start = (not cached.layout_started.is_set()
+                         and time.monotonic() - last_start >= _LAYOUT_SHARE * last_took)
+                if start:
+                    cached.layout_started.set()
+                    self._layout_clock = (time.monotonic(), math.inf)
             if start:
                 threading.Thread(target=self._read_text_layout, args=(cached,), name="kgrag-text-layout",
                                  daemon=True).start()
@@ -507,6 +519,7 @@ class StoreIndex:
         """Read the text index's layout (:func:`~kgrag.network.store.text_layout.read_layout`: ~1 s at a million
         instances, SQLite's own time) into ``cached`` if the index is still at its version; never raises (the
         reads then keep naming their scopes by phrase)."""
+        began = time.monotonic()
         try:
             with self.core.engine.connect() as conn:  # one read transaction: the versions and the rows agree
                 if _epoch(conn) == cached.epoch:
@@ -514,6 +527,8 @@ class StoreIndex:
         except Exception:  # noqa: BLE001 - an optimisation: its failure leaves the exact scope-phrase reads
             cached.layout = None
         finally:
+            with self.core.lock:
+                self._layout_clock = (began, time.monotonic() - began)
             cached.layout_done.set()
 
     def _bm25_rows(self, scopes: list[str], tokens: list[str], fetch: int) -> list[Any]:
