@@ -50,6 +50,8 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    func,
+    select,
 )
 from sqlalchemy.engine import Connection
 
@@ -174,6 +176,11 @@ FTS5_DDL = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS kn_text USING fts5("
     "text, scope, content='kn_text_rows', content_rowid='id', tokenize = 'unicode61 remove_diacritics 0')"
 )
+
+
+def last_text_row_id(conn: Connection) -> int:
+    """The largest ``kn_text_rows`` id (0: none): new rows written after it follow every stored one."""
+    return conn.execute(select(func.coalesce(func.max(text_index.c.id), 0))).scalar_one()
 
 
 def fts_sync_insert(conn: Connection, kn_id: str) -> None:

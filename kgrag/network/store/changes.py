@@ -751,7 +751,7 @@ class StoreChanges:
         sqlite = self.core.dialect == "sqlite"
         first_new = 0
         if sqlite and plan.rows["text"]:
-            first_new = conn.execute(select(func.coalesce(func.max(t.text_index.c.id), 0))).scalar_one()
+            first_new = t.last_text_row_id(conn)
         # new text rows by scope: a change adds one id run per scope it touches (text_layout)
         plan.rows["text"] = sorted(plan.rows["text"], key=lambda row: row["scope"])
         for name in ("instances", "text", "vectors", "chunks"):

@@ -143,7 +143,7 @@ class _Terms:
 def _scope_blocks(conn: Connection, network: KnowledgeNetwork, ids_by_type: dict[str, set[str]]) -> ScopeBlocks:
     """The text rows' ids of a full load on SQLite (:class:`~kgrag.network.store.text_layout.ScopeBlocks`): a
     block per (object type, ``match`` field), as large as the type has instances, after every stored row."""
-    first = conn.execute(select(func.coalesce(func.max(t.text_index.c.id), 0))).scalar_one() + 1
+    first = t.last_text_row_id(conn) + 1
     match_fields = fields_with(network, "match")
     return ScopeBlocks(first, {t.scope_token(network.kn_id, "instance", ot.id, name): len(ids_by_type.get(ot.id, ()))
                                for ot in network.object_types for name in match_fields[ot.id]})
@@ -236,8 +236,11 @@ class StoreLoader:
         postgres = self.core.dialect == "postgresql"
         counts = dict.fromkeys(("instances", "links", "text", "vectors", "chunks"), 0)
         terms = _Terms()  # PostgreSQL's term statistics
+        blocks: ScopeBlocks | None = None  # SQLite's text row ids (set once the old network is deleted)
 
         def insert(conn: Connection, name: str, rows: list[dict[str, Any]]) -> None:
+            if name == "text" and blocks is not None:
+                blocks.assign(rows)
             self._insert(conn, name, rows)
             counts[name] += len(rows)
             if postgres and name == "text":
@@ -260,7 +263,7 @@ class StoreLoader:
                 pending = Embeddable()
                 instance_table = checked_instance_rows(network, chunk, object_types, text_rows, pending)
                 insert(conn, "instances", instance_table)
-                insert(conn, "text", blocks.assign(text_rows) if blocks is not None else text_rows)
+                insert(conn, "text", text_rows)
                 if not defer_vectors:
                     insert(conn, "vectors", self.vector_rows(kn_id, pending, embedder))
                 progress(stage, counts["instances"], total)
@@ -274,7 +277,7 @@ class StoreLoader:
             text_rows, pending = [], Embeddable()
             index_types(network, text_rows, pending)
             chunk_table = chunk_rows(network, instances, pending)
-            insert(conn, "text", blocks.assign(text_rows) if blocks is not None else text_rows)
+            insert(conn, "text", text_rows)
             insert(conn, "vectors", self.vector_rows(kn_id, pending, embedder))
             insert(conn, "chunks", chunk_table)
             row = network_row(network, embedder.model_name, counts, ids_by_type)

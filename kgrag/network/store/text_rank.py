@@ -122,35 +122,22 @@ class _Scorer:
         self.weighted = [(tuple(fts_terms(term)), stats.idf(term)) for term in terms]
         self.avgdl = stats.avgdl
 
-    def score(self, row_terms: Sequence[str]) -> float:
+    def score(self, row_terms: Sequence[str], row_text: str | None = None) -> float:
+        """bm25 of a row's terms, summed in the query's order; given the row's ``row_text``, a term it does not
+        hold at all (not even inside another word) is passed over without counting."""
         norm = K1 * (1 - B + B * (len(row_terms) + 1) / self.avgdl)  # + the scope column's one token
         score = 0.0
         for phrase, idf in self.weighted:
+            if row_text is not None and phrase[0] not in row_text:
+                continue
             freq = row_terms.count(phrase[0]) if len(phrase) == 1 else _occurrences(row_terms, phrase)
             if freq:
                 score += idf * (freq * (K1 + 1.0)) / (freq + norm)
         return score
 
     def rows(self, raw: Iterable[tuple]) -> list[TextRow]:
-        """``(id, item_id, field, text, …)`` read rows as ranked :class:`TextRow` (:meth:`score`'s sums; a query of
-        single terms inline, a term skipped where the row's text does not hold it at all)."""
-        if any(len(phrase) != 1 for phrase, _ in self.weighted):
-            return [TextRow(r[0], r[1], r[2], r[3], -self.score(_split(r[3]))) for r in raw]
-        singles = [(phrase[0], idf) for phrase, idf in self.weighted]
-        avgdl, k1_plus_1 = self.avgdl, K1 + 1.0
-        out = []
-        for r in raw:
-            row_text = r[3]
-            row_terms = _split(row_text)
-            norm = K1 * (1 - B + B * (len(row_terms) + 1) / avgdl)
-            score = 0.0
-            for term, idf in singles:
-                if term in row_text:
-                    freq = row_terms.count(term)
-                    if freq:
-                        score += idf * (freq * k1_plus_1) / (freq + norm)
-            out.append(TextRow(r[0], r[1], r[2], row_text, -score))
-        return out
+        """``(id, item_id, field, text, …)`` read rows as ranked :class:`TextRow`."""
+        return [TextRow(r[0], r[1], r[2], r[3], -self.score(_split(r[3]), r[3])) for r in raw]
 
 
 def _split(row_text: str) -> list[str]:
@@ -365,19 +352,20 @@ class SqliteText:
             return joiner.join('"' + v.replace('"', '""') + '"' for v in values)
 
         terms_query = f"text : ({quoted(terms, ' AND ' if every else ' OR ')})"
-        sql = ("SELECT r.id, r.item_id, r.field, r.text, r.scope FROM kn_text AS k JOIN kn_text_rows AS r ON r.id = k.rowid "
-               "WHERE kn_text MATCH :q ORDER BY k.rowid")
+        matched = ("SELECT r.id, r.item_id, r.field, r.text, r.scope FROM kn_text AS k JOIN kn_text_rows AS r "
+                   "ON r.id = k.rowid WHERE kn_text MATCH :q")
         if limit is None:
             # every row of the terms (the rare terms' read: a few thousand rows at most), their scopes kept here —
             # FTS5's AND with the scopes' long doclists took twice as long (the 1M shop network: 6.9 → 3.4 ms)
             wanted = set(scopes)
-            return [row for row in self.conn.exec_driver_sql(sql, {"q": terms_query}).fetchall() if row[4] in wanted]
+            rows = self.conn.exec_driver_sql(matched + " ORDER BY k.rowid", {"q": terms_query}).fetchall()
+            return [row for row in rows if row[4] in wanted]
         ranges = self.layout.ranges(scopes) if self.layout is not None else None
         if ranges is None:
             query = f"scope : ({quoted(scopes, ' OR ')}) AND {terms_query}"
-            return self.conn.exec_driver_sql(sql + " LIMIT :n", {"q": query, "n": limit}).fetchall()
+            return self.conn.exec_driver_sql(matched + " ORDER BY k.rowid LIMIT :n", {"q": query, "n": limit}).fetchall()
         # the scopes' id ranges hold their rows and no other (text_layout): FTS5 seeks to them, no scope doclist
-        ranged = sql.replace("ORDER BY", "AND k.rowid BETWEEN :lo AND :hi ORDER BY") + " LIMIT :n"
+        ranged = matched + " AND k.rowid BETWEEN :lo AND :hi ORDER BY k.rowid LIMIT :n"
         out: list[tuple] = []
         for lo, hi in ranges:
             if len(out) >= limit:
