@@ -202,6 +202,28 @@ def test_a_search_reads_its_big_types_knn_side_by_side_with_the_same_answers(
         assert _KNN_MEMO.get() is None  # the block's answers end with it
 
 
+def test_a_search_reads_a_large_exact_scan_side_by_side_and_a_tiny_one_where_it_is(
+        ann_store: NetworkStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kgrag.network.store import index
+    from kgrag.network.store.index import _KNN_MEMO
+
+    monkeypatch.setenv("KGRAG_KN_KNN_THREADS", "2")
+    monkeypatch.setenv("KGRAG_KN_ANN_MIN_ROWS", "1000000")  # no ANN base answers: every type is an exact scan
+    get_settings.cache_clear()
+    counts = ann_store.core.network_stats(KN)["instances_by_type"]
+    monkeypatch.setattr(index, "KNN_THREAD_MIN_ROWS", sorted(counts.values())[-1])  # only the largest is worth it
+    fields = ann_store.index._knn_types(KN, 1)
+    largest = {tid for tid in fields if counts[tid] == max(counts.values())}
+    asked = [(tid, fields[tid], 5) for tid in fields]
+    assert ann_store.index.ann_types(KN) == {} and largest and set(fields) - largest
+    for query in QUERIES:
+        direct = {tid: ann_store.knn_scores(KN, "instance", tid, f, query, 5) for tid, f, _ in asked}
+        with ann_store.prefetched_matches(KN, "instance", [], query, 20, knn=asked):
+            assert {key[2] for key in _KNN_MEMO.get()} == largest  # the large scans on the threads, no other
+            inside = {tid: ann_store.knn_scores(KN, "instance", tid, f, query, 5) for tid, f, _ in asked}
+        assert inside == direct and any(inside.values()), query
+
+
 def test_a_search_that_finds_another_running_reads_its_knn_where_it_is(
         ann_store: NetworkStore, monkeypatch: pytest.MonkeyPatch) -> None:
     from kgrag.network.store.index import _KNN_MEMO

@@ -118,9 +118,14 @@ def _fts_match_union(n: int) -> Any:
         f"FROM ({parts}) AS m JOIN kn_text_rows AS r ON r.id = m.rid ORDER BY m.request, m.rank, m.rid")
 
 
+#: an object type's knn search runs on the knn threads beside the text read (:meth:`StoreIndex.prefetched_matches`)
+#: when it answers from ANN bases or has at least this many instances: the exact scan of the 1M shop network's
+#: 10,000 suppliers took ~1.6 ms of the query's one thread; a tiny type's is shorter than the hand-off
+KNN_THREAD_MIN_ROWS = 5_000
+
 #: :meth:`StoreIndex.prefetched_matches`' answers for the running thread or task
 _MATCH_MEMO: ContextVar[dict[tuple, dict[str, float]] | None] = ContextVar("kgrag_match_memo", default=None)
-#: its ANN knn answers, by (network, kind, type, fields, query, limit, version)
+#: its knn answers searched on the knn threads, by (network, kind, type, fields, query, limit, version)
 _KNN_MEMO: ContextVar[dict[tuple, dict[str, float]] | None] = ContextVar("kgrag_knn_memo", default=None)
 
 
@@ -251,7 +256,8 @@ class StoreIndex:
         self._vectors: dict[tuple[str, str, str], tuple[str, _VectorIndex]] = {}
         self._ann: dict[tuple[str, str], TypeIndex] = {}  # (kn_id, object type) -> its ANN knn at a version
         self._ann_locks: dict[tuple[str, str], threading.Lock] = {}
-        self._ann_types: dict[str, tuple[tuple[str, int], dict[str, list[str]]]] = {}
+        #: (kn_id, least instances) -> (version, its knn types that large: :meth:`_knn_types`)
+        self._knn_types_of: dict[tuple[str, int], tuple[str, dict[str, list[str]]]] = {}
         self._pending: dict[str, tuple[str, bool]] = {}  # kn_id -> (version, instance vectors deferred)
         #: what the staged text ranking keeps while no network of the database changes (by their versions)
         self._text_cache: _TextCache | None = None
@@ -294,16 +300,20 @@ class StoreIndex:
         """The object types of ``kn_id`` that answer knn from ANN bases, with their ``knn`` fields: those with at
         least ``KGRAG_KN_ANN_MIN_ROWS`` instances (none when it is 0)."""
         min_rows = get_settings().kn_ann_min_rows
-        if min_rows <= 0:
-            return {}
+        return self._knn_types(kn_id, min_rows) if min_rows > 0 else {}
+
+    def _knn_types(self, kn_id: str, min_rows: int) -> dict[str, list[str]]:
+        """The object types of ``kn_id`` with ``knn`` fields and at least ``min_rows`` instances (as its last load
+        or change counted them), with those fields, the largest type first; kept per network version."""
         version, network, _ = self.core.schema(kn_id)
-        cached = self._ann_types.get(kn_id)
-        if cached is not None and cached[0] == (version, min_rows):
+        cached = self._knn_types_of.get((kn_id, min_rows))
+        if cached is not None and cached[0] == version:
             return cached[1]
         by_type = self.core.network_stats(kn_id).get("instances_by_type") or {}
-        found = {type_id: fields for type_id, fields in fields_with(network, "knn").items()
+        found = {type_id: fields for type_id, fields in sorted(fields_with(network, "knn").items(),
+                                                              key=lambda kv: -by_type.get(kv[0], 0))
                  if fields and by_type.get(type_id, 0) >= min_rows}
-        self._ann_types[kn_id] = ((version, min_rows), found)
+        self._knn_types_of[(kn_id, min_rows)] = (version, found)
         return found
 
     def _ann_index(self, kn_id: str, version: str, type_id: str, fields: list[str]) -> TypeIndex:
@@ -449,10 +459,11 @@ class StoreIndex:
         """Within the block (this thread or task), :meth:`match_scores` of any ``(type id, fields)`` in
         ``requests`` for ``query`` and ``limit`` is answered from one :meth:`match_scores_many` read on entry
         (kn_search's instance recall: one text statement for all its types instead of one per type), and
-        :meth:`knn_scores` of any ``(type id, fields, limit)`` of ``knn`` whose type answers from ANN bases from
-        searches made on entry on :func:`_knn_pool`'s threads while the text is read (``KGRAG_KN_KNN_THREADS``;
-        only when no other search of the process is running: :class:`_Searches`) (the same scores: they are
-        :meth:`knn_scores`' own); any other call runs as usual."""
+        :meth:`knn_scores` of any ``(type id, fields, limit)`` of ``knn`` whose type answers from ANN bases or
+        has at least :data:`KNN_THREAD_MIN_ROWS` instances from searches made on entry on :func:`_knn_pool`'s
+        threads while the text is read (``KGRAG_KN_KNN_THREADS``; only when no other search of the process is
+        running: :class:`_Searches`) (the same scores: they are :meth:`knn_scores`' own); any other call runs as
+        usual."""
         with _SEARCHES.entered() as others:
             searches = self._knn_searches(kn_id, kind, knn, query) if not others else {}
             try:
@@ -471,11 +482,17 @@ class StoreIndex:
 
     def _knn_searches(self, kn_id: str, kind: str, knn: Sequence[tuple[str, list[str], int]], query: str
                       ) -> dict[tuple, Any]:
-        """The futures of :meth:`knn_scores` of the ``knn`` requests on big (ANN) types, by their memo key."""
+        """The futures of :meth:`knn_scores` of the ``knn`` requests on types worth a thread (ANN bases, or at
+        least :data:`KNN_THREAD_MIN_ROWS` instances), by their memo key."""
         threads = get_settings().kn_knn_threads
         ready = threads and kind == "instance" and knn and query.strip() and not self.vectors_pending(kn_id)
-        big = self.ann_types(kn_id) if ready else {}
-        wanted = list(dict.fromkeys((tid, tuple(fields), limit) for tid, fields, limit in knn if tid in big))
+        # an ANN search, or an exact scan long enough to be worth a thread (not a tiny type's)
+        ann_rows = get_settings().kn_ann_min_rows
+        least = min(KNN_THREAD_MIN_ROWS, ann_rows) if ann_rows > 0 else KNN_THREAD_MIN_ROWS
+        # the largest type first: its search is the longest (the threads finish closer together)
+        order = {tid: i for i, tid in enumerate(self._knn_types(kn_id, least) if ready else ())}
+        wanted = sorted(dict.fromkeys((tid, tuple(fields), limit) for tid, fields, limit in knn if tid in order),
+                        key=lambda w: order[w[0]])
         if not wanted:
             return {}
         version = self.core.schema(kn_id)[0]
@@ -712,13 +729,13 @@ class StoreIndex:
             version = self.core.schema(kn_id)[0]
         if kind == "instance" and self.vectors_pending(kn_id):
             return {}  # deferred vectors not all made: none of a part of them
+        memo = _KNN_MEMO.get()
+        if memo is not None and fields is not None:  # searched on the knn threads by prefetched_matches
+            found_before = memo.get((kn_id, kind, type_id, tuple(fields), query, limit, version))
+            if found_before is not None:
+                return dict(found_before)
         big = self.ann_types(kn_id).get(type_id) if kind == "instance" else None
         if big:  # a big type: its ANN bases (approximate; bench/big_network.py measures recall@10)
-            memo = _KNN_MEMO.get()
-            if memo is not None and fields is not None:
-                found_before = memo.get((kn_id, kind, type_id, tuple(fields), query, limit, version))
-                if found_before is not None:
-                    return dict(found_before)
             if not query.strip():
                 return {}
             typed = self._ann_index(kn_id, version, type_id, big)
