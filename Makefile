@@ -41,7 +41,8 @@ run: $(STAMP) assets
 # pytest exits 5 when it collects nothing: that is a failure too, with a message saying so.
 # Two pytest-xdist workers (CI has 2 cores); tests/conftest.py groups the test files so that a file, the medical
 # network and each server that must not run twice stay on one worker, and gives each worker one torch/BLAS thread
-# (without that cap two workers' pipelines oversubscribed the cores and the suite was slower than one process).
+# (without that cap two workers' pipelines oversubscribed the cores and the suite was slower than one process),
+# and hands out the longest groups first (tests/durations.json; xdist's own order is by test count).
 # From a clean work dir on 2 cores: 9.6–10.8 min with two workers (issue 43). TEST_WORKERS=0 runs in one process.
 TEST_WORKERS ?= 2
 TEST_XDIST := $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup)

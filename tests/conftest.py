@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
+from collections.abc import Iterable
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -61,6 +64,13 @@ pytest_plugins = [
 SHARED_FIXTURES = {"medical_db": "medical", "virtuoso": "virtuoso", "metaqa_prepared": "virtuoso",
                    "langgraph_url": "langgraph", "kg_langgraph_url": "langgraph"}
 _GROUPS_ENV = "KGRAG_TEST_GROUPS_FILE"
+#: seconds each test file took (its tests' setup, call and teardown; make test on 2 cores): the controller hands
+#: out the longest groups first, so that no long group starts last (xdist's own order is by test count). A file
+#: not listed counts :data:`_UNLISTED_TEST_S` a test. Refresh: ``KGRAG_TEST_DURATIONS_OUT=tests/durations.json
+#: make test`` (the controller writes the run's own figures there)
+DURATIONS = Path(__file__).with_name("durations.json")
+_UNLISTED_TEST_S = 0.1
+_DURATIONS_OUT_ENV = "KGRAG_TEST_DURATIONS_OUT"
 
 
 def _file_of(nodeid: str) -> str:
@@ -107,12 +117,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 class _XdistFileGroups:
-    """A plugin registered only under xdist (its hook is unknown without it)."""
+    """A plugin registered only under xdist (its hook is unknown without it); on the controller it also sums each
+    test file's seconds, written to ``KGRAG_TEST_DURATIONS_OUT`` at the end when that is set."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        file = _file_of(report.nodeid)
+        self.seconds[file] = self.seconds.get(file, 0.0) + report.duration
+
+    def pytest_sessionfinish(self) -> None:
+        out = os.environ.get(_DURATIONS_OUT_ENV)
+        if out and self.seconds:
+            import json
+
+            figures = {file: round(seconds, 1) for file, seconds in sorted(self.seconds.items())}
+            Path(out).write_text(json.dumps(figures, indent=1) + "\n")
 
     @staticmethod
     def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN205, ANN001
-        """Whole groups of test files (see :func:`pytest_collection_modifyitems`) to a worker. (xdist's own
-        loadgroup reads ``xdist_group`` marks through a node id suffix that pytest 9 no longer keeps.)"""
+        """Whole groups of test files (see :func:`pytest_collection_modifyitems`) to a worker, the longest
+        (:data:`DURATIONS`) first. (xdist's own loadgroup reads ``xdist_group`` marks through a node id suffix that
+        pytest 9 no longer keeps.)"""
         from xdist.scheduler import LoadScopeScheduling
 
         class FileGroups(LoadScopeScheduling):
@@ -128,4 +155,32 @@ class _XdistFileGroups:
                 file = _file_of(nodeid)
                 return self._groups.get(file, file)
 
+            def _assign_work_unit(self, node) -> None:  # noqa: ANN001 - xdist's WorkerController
+                if not self._longest_first:  # once, when every group is queued: the longest first
+                    self._longest_first = True
+                    units = sorted(self.workqueue.items(), key=lambda unit: -_expected_seconds(unit[1]))
+                    self.workqueue.clear()
+                    self.workqueue.update(units)
+                super()._assign_work_unit(node)
+
+            _longest_first = False
+
         return FileGroups(config, log)
+
+
+def _expected_seconds(nodeids: Iterable[str]) -> float:
+    """The seconds a group of tests is expected to take: its files' :data:`DURATIONS`, else
+    :data:`_UNLISTED_TEST_S` a test."""
+    tests = Counter(_file_of(nodeid) for nodeid in nodeids)
+    listed = _listed_seconds()
+    return sum(listed.get(file, _UNLISTED_TEST_S * count) for file, count in tests.items())
+
+
+@lru_cache(maxsize=1)
+def _listed_seconds() -> dict[str, float]:
+    import json
+
+    try:
+        return json.loads(DURATIONS.read_text())
+    except (OSError, ValueError):  # none (or unreadable): every file by its test count
+        return {}
