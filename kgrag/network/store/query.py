@@ -15,12 +15,13 @@ and relation types raise ``ValueError``; an unknown network :class:`NetworkNotFo
 
 from __future__ import annotations
 
+import json
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import func, select
+from sqlalchemy import Connection, func, select
 from sqlalchemy.sql.elements import False_
 
 from kgrag.network.schema import tables as t
@@ -38,6 +39,34 @@ from kgrag.network.store.core import StoreCore
 from kgrag.network.store.index import StoreIndex
 
 __all__ = ["BATCH_TYPES", "StoreQueries", "list_fields"]
+
+
+class _Row(NamedTuple):
+    id: str
+    properties: Any
+
+
+#: ids one statement of :func:`_rows_by_id` names
+_IDS_PER_STATEMENT = 900
+
+
+def _rows_by_id(conn: Connection, kn_id: str, type_id: str, ids: Sequence[str]) -> dict[str, _Row]:
+    """``{id: (id, properties)}`` of the instances of one object type among ``ids`` (unknown ids absent). On SQLite
+    the statement runs on the connection's own sqlite3 connection (the same transaction) and the JSON is decoded
+    here: SQLAlchemy's execution took 0.18 ms to read a search's five rows by id, the read itself 0.03 ms."""
+    found: dict[str, _Row] = {}
+    raw = conn.connection.driver_connection if conn.dialect.name == "sqlite" else None
+    ti = t.instances
+    for start in range(0, len(ids), _IDS_PER_STATEMENT):
+        chunk = list(ids[start:start + _IDS_PER_STATEMENT])
+        if raw is not None:
+            rows = raw.execute(f"SELECT id, properties FROM {ti.name} WHERE kn_id = ? AND object_type_id = ? AND id IN "
+                               f"({', '.join('?' * len(chunk))})", [kn_id, type_id, *chunk])  # type: ignore[union-attr]
+            found.update((r[0], _Row(r[0], json.loads(r[1]) if r[1] is not None else None)) for r in rows)
+        else:
+            found.update((r.id, _Row(r.id, r.properties)) for r in conn.execute(select(ti.c.id, ti.c.properties).where(
+                ti.c.kn_id == kn_id, ti.c.object_type_id == type_id, ti.c.id.in_(chunk))))
+    return found
 
 #: object types one statement of :meth:`StoreQueries.query_instances_by_type` covers
 BATCH_TYPES = 400
@@ -250,7 +279,7 @@ class StoreQueries:
             top = ok[:limit]
             kept = top if scored_limit is None else top[:max(scored_limit, 0)]
             # the clause was just checked for these ids: read their rows by primary key alone
-            by_id = {r.id: r for r in conn.execute(base.where(ti.c.id.in_(kept)))} if kept else {}
+            by_id = _rows_by_id(conn, kn_id, object_type_id, kept) if kept else {}
             hits = [self._hit(object_type_id, by_id[i], plan.scores[i]) for i in kept if i in by_id]
             filled = len(top) - (len(kept) - len(hits))  # a kept id whose row is gone leaves its place to the rest
             if filled < limit and rest_clause is not None:
@@ -438,17 +467,8 @@ class StoreQueries:
     def get_instances(self, kn_id: str, object_type_id: str, ids: Sequence[str]) -> list[InstanceHit]:
         """Instances by id (in the order given; unknown ids are skipped)."""
         self.core.object_type(kn_id, object_type_id)
-        ti = t.instances
-        found: dict[str, Any] = {}
         with self.core.engine.connect() as conn:
-            for start in range(0, len(ids), 900):
-                chunk = list(ids[start : start + 900])
-                for r in conn.execute(
-                    select(ti.c.id, ti.c.properties).where(
-                        ti.c.kn_id == kn_id, ti.c.object_type_id == object_type_id, ti.c.id.in_(chunk)
-                    )
-                ):
-                    found[r.id] = r
+            found = _rows_by_id(conn, kn_id, object_type_id, ids)
         return [self._hit(object_type_id, found[i], None) for i in ids if i in found]
 
     def sample_instance(self, kn_id: str, object_type_id: str) -> dict | None:
