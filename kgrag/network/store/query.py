@@ -60,12 +60,14 @@ def _rows_by_id(conn: Connection, kn_id: str, type_id: str, ids: Sequence[str]) 
     for start in range(0, len(ids), _IDS_PER_STATEMENT):
         chunk = list(ids[start:start + _IDS_PER_STATEMENT])
         if raw is not None:
-            rows = raw.execute(f"SELECT id, properties FROM {ti.name} WHERE kn_id = ? AND object_type_id = ? AND id IN "
-                               f"({', '.join('?' * len(chunk))})", [kn_id, type_id, *chunk])  # type: ignore[union-attr]
+            sql = (f"SELECT id, properties FROM {ti.name} WHERE kn_id = ? AND object_type_id = ? "
+                   f"AND id IN ({', '.join('?' * len(chunk))})")
+            rows = raw.execute(sql, [kn_id, type_id, *chunk])  # type: ignore[union-attr]
             found.update((r[0], _Row(r[0], json.loads(r[1]) if r[1] is not None else None)) for r in rows)
         else:
-            found.update((r.id, _Row(r.id, r.properties)) for r in conn.execute(select(ti.c.id, ti.c.properties).where(
-                ti.c.kn_id == kn_id, ti.c.object_type_id == type_id, ti.c.id.in_(chunk))))
+            rows = conn.execute(select(ti.c.id, ti.c.properties).where(
+                ti.c.kn_id == kn_id, ti.c.object_type_id == type_id, ti.c.id.in_(chunk)))
+            found.update((r.id, _Row(r.id, r.properties)) for r in rows)
     return found
 
 #: object types one statement of :meth:`StoreQueries.query_instances_by_type` covers
