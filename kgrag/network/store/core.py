@@ -132,6 +132,13 @@ def unmapped(engine: Engine) -> Iterator[Connection]:
                 conn.commit()
 
 
+def driver_rows(conn: Connection, sql: str, params: Any) -> list[tuple]:
+    """The rows of one statement (the driver's own SQL and parameter style) as plain tuples, run on ``conn``'s
+    driver connection — the same connection and transaction — for a hot read: SQLAlchemy's execution costs ~0.1 ms
+    a statement and its result rows ~1 µs a row (0.18 against 0.03 ms to read five instances by id)."""
+    return conn.connection.driver_connection.execute(sql, params).fetchall()  # type: ignore[union-attr]
+
+
 class StoreCore:
     """Engine, dialect and schema cache of a :class:`kgrag.network.store.NetworkStore` (module docstring)."""
 

@@ -46,6 +46,7 @@ from typing import NamedTuple, Protocol, TypeVar
 
 from sqlalchemy import Connection
 
+from kgrag.network.store.core import driver_rows
 from kgrag.network.store.text_layout import TextLayout
 
 __all__ = ["K1", "B", "RowSamples", "TextRow", "TextSource", "TextStats", "SqliteText", "bm25", "sqlite_totals",
@@ -314,10 +315,10 @@ class SqliteText:
                 "CREATE VIRTUAL TABLE IF NOT EXISTS temp.kn_text_vocab USING fts5vocab(main, kn_text, row)")
             for term in missing:
                 if "." in term:  # a decimal: FTS5's phrase of its digit runs, its rows counted by a match
-                    found = self._fetch("SELECT count(*) FROM kn_text WHERE kn_text MATCH :q",
+                    found = driver_rows(self.conn, "SELECT count(*) FROM kn_text WHERE kn_text MATCH :q",
                                         {"q": f'text : ("{term}")'}) if fts_terms(term) else []
                 else:
-                    found = self._fetch("SELECT doc FROM temp.kn_text_vocab WHERE term = :t", {"t": term})
+                    found = driver_rows(self.conn, "SELECT doc FROM temp.kn_text_vocab WHERE term = :t", {"t": term})
                 counts[term] = int(found[0][0] or 0) if found else 0
                 if counts[term] >= self.CACHE_MIN_ROWS:
                     self.term_rows[term] = counts[term]
@@ -346,12 +347,6 @@ class SqliteText:
                     break
         return out
 
-    def _fetch(self, sql: str, params: dict[str, object]) -> list[tuple]:
-        """The rows of one statement as plain tuples, on this connection's own sqlite3 connection (the same
-        transaction): SQLAlchemy's result rows cost ~1 µs a row more and its execution ~0.1 ms a statement — a
-        third of a (scope, term) read."""
-        return self.conn.connection.driver_connection.execute(sql, params).fetchall()  # type: ignore[union-attr]
-
     def _read(self, scopes: Sequence[str], terms: Sequence[str], every: bool, limit: int | None) -> list[tuple]:
         def quoted(values: Sequence[str], joiner: str) -> str:
             return joiner.join('"' + v.replace('"', '""') + '"' for v in values)
@@ -363,17 +358,17 @@ class SqliteText:
             # every row of the terms (the rare terms' read: a few thousand rows at most), their scopes kept here —
             # FTS5's AND with the scopes' long doclists took twice as long (the 1M shop network: 6.9 → 3.4 ms)
             wanted = set(scopes)
-            rows = self._fetch(matched + " ORDER BY k.rowid", {"q": terms_query})
+            rows = driver_rows(self.conn, matched + " ORDER BY k.rowid", {"q": terms_query})
             return [row for row in rows if row[4] in wanted]
         ranges = self.layout.ranges(scopes) if self.layout is not None else None
         if ranges is None:
             query = f"scope : ({quoted(scopes, ' OR ')}) AND {terms_query}"
-            return self._fetch(matched + " ORDER BY k.rowid LIMIT :n", {"q": query, "n": limit})
+            return driver_rows(self.conn, matched + " ORDER BY k.rowid LIMIT :n", {"q": query, "n": limit})
         # the scopes' id ranges hold their rows and no other (text_layout): FTS5 seeks to them, no scope doclist
         ranged = matched + " AND k.rowid BETWEEN :lo AND :hi ORDER BY k.rowid LIMIT :n"
         out: list[tuple] = []
         for lo, hi in ranges:
             if len(out) >= limit:
                 break
-            out += self._fetch(ranged, {"q": terms_query, "lo": lo, "hi": hi, "n": limit - len(out)})
+            out += driver_rows(self.conn, ranged, {"q": terms_query, "lo": lo, "hi": hi, "n": limit - len(out)})
         return out
