@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import threading
 import time
 
@@ -144,6 +146,37 @@ def test_repeated_search_is_served_from_the_cache_until_the_network_is_reloaded(
         third = client.post(URL, json=payload).json()
         assert (cache.misses, cache.hits) == (3, 1)
         assert {n["instance_name"] for n in third["nodes"]} <= {"上、下气道梗阻"}
+
+
+def test_the_routes_write_the_pipelines_answer_as_their_response_model_would(tmp_path):
+    """The routes write their answer with one pydantic dump (kgrag.api.kn_search.as_json), not FastAPI's
+    response-model round trip: the same JSON — the pipeline's answer without its None fields — and the type."""
+    from fastapi.routing import serialize_response
+    from fastapi.utils import create_model_field
+    from starlette.responses import JSONResponse
+
+    from kgrag.search.pipeline import context_search, kn_search
+
+    store = NetworkStore(f"sqlite:///{tmp_path / 'kn.db'}")
+    store.load(*tiny_medical())
+    application = create_app()
+    application.state.network_store = store
+    field = create_model_field(name="Response", type_=KnSearchResponse, mode="serialization")
+
+    async def fastapis_own(response: KnSearchResponse) -> bytes:
+        content = await serialize_response(field=field, response_content=response, exclude_none=True)
+        return bytes(JSONResponse(content).body)
+
+    payload = {"query": "上气道梗阻 常用药物", "kn_id": "tiny", "session_id": "s1"}
+    with TestClient(application) as client:
+        for url, search in ((URL, kn_search), (URL.replace("kn_search", "context_search"), context_search)):
+            for _ in range(2):  # a computed answer, then (kn_search) the cache's
+                sent = client.post(url, json=payload)
+                assert sent.status_code == 200 and sent.headers["content-type"] == "application/json"
+                expected = search(KnSearchRequest(**payload), store)
+                assert sent.json() == json.loads(asyncio.run(fastapis_own(expected)))
+                assert sent.json() == expected.model_dump(mode="json", exclude_none=True)
+                assert sent.json()["nodes"] and "null" not in sent.text
 
 
 def test_cache_size_zero_turns_it_off():

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, FastAPI, Header, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from sqlalchemy.exc import InterfaceError, OperationalError
 
 from kgrag.api.access import grant_of, require_kn
@@ -78,6 +78,13 @@ def database_unavailable(name: str, exc: OperationalError | InterfaceError) -> s
     return f"database unavailable ({reason})"
 
 
+def as_json(response: KnSearchResponse) -> Response:
+    """``response`` written as the routes' ``response_model`` with ``response_model_exclude_none`` writes it — the same
+    JSON — in one pydantic call: FastAPI's dump, validation and re-dump of a returned model took ~0.8 ms of a 14 kB
+    answer, this ~0.06 ms."""
+    return Response(response.model_dump_json(exclude_none=True), media_type="application/json")
+
+
 def answer_or_error(name: str, kn_id: str, search: Callable[[], Any], request: Request,
                     unknown_is_bad_input: bool = False) -> Any:
     """Run ``search`` with the routes' error contract: unknown network 404, bad input (``ValueError``, the query
@@ -114,8 +121,9 @@ def kn_search_route(
     def run() -> Any:
         service = network_service(request)  # inside the error contract: opening it needs the database
         if cache is None:
-            return kn_search(search, service)
-        return cache.get_or_compute(search, service.network_version(search.kn_id), lambda: kn_search(search, service))
+            return as_json(kn_search(search, service))
+        return as_json(cache.get_or_compute(search, service.network_version(search.kn_id),
+                                            lambda: kn_search(search, service)))
 
     return answer_or_error("kn_search", search.kn_id, run, request)
 
@@ -132,7 +140,7 @@ def context_search_route(
     values and relations are stored. Same request as kn_search; with a ``session_id`` later turns only recall
     what is new."""
     return answer_or_error("context_search", search.kn_id,
-                           lambda: context_search(search, network_service(request)), request)
+                           lambda: as_json(context_search(search, network_service(request))), request)
 
 
 async def validation_error_as_400(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -49,7 +49,7 @@ from kgrag.network.schema import tables as t
 from kgrag.network.schema.model import fields_with
 from kgrag.network.store.ann import AnnFiles
 from kgrag.network.store.ann_search import TypeIndex, open_type_index, sample_vectors
-from kgrag.network.store.core import StoreCore
+from kgrag.network.store.core import StoreCore, driver_rows
 from kgrag.network.store.text_layout import TextLayout, read_layout
 from kgrag.network.store.text_rank import (
     RowSamples,
@@ -170,8 +170,10 @@ _LAYOUT_SHARE = 4.0
 
 
 def _epoch(conn: Connection) -> tuple[Any, ...]:
-    """Every network's (id, version): what the text index's cached figures are valid for."""
-    return tuple(conn.execute(select(t.networks.c.kn_id, t.networks.c.version).order_by(t.networks.c.kn_id)))
+    """Every network's (id, version): what the text index's cached figures are valid for (SQLite: read by the
+    driver, 4 µs, where SQLAlchemy's execution took ~60 µs of every staged query)."""
+    networks = t.networks
+    return tuple(driver_rows(conn, f"SELECT kn_id, version FROM {networks.name} ORDER BY kn_id", ()))
 
 
 @dataclass
