@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from collections.abc import Iterable
@@ -95,8 +96,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     target = os.environ.get(_GROUPS_ENV)
     if not target or not hasattr(config, "workerinput"):
         return
-    import json
-
     parent: dict[str, str] = {}
 
     def find(node: str) -> str:
@@ -130,8 +129,6 @@ class _XdistFileGroups:
     def pytest_sessionfinish(self) -> None:
         out = os.environ.get(_DURATIONS_OUT_ENV)
         if out and self.seconds:
-            import json
-
             figures = {file: round(seconds, 1) for file, seconds in sorted(self.seconds.items())}
             Path(out).write_text(json.dumps(figures, indent=1) + "\n")
 
@@ -147,8 +144,6 @@ class _XdistFileGroups:
 
             def _split_scope(self, nodeid: str) -> str:
                 if self._groups is None:  # scheduling starts once every worker has collected (and written the map)
-                    import json
-
                     path = Path(os.environ[_GROUPS_ENV])
                     self._groups = json.loads(path.read_text()) if path.is_file() else {}
                     path.unlink(missing_ok=True)
@@ -178,8 +173,6 @@ def _expected_seconds(nodeids: Iterable[str]) -> float:
 
 @lru_cache(maxsize=1)
 def _listed_seconds() -> dict[str, float]:
-    import json
-
     try:
         return json.loads(DURATIONS.read_text())
     except (OSError, ValueError):  # none (or unreadable): every file by its test count

@@ -15,6 +15,7 @@ import logging
 import threading
 from collections.abc import Callable
 from enum import StrEnum
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, FastAPI, Header, HTTPException, Request
@@ -120,10 +121,9 @@ def kn_search_route(
 
     def run() -> Any:
         service = network_service(request)  # inside the error contract: opening it needs the database
-        if cache is None:
-            return as_json(kn_search(search, service))
-        return as_json(cache.get_or_compute(search, service.network_version(search.kn_id),
-                                            lambda: kn_search(search, service)))
+        computed = partial(kn_search, search, service)
+        return as_json(computed() if cache is None
+                       else cache.get_or_compute(search, service.network_version(search.kn_id), computed))
 
     return answer_or_error("kn_search", search.kn_id, run, request)
 

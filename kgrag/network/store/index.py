@@ -172,8 +172,7 @@ _LAYOUT_SHARE = 4.0
 def _epoch(conn: Connection) -> tuple[Any, ...]:
     """Every network's (id, version): what the text index's cached figures are valid for (SQLite: read by the
     driver, 4 µs, where SQLAlchemy's execution took ~60 µs of every staged query)."""
-    networks = t.networks
-    return tuple(driver_rows(conn, f"SELECT kn_id, version FROM {networks.name} ORDER BY kn_id", ()))
+    return tuple(driver_rows(conn, f"SELECT kn_id, version FROM {t.networks.name} ORDER BY kn_id", ()))
 
 
 @dataclass

@@ -46,7 +46,7 @@ class _Row(NamedTuple):
     properties: Any
 
 
-#: ids one statement of :func:`_rows_by_id` names
+#: ids (or id pairs) one statement binds: under SQLite's oldest limit of 999 parameters
 _IDS_PER_STATEMENT = 900
 
 
@@ -55,18 +55,18 @@ def _rows_by_id(conn: Connection, kn_id: str, type_id: str, ids: Sequence[str]) 
     a hot read (:func:`~kgrag.network.store.core.driver_rows`), its JSON decoded as the engine decodes it."""
     found: dict[str, _Row] = {}
     ti = t.instances
+    chunks = [list(ids[start:start + _IDS_PER_STATEMENT]) for start in range(0, len(ids), _IDS_PER_STATEMENT)]
+    if conn.dialect.name != "sqlite":
+        for chunk in chunks:
+            found.update((r.id, _Row(r.id, r.properties)) for r in conn.execute(select(ti.c.id, ti.c.properties)
+                         .where(ti.c.kn_id == kn_id, ti.c.object_type_id == type_id, ti.c.id.in_(chunk))))
+        return found
     loads = conn.dialect._json_deserializer or json.loads  # type: ignore[attr-defined]
-    for start in range(0, len(ids), _IDS_PER_STATEMENT):
-        chunk = list(ids[start:start + _IDS_PER_STATEMENT])
-        if conn.dialect.name == "sqlite":
-            sql = (f"SELECT id, properties FROM {ti.name} WHERE kn_id = ? AND object_type_id = ? "
-                   f"AND id IN ({', '.join('?' * len(chunk))})")  # our own table's name
-            found.update((r[0], _Row(r[0], loads(r[1]) if r[1] is not None else None))
-                         for r in driver_rows(conn, sql, [kn_id, type_id, *chunk]))
-        else:
-            rows = conn.execute(select(ti.c.id, ti.c.properties).where(
-                ti.c.kn_id == kn_id, ti.c.object_type_id == type_id, ti.c.id.in_(chunk)))
-            found.update((r.id, _Row(r.id, r.properties)) for r in rows)
+    for chunk in chunks:
+        sql = (f"SELECT id, properties FROM {ti.name} WHERE kn_id = ? AND object_type_id = ? "
+               f"AND id IN ({', '.join('?' * len(chunk))})")  # our own table's name
+        found.update((r[0], _Row(r[0], loads(r[1]) if r[1] is not None else None))
+                     for r in driver_rows(conn, sql, [kn_id, type_id, *chunk]))
     return found
 
 
@@ -430,8 +430,8 @@ class StoreQueries:
                     del pending[tid]
                 wanted += [(tid, i) for i in chunk]
             rows: dict[tuple[str, str], Any] = {}
-            for start in range(0, len(wanted), 900):
-                part = wanted[start:start + 900]
+            for start in range(0, len(wanted), _IDS_PER_STATEMENT):
+                part = wanted[start:start + _IDS_PER_STATEMENT]
                 for r in conn.execute(select(ti.c.object_type_id, ti.c.id, ti.c.name, ti.c.properties).where(
                         ti.c.kn_id == kn_id, ti.c.object_type_id.in_(sorted({tid for tid, _ in part})),
                         ti.c.id.in_(sorted({i for _, i in part})))):
@@ -458,10 +458,10 @@ class StoreQueries:
         rows: dict[tuple[str, str], Any] = {}
         ti = t.instances
         with self.core.engine.connect() as conn:
-            for start in range(0, len(wanted), 900):
+            for start in range(0, len(wanted), _IDS_PER_STATEMENT):
                 for r in conn.execute(select(ti.c.object_type_id, ti.c.id, ti.c.properties).where(
                         ti.c.kn_id == kn_id, ti.c.object_type_id.in_(sorted(top)),
-                        ti.c.id.in_(wanted[start:start + 900]))):
+                        ti.c.id.in_(wanted[start:start + _IDS_PER_STATEMENT]))):
                     rows[(r.object_type_id, r.id)] = r
         return {tid: [self._hit(tid, rows[(tid, i)], scores[tid][i]) for i in ids if (tid, i) in rows]
                 for tid, ids in top.items()}
@@ -572,8 +572,8 @@ class StoreQueries:
         near, far = (tl.c.source_id, tl.c.target_id) if forward else (tl.c.target_id, tl.c.source_id)
         out: list[tuple[str, str]] = []
         with self.core.engine.connect() as conn:
-            for start in range(0, len(ids), 900):
-                chunk = list(ids[start : start + 900])
+            for start in range(0, len(ids), _IDS_PER_STATEMENT):
+                chunk = list(ids[start : start + _IDS_PER_STATEMENT])
                 out.extend((r[0], r[1]) for r in conn.execute(select(near, far).where(
                     tl.c.kn_id == kn_id, tl.c.relation_type_id == relation_type_id, near.in_(chunk))
                     .order_by(near, far)))
